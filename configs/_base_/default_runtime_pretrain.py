@@ -1,0 +1,8 @@
+# Runtime shared by every mmpos pretraining config (mmpretrain scope).
+_base_ = ['mmpretrain::_base_/default_runtime.py']
+
+custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
+default_hooks = dict(
+    logger=dict(type='LoggerHook', interval=50),
+    checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=3))
+randomness = dict(seed=0, diff_rank_seed=True)

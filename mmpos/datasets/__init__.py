@@ -1,0 +1,1 @@
+from . import transforms  # noqa: F401

@@ -1,0 +1,1 @@
+from . import hooks, optimizers  # noqa: F401

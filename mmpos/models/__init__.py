@@ -1,0 +1,1 @@
+from . import backbones, heads, layers, losses, necks, selfsup  # noqa: F401

@@ -1,0 +1,3 @@
+from .vit_pyramids import MultiLevelNeck, SimpleFeaturePyramid
+
+__all__ = ['MultiLevelNeck', 'SimpleFeaturePyramid']

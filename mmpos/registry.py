@@ -1,0 +1,19 @@
+"""mmpos registers everything into mmpretrain's registries.
+
+Modules defined here are therefore built by any config whose ``default_scope``
+is ``'mmpretrain'``; mmdet and mmseg configs refer to them with the scope
+prefix, e.g. ``backbone=dict(type='mmpretrain.RoPEVisionTransformer')``. A
+config makes them available with::
+
+    custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
+"""
+from mmpretrain.registry import (DATA_SAMPLERS, DATASETS, EVALUATOR, HOOKS,
+                                 METRICS, MODELS, OPTIM_WRAPPER_CONSTRUCTORS,
+                                 OPTIM_WRAPPERS, OPTIMIZERS, PARAM_SCHEDULERS,
+                                 TRANSFORMS)
+
+__all__ = [
+    'DATA_SAMPLERS', 'DATASETS', 'EVALUATOR', 'HOOKS', 'METRICS', 'MODELS',
+    'OPTIM_WRAPPER_CONSTRUCTORS', 'OPTIM_WRAPPERS', 'OPTIMIZERS',
+    'PARAM_SCHEDULERS', 'TRANSFORMS'
+]

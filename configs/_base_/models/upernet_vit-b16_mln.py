@@ -1,0 +1,24 @@
+# UperNet with a plain ViT-B/16 (CR2PQ Table 2, RoPE-ViT Table 6 protocol):
+# blocks 4/6/8/12 -> MultiLevelNeck -> UPerHead + FCN auxiliary head.
+_base_ = ['mmseg::_base_/models/upernet_mae.py']
+custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
+
+model = dict(
+    backbone=dict(
+        _delete_=True,
+        type='mmpretrain.RoPEVisionTransformer',
+        arch='base',
+        patch_size=16,
+        rope_type='mixed',
+        use_ape=False,
+        drop_path_rate=0.1,
+        out_indices=(3, 5, 7, 11),
+        out_type='featmap',
+        final_norm=False),
+    neck=dict(
+        _delete_=True,
+        type='mmpretrain.MultiLevelNeck',
+        in_channels=768,
+        norm_cfg=dict(type='SyncBN', requires_grad=True)),
+    decode_head=dict(in_channels=[768] * 4, channels=512, num_classes=150),
+    auxiliary_head=dict(in_channels=768, num_classes=150))

@@ -7,13 +7,13 @@ config makes them available with::
 
     custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
 """
-from mmpretrain.registry import (DATA_SAMPLERS, DATASETS, EVALUATOR, HOOKS,
+from mmpretrain.registry import (DATA_SAMPLERS, DATASETS, EVALUATORS, HOOKS,
                                  METRICS, MODELS, OPTIM_WRAPPER_CONSTRUCTORS,
                                  OPTIM_WRAPPERS, OPTIMIZERS, PARAM_SCHEDULERS,
                                  TRANSFORMS)
 
 __all__ = [
-    'DATA_SAMPLERS', 'DATASETS', 'EVALUATOR', 'HOOKS', 'METRICS', 'MODELS',
+    'DATA_SAMPLERS', 'DATASETS', 'EVALUATORS', 'HOOKS', 'METRICS', 'MODELS',
     'OPTIM_WRAPPER_CONSTRUCTORS', 'OPTIM_WRAPPERS', 'OPTIMIZERS',
     'PARAM_SCHEDULERS', 'TRANSFORMS'
 ]

@@ -10,6 +10,7 @@ embed_dims = 96
 model = dict(
     backbone=dict(
         arch=dict(
+            _delete_=True,
             embed_dims=embed_dims,
             num_layers=4,
             num_heads=3,

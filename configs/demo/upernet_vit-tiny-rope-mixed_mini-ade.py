@@ -13,6 +13,7 @@ model = dict(
     data_preprocessor=dict(size=crop_size),
     backbone=dict(
         arch=dict(
+            _delete_=True,
             embed_dims=embed_dims,
             num_layers=4,
             num_heads=3,

@@ -1,1 +1,3 @@
 from . import transforms  # noqa: F401
+from .mini_data import (make_all, make_mini_ade, make_mini_coco,  # noqa: F401
+                        make_unlabeled_images)

@@ -13,7 +13,8 @@ import os.path as osp
 import sys
 import time
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+sys.path.insert(0, ROOT)
 
 from mmpos.datasets.mini_data import make_all  # noqa: E402
 
@@ -48,7 +49,7 @@ def main(argv=None):
     start = time.time()
     try:
         paths = make_all(
-            args.out_dir, which=dict.fromkeys(args.which),
+            args.out_dir, which=list(dict.fromkeys(args.which)),
             num_train=args.num_train, num_val=args.num_val,
             num_unlabeled=args.num_unlabeled, img_size=args.img_size,
             seed=args.seed, force=args.force)

@@ -15,12 +15,13 @@ model = dict(
             num_layers=4,
             num_heads=3,
             feedforward_channels=4 * embed_dims),
-        patch_size=16,
+        patch_size=8,
         drop_path_rate=0.,
         out_indices=(0, 1, 2, 3)),
     neck=[
+        # Stride-8 patches: scales (2, 1, 1/2, 1/4) give strides 4..32.
         dict(type='mmpretrain.MultiLevelNeck', in_channels=embed_dims,
-             norm_cfg=dict(type='BN')),
+             scale_factors=(2.0, 1.0, 0.5, 0.25), norm_cfg=dict(type='BN')),
         dict(type='FPN', in_channels=[embed_dims] * 4, out_channels=64,
              num_outs=5)
     ],
@@ -42,7 +43,7 @@ param_scheduler = [
          T_max=max_iters - 30)
 ]
 optim_wrapper = dict(
-    optimizer=dict(lr=1e-3), paramwise_cfg=dict(layer_decay_rate=1.0))
+    optimizer=dict(lr=2e-3), paramwise_cfg=dict(layer_decay_rate=1.0))
 default_hooks = dict(
     logger=dict(interval=20),
     checkpoint=dict(by_epoch=False, interval=max_iters),

@@ -1,0 +1,3 @@
+from .rope_vit import RoPETransformerEncoderLayer, RoPEVisionTransformer
+
+__all__ = ['RoPETransformerEncoderLayer', 'RoPEVisionTransformer']

@@ -17,7 +17,8 @@ def _resample(scale: float, channels: int, norm_cfg: dict) -> Tuple[nn.Module, i
     """Layers that resize a stride-s map to stride s/scale, and their output width.
 
     Scales 4 and 2 use 2x2 stride-2 transposed convolutions (the first of two
-    halves the width, as in ViTDet); 1 is the identity; 0.5 is 2x2 max-pooling.
+    halves the width, as in ViTDet); 1 is the identity; 0.5 and 0.25 are
+    max-pooling (the latter for ViTs with stride-8 patches).
     """
     if scale == 4.0:
         return nn.Sequential(
@@ -28,9 +29,11 @@ def _resample(scale: float, channels: int, norm_cfg: dict) -> Tuple[nn.Module, i
         return nn.ConvTranspose2d(channels, channels // 2, 2, 2), channels // 2
     if scale == 1.0:
         return nn.Identity(), channels
-    if scale == 0.5:
-        return nn.MaxPool2d(2, 2), channels
-    raise ValueError(f'scale factor {scale} is not one of 4.0, 2.0, 1.0, 0.5')
+    if scale in (0.5, 0.25):
+        kernel = int(1 / scale)
+        return nn.MaxPool2d(kernel, kernel), channels
+    raise ValueError(
+        f'scale factor {scale} is not one of 4.0, 2.0, 1.0, 0.5, 0.25')
 
 
 @MODELS.register_module()

@@ -1,0 +1,168 @@
+"""Train-step cost of RoPE ViTs against mmpretrain's ``VisionTransformer``.
+
+For ViT-S and ViT-B (same widths/depths in both implementations) one
+training step is: ``zero_grad`` -> forward (class-token output) -> squared-mean
+loss -> backward -> AdamW step. Every model is measured in this process on the
+same random batch; after ``--warmup`` steps per model, the steps of the models
+are interleaved (one step each, ``--iters`` rounds) so that drifts in machine
+load hit them alike, and the median step time is reported.
+
+Memory: one extra step per model is run under ``torch.profiler`` with
+``profile_memory=True``; the profiler records every allocator allocation and
+free, and "peak MiB" is the maximum of their running sum, i.e. the highest
+amount of memory *allocated during the step on top of* the parameters and
+AdamW state that exist before it (activations, gradients, temporaries). It is
+allocator-level, so unaffected by RSS caching of the C library.
+
+``--quick`` keeps the widths but uses 2 blocks, batch 2 and 3 timed rounds
+(a smoke run; ratios are per-block and remain indicative). No timing is
+asserted anywhere; :func:`run` returns the numbers as a dict.
+
+    python benchmarks/rope_overhead.py [--quick] [--batch-size 8]
+        [--img-size 224] [--iters 10] [--warmup 3] [--variants mixed axial]
+        [--threads 1]
+"""
+import argparse
+import statistics
+import time
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+ARCHS = {
+    'ViT-S': dict(embed_dims=384, num_layers=12, num_heads=6,
+                  feedforward_channels=1536),
+    'ViT-B': dict(embed_dims=768, num_layers=12, num_heads=12,
+                  feedforward_channels=3072),
+}
+
+
+def build_models(arch: dict, img_size: int, variants) -> dict:
+    """``{'APE': mmpretrain ViT, 'RoPE-<variant>': RoPE ViT, ...}``."""
+    from mmpretrain.models import VisionTransformer
+
+    from mmpos.models.backbones import RoPEVisionTransformer
+    models = {'APE': VisionTransformer(arch=arch, img_size=img_size)}
+    for variant in variants:
+        models[f'RoPE-{variant}'] = RoPEVisionTransformer(
+            arch=arch, img_size=img_size, rope_type=variant, use_ape=False)
+    return models
+
+
+def make_step(model, images):
+    """A closure running one AdamW training step of ``model``."""
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = model(images)[-1].float().square().mean()
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def peak_step_memory(step) -> int:
+    """Peak bytes allocated during one ``step()`` above what existed before."""
+    with profile(activities=[ProfilerActivity.CPU],
+                 profile_memory=True) as prof:
+        step()
+    events = sorted((e.start_ns(), e.nbytes())
+                    for e in prof.profiler.kineto_results.events()
+                    if e.name() == '[memory]')
+    total = peak = 0
+    for _, nbytes in events:
+        total += nbytes
+        peak = max(peak, total)
+    return peak
+
+
+def measure(steps: dict, warmup: int, iters: int) -> dict:
+    times = {name: [] for name in steps}
+    for step in steps.values():
+        for _ in range(warmup):
+            step()
+    for _ in range(iters):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
+    return {
+        name: dict(step_ms=1e3 * statistics.median(times[name]),
+                   peak_mib=peak_step_memory(step) / 2**20)
+        for name, step in steps.items()
+    }
+
+
+def run(quick: bool = False,
+        batch_size: int = None,
+        img_size: int = 224,
+        iters: int = None,
+        warmup: int = None,
+        variants=('mixed', ),
+        threads: int = None) -> dict:
+    """Benchmark every arch; returns ``{arch: {model: {step_ms, peak_mib,
+    params_m, time_ratio, mem_ratio}}}`` with ratios relative to ``APE``,
+    plus a ``'settings'`` entry. ``threads`` sets ``torch.set_num_threads``
+    (1 gives steadier numbers on a shared machine)."""
+    if threads:
+        torch.set_num_threads(threads)
+    batch_size = batch_size or (2 if quick else 8)
+    iters = iters or (3 if quick else 10)
+    warmup = warmup if warmup is not None else (1 if quick else 3)
+    torch.manual_seed(0)
+    images = torch.randn(batch_size, 3, img_size, img_size)
+    results = dict(settings=dict(
+        quick=quick, batch_size=batch_size, img_size=img_size, iters=iters,
+        warmup=warmup, threads=torch.get_num_threads(),
+        torch=torch.__version__))
+    for arch_name, arch in ARCHS.items():
+        arch = dict(arch, num_layers=2) if quick else arch
+        models = build_models(arch, img_size, variants)
+        stats = measure({n: make_step(m, images)
+                         for n, m in models.items()}, warmup, iters)
+        base = stats['APE']
+        for name, model in models.items():
+            stats[name].update(
+                params_m=sum(p.numel() for p in model.parameters()) / 1e6,
+                time_ratio=stats[name]['step_ms'] / base['step_ms'],
+                mem_ratio=stats[name]['peak_mib'] / base['peak_mib'])
+        results[arch_name + (' (2 blocks)' if quick else '')] = stats
+    return results
+
+
+def print_table(results: dict) -> None:
+    print('settings:', results['settings'])
+    header = (f"{'arch':<18}{'model':<14}{'params M':>9}{'step ms':>10}"
+              f"{'peak MiB':>10}{'time x':>8}{'mem x':>8}")
+    print(header)
+    print('-' * len(header))
+    for arch, stats in results.items():
+        if arch == 'settings':
+            continue
+        for name, s in stats.items():
+            print(f"{arch:<18}{name:<14}{s['params_m']:>9.2f}"
+                  f"{s['step_ms']:>10.1f}{s['peak_mib']:>10.1f}"
+                  f"{s['time_ratio']:>8.3f}{s['mem_ratio']:>8.3f}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--quick', action='store_true')
+    parser.add_argument('--batch-size', type=int)
+    parser.add_argument('--img-size', type=int, default=224)
+    parser.add_argument('--iters', type=int)
+    parser.add_argument('--warmup', type=int)
+    parser.add_argument('--variants', nargs='+', default=['mixed'],
+                        choices=['mixed', 'axial'])
+    parser.add_argument('--threads', type=int,
+                        help='torch.set_num_threads (default: torch default)')
+    args = parser.parse_args()
+    print_table(
+        run(args.quick, args.batch_size, args.img_size, args.iters,
+            args.warmup, tuple(args.variants), args.threads))
+
+
+if __name__ == '__main__':
+    main()

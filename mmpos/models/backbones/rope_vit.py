@@ -1,0 +1,387 @@
+"""Plain ViT with 2-D rotary position embedding (Heo et al., ECCV 2024).
+
+RoPE-Axial / RoPE-Mixed replace (or, with ``use_ape=True``, complement) the
+absolute position embedding. Module and parameter names mirror mmpretrain's
+``VisionTransformer`` (``patch_embed.projection``, ``cls_token``,
+``pos_embed``, ``layers.<i>.{ln1,attn,ln2,ffn}``, final ``ln1``), so its
+checkpoints, ``get_layer_depth`` and layer-wise lr decay apply unchanged. The
+per-layer, per-head RoPE-Mixed frequencies live in
+``layers.<i>.attn.rope.freqs`` and therefore share their block's lr scale.
+"""
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+import torch.nn as nn
+from mmcv.cnn.bricks.transformer import FFN, PatchEmbed
+from mmengine.model import BaseModule, ModuleList
+from mmengine.model.weight_init import trunc_normal_
+from mmpretrain.models.backbones import VisionTransformer
+from mmpretrain.models.backbones.base_backbone import BaseBackbone
+from mmpretrain.models.utils import (build_norm_layer, resize_pos_embed,
+                                     to_2tuple)
+from torch import Tensor
+
+from mmpos.registry import MODELS
+from ..layers.attention import RoPEAttention
+from ..layers.rope import grid_coords, sincos_pos_embed_2d
+
+
+class RoPETransformerEncoderLayer(BaseModule):
+    """Pre-norm ViT block whose attention applies 2-D RoPE.
+
+    ``x = x + attn(ln1(x)); x = x + ffn(ln2(x))`` on ``(B, N, C)`` tokens.
+    Arguments as mmpretrain's ``TransformerEncoderLayer`` plus ``rope_type``
+    and ``rope_theta`` (see :class:`RoPEAttention`).
+    """
+
+    def __init__(self,
+                 embed_dims: int,
+                 num_heads: int,
+                 feedforward_channels: int,
+                 rope_type: str = 'mixed',
+                 rope_theta: Optional[float] = None,
+                 layer_scale_init_value: float = 0.,
+                 drop_rate: float = 0.,
+                 attn_drop_rate: float = 0.,
+                 drop_path_rate: float = 0.,
+                 qkv_bias: bool = True,
+                 act_cfg: dict = dict(type='GELU'),
+                 norm_cfg: dict = dict(type='LN'),
+                 init_cfg: Optional[dict] = None):
+        super().__init__(init_cfg=init_cfg)
+        drop_path = dict(type='DropPath', drop_prob=drop_path_rate)
+        self.ln1 = build_norm_layer(norm_cfg, embed_dims)
+        self.attn = RoPEAttention(
+            embed_dims,
+            num_heads,
+            rope_type=rope_type,
+            rope_theta=rope_theta,
+            qkv_bias=qkv_bias,
+            attn_drop=attn_drop_rate,
+            proj_drop=drop_rate,
+            dropout_layer=drop_path,
+            layer_scale_init_value=layer_scale_init_value)
+        self.ln2 = build_norm_layer(norm_cfg, embed_dims)
+        self.ffn = FFN(
+            embed_dims=embed_dims,
+            feedforward_channels=feedforward_channels,
+            ffn_drop=drop_rate,
+            dropout_layer=drop_path,
+            act_cfg=act_cfg,
+            layer_scale_init_value=layer_scale_init_value)
+
+    def forward(self,
+                x: Tensor,
+                coords: Optional[Tensor] = None,
+                hw: Optional[Sequence[int]] = None) -> Tensor:
+        x = x + self.attn(self.ln1(x), coords=coords, hw=hw)
+        return self.ffn(self.ln2(x), identity=x)
+
+
+@MODELS.register_module()
+class RoPEVisionTransformer(BaseBackbone):
+    """ViT with RoPE-Axial / RoPE-Mixed position embedding.
+
+    Args:
+        arch: ``'tiny' | 'small' | 'base' | 'large'`` (ViT-T/S/B/L as in
+            DeiT / the paper) or a dict with ``embed_dims``, ``num_layers``,
+            ``num_heads``, ``feedforward_channels``.
+        img_size: training image size; sets the size of the APE table only.
+        patch_size: patch size; inputs of any size divisible by it work.
+        in_channels: image channels.
+        out_indices: blocks whose output is returned (negative from the end).
+        out_type: ``'cls_token'`` (B, C), ``'featmap'`` (B, C, H/p, W/p),
+            ``'avg_featmap'`` (B, C) or ``'raw'`` (B, 1 + N, C).
+        with_cls_token: prepend a class token (never rotated by RoPE).
+        final_norm: LayerNorm ``ln1`` after the last block.
+        rope_type: ``'axial'``, ``'mixed'`` (learnable frequencies, the
+            paper's best) or ``'none'``.
+        rope_theta: RoPE base; ``None`` = 100 (axial) / 10 (mixed).
+        use_ape: add an absolute position embedding (RoPE + APE).
+        ape_type: ``'learnable'`` or ``'sincos'`` (fixed Eq. 2 table, stored
+            as a frozen ``pos_embed`` parameter like mmpretrain's MAE).
+        interpolate_mode: how APE is resized to other grids.
+        drop_rate, drop_path_rate, qkv_bias, norm_cfg, layer_scale_init_value,
+        frozen_stages, pre_norm, patch_cfg, layer_cfgs, init_cfg: as in
+            mmpretrain's ``VisionTransformer``. The default ``init_cfg`` is
+            DeiT's: truncated normal (std 0.02) for linear layers.
+    """
+    arch_zoo = {
+        **dict.fromkeys(['t', 'tiny'], {
+            'embed_dims': 192, 'num_layers': 12, 'num_heads': 3,
+            'feedforward_channels': 768}),
+        **dict.fromkeys(['s', 'small'], {
+            'embed_dims': 384, 'num_layers': 12, 'num_heads': 6,
+            'feedforward_channels': 1536}),
+        **dict.fromkeys(['b', 'base'], {
+            'embed_dims': 768, 'num_layers': 12, 'num_heads': 12,
+            'feedforward_channels': 3072}),
+        **dict.fromkeys(['l', 'large'], {
+            'embed_dims': 1024, 'num_layers': 24, 'num_heads': 16,
+            'feedforward_channels': 4096}),
+    }  # yapf: disable
+    num_extra_tokens = 1
+    OUT_TYPES = {'raw', 'cls_token', 'featmap', 'avg_featmap'}
+    APE_TYPES = {'learnable', 'sincos'}
+
+    # Same state-dict hook as mmpretrain: resizes a checkpoint's pos_embed.
+    _prepare_pos_embed = VisionTransformer._prepare_pos_embed
+
+    def __init__(self,
+                 arch='base',
+                 img_size=224,
+                 patch_size=16,
+                 in_channels=3,
+                 out_indices=-1,
+                 drop_rate=0.,
+                 drop_path_rate=0.,
+                 qkv_bias=True,
+                 norm_cfg=dict(type='LN', eps=1e-6),
+                 final_norm=True,
+                 out_type='cls_token',
+                 with_cls_token=True,
+                 frozen_stages=-1,
+                 rope_type='mixed',
+                 rope_theta=None,
+                 use_ape=False,
+                 ape_type='learnable',
+                 interpolate_mode='bicubic',
+                 layer_scale_init_value=0.,
+                 pre_norm=False,
+                 patch_cfg=dict(),
+                 layer_cfgs=dict(),
+                 init_cfg=[
+                     dict(type='TruncNormal', layer='Linear', std=.02,
+                          bias=0.),
+                     dict(type='Constant', layer='LayerNorm', val=1.,
+                          bias=0.)
+                 ]):
+        super().__init__(init_cfg)
+        self.arch_settings = self._arch_settings(arch)
+        self.embed_dims = self.arch_settings['embed_dims']
+        self.num_layers = self.arch_settings['num_layers']
+        self.img_size = to_2tuple(img_size)
+        self.patch_size = to_2tuple(patch_size)
+        if out_type not in self.OUT_TYPES:
+            raise ValueError(f'Unsupported out_type {out_type!r}, choose '
+                             f'from {sorted(self.OUT_TYPES)}')
+        if use_ape and ape_type not in self.APE_TYPES:
+            raise ValueError(f'Unsupported ape_type {ape_type!r}, choose '
+                             f'from {sorted(self.APE_TYPES)}')
+        self.out_type = out_type
+        self.rope_type = rope_type
+        self.interpolate_mode = interpolate_mode
+
+        self.patch_embed = PatchEmbed(**{
+            **dict(in_channels=in_channels, input_size=img_size,
+                   embed_dims=self.embed_dims, conv_type='Conv2d',
+                   kernel_size=patch_size, stride=patch_size,
+                   bias=not pre_norm),
+            **patch_cfg})  # yapf: disable
+        self.patch_resolution = self.patch_embed.init_out_size
+
+        self.with_cls_token = with_cls_token
+        if with_cls_token:
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims))
+        elif out_type == 'cls_token':
+            raise ValueError('out_type="cls_token" needs with_cls_token=True')
+        else:
+            self.cls_token = None
+            self.num_extra_tokens = 0
+
+        self.use_ape = use_ape
+        self.ape_type = ape_type
+        self.pos_embed = self._build_pos_embed() if use_ape else None
+        if use_ape:
+            self._register_load_state_dict_pre_hook(self._prepare_pos_embed)
+        self.drop_after_pos = nn.Dropout(p=drop_rate)
+
+        out_indices = [out_indices] if isinstance(out_indices,
+                                                  int) else list(out_indices)
+        self.out_indices = [
+            i + self.num_layers if i < 0 else i for i in out_indices
+        ]
+        for index in self.out_indices:
+            if not 0 <= index < self.num_layers:
+                raise ValueError(f'Invalid out_indices {out_indices} for '
+                                 f'{self.num_layers} layers')
+
+        dpr = np.linspace(0, drop_path_rate, self.num_layers)
+        if isinstance(layer_cfgs, dict):
+            layer_cfgs = [layer_cfgs] * self.num_layers
+        self.layers = ModuleList()
+        for i in range(self.num_layers):
+            self.layers.append(
+                RoPETransformerEncoderLayer(**{
+                    **dict(embed_dims=self.embed_dims,
+                           num_heads=self.arch_settings['num_heads'],
+                           feedforward_channels=self.arch_settings[
+                               'feedforward_channels'],
+                           rope_type=rope_type,
+                           rope_theta=rope_theta,
+                           layer_scale_init_value=layer_scale_init_value,
+                           drop_rate=drop_rate,
+                           drop_path_rate=float(dpr[i]),
+                           qkv_bias=qkv_bias,
+                           norm_cfg=norm_cfg),
+                    **layer_cfgs[i]}))  # yapf: disable
+
+        self.pre_norm = (build_norm_layer(norm_cfg, self.embed_dims)
+                         if pre_norm else nn.Identity())
+        self.final_norm = final_norm
+        if final_norm:
+            self.ln1 = build_norm_layer(norm_cfg, self.embed_dims)
+        if out_type == 'avg_featmap':
+            self.ln2 = build_norm_layer(norm_cfg, self.embed_dims)
+
+        self.frozen_stages = frozen_stages
+        if frozen_stages > 0:
+            self._freeze_stages()
+
+    def _arch_settings(self, arch) -> dict:
+        if isinstance(arch, str):
+            if arch.lower() not in self.arch_zoo:
+                raise ValueError(f'Arch {arch!r} is not one of '
+                                 f'{sorted(self.arch_zoo)}')
+            return self.arch_zoo[arch.lower()]
+        keys = {'embed_dims', 'num_layers', 'num_heads',
+                'feedforward_channels'}
+        if not isinstance(arch, dict) or not keys <= set(arch):
+            raise ValueError(f'A custom arch needs a dict with keys {keys}')
+        return arch
+
+    def _build_pos_embed(self) -> nn.Parameter:
+        """``(1, extra + H0 * W0, C)`` table for the ``img_size`` grid."""
+        h, w = self.patch_resolution
+        table = torch.zeros(1, self.num_extra_tokens + h * w, self.embed_dims)
+        if self.ape_type == 'sincos':
+            table[0, self.num_extra_tokens:] = sincos_pos_embed_2d(
+                grid_coords(h, w), self.embed_dims)
+        return nn.Parameter(table, requires_grad=self.ape_type == 'learnable')
+
+    def init_weights(self):
+        super().init_weights()
+        if isinstance(self.init_cfg, dict) and \
+                self.init_cfg.get('type') == 'Pretrained':
+            return
+        if self.cls_token is not None:
+            trunc_normal_(self.cls_token, std=.02)
+        if self.use_ape and self.ape_type == 'learnable':
+            trunc_normal_(self.pos_embed, std=.02)
+
+    def _freeze_stages(self):
+        frozen = [self.patch_embed, self.pre_norm, self.drop_after_pos]
+        frozen += list(self.layers[:self.frozen_stages])
+        if self.frozen_stages >= self.num_layers:
+            frozen += [getattr(self, n) for n in ('ln1', 'ln2')
+                       if hasattr(self, n)]
+        for param in (self.pos_embed, self.cls_token):
+            if param is not None:
+                param.requires_grad = False
+        for module in frozen:
+            module.eval()
+            for param in module.parameters():
+                param.requires_grad = False
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        if mode and self.frozen_stages > 0:
+            self._freeze_stages()
+        return self
+
+    def embed(self, img: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
+        """Patchify ``img`` (B, in_channels, H, W) and add APE (if used).
+
+        Returns the patch tokens ``(B, h * w, C)`` in row-major order (their
+        coordinates are ``grid_coords(h, w)``) and the grid ``(h, w)``. The
+        APE table is resized to ``(h, w)`` with ``interpolate_mode``.
+        """
+        H, W = img.shape[-2:]
+        if H % self.patch_size[0] or W % self.patch_size[1]:
+            raise ValueError(
+                f'Input size {H}x{W} is not divisible by the patch size '
+                f'{self.patch_size[0]}x{self.patch_size[1]}')
+        x, hw = self.patch_embed(img)
+        if self.pos_embed is not None:
+            pos = resize_pos_embed(self.pos_embed, self.patch_resolution, hw,
+                                   self.interpolate_mode,
+                                   self.num_extra_tokens)
+            x = x + pos[:, self.num_extra_tokens:]
+        return x, hw
+
+    def forward_tokens(self,
+                       x: Tensor,
+                       coords: Optional[Tensor] = None,
+                       hw: Optional[Sequence[int]] = None) -> tuple:
+        """Run the blocks on already-embedded patch tokens.
+
+        Args:
+            x: ``(B, M, C)`` patch tokens without class token, APE (if any)
+                already added, e.g. a subset of :meth:`embed`'s output.
+            coords: ``(M, 2)`` or ``(B, M, 2)`` float ``(x, y)`` positions of
+                the tokens in patch units (fractional allowed). ``None``:
+                the tokens are the full ``hw`` grid (cached RoPE tables).
+            hw: the patch grid; required without ``coords`` and for
+                ``out_type='featmap'`` (then ``M`` must equal ``h * w``).
+
+        The class token is prepended here and gets no rotation. Returns a
+        tuple with one output per ``out_indices``, formatted by ``out_type``.
+        """
+        if coords is None and hw is None:
+            raise ValueError('forward_tokens needs `coords` or `hw`')
+        if self.out_type == 'featmap' and (
+                hw is None or x.shape[1] != hw[0] * hw[1]):
+            raise ValueError(f'out_type="featmap" needs hw matching the '
+                             f'{x.shape[1]} tokens, got hw={hw}')
+        if self.cls_token is not None:
+            cls_token = self.cls_token.expand(x.shape[0], -1, -1)
+            if self.pos_embed is not None:
+                cls_token = cls_token + self.pos_embed[:, :1]
+            x = torch.cat((cls_token, x), dim=1)
+        x = self.pre_norm(self.drop_after_pos(x))
+
+        outs = []
+        for i, layer in enumerate(self.layers):
+            x = layer(x, coords=coords, hw=hw)
+            if i == self.num_layers - 1 and self.final_norm:
+                x = self.ln1(x)
+            if i in self.out_indices:
+                outs.append(self._format_output(x, hw))
+        return tuple(outs)
+
+    def forward(self, x: Tensor) -> tuple:
+        """``x``: images ``(B, in_channels, H, W)``, H and W divisible by the
+        patch size. Returns a tuple with one output per ``out_indices``."""
+        tokens, hw = self.embed(x)
+        return self.forward_tokens(tokens, hw=hw)
+
+    def _format_output(self, x: Tensor, hw) -> Tensor:
+        if self.out_type == 'raw':
+            return x
+        if self.out_type == 'cls_token':
+            return x[:, 0]
+        patch_tokens = x[:, self.num_extra_tokens:]
+        if self.out_type == 'featmap':
+            return patch_tokens.reshape(x.shape[0], *hw,
+                                        -1).permute(0, 3, 1, 2)
+        return self.ln2(patch_tokens.mean(dim=1))
+
+    def get_layer_depth(self, param_name: str, prefix: str = ''):
+        """Layer depth for layer-wise lr decay, as mmpretrain's ViT.
+
+        Stem (``patch_embed``, ``cls_token``, ``pos_embed``) is depth 0,
+        ``layers.<i>.*`` (including RoPE-Mixed frequencies) is ``i + 1``,
+        everything else ``num_layers + 1``. Returns ``(depth, num_layers +
+        2)``.
+        """
+        num_layers = self.num_layers + 2
+        if not param_name.startswith(prefix):
+            return num_layers - 1, num_layers
+        name = param_name[len(prefix):]
+        if name in ('cls_token', 'pos_embed') or \
+                name.startswith('patch_embed'):
+            return 0, num_layers
+        if name.startswith('layers.'):
+            return int(name.split('.')[1]) + 1, num_layers
+        return num_layers - 1, num_layers

@@ -1,0 +1,325 @@
+"""2-D rotary position embedding (RoPE) on continuous token coordinates.
+
+Implements RoPE-Axial and RoPE-Mixed of Heo et al., "Rotary Position
+Embedding for Vision Transformer" (ECCV 2024), and the fixed 2-D sin-cos
+absolute embedding of its Eq. 2.
+
+Conventions used throughout the suite:
+
+* **Coordinates** are ``(x, y)`` in patch units, ``x`` = column and
+  ``y`` = row, as floats. A ``(N, 2)`` tensor is shared by the batch, a
+  ``(B, N, 2)`` tensor gives every sample its own positions. Any real value is
+  allowed (fractional, negative, beyond the training grid). :func:`grid_coords`
+  returns the integer grid in the row-major token order of ``PatchEmbed``.
+* **Channel layout.** A head vector of ``D`` channels is read as ``D/2``
+  complex numbers with channel ``2t`` the real and ``2t+1`` the imaginary part
+  (Sec. 3.1). Complex pair ``t`` is rotated by the angle
+  ``theta_x[t] * x + theta_y[t] * y`` (Eq. 14). RoPE-Axial is the special case
+  where the first ``D/4`` pairs have ``theta_y = 0`` and the last ``D/4`` pairs
+  ``theta_x = 0``, both using the frequencies of Eq. 13. (Eq. 12 interleaves
+  x- and y-pairs instead; that is the same operator up to a fixed permutation
+  of the head channels. The split layout is the one of the authors' code and
+  makes RoPE-Mixed at rotation angle 0 *equal* to RoPE-Axial.)
+* **Prefix tokens.** Coordinates are given for the *last* ``M`` tokens only;
+  the leading ``N - M`` tokens of ``q``/``k`` (class token, register tokens)
+  get angle 0, i.e. no rotation, as the class token in the paper. Their
+  logits against patch keys therefore depend on the patches' absolute
+  coordinates; only patch-patch logits are shift invariant (Eq. 15).
+
+Implementation: ``apply_rope`` computes ``x * cos + swap_pairs(x) * sin`` on
+queries and keys stacked in one tensor, with per-channel tables in which the
+sign of the sine is folded into the frequencies (:func:`rope_tables`), so one
+forward costs a handful of elementwise ops.
+
+Caching: the integer-grid cos/sin tables of RoPE-Axial (fixed frequencies) are
+cached per ``(head_dim, theta, H, W, #prefix tokens, device, dtype)``; for
+RoPE-Mixed the frequencies are learnable and the tables must stay in the
+autograd graph, so only the coordinate grid per ``(H, W, #prefix tokens,
+device)`` is cached and the tables are recomputed in every forward pass.
+Both caches are small LRU caches shared by all layers and models of the
+process (:func:`clear_rope_cache` empties them); their tensors are created
+outside autograd and inference mode, so a table first built under
+``torch.inference_mode()`` is still usable for training. Explicit ``coords``
+are never cached.
+"""
+import math
+from functools import lru_cache
+from typing import Optional, Sequence, Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch import Tensor
+
+ROPE_TYPES = ('axial', 'mixed')
+DEFAULT_THETA = {'axial': 100.0, 'mixed': 10.0}
+
+
+def grid_coords(h: int, w: int, device=None,
+                dtype: torch.dtype = torch.float32) -> Tensor:
+    """Integer patch-grid coordinates, shape ``(h * w, 2)`` as ``(x, y)``.
+
+    Row-major order (``y`` outer, ``x`` inner), i.e. the order of the tokens
+    produced by ``PatchEmbed`` for an ``(h, w)`` patch grid. 0-based.
+    """
+    ys, xs = torch.meshgrid(
+        torch.arange(h, device=device, dtype=dtype),
+        torch.arange(w, device=device, dtype=dtype),
+        indexing='ij')
+    return torch.stack((xs.flatten(), ys.flatten()), dim=-1)
+
+
+def _magnitudes(head_dim: int, theta: float) -> Tensor:
+    """``theta ** (-t / (D/4))`` for ``t = 0 .. D/4 - 1`` (Eq. 13)."""
+    if head_dim % 4:
+        raise ValueError('2-D position encodings need a dimension divisible '
+                         f'by 4, got {head_dim}')
+    quarter = head_dim // 4
+    return theta**(-torch.arange(quarter, dtype=torch.float64) / quarter)
+
+
+def axial_frequencies(head_dim: int, theta: float = 100.0) -> Tensor:
+    """Fixed RoPE-Axial frequencies (Eq. 12/13), shape ``(2, D/2)``.
+
+    Row 0 holds ``theta_x``, row 1 ``theta_y``: pairs ``t < D/4`` rotate with
+    ``x`` only, pairs ``t >= D/4`` with ``y`` only.
+    """
+    mag = _magnitudes(head_dim, theta)
+    zero = torch.zeros_like(mag)
+    return torch.stack((torch.cat((mag, zero)),
+                        torch.cat((zero, mag)))).float()
+
+
+def mixed_frequencies(head_dim: int,
+                      num_heads: int,
+                      theta: float = 10.0,
+                      rotate: bool = True) -> Tensor:
+    """Initial RoPE-Mixed frequencies (Eq. 14), shape ``(2, num_heads, D/2)``.
+
+    Per head a direction ``phi ~ U[0, 2 pi)`` is drawn (``phi = 0`` when
+    ``rotate=False``). Pair ``t < D/4`` gets the 2-D frequency
+    ``m_t (cos phi, sin phi)``, pair ``t + D/4`` the orthogonal
+    ``m_t (-sin phi, cos phi)``, with ``m_t = theta ** (-t / (D/4))``. With
+    ``rotate=False`` this equals :func:`axial_frequencies` for every head.
+    """
+    mag = _magnitudes(head_dim, theta)
+    if rotate:
+        phi = torch.rand(num_heads, 1, dtype=torch.float64) * (2 * math.pi)
+    else:
+        phi = torch.zeros(num_heads, 1, dtype=torch.float64)
+    cos, sin = torch.cos(phi) * mag, torch.sin(phi) * mag
+    freqs_x = torch.cat((cos, -sin), dim=-1)
+    freqs_y = torch.cat((sin, cos), dim=-1)
+    return torch.stack((freqs_x, freqs_y)).float()
+
+
+def rope_angles(coords: Tensor, freqs: Tensor) -> Tensor:
+    """Rotation angles ``theta_x * x + theta_y * y`` (Eq. 14).
+
+    Args:
+        coords: ``(N, 2)`` or ``(B, N, 2)`` positions ``(x, y)``.
+        freqs: ``(2, K)`` shared by all heads or ``(2, heads, K)``; row 0 is
+            ``theta_x``, row 1 ``theta_y``.
+
+    Returns:
+        ``(heads | 1, N, K)`` or ``(B, heads | 1, N, K)``, broadcastable
+        against ``(B, heads, N, K)``. Elementwise ops only, so autocast keeps
+        the dtype of ``coords`` and ``freqs``.
+    """
+    if freqs.dim() == 2:
+        freqs = freqs.unsqueeze(1)
+    xy = coords.unsqueeze(-3)  # (..., 1, N, 2)
+    return torch.addcmul(xy[..., 0:1] * freqs[0].unsqueeze(-2), xy[..., 1:2],
+                         freqs[1].unsqueeze(-2))
+
+
+def rope_tables(coords: Tensor, freqs: Tensor) -> Tuple[Tensor, Tensor]:
+    """Per-channel cos/sin tables for :func:`apply_rope`.
+
+    With ``a_t`` the angle of pair ``t`` (:func:`rope_angles` of
+    ``freqs`` of shape ``(2, [heads,] D/2)``), channel ``2t`` and ``2t+1`` of
+    the ``cos`` table both hold ``cos(a_t)``, and of the ``sin`` table
+    ``-sin(a_t)`` and ``+sin(a_t)``. Both are computed at once from the
+    angles ``-a_t, +a_t`` (cos is even). Shapes as :func:`rope_angles` with
+    ``K = D``.
+    """
+    signed = torch.stack((-freqs, freqs), dim=-1).flatten(-2)
+    angles = rope_angles(coords, signed)
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """Rotate channel pairs ``(2t, 2t+1)`` of ``x`` (Eq. 11).
+
+    ``out[2t] = x[2t] cos a_t - x[2t+1] sin a_t`` and
+    ``out[2t+1] = x[2t+1] cos a_t + x[2t] sin a_t``: the complex product
+    ``x_bar * exp(i a_t)`` written with real tensors, as
+    ``x * cos + swap_pairs(x) * sin`` with the tables of :func:`rope_tables`.
+    Runs in ``cos.dtype`` (fp32 for fp16/bf16 inputs) and returns
+    ``x.dtype``.
+
+    Args:
+        x: ``(..., N, D)``, e.g. queries and keys stacked as
+            ``(2, B, heads, N, D)``.
+        cos, sin: ``(..., N, D)`` tables broadcastable against ``x``.
+    """
+    y = x.to(cos.dtype)
+    swapped = y.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
+    return torch.addcmul(y * cos, swapped, sin).to(x.dtype)
+
+
+@lru_cache(maxsize=32)
+def _cached_grid(h: int, w: int, num_prefix: int,
+                 device: torch.device) -> Tensor:
+    """Grid coordinates led by ``num_prefix`` zero rows (angle 0 = identity
+    rotation for prefix tokens), shape ``(num_prefix + h * w, 2)``."""
+    with torch.inference_mode(False), torch.no_grad():
+        return F.pad(grid_coords(h, w, device=device), (0, 0, num_prefix, 0))
+
+
+@lru_cache(maxsize=64)
+def _cached_axial_tables(head_dim: int, theta: float, h: int, w: int,
+                         num_prefix: int, device: torch.device,
+                         dtype: torch.dtype) -> Tuple[Tensor, Tensor]:
+    """RoPE-Axial tables of the grid (angles in fp64, stored in ``dtype``)."""
+    with torch.inference_mode(False), torch.no_grad():
+        cos, sin = rope_tables(
+            _cached_grid(h, w, num_prefix, device).double(),
+            axial_frequencies(head_dim, theta).to(device, torch.float64))
+        return cos.to(dtype), sin.to(dtype)
+
+
+def clear_rope_cache() -> None:
+    """Drop all cached grids and axial cos/sin tables."""
+    _cached_grid.cache_clear()
+    _cached_axial_tables.cache_clear()
+
+
+def rope_cache_info() -> dict:
+    """``functools`` cache statistics of the grid and axial-table caches."""
+    return dict(grid=_cached_grid.cache_info(),
+                axial=_cached_axial_tables.cache_info())
+
+
+class RoPE2D(nn.Module):
+    """2-D rotary position embedding for queries and keys.
+
+    Args:
+        head_dim: channels per head ``D`` (multiple of 4).
+        num_heads: number of heads; RoPE-Mixed learns ``(2, heads, D/2)``
+            frequencies, RoPE-Axial shares fixed ones across heads.
+        rope_type: ``'axial'`` (Eq. 12/13) or ``'mixed'`` (Eq. 14).
+        theta: frequency base; ``None`` picks 100 (axial) or 10 (mixed).
+        rotate_init: draw a random direction per head for the mixed
+            initialisation (``False``: start from the axial frequencies).
+
+    Attributes:
+        freqs: ``(2, D/2)`` buffer (axial, not saved in checkpoints) or
+            ``(2, heads, D/2)`` parameter (mixed); row 0 = ``theta_x``,
+            row 1 = ``theta_y``.
+    """
+
+    def __init__(self,
+                 head_dim: int,
+                 num_heads: int = 1,
+                 rope_type: str = 'axial',
+                 theta: Optional[float] = None,
+                 rotate_init: bool = True):
+        super().__init__()
+        if rope_type not in ROPE_TYPES:
+            raise ValueError(f'rope_type must be one of {ROPE_TYPES}, '
+                             f'got {rope_type!r}')
+        self.head_dim = head_dim
+        self.num_heads = num_heads
+        self.rope_type = rope_type
+        self.theta = float(theta or DEFAULT_THETA[rope_type])
+        if rope_type == 'axial':
+            self.register_buffer(
+                'freqs', axial_frequencies(head_dim, self.theta),
+                persistent=False)
+        else:
+            self.freqs = nn.Parameter(
+                mixed_frequencies(head_dim, num_heads, self.theta,
+                                  rotate=rotate_init))
+
+    def extra_repr(self) -> str:
+        return (f'head_dim={self.head_dim}, num_heads={self.num_heads}, '
+                f'rope_type={self.rope_type!r}, theta={self.theta}')
+
+    def tables(self,
+               num_tokens: int,
+               coords: Optional[Tensor] = None,
+               hw: Optional[Sequence[int]] = None,
+               dtype: torch.dtype = torch.float32) -> Tuple[Tensor, Tensor]:
+        """:func:`rope_tables` for ``num_tokens`` tokens, the last of which
+        are at ``coords`` (or on the ``hw`` grid); leading extra tokens get
+        angle 0. Shapes ``(heads | 1, N, D)`` or ``(B, heads | 1, N, D)``.
+        Axial grid tables come from the cache; the rest is computed."""
+        device = self.freqs.device
+        if coords is None:
+            if hw is None:
+                raise ValueError('RoPE2D needs `coords` or `hw`')
+            h, w = (int(s) for s in hw)
+            num_prefix = num_tokens - h * w
+        else:
+            if coords.shape[-1] != 2 or coords.dim() not in (2, 3):
+                raise ValueError('coords must have shape (N, 2) or (B, N, 2),'
+                                 f' got {tuple(coords.shape)}')
+            num_prefix = num_tokens - coords.shape[-2]
+        if num_prefix < 0:
+            raise ValueError(f'{num_tokens - num_prefix} positions given for '
+                             f'only {num_tokens} tokens')
+        if coords is None and self.rope_type == 'axial':
+            return _cached_axial_tables(self.head_dim, self.theta, h, w,
+                                        num_prefix, device, dtype)
+        if coords is None:
+            coords = _cached_grid(h, w, num_prefix, device)
+        else:
+            coords = F.pad(coords.to(device), (0, 0, num_prefix, 0))
+        return rope_tables(coords.to(dtype), self.freqs.to(dtype))
+
+    def forward(self,
+                x: Tensor,
+                coords: Optional[Tensor] = None,
+                hw: Optional[Sequence[int]] = None) -> Tensor:
+        """Rotate ``x`` of shape ``(..., heads, N, D)``.
+
+        Pass queries and keys together (e.g. ``qkv[:2]`` of shape
+        ``(2, B, heads, N, D)``) to rotate both in one go.
+
+        Args:
+            coords: ``(M, 2)`` or ``(B, M, 2)`` positions of the *last* ``M``
+                tokens; takes precedence over ``hw``.
+            hw: ``(H, W)`` patch grid, i.e. ``coords = grid_coords(H, W)``
+                (tables cached).
+
+        The first ``N - M`` tokens (class token) are left unrotated. The
+        rotation is computed in fp32 (fp64 for fp64 inputs) and returned in
+        the input dtype, so it is safe under autocast.
+        """
+        dtype = torch.promote_types(x.dtype, torch.float32)
+        cos, sin = self.tables(x.shape[-2], coords, hw, dtype)
+        return apply_rope(x, cos, sin)
+
+
+def sincos_pos_embed_2d(coords: Tensor,
+                        embed_dims: int,
+                        temperature: float = 10000.) -> Tensor:
+    """Fixed 2-D sin-cos absolute position embedding (Eq. 2).
+
+    Channel ``4t .. 4t+3`` hold ``sin(x w_t), cos(x w_t), sin(y w_t),
+    cos(y w_t)`` with ``w_t = temperature ** (-t / (C/4))``.
+
+    Args:
+        coords: ``(..., N, 2)`` positions ``(x, y)``.
+        embed_dims: ``C``, a multiple of 4.
+
+    Returns:
+        ``(..., N, C)`` in fp32.
+    """
+    omega = _magnitudes(embed_dims, temperature).to(coords.device,
+                                                    torch.float32)
+    x = coords[..., 0:1].float() * omega
+    y = coords[..., 1:2].float() * omega
+    return torch.stack((x.sin(), x.cos(), y.sin(), y.cos()),
+                       dim=-1).flatten(-2)

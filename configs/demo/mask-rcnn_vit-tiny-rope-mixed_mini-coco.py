@@ -1,7 +1,8 @@
-# Demo / test config: a tiny RoPE-Mixed ViT + Mask R-CNN trained from scratch
-# on mini-COCO for a few hundred iterations on CPU, scored by CocoMetric.
+# Demo / test config: a tiny RoPE-Mixed ViT + ViTDet-style Mask R-CNN trained
+# from scratch on mini-COCO for a few hundred iterations on CPU, scored by
+# CocoMetric.
 _base_ = [
-    '../_base_/models/mask-rcnn_vit-b16_mln-fpn.py',
+    '../_base_/models/mask-rcnn_vit-b16_simple-fpn.py',
     '../_base_/datasets/mini_coco_instance.py',
     '../_base_/schedules/mmdet_adamw-layer-decay_1x.py',
     'mmdet::_base_/default_runtime.py',
@@ -16,15 +17,12 @@ model = dict(
             num_heads=3,
             feedforward_channels=4 * embed_dims),
         patch_size=8,
-        drop_path_rate=0.,
-        out_indices=(0, 1, 2, 3)),
-    neck=[
-        # Stride-8 patches: scales (2, 1, 1/2, 1/4) give strides 4..32.
-        dict(type='mmpretrain.MultiLevelNeck', in_channels=embed_dims,
-             scale_factors=(2.0, 1.0, 0.5, 0.25), norm_cfg=dict(type='BN')),
-        dict(type='FPN', in_channels=[embed_dims] * 4, out_channels=64,
-             num_outs=5)
-    ],
+        drop_path_rate=0.),
+    # Stride-8 patches on 128px images: scales (2, 1, 1/2, 1/4) give 4..32.
+    neck=dict(
+        in_channels=embed_dims,
+        out_channels=64,
+        scale_factors=(2.0, 1.0, 0.5, 0.25)),
     rpn_head=dict(in_channels=64, feat_channels=64),
     roi_head=dict(
         bbox_roi_extractor=dict(out_channels=64),
@@ -43,7 +41,9 @@ param_scheduler = [
          T_max=max_iters - 30)
 ]
 optim_wrapper = dict(
-    optimizer=dict(lr=2e-3), paramwise_cfg=dict(layer_decay_rate=1.0))
+    optimizer=dict(lr=1e-3),
+    paramwise_cfg=dict(layer_decay_rate=1.0),
+    clip_grad=dict(max_norm=1.0))
 default_hooks = dict(
     logger=dict(interval=20),
     checkpoint=dict(by_epoch=False, interval=max_iters),

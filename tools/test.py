@@ -9,13 +9,13 @@ import argparse
 import os
 import sys
 
-from mmengine.config import DictAction
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 import mmpos  # noqa: F401  (registers mmpos modules)
-from mmpos.utils.launch import (LaunchError, load_config,
-                                prepare_cpu_distributed, resolve_work_dir)
+from mmpos.utils.launch import (LaunchError, add_common_args, load_config,
+                                parse_common, prepare_cpu_distributed,
+                                resolve_work_dir)
 
 
 def parse_args(argv=None):
@@ -25,20 +25,8 @@ def parse_args(argv=None):
     parser.add_argument('--work-dir', help='where logs and metrics go')
     parser.add_argument(
         '--out', help='dump the metrics to this file (json/yaml/pkl)')
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='override config entries')
-    parser.add_argument(
-        '--launcher',
-        choices=['none', 'pytorch', 'slurm'],
-        default='none',
-        help='job launcher')
-    parser.add_argument('--local-rank', '--local_rank', type=int, default=0)
-    args = parser.parse_args(argv)
-    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
-    return args
+    add_common_args(parser)
+    return parse_common(parser, argv)
 
 
 def main(argv=None):

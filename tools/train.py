@@ -12,12 +12,12 @@ import os
 import sys
 
 import torch
-from mmengine.config import DictAction
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 import mmpos  # noqa: F401  (registers mmpos modules)
-from mmpos.utils.launch import (LaunchError, check_work_dir, load_config,
+from mmpos.utils.launch import (LaunchError, add_common_args, check_work_dir,
+                                load_config, parse_common,
                                 prepare_cpu_distributed, resolve_work_dir)
 
 
@@ -33,21 +33,8 @@ def parse_args(argv=None):
         'checkpoint in the work dir')
     parser.add_argument(
         '--amp', action='store_true', help='automatic mixed precision (CUDA)')
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='override config entries, e.g. train_cfg.max_iters=100')
-    parser.add_argument(
-        '--launcher',
-        choices=['none', 'pytorch', 'slurm'],
-        default='none',
-        help='job launcher')
-    # torch.distributed.launch passes --local-rank; torchrun sets LOCAL_RANK.
-    parser.add_argument('--local-rank', '--local_rank', type=int, default=0)
-    args = parser.parse_args(argv)
-    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
-    return args
+    add_common_args(parser)
+    return parse_common(parser, argv)
 
 
 def build_train_config(args):

@@ -6,16 +6,12 @@ _base_ = [
     '../_base_/datasets/mini_coco_instance.py',
     '../_base_/schedules/mmdet_adamw-layer-decay_1x.py',
     'mmdet::_base_/default_runtime.py',
+    '../_base_/models/rope-vit_mini-arch.py',
 ]
-embed_dims = 96
+embed_dims = _base_.mini_vit_arch['embed_dims']
 model = dict(
     backbone=dict(
-        arch=dict(
-            _delete_=True,
-            embed_dims=embed_dims,
-            num_layers=4,
-            num_heads=3,
-            feedforward_channels=4 * embed_dims),
+        arch=dict(_delete_=True, **_base_.mini_vit_arch),
         patch_size=8,
         drop_path_rate=0.),
     # Stride-8 patches on 128px images: scales (2, 1, 1/2, 1/4) give 4..32.

@@ -5,19 +5,15 @@ _base_ = [
     '../_base_/datasets/mini_ade.py',
     '../_base_/schedules/mmseg_adamw-layer-decay_160k.py',
     'mmseg::_base_/default_runtime.py',
+    '../_base_/models/rope-vit_mini-arch.py',
 ]
 crop_size = (128, 128)
-embed_dims = 96
+embed_dims = _base_.mini_vit_arch['embed_dims']
 norm_cfg = dict(type='BN', requires_grad=True)
 model = dict(
     data_preprocessor=dict(size=crop_size),
     backbone=dict(
-        arch=dict(
-            _delete_=True,
-            embed_dims=embed_dims,
-            num_layers=4,
-            num_heads=3,
-            feedforward_channels=4 * embed_dims),
+        arch=dict(_delete_=True, **_base_.mini_vit_arch),
         patch_size=8,
         drop_path_rate=0.,
         out_indices=(0, 1, 2, 3)),

@@ -5,17 +5,40 @@ config's ``default_scope`` decides which library's registries are used) and
 let the same command run distributed on CPU-only machines, where mmengine's
 own ``init_dist`` would call ``torch.cuda.set_device`` and fail.
 """
+import argparse
 import os
 import os.path as osp
 import subprocess
 
 import torch
 import torch.distributed as torch_dist
-from mmengine.config import Config
+from mmengine.config import Config, DictAction
 
 
 class LaunchError(RuntimeError):
     """A problem with the user's command line or config, reported in one line."""
+
+
+def add_common_args(parser: argparse.ArgumentParser) -> None:
+    """Arguments shared by train.py and test.py (config options, launcher)."""
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        help='override config entries, e.g. train_cfg.max_iters=100')
+    parser.add_argument(
+        '--launcher',
+        choices=['none', 'pytorch', 'slurm'],
+        default='none',
+        help='job launcher')
+    # torch.distributed.launch passes --local-rank; torchrun sets LOCAL_RANK.
+    parser.add_argument('--local-rank', '--local_rank', type=int, default=0)
+
+
+def parse_common(parser: argparse.ArgumentParser, argv=None):
+    args = parser.parse_args(argv)
+    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
+    return args
 
 
 def load_config(path, cfg_options=None):

@@ -2,20 +2,13 @@
 # -> MultiLevelNeck (deconv/identity/maxpool) -> FPN -> mmdet's RPN/RoI heads.
 # Leaf configs pick the backbone variant (arch, rope_type, use_ape) and the
 # pretrained checkpoint.
-_base_ = ['mmdet::_base_/models/mask-rcnn_r50_fpn.py']
-custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
+_base_ = ['mmdet::_base_/models/mask-rcnn_r50_fpn.py', './rope-vit-b16_dense.py']
 
 model = dict(
     backbone=dict(
         _delete_=True,
-        type='mmpretrain.RoPEVisionTransformer',
-        arch='base',
-        patch_size=16,
-        rope_type='mixed',
-        use_ape=False,
-        drop_path_rate=0.1,
+        **_base_.vit_backbone,
         out_indices=(3, 5, 7, 11),
-        out_type='featmap',
         final_norm=False),
     neck=[
         dict(type='mmpretrain.MultiLevelNeck', in_channels=768),

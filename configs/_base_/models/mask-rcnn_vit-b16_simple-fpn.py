@@ -2,20 +2,11 @@
 # a plain ViT-B/16 -> SimpleFeaturePyramid (strides 4..64, LayerNorm) -> RPN
 # and RoI heads. Global attention in every block (no window attention, no
 # relative position bias), as in ICPF B.2.
-_base_ = ['mmdet::_base_/models/mask-rcnn_r50_fpn.py']
-custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
+_base_ = ['mmdet::_base_/models/mask-rcnn_r50_fpn.py', './rope-vit-b16_dense.py']
 
 model = dict(
     backbone=dict(
-        _delete_=True,
-        type='mmpretrain.RoPEVisionTransformer',
-        arch='base',
-        patch_size=16,
-        rope_type='mixed',
-        use_ape=False,
-        drop_path_rate=0.1,
-        out_indices=(-1, ),
-        out_type='featmap',
+        _delete_=True, **_base_.vit_backbone, out_indices=(-1, ),
         final_norm=True),
     neck=dict(
         _delete_=True,

@@ -1,19 +1,12 @@
 # UperNet with a plain ViT-B/16 (CR2PQ Table 2, RoPE-ViT Table 6 protocol):
 # blocks 4/6/8/12 -> MultiLevelNeck -> UPerHead + FCN auxiliary head.
-_base_ = ['mmseg::_base_/models/upernet_mae.py']
-custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
+_base_ = ['mmseg::_base_/models/upernet_mae.py', './rope-vit-b16_dense.py']
 
 model = dict(
     backbone=dict(
         _delete_=True,
-        type='mmpretrain.RoPEVisionTransformer',
-        arch='base',
-        patch_size=16,
-        rope_type='mixed',
-        use_ape=False,
-        drop_path_rate=0.1,
+        **_base_.vit_backbone,
         out_indices=(3, 5, 7, 11),
-        out_type='featmap',
         final_norm=False),
     neck=dict(
         _delete_=True,

@@ -1,6 +1,9 @@
 # 160k iterations, AdamW lr 1e-4 wd 0.05, layer decay 0.65, 1.5k linear
 # warm-up then poly (BEiT/MAE ADE20K recipe used by the papers).
-_base_ = ['mmseg::_base_/schedules/schedule_160k.py']
+_base_ = [
+    'mmseg::_base_/schedules/schedule_160k.py',
+    './vit_layer-decay_paramwise.py'
+]
 
 optim_wrapper = dict(
     _delete_=True,
@@ -8,14 +11,7 @@ optim_wrapper = dict(
     constructor='mmpretrain.LayerDecayOptimWrapperConstructor',
     optimizer=dict(
         type='AdamW', lr=1e-4, betas=(0.9, 0.999), weight_decay=0.05),
-    paramwise_cfg=dict(
-        layer_decay_rate=0.65,
-        norm_decay_mult=0.,
-        flat_decay_mult=0.,
-        custom_keys={
-            '.cls_token': dict(decay_mult=0.),
-            '.pos_embed': dict(decay_mult=0.)
-        }))
+    paramwise_cfg=dict(**_base_.vit_paramwise_cfg, layer_decay_rate=0.65))
 param_scheduler = [
     dict(type='LinearLR', start_factor=1e-6, by_epoch=False, begin=0,
          end=1500),

@@ -1,0 +1,145 @@
+"""RoPE attention on whatever device is present (CUDA when available).
+
+Loads ``mmpos/models/layers/rope.py`` by path so that it runs where only
+torch is installed (e.g. a GPU machine without the OpenMMLab stack).
+
+* Checks on the device, under autocast (bf16 on CUDA, fp32 on CPU): q.k
+  logits between patch tokens are unchanged by a common shift of all
+  coordinates (integer and fractional), axial and mixed; outputs finite.
+* Times one attention layer (qkv -> RoPE -> SDPA -> proj, forward+backward)
+  without RoPE, with RoPE-Axial and with RoPE-Mixed at ViT-B width for
+  several token counts, and prints each ratio against no RoPE measured in
+  the same run.
+
+    python benchmarks/rope_attention_device.py [--quick]
+"""
+import argparse
+import importlib.util
+import json
+import os.path as osp
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+_ROPE_FILE = osp.join(
+    osp.dirname(osp.abspath(__file__)), '..', 'mmpos', 'models', 'layers',
+    'rope.py')
+
+
+def load_rope_module():
+    spec = importlib.util.spec_from_file_location('mmpos_rope', _ROPE_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Attention(nn.Module):
+    """Minimal multi-head attention with optional 2-D RoPE on patch tokens."""
+
+    def __init__(self, rope_mod, dim, heads, rope_type):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.proj = nn.Linear(dim, dim)
+        self.rope = None if rope_type == 'none' else rope_mod.RoPE2D(
+            dim // heads, heads, rope_type=rope_type)
+
+    def forward(self, x, hw):
+        B, N, C = x.shape
+        qkv = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)
+        if self.rope is not None:
+            q, k = self.rope(torch.stack((q, k)), hw=hw)
+        out = F.scaled_dot_product_attention(q, k, v)
+        return self.proj(out.transpose(1, 2).reshape(B, N, C))
+
+
+def check_shift_invariance(rope_mod, device, dtype):
+    torch.manual_seed(0)
+    results = {}
+    for rope_type in ('axial', 'mixed'):
+        rope = rope_mod.RoPE2D(64, 4, rope_type=rope_type).to(device)
+        q = torch.randn(2, 4, 50, 64, device=device)
+        k = torch.randn(2, 4, 50, 64, device=device)
+        coords = torch.rand(50, 2, device=device) * 14
+        worst = 0.
+        for shift in ((3., -2.), (0.37, -1.5)):
+            shifted = coords + torch.tensor(shift, device=device)
+            with torch.autocast(device.type, dtype=dtype):
+                a = rope(torch.stack((q, k)), coords=coords)
+                b = rope(torch.stack((q, k)), coords=shifted)
+            la = (a[0].float() @ a[1].float().transpose(-1, -2))
+            lb = (b[0].float() @ b[1].float().transpose(-1, -2))
+            assert torch.isfinite(la).all() and torch.isfinite(lb).all()
+            worst = max(worst, ((la - lb).abs().max() /
+                                la.abs().max()).item())
+        results[rope_type] = worst
+    return results
+
+
+def time_attention(rope_mod, device, dtype, batch, grid, iters):
+    dim, heads = 768, 12
+    hw = (grid, grid)
+    x = torch.randn(batch, grid * grid, dim, device=device)
+    times = {}
+    for rope_type in ('none', 'axial', 'mixed'):
+        layer = Attention(rope_mod, dim, heads, rope_type).to(device)
+
+        def step():
+            with torch.autocast(device.type, dtype=dtype):
+                out = layer(x.requires_grad_(), hw)
+            out.float().sum().backward()
+
+        for _ in range(3):
+            step()
+        if device.type == 'cuda':
+            torch.cuda.synchronize()
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(iters):
+                step()
+            end.record()
+            torch.cuda.synchronize()
+            times[rope_type] = start.elapsed_time(end) / iters
+        else:
+            import time
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                step()
+            times[rope_type] = (time.perf_counter() - t0) * 1e3 / iters
+    return times
+
+
+def run(quick=False):
+    rope_mod = load_rope_module()
+    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+    dtype = torch.bfloat16
+    report = dict(
+        device=torch.cuda.get_device_name() if device.type == 'cuda' else
+        'cpu',
+        autocast=str(dtype),
+        shift_invariance_rel_err=check_shift_invariance(
+            rope_mod, device, dtype))
+    grids = (14, ) if quick else (14, 28, 56, 64)
+    batch = 2 if quick or device.type == 'cpu' else 64
+    rows = []
+    for grid in grids:
+        b = max(1, batch * 196 // (grid * grid))
+        times = time_attention(rope_mod, device, dtype, b, grid,
+                               iters=3 if quick else 20)
+        rows.append(
+            dict(tokens=grid * grid, batch=b,
+                 ms_none=round(times['none'], 3),
+                 ratio_axial=round(times['axial'] / times['none'], 3),
+                 ratio_mixed=round(times['mixed'] / times['none'], 3)))
+    report['attention_fwd_bwd'] = rows
+    return report
+
+
+if __name__ == '__main__':
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--quick', action='store_true')
+    args = parser.parse_args()
+    print(json.dumps(run(args.quick), indent=2))

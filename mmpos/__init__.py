@@ -1,9 +1,14 @@
 """mmpos: position-aware self-supervised pretraining for OpenMMLab.
 
 Importing the package registers all of its modules into mmpretrain's
-registries (see :mod:`mmpos.registry`).
+registries (see :mod:`mmpos.registry`) and makes mmengine load local
+checkpoints with ``weights_only=True`` where their format allows (see
+:mod:`mmpos.utils.checkpoint_io`).
 """
 from .version import __version__
 from . import datasets, engine, evaluation, models  # noqa: F401,E402  (registration)
+from .utils.checkpoint_io import register_checkpoint_loader
+
+register_checkpoint_loader()
 
 __all__ = ['__version__']

@@ -85,7 +85,7 @@ def main():
              *options])
         with open(metrics_file) as f:
             metrics = json.load(f)
-        results[name] = {key: metrics[key] for key in keys}
+        results[name] = {key: round(metrics[key], 4) for key in keys}
         results[name]['minutes'] = round((time.time() - start) / 60, 2)
 
     print('\n=== mmpos demo results (mini data, CPU) ===')

@@ -16,6 +16,7 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 import mmpos  # noqa: F401  (registers mmpos modules)
+from mmpos.engine.hooks import NonFiniteLossError
 from mmpos.utils.launch import (LaunchError, add_common_args, check_work_dir,
                                 load_config, parse_common,
                                 prepare_cpu_distributed, resolve_work_dir)
@@ -68,7 +69,10 @@ def main(argv=None):
         sys.exit(f'train.py: error: {err}')
     runner = (RUNNERS.build(cfg) if 'runner_type' in cfg else
               Runner.from_cfg(cfg))
-    runner.train()
+    try:
+        runner.train()
+    except NonFiniteLossError as err:
+        sys.exit(f'train.py: error: {err}')
 
 
 if __name__ == '__main__':

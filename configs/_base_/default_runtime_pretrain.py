@@ -4,5 +4,6 @@ _base_ = ['mmpretrain::_base_/default_runtime.py']
 custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=50),
-    checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=3))
+    checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=3),
+    check_loss=dict(type='NonFiniteLossHook'))
 randomness = dict(seed=0, diff_rank_seed=True)

@@ -43,6 +43,7 @@ optim_wrapper = dict(
 default_hooks = dict(
     logger=dict(interval=20),
     checkpoint=dict(by_epoch=False, interval=max_iters),
-    visualization=dict(draw=False))
+    visualization=dict(draw=False),
+    check_loss=dict(type='mmpretrain.NonFiniteLossHook'))
 log_processor = dict(by_epoch=False)
 randomness = dict(seed=0)

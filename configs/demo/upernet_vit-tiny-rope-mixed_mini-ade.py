@@ -36,5 +36,6 @@ optim_wrapper = dict(
 default_hooks = dict(
     logger=dict(interval=20),
     checkpoint=dict(interval=max_iters),
-    visualization=dict(draw=False))
+    visualization=dict(draw=False),
+    check_loss=dict(type='mmpretrain.NonFiniteLossHook'))
 randomness = dict(seed=0)

@@ -1,0 +1,3 @@
+from .nonfinite_loss import NonFiniteLossError, NonFiniteLossHook
+
+__all__ = ['NonFiniteLossError', 'NonFiniteLossHook']

@@ -12,6 +12,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def isolate_default_scope():
+    """Runners set mmengine's *current* default scope globally, and registries
+    resolve names in it; restore it after each test so no test depends on
+    which ran before."""
+    from mmengine.registry import DefaultScope
+    saved = dict(DefaultScope._instance_dict)
+    yield
+    DefaultScope._instance_dict.clear()
+    DefaultScope._instance_dict.update(saved)
+
+
 @pytest.fixture(scope='session')
 def mini_data(tmp_path_factory):
     """``{coco,ade,unlabeled}`` mini datasets, small enough for CPU tests."""

@@ -39,13 +39,12 @@ class NonFiniteLossHook(Hook):
                          outputs=None):
         if not outputs or not self.every_n_train_iters(runner, self.interval):
             return
-        bad = {
-            key: float(value)
-            for key, value in outputs.items()
-            if key.startswith('loss') and not math.isfinite(float(
-                value.detach().float().mean() if torch.is_tensor(value)
-                else value))
+        values = {
+            key: float(value.detach().float().mean())
+            if torch.is_tensor(value) else float(value)
+            for key, value in outputs.items() if key.startswith('loss')
         }
+        bad = {k: v for k, v in values.items() if not math.isfinite(v)}
         if not bad:
             return
         message = (f'non-finite loss at iteration {runner.iter + 1}: ' +

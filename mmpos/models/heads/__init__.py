@@ -1,0 +1,3 @@
+from .dino_head import DINOHead
+
+__all__ = ['DINOHead']

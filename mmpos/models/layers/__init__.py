@@ -1,10 +1,17 @@
 from .attention import RoPEAttention
+from .block_masking import (MASKINGS, boxwise_masks, crosswise_masks,
+                            sample_num_masked)
+from .positional_field import (PositionalField, field_to_pos_embed,
+                               sample_field, sample_scales, scale_shift_boxes)
 from .rope import (RoPE2D, apply_rope, axial_frequencies, clear_rope_cache,
                    grid_coords, mixed_frequencies, rope_angles,
                    rope_cache_info, rope_tables, sincos_pos_embed_2d)
 
 __all__ = [
-    'RoPE2D', 'RoPEAttention', 'apply_rope', 'axial_frequencies',
-    'clear_rope_cache', 'grid_coords', 'mixed_frequencies', 'rope_angles',
-    'rope_cache_info', 'rope_tables', 'sincos_pos_embed_2d'
+    'MASKINGS', 'PositionalField', 'RoPE2D', 'RoPEAttention', 'apply_rope',
+    'axial_frequencies', 'boxwise_masks', 'clear_rope_cache',
+    'crosswise_masks', 'field_to_pos_embed', 'grid_coords',
+    'mixed_frequencies', 'rope_angles', 'rope_cache_info', 'rope_tables',
+    'sample_field', 'sample_num_masked', 'sample_scales',
+    'scale_shift_boxes', 'sincos_pos_embed_2d'
 ]

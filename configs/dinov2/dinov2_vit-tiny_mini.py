@@ -1,0 +1,129 @@
+# DINOv2 (iBOT + KoLeo + Sinkhorn-Knopp) on the mini unlabeled images with a
+# 4-block ViT: 2 global 64px + 2 local 32px crops, patch 8, 256 prototypes.
+# About a minute on 2 CPU cores (tests shorten it with train_cfg.max_iters).
+_base_ = [
+    '../_base_/default_runtime_pretrain.py',
+    '../_base_/datasets/mini_unlabeled.py',
+    '../_base_/models/rope-vit_mini-arch.py',
+]
+
+global_size, local_size, num_local_crops = 64, 32, 2
+out_dim = 256
+
+model = dict(
+    type='DINOv2',
+    backbone=dict(
+        type='RoPEVisionTransformer',
+        arch={{_base_.mini_vit_arch}},
+        img_size=global_size,
+        patch_size=8,
+        rope_type='none',
+        use_ape=True,
+        out_type='raw',
+        drop_path_rate=0.1),
+    head=dict(
+        type='DINOHead',
+        in_channels=96,
+        out_channels=out_dim,
+        hidden_channels=256,
+        bottleneck_channels=64),
+    patch_head=dict(
+        type='DINOHead',
+        in_channels=96,
+        out_channels=out_dim,
+        hidden_channels=256,
+        bottleneck_channels=64),
+    centering=dict(type='TeacherCentering', mode='sinkhorn'),
+    teacher_temp=0.04,
+    teacher_momentum=0.992,
+    mask_ratio_range=(0.1, 0.5),  # on 50% of the images (mask_sample_prob)
+    data_preprocessor=dict(
+        type='SelfSupDataPreprocessor',
+        mean=[123.675, 116.28, 103.53],
+        std=[58.395, 57.12, 57.375],
+        to_rgb=True))
+
+# DINO colour augmentation, shared by the global and local views (hue jitter
+# off: mmcv 2.1.0's adjust_hue overflows with numpy 2).
+color_aug = [
+    dict(
+        type='RandomApply',
+        transforms=[
+            dict(
+                type='ColorJitter',
+                brightness=0.4,
+                contrast=0.4,
+                saturation=0.2,
+                hue=0.)
+        ],
+        prob=0.8),
+    dict(
+        type='RandomGrayscale',
+        prob=0.2,
+        keep_channels=True,
+        channel_weights=(0.114, 0.587, 0.2989)),
+    dict(
+        type='GaussianBlur',
+        magnitude_range=(0.1, 2.0),
+        magnitude_std='inf',
+        prob=0.5),
+]
+global_view = [
+    dict(
+        type='RandomResizedCrop',
+        scale=global_size,
+        crop_ratio_range=(0.32, 1.),
+        backend='pillow'),
+    dict(type='RandomFlip', prob=0.5),
+] + color_aug
+local_view = [
+    dict(
+        type='RandomResizedCrop',
+        scale=local_size,
+        crop_ratio_range=(0.05, 0.32),
+        backend='pillow'),
+    dict(type='RandomFlip', prob=0.5),
+] + color_aug
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(
+        type='MultiView',
+        num_views=[2, num_local_crops],
+        transforms=[global_view, local_view]),
+    dict(type='PackInputs'),
+]
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
+
+# Schedules (Table 6, shortened): lr warm-up + cosine, weight decay
+# 0.04 -> 0.4 cosine (ratio, so no-decay groups stay 0), teacher momentum
+# 0.992 -> 1 cosine inside the model (CosineEMA), teacher temperature 0.04.
+max_iters = 60
+warmup_iters = 10
+optim_wrapper = dict(
+    type='OptimWrapper',
+    optimizer=dict(type='AdamW', lr=5e-4, betas=(0.9, 0.999),
+                   weight_decay=0.04),
+    clip_grad=dict(max_norm=3.0),
+    paramwise_cfg=dict(norm_decay_mult=0., bias_decay_mult=0.))
+param_scheduler = [
+    dict(type='LinearLR', start_factor=1e-3, by_epoch=False, begin=0,
+         end=warmup_iters),
+    dict(type='CosineAnnealingLR', eta_min=1e-6, by_epoch=False,
+         begin=warmup_iters, end=max_iters),
+    dict(type='CosineAnnealingParamScheduler', param_name='weight_decay',
+         eta_min_ratio=10., by_epoch=False, begin=0, end=max_iters),
+]
+train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters)
+default_hooks = dict(
+    logger=dict(type='LoggerHook', interval=5),
+    checkpoint=dict(type='CheckpointHook', by_epoch=False,
+                    interval=max_iters, max_keep_ckpts=2))
+log_processor = dict(by_epoch=False)
+# mmpos modules not yet imported by the package's __init__ files.
+custom_imports = dict(
+    imports=[
+        'mmpos', 'mmpos.models.selfsup.dinov2', 'mmpos.models.heads.dino_head',
+        'mmpos.models.losses.dino_losses',
+        'mmpos.engine.hooks.dino_schedules_hook'
+    ],
+    allow_failed_imports=False)

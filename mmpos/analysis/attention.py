@@ -1,0 +1,166 @@
+"""Attention probabilities of a :class:`RoPEVisionTransformer`, non-invasively.
+
+The backbone's attention uses ``F.scaled_dot_product_attention`` and never
+materialises the softmax. :class:`AttentionRecorder` registers forward hooks
+on every ``layers[i].attn`` (:class:`RoPEAttention`); each hook takes the
+layer input ``x`` and the ``coords`` / ``hw`` keyword arguments of that call
+and recomputes, with the module's own ``qkv`` projection and ``rope``,
+
+    A = softmax(q k^T / sqrt(D))     (RoPE-ViT Eq. 4, with RoPE'd q, k)
+
+of shape ``(B, heads, N, N)`` (``N`` includes the class token). The forward
+pass itself is untouched, so the recorded maps are exactly those the model
+uses (attention dropout aside, which is off in eval mode).
+"""
+import os
+import os.path as osp
+from typing import List, Optional, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from torch import Tensor
+
+IMAGENET_MEAN = (123.675, 116.28, 103.53)
+IMAGENET_STD = (58.395, 57.12, 57.375)
+IMAGE_EXTS = ('.jpg', '.jpeg', '.png', '.bmp')
+
+
+def attention_probs(attn_module, x: Tensor, coords=None, hw=None) -> Tensor:
+    """Softmax attention ``(B, heads, N, N)`` of a ``RoPEAttention`` on its
+    input ``x`` (B, N, C), in fp32."""
+    B, N, _ = x.shape
+    qkv = attn_module.qkv(x).reshape(B, N, 3, attn_module.num_heads,
+                                     attn_module.head_dims).permute(
+                                         2, 0, 3, 1, 4)
+    qk = qkv[:2]
+    if attn_module.rope is not None:
+        qk = attn_module.rope(qk, coords=coords, hw=hw)
+    q, k = qk.float().unbind(0)
+    return torch.softmax(q @ k.transpose(-2, -1) * q.shape[-1]**-0.5, dim=-1)
+
+
+class AttentionRecorder:
+    """Context manager recording the attention maps of every block.
+
+    >>> with AttentionRecorder(backbone) as rec:
+    ...     backbone(images)
+    >>> rec.maps  # list (one per block) of (B, heads, N, N) CPU tensors
+    """
+
+    def __init__(self, backbone):
+        self.modules = [layer.attn for layer in backbone.layers]
+        self.maps: List[Tensor] = []
+        self._handles = []
+
+    def _hook(self, module, args, kwargs, output):
+        x = args[0] if args else kwargs['x']
+        with torch.no_grad():
+            self.maps.append(
+                attention_probs(module, x, kwargs.get('coords'),
+                                kwargs.get('hw')).cpu())
+
+    def __enter__(self):
+        self.maps = []
+        self._handles = [
+            m.register_forward_hook(self._hook, with_kwargs=True)
+            for m in self.modules
+        ]
+        return self
+
+    def __exit__(self, *exc):
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+
+@torch.no_grad()
+def record_attention(backbone, images: Tensor) -> List[Tensor]:
+    """Run ``backbone`` (eval mode) on ``images`` (B, 3, H, W) and return the
+    per-block attention maps ``(B, heads, N, N)``."""
+    was_training = backbone.training
+    backbone.eval()
+    with AttentionRecorder(backbone) as rec:
+        backbone(images)
+    backbone.train(was_training)
+    return rec.maps
+
+
+def list_images(folder: str, limit: Optional[int] = None) -> List[str]:
+    files = sorted(
+        osp.join(root, f) for root, _, names in os.walk(folder)
+        for f in names if f.lower().endswith(IMAGE_EXTS))
+    if not files:
+        raise FileNotFoundError(f'no images ({", ".join(IMAGE_EXTS)}) '
+                                f'under {folder}')
+    return files[:limit] if limit else files
+
+
+def load_images(paths: Sequence[str], size: int) -> Tensor:
+    """Images resized to ``size x size`` and normalised with the ImageNet
+    mean/std of the configs, ``(B, 3, size, size)``."""
+    arrays = [
+        np.asarray(Image.open(p).convert('RGB').resize((size, size),
+                                                        Image.BICUBIC),
+                   dtype=np.float32) for p in paths
+    ]
+    x = torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2)
+    mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
+    return (x - mean) / std
+
+
+def build_backbone(config: str, checkpoint: Optional[str] = None,
+                   device: str = 'cpu'):
+    """Build ``model.backbone`` (or a top-level ``backbone``) of an mmpos /
+    mmpretrain config and load ``checkpoint`` into it: keys under
+    ``backbone.`` of a full-model checkpoint, or a bare backbone state dict.
+    Returns the backbone in eval mode."""
+    from mmengine.config import Config
+
+    import mmpos  # noqa: F401  (registers RoPEVisionTransformer)
+    from mmpos.registry import MODELS
+
+    cfg = Config.fromfile(config)
+    if 'model' in cfg and 'backbone' in cfg.model:
+        backbone_cfg = cfg.model.backbone
+    elif 'backbone' in cfg:
+        backbone_cfg = cfg.backbone
+    else:
+        raise KeyError(f'{config}: has neither model.backbone nor backbone')
+    backbone_cfg = dict(backbone_cfg)
+    backbone_cfg['type'] = backbone_cfg['type'].split('.')[-1]
+    backbone_cfg.pop('init_cfg', None)
+    backbone = MODELS.build(backbone_cfg)
+    if not hasattr(backbone, 'layers') or not all(
+            hasattr(layer, 'attn') and hasattr(layer.attn, 'qkv')
+            for layer in backbone.layers):
+        raise TypeError(f'{config}: backbone {backbone_cfg["type"]} has no '
+                        '`layers[i].attn.qkv`; a RoPEVisionTransformer is '
+                        'expected')
+    if checkpoint:
+        state = torch.load(checkpoint, map_location='cpu', weights_only=False)
+        state = state.get('state_dict', state)
+        sub = {k[len('backbone.'):]: v for k, v in state.items()
+               if k.startswith('backbone.')}
+        missing, unexpected = backbone.load_state_dict(sub or state,
+                                                       strict=False)
+        if len(missing) == len(backbone.state_dict()):
+            raise KeyError(f'{checkpoint}: no backbone weights found')
+    return backbone.to(device).eval()
+
+
+def resize_for(backbone, size: int) -> int:
+    """Largest multiple of the patch size not above ``size``."""
+    p = backbone.patch_size[0]
+    if size < p:
+        raise ValueError(f'resolution {size} is smaller than the patch size '
+                         f'{p}')
+    return size - size % p
+
+
+def upsample_map(attn_map: Tensor, size: int) -> Tensor:
+    """``(h, w)`` patch map -> ``(size, size)`` (nearest), for overlays."""
+    return F.interpolate(attn_map[None, None], size=(size, size),
+                         mode='nearest')[0, 0]

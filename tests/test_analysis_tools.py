@@ -1,0 +1,205 @@
+"""Analysis helpers (attention extraction, statistics, Fourier masks) against
+hand-computed values, and the four tools end to end on mini images and a
+tiny RoPE ViT: finite numbers and PNGs that PIL opens."""
+import csv
+import importlib.util
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from conftest import REPO
+from mmpos.analysis.attention import (AttentionRecorder, build_backbone,
+                                      record_attention)
+from mmpos.analysis.fourier import (frequency_mask, point_target,
+                                    reconstruct, reconstruction_error)
+from mmpos.analysis.metrics import (attention_distance, attention_entropy,
+                                    attention_nmi)
+from mmpos.datasets.mini_data import make_unlabeled_images
+from mmpos.models.backbones.rope_vit import RoPEVisionTransformer
+from mmpos.models.layers.rope import axial_frequencies, mixed_frequencies
+
+ARCH = dict(embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64)
+CONFIG = f"""model = dict(backbone=dict(type='RoPEVisionTransformer',
+    arch={ARCH!r}, img_size=64, patch_size=16, rope_type='mixed'))
+"""
+
+
+def load_tool(name):
+    path = REPO / 'tools' / 'analysis_tools' / f'{name}.py'
+    spec = importlib.util.spec_from_file_location(f'tool_{name}', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope='module')
+def setup(tmp_path_factory):
+    """Mini images, a tiny config and a full-model style checkpoint."""
+    root = tmp_path_factory.mktemp('analysis')
+    make_unlabeled_images(str(root / 'imgs'), num_images=4, img_size=64,
+                          seed=0)
+    (root / 'tiny.py').write_text(CONFIG)
+    torch.manual_seed(0)
+    model = RoPEVisionTransformer(arch=ARCH, img_size=64, patch_size=16,
+                                  rope_type='mixed')
+    model.init_weights()
+    torch.save({'state_dict': {f'backbone.{k}': v
+                               for k, v in model.state_dict().items()}},
+               root / 'ckpt.pth')
+    return root, model
+
+
+def read_csv(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def assert_png(path):
+    with Image.open(path) as img:
+        img.load()
+        assert img.size[0] > 100 and img.size[1] > 100
+
+
+def test_recorded_attention_is_the_models(setup):
+    """A @ v through the output projection equals the module's output, so
+    the hook recomputes exactly the attention the SDPA call used."""
+    _, model = setup
+    model.eval()
+    attn = model.layers[1].attn
+    x = torch.randn(2, 1 + 9, 32)
+    with AttentionRecorder(model) as rec:
+        out = attn(x, hw=(3, 3))
+    (a, ) = rec.maps
+    assert a.shape == (2, 2, 10, 10)
+    torch.testing.assert_close(a.sum(-1), torch.ones(2, 2, 10))
+    v = attn.qkv(x).reshape(2, 10, 3, 2, 16).permute(2, 0, 3, 1, 4)[2]
+    manual = attn.proj((a @ v).transpose(1, 2).reshape(2, 10, 32))
+    torch.testing.assert_close(manual, out, atol=1e-5, rtol=1e-5)
+    # hooks are removed on exit
+    attn(x, hw=(3, 3))
+    assert len(rec.maps) == 1
+    maps = record_attention(model, torch.randn(1, 3, 48, 64))
+    assert [m.shape for m in maps] == [(1, 2, 13, 13)] * 2
+
+
+def test_metrics_by_hand():
+    n = 4  # 2x2 grid, one class token
+    uniform = torch.full((1, 1, n + 1, n + 1), 1 / (n + 1))
+    eye = torch.zeros(1, 1, n + 1, n + 1)
+    eye[..., torch.arange(n + 1), torch.arange(n + 1)] = 1
+    assert attention_nmi(uniform).item() == pytest.approx(0, abs=1e-9)
+    assert attention_nmi(eye).item() == pytest.approx(1)
+    assert attention_entropy(uniform).item() == pytest.approx(math.log(5))
+    assert attention_entropy(eye).item() == pytest.approx(0, abs=1e-9)
+    assert attention_distance(eye, (2, 2)).item() == pytest.approx(0)
+    # renormalised over patches: distances 0, 1, 1, sqrt(2) averaged
+    assert attention_distance(uniform, (2, 2)).item() == pytest.approx(
+        (2 + math.sqrt(2)) / 4)
+    # a query splitting its attention between itself and its right neighbour
+    half = torch.tensor([[.5, .5], [.5, .5]]).view(1, 1, 2, 2)
+    assert attention_distance(half, (1, 2), num_prefix=0).item() == \
+        pytest.approx(0.5)
+    with pytest.raises(ValueError, match='do not match grid'):
+        attention_distance(uniform, (3, 3))
+
+
+def test_fourier_masks():
+    n = 32
+    axial = frequency_mask(axial_frequencies(16), n)
+    ky, kx = np.nonzero(axial)
+    assert np.all((ky == 0) | (kx == 0))  # axial: only the two axes
+    torch.manual_seed(0)
+    mixed = frequency_mask(mixed_frequencies(16, 1)[:, 0], n)
+    ky, kx = np.nonzero(mixed)
+    assert np.any((ky != 0) & (kx != 0))  # mixed reaches diagonal bins
+    target = point_target(n)
+    assert reconstruction_error(target, reconstruct(target,
+                                                    np.ones((n, n),
+                                                            bool))) < 1e-12
+    assert 0 < reconstruction_error(target, reconstruct(target, axial)) < 1
+
+
+def test_build_backbone_loads_checkpoint(setup):
+    root, model = setup
+    built = build_backbone(str(root / 'tiny.py'), str(root / 'ckpt.pth'))
+    for key, value in model.state_dict().items():
+        torch.testing.assert_close(built.state_dict()[key], value)
+
+
+def test_attention_stats_tool(setup):
+    root, _ = setup
+    out = root / 'stats'
+    load_tool('attention_stats').main([
+        str(root / 'tiny.py'), '--checkpoint', str(root / 'ckpt.pth'),
+        '--img-dir', str(root / 'imgs'), '--resolutions', '32', '48',
+        '--out-dir', str(out)
+    ])
+    rows = read_csv(out / 'attention_stats.csv')
+    assert [(r['resolution'], r['layer']) for r in rows] == [
+        ('32', '0'), ('32', '1'), ('48', '0'), ('48', '1')]
+    for r in rows:
+        dist, ent = float(r['distance_px']), float(r['entropy'])
+        tokens = 1 + (int(r['resolution']) // 16)**2
+        assert 0 < dist < 16 * 3 and 0 < ent <= math.log(tokens) + 1e-9
+    assert json.loads((out / 'attention_stats.json').read_text())[
+        'num_images'] == 4
+    assert_png(out / 'attention_stats.png')
+
+
+def test_attention_nmi_tool(setup):
+    root, _ = setup
+    out = root / 'nmi'
+    load_tool('attention_nmi').main([
+        str(root / 'tiny.py'), '--checkpoint', str(root / 'ckpt.pth'),
+        '--img-dir', str(root / 'imgs'), '--img-size', '64', '--queries',
+        '0.5,0.5', '0.1,0.9', '--out-dir', str(out)
+    ])
+    rows = read_csv(out / 'attention_nmi.csv')
+    assert len(rows) == 2
+    for r in rows:
+        assert 0 <= float(r['nmi']) <= 1 and np.isfinite(float(r['mad_px']))
+    assert_png(out / 'attention_nmi.png')
+    assert_png(out / 'attention_queries.png')
+
+
+def test_rope_fourier_tool(setup):
+    root, _ = setup
+    for argv, name in (([], 'init'), (['--head', '-1'], 'all'), (['--config', str(root / 'tiny.py'),
+                                       '--checkpoint', str(root / 'ckpt.pth'),
+                                       '--layer', '1', '--head', '1'],
+                                      'ckpt')):
+        out = root / f'fourier_{name}'
+        load_tool('rope_fourier').main(argv + ['--grid', '32', '--out-dir',
+                                               str(out)])
+        result = json.loads((out / 'rope_fourier.json').read_text())
+        for variant in ('axial', 'mixed'):
+            assert result[variant]['bins'] > 1
+            assert 0 < result[variant]['rel_l2_error'] < 1
+        assert_png(out / 'rope_fourier.png')
+    assert result['head_dim'] == 16
+
+
+def test_plot_curves_tool(tmp_path):
+    for name, losses in (('a', [3.0, 2.0]), ('b', [4.0, 1.0])):
+        logs = tmp_path / name / '20240101_000000' / 'vis_data'
+        logs.mkdir(parents=True)
+        records = [dict(lr=0.1, loss=v, step=10 * (i + 1))
+                   for i, v in enumerate(losses)]
+        records.append({'mIoU': 50.0, 'step': 20})
+        (logs / 'scalars.json').write_text('\n'.join(map(json.dumps,
+                                                          records)))
+    out = tmp_path / 'curves'
+    load_tool('plot_curves').main([
+        str(tmp_path / 'a'), str(tmp_path / 'b'), '--keys', 'loss', 'mIoU',
+        'absent', '--out-dir', str(out)
+    ])
+    rows = read_csv(out / 'curves.csv')
+    assert [(r['run'], r['key'], r['step'], r['value']) for r in rows] == [
+        ('a', 'loss', '10', '3.0'), ('a', 'loss', '20', '2.0'),
+        ('a', 'mIoU', '20', '50.0'), ('b', 'loss', '10', '4.0'),
+        ('b', 'loss', '20', '1.0'), ('b', 'mIoU', '20', '50.0')]
+    assert_png(out / 'curves.png')

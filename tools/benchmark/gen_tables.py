@@ -1,0 +1,78 @@
+"""Regenerate the paper tables from finished work dirs.
+
+    python tools/benchmark/gen_tables.py MANIFEST [--work-root DIR]
+        [--out-dir DIR] [--tables ID ...] [--paper NAME] [--model-zoo PATH]
+        [--print] [--check]
+
+For every table of MANIFEST (default ``tools/benchmark/manifest.yaml``)
+writes ``<out-dir>/<table>.md`` and ``.csv`` plus ``<out-dir>/tables.md``:
+our number, the paper's and the delta side by side; runs that do not exist
+yet are marked, never an error. A run's work dir is ``<work-root>/<run id>``.
+``--check`` also fails (exit 1) when a config is missing without being listed
+in the manifest's ``pending`` or when the effective-epoch accounting
+disagrees with a paper's ``eff_ep``.
+"""
+import argparse
+import os.path as osp
+import sys
+
+sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
+
+from mmpos.benchmark.manifest import ManifestError, load_manifest  # noqa: E402
+from mmpos.benchmark.tables import generate, model_zoo_markdown  # noqa: E402
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('manifest', nargs='?',
+                        default='tools/benchmark/manifest.yaml')
+    parser.add_argument('--work-root', default='work_dirs/benchmark')
+    parser.add_argument('--out-dir', help='default: <work-root>/tables')
+    parser.add_argument('--tables', nargs='+', help='only these table ids')
+    parser.add_argument('--paper', help='only the tables of this paper')
+    parser.add_argument('--metrics-file', default='metrics.json',
+                        help='tools/test.py --out file name in a work dir')
+    parser.add_argument('--model-zoo', help='also write this markdown page')
+    parser.add_argument('--print', action='store_true',
+                        help='print the markdown tables')
+    parser.add_argument('--check', action='store_true',
+                        help='exit 1 on config / eff. epoch problems')
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        manifest = load_manifest(args.manifest)
+        table_ids = args.tables
+        if args.paper:
+            table_ids = [t.id for t in manifest.tables
+                         if t.paper.lower() == args.paper.lower()]
+            if not table_ids:
+                raise ManifestError(f'--paper {args.paper!r}: no table; '
+                                    'papers: ' + ', '.join(
+                                        sorted({t.paper
+                                                for t in manifest.tables})))
+        out_dir = args.out_dir or osp.join(args.work_root, 'tables')
+        filled = generate(manifest, args.work_root, out_dir, table_ids,
+                          args.metrics_file)
+    except (ManifestError, KeyError) as err:
+        sys.exit(f'gen_tables.py: error: {err}')
+    if args.model_zoo:
+        command = ('python tools/benchmark/gen_tables.py ' +
+                   ' '.join(argv if argv is not None else sys.argv[1:]))
+        with open(args.model_zoo, 'w') as f:
+            f.write(model_zoo_markdown(manifest, filled, command))
+    if args.print:
+        with open(osp.join(out_dir, 'tables.md')) as f:
+            print(f.read())
+    print(f'{len(filled)} tables written to {out_dir}')
+    problems = manifest.check_configs() + manifest.check_effective_epochs()
+    for problem in problems:
+        print(f'warning: {problem}', file=sys.stderr)
+    if args.check and problems:
+        sys.exit(1)
+
+
+if __name__ == '__main__':
+    main()

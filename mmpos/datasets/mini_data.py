@@ -15,6 +15,9 @@ Three generators, each writing one dataset directory:
 * :func:`make_unlabeled_images` -- a flat folder of JPEG views for
   self-supervised pretraining: random crops of the photographs that
   scikit-image ships inside its package, plus synthetic shape scenes.
+* :func:`make_mini_cls` -- image classification in mmpretrain's
+  ``CustomDataset`` folder-per-class layout (``{train,val}/<class>/*.jpg``):
+  one textured circle, square or triangle per image.
 
 The output depends only on the arguments: the same ``seed`` gives
 byte-identical files. Each image draws from its own random stream, so image
@@ -70,7 +73,7 @@ MARKER = '.mini_data.json'
 JPEG_QUALITY = 95
 
 # Per-generator tags that keep the random streams of the datasets apart.
-_COCO, _ADE, _UNLABELED = 1, 2, 3
+_COCO, _ADE, _UNLABELED, _CLS = 1, 2, 3, 4
 # Instances keeping less than this share (or pixel count) of their own
 # area visible are dropped.
 _MIN_VISIBLE_FRACTION = 0.3
@@ -649,11 +652,66 @@ def make_unlabeled_images(root, num_images=256, img_size=128, seed=0,
     return osp.abspath(root)
 
 
+# --------------------------------------------------------------------------
+# Classification
+# --------------------------------------------------------------------------
+def _class_image(rng, size, label):
+    """One shape of class ``label`` (circumradius 18% to 40% of ``size``,
+    random rotation and position, fully inside) on a textured background,
+    uint8 (H, W, 3)."""
+    xs, ys = _grid(size)
+    radius = size * rng.uniform(0.18, 0.4)
+    cx, cy = rng.uniform(radius, size - radius, 2)
+    mask = _shape_mask(xs, ys, _SIDES[MINI_COCO_CLASSES[label]], cx, cy,
+                       radius, rng.uniform(0, 2 * np.pi))
+    return _render_scene(rng, size, [mask])
+
+
+def make_mini_cls(root, num_train=64, num_val=16, img_size=64, seed=0,
+                  force=False):
+    """Write a mini image-classification dataset to ``root``.
+
+    Classes are :data:`MINI_COCO_CLASSES` (circle, square, triangle), image
+    ``i`` of a split showing one shape of class ``i % 3`` (balanced splits).
+    Layout ``{train,val}/<class>/<index>.jpg``, read by mmpretrain's
+    ``CustomDataset(data_root=root, data_prefix='train')``, which takes the
+    sorted folder names (the order above) as classes.
+
+    Args:
+        root (str): Target directory (must be absent or empty unless
+            ``force``).
+        num_train (int): Images in ``train``.
+        num_val (int): Images in ``val``.
+        img_size (int): Side of the square images, >= 32.
+        seed (int): Seed of all randomness.
+        force (bool): Replace an existing mini-data directory at ``root``.
+
+    Returns:
+        str: The absolute path of the dataset.
+    """
+    _check_sizes(img_size, num_train=num_train, num_val=num_val)
+    params = dict(dataset='cls', num_train=num_train, num_val=num_val,
+                  img_size=img_size, seed=seed)
+    with _staged_dir(root, force, params) as tmp:
+        for split, num in (('train', num_train), ('val', num_val)):
+            for name in MINI_COCO_CLASSES:
+                os.makedirs(osp.join(tmp, split, name))
+            for index in range(num):
+                label = index % len(MINI_COCO_CLASSES)
+                rng = _rng(seed, _CLS, split == 'val', index)
+                _save_jpeg(
+                    _class_image(rng, img_size, label),
+                    osp.join(tmp, split, MINI_COCO_CLASSES[label],
+                             f'{index:05d}.jpg'))
+    return osp.abspath(root)
+
+
 def make_all(root, which=('coco', 'ade', 'unlabeled'), num_train=64,
              num_val=16, num_unlabeled=256, img_size=128, seed=0,
              force=False):
-    """Write the chosen mini datasets to ``root/coco``, ``root/ade`` and
-    ``root/unlabeled``; see the individual generators.
+    """Write the chosen mini datasets (``'coco'``, ``'ade'``,
+    ``'unlabeled'``, ``'cls'``) to ``root/<name>``; see the individual
+    generators.
 
     Returns:
         dict: Dataset name -> absolute path written.
@@ -665,6 +723,8 @@ def make_all(root, which=('coco', 'ade', 'unlabeled'), num_train=64,
             path, num_train, num_val, img_size, seed, force=force),
         'unlabeled': lambda path: make_unlabeled_images(
             path, num_unlabeled, img_size, seed, force=force),
+        'cls': lambda path: make_mini_cls(
+            path, num_train, num_val, img_size, seed, force=force),
     }
     unknown = sorted(set(which) - set(makers))
     if unknown:

@@ -1,6 +1,7 @@
 """Write the deterministic mini datasets used by the demo and the tests.
 
-    python tools/misc/make_mini_data.py OUT_DIR [--which coco ade unlabeled]
+    python tools/misc/make_mini_data.py OUT_DIR
+        [--which coco ade unlabeled cls]
         [--num-train N] [--num-val N] [--num-unlabeled N] [--img-size S]
         [--seed S] [--force]
 
@@ -19,20 +20,22 @@ sys.path.insert(0, ROOT)
 from mmpos.datasets.mini_data import make_all  # noqa: E402
 
 DATASETS = ('coco', 'ade', 'unlabeled')
+CHOICES = DATASETS + ('cls', )
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
-        description='Write deterministic mini COCO / ADE20K / unlabeled '
-        'datasets.')
+        description='Write deterministic mini COCO / ADE20K / unlabeled / '
+        'classification datasets.')
     parser.add_argument('out_dir', help='parent directory of the datasets')
     parser.add_argument(
-        '--which', nargs='+', choices=DATASETS, default=list(DATASETS),
-        help='datasets to write (default: all)')
+        '--which', nargs='+', choices=CHOICES, default=list(DATASETS),
+        help='datasets to write (default: coco ade unlabeled; cls is the '
+        'mini classification set)')
     parser.add_argument('--num-train', type=int, default=64,
-                        help='training images of coco and ade')
+                        help='training images of coco, ade and cls')
     parser.add_argument('--num-val', type=int, default=16,
-                        help='validation images of coco and ade')
+                        help='validation images of coco, ade and cls')
     parser.add_argument('--num-unlabeled', type=int, default=256,
                         help='images in the unlabeled folder')
     parser.add_argument('--img-size', type=int, default=128,

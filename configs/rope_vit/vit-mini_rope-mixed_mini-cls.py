@@ -1,0 +1,72 @@
+# The ViT-S RoPE-Mixed DeiT-III recipe (same optimiser, loss, Mixup/CutMix,
+# 3-Augment, repeated augmentation) shrunk to the mini classification set
+# (tools/misc/make_mini_data.py data/mini --which cls --img-size 64): a
+# 4-block ViT with 8-px patches on 64-px images, 3 classes, 30 short
+# epochs on CPU. Other variants:
+# --cfg-options model.backbone.rope_type=axial / model.backbone.use_ape=True.
+_base_ = ['./vit-small-p16_rope-mixed_8xb256-400e_in1k.py']
+
+img_size = 64
+model = dict(
+    backbone=dict(
+        # the mini ViT of configs/_base_/models/rope-vit_mini-arch.py
+        arch=dict(_delete_=True, embed_dims=96, num_layers=4, num_heads=3,
+                  feedforward_channels=384),
+        img_size=img_size,
+        patch_size=8),
+    head=dict(num_classes=3, in_channels=96, loss=dict(loss_weight=1 / 3)))
+data_preprocessor = dict(num_classes=3)
+
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='RandomResizedCrop', scale=img_size,
+         crop_ratio_range=(0.35, 1.), backend='pillow',
+         interpolation='bicubic'),
+    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
+    {{_base_.three_augment}},
+    {{_base_.color_jitter}},
+    dict(type='PackInputs'),
+]
+test_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='ResizeEdge', scale=img_size, edge='short', backend='pillow',
+         interpolation='bicubic'),
+    dict(type='CenterCrop', crop_size=img_size),
+    dict(type='PackInputs'),
+]
+data_root = 'data/mini/cls/'
+train_dataloader = dict(
+    batch_size=16,
+    num_workers=0,
+    persistent_workers=False,
+    dataset=dict(
+        _delete_=True,
+        type='CustomDataset',
+        data_root=data_root,
+        data_prefix='train',
+        pipeline=train_pipeline))
+val_dataloader = dict(
+    batch_size=16,
+    num_workers=0,
+    persistent_workers=False,
+    dataset=dict(
+        _delete_=True,
+        type='CustomDataset',
+        data_root=data_root,
+        data_prefix='val',
+        pipeline=test_pipeline))
+test_dataloader = val_dataloader
+val_evaluator = dict(type='Accuracy', topk=(1, ))
+test_evaluator = val_evaluator
+
+param_scheduler = [
+    dict(type='LinearLR', start_factor=0.1, by_epoch=True, begin=0, end=2,
+         convert_to_iter_based=True),
+    dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=True, begin=2,
+         end=30),
+]
+train_cfg = dict(max_epochs=30, val_interval=10)
+default_hooks = dict(
+    logger=dict(interval=10),
+    checkpoint=dict(interval=10, max_keep_ckpts=1))
+auto_scale_lr = dict(base_batch_size=16)

@@ -1,0 +1,182 @@
+"""Swin Transformer with 2-D RoPE instead of the relative position bias
+(Heo et al., "Rotary Position Embedding for Vision Transformer", Sec. 4.1).
+
+mmpretrain's ``SwinTransformer`` is reused as is (stages, shifted windows,
+patch merging, parameter names); only the window attention module is
+swapped for :class:`RoPEWindowMSA`, through ``ShiftWindowMSA``'s
+``window_msa`` argument. Each window is a ``ws x ws`` grid of integer
+coordinates (:class:`~mmpos.models.layers.RoPE2D`, cached tables), so
+attention logits inside a window depend on relative offsets only (Eq. 15),
+exactly what the bias table encoded, but with no table: the window size can
+be changed at inference (:meth:`RoPESwinTransformer.set_window_size`), which
+is how the paper evaluates Swin at other resolutions (Fig. 5). With a cyclic
+shift, tokens of one region stay contiguous inside a window, so their
+relative offsets are the true ones; tokens of other regions are masked as in
+Swin.
+"""
+import math
+from copy import deepcopy
+from typing import Optional, Sequence, Union
+
+import torch.nn as nn
+import torch.nn.functional as F
+from mmengine.model import BaseModule
+from mmpretrain.models.backbones import SwinTransformer
+from torch import Tensor
+
+from mmpos.registry import MODELS
+from ..layers.rope import RoPE2D
+
+
+class RoPEWindowMSA(BaseModule):
+    """Window multi-head self-attention with 2-D RoPE on queries and keys.
+
+    Drop-in for mmpretrain's ``WindowMSA`` (same arguments and parameter
+    names ``qkv`` / ``proj``, no ``relative_position_bias_table``).
+
+    Args:
+        embed_dims: channels ``C``.
+        window_size: ``(ws, ws)`` at construction; the forward pass reads
+            the window side from the token count, so it may change later.
+        num_heads: heads; ``C / num_heads`` must be a multiple of 4.
+        qkv_bias, qk_scale, attn_drop, proj_drop: as ``WindowMSA``.
+        rope_type: ``'axial'`` or ``'mixed'`` (learnable per-head
+            frequencies ``rope.freqs``).
+        rope_theta: RoPE base; ``None`` = 100 (axial) / 10 (mixed).
+    """
+
+    def __init__(self,
+                 embed_dims: int,
+                 window_size: Sequence[int],
+                 num_heads: int,
+                 qkv_bias: bool = True,
+                 qk_scale: Optional[float] = None,
+                 attn_drop: float = 0.,
+                 proj_drop: float = 0.,
+                 rope_type: str = 'mixed',
+                 rope_theta: Optional[float] = None,
+                 init_cfg: Optional[dict] = None):
+        super().__init__(init_cfg=init_cfg)
+        if embed_dims % num_heads:
+            raise ValueError(f'embed_dims {embed_dims} is not divisible by '
+                             f'num_heads {num_heads}')
+        self.embed_dims = embed_dims
+        self.window_size = tuple(window_size)
+        self.num_heads = num_heads
+        self.head_dims = embed_dims // num_heads
+        self.scale = qk_scale
+        self.attn_drop = attn_drop
+        self.qkv = nn.Linear(embed_dims, embed_dims * 3, bias=qkv_bias)
+        self.proj = nn.Linear(embed_dims, embed_dims)
+        self.proj_drop = nn.Dropout(proj_drop)
+        self.rope = RoPE2D(self.head_dims, num_heads, rope_type, rope_theta)
+
+    def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> Tensor:
+        """Attend within windows.
+
+        Args:
+            x: ``(num_windows * B, ws * ws, C)`` window tokens, row-major.
+            mask: ``(num_windows, ws * ws, ws * ws)`` additive mask of the
+                shifted windows (0 or -100, as mmpretrain builds it).
+
+        Returns:
+            ``(num_windows * B, ws * ws, C)``.
+        """
+        B_, N, C = x.shape
+        side = math.isqrt(N)
+        if side * side != N:
+            raise ValueError(f'{N} tokens do not form a square window')
+        qkv = self.qkv(x).reshape(B_, N, 3, self.num_heads,
+                                  self.head_dims).permute(2, 0, 3, 1, 4)
+        (q, k), v = self.rope(qkv[:2], hw=(side, side)).unbind(0), qkv[2]
+        attn_mask = None
+        if mask is not None:
+            # (B, nW * heads, N, D) against a (1, nW * heads, N, N) mask
+            nW = mask.shape[0]
+            q, k, v = (t.reshape(B_ // nW, nW * self.num_heads, N, -1)
+                       for t in (q, k, v))
+            attn_mask = mask.to(q.dtype).unsqueeze(1).expand(
+                nW, self.num_heads, N, N).reshape(1, -1, N, N)
+        x = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask,
+            dropout_p=self.attn_drop if self.training else 0.,
+            scale=self.scale)
+        x = x.reshape(B_, self.num_heads, N, -1).transpose(1, 2)
+        return self.proj_drop(self.proj(x.reshape(B_, N, C)))
+
+
+@MODELS.register_module()
+class RoPESwinTransformer(SwinTransformer):
+    """Swin Transformer whose window attention uses RoPE-Axial / RoPE-Mixed
+    in place of the relative position bias (the paper's RoPE Swin).
+
+    Arguments are those of mmpretrain's ``SwinTransformer`` plus:
+
+    Args:
+        window_size: one side for all stages or one per stage.
+        rope_type: ``'axial'`` or ``'mixed'``.
+        rope_theta: RoPE base; ``None`` = 100 (axial) / 10 (mixed).
+
+    The RoPE-Mixed frequencies are
+    ``stages.<i>.blocks.<j>.attn.w_msa.rope.freqs`` (per block and head).
+    Checkpoints of this class hold no position table, so the same weights
+    run with any window size (:meth:`set_window_size`).
+    """
+
+    def __init__(self,
+                 *args,
+                 window_size: Union[int, Sequence[int]] = 7,
+                 rope_type: str = 'mixed',
+                 rope_theta: Optional[float] = None,
+                 stage_cfgs: Union[dict, Sequence[dict]] = dict(),
+                 **kwargs):
+        rope_attn = dict(window_msa=RoPEWindowMSA, rope_type=rope_type,
+                         rope_theta=rope_theta)
+        if isinstance(stage_cfgs, dict):
+            stage_cfgs = _with_attn(stage_cfgs, rope_attn)
+        else:
+            stage_cfgs = [_with_attn(cfg, rope_attn) for cfg in stage_cfgs]
+        sizes = ([window_size] * 4 if isinstance(window_size, int) else
+                 list(window_size))
+        super().__init__(*args, window_size=sizes[0], stage_cfgs=stage_cfgs,
+                         **kwargs)
+        self.rope_type = rope_type
+        self.set_window_size(window_size)
+
+    @property
+    def window_size(self) -> list:
+        """Window side per stage."""
+        return [stage.blocks[0].attn.window_size for stage in self.stages]
+
+    def set_window_size(self, window_size: Union[int, Sequence[int]]):
+        """Use windows of ``window_size`` (one int, or one per stage) from
+        now on; shifted blocks shift by half the new window. Nothing is
+        resized or re-initialised."""
+        sizes = ([window_size] * len(self.stages) if isinstance(
+            window_size, int) else list(window_size))
+        if len(sizes) != len(self.stages) or min(sizes) < 1:
+            raise ValueError(f'window_size must be a positive int or one per '
+                             f'stage ({len(self.stages)}), got {window_size}')
+        for stage, size in zip(self.stages, sizes):
+            for index, block in enumerate(stage.blocks):
+                block.attn.window_size = size
+                block.attn.shift_size = size // 2 if index % 2 else 0
+                block.attn.w_msa.window_size = (size, size)
+        return self
+
+
+def _with_attn(stage_cfg: dict, rope_attn: dict) -> dict:
+    """``stage_cfg`` whose blocks build :class:`RoPEWindowMSA` (user
+    ``attn_cfgs`` keys are kept)."""
+    stage_cfg = deepcopy(dict(stage_cfg))
+    block_cfgs = stage_cfg.get('block_cfgs', dict())
+    if isinstance(block_cfgs, dict):
+        block_cfgs = dict(block_cfgs)
+        block_cfgs['attn_cfgs'] = {**rope_attn,
+                                   **block_cfgs.get('attn_cfgs', {})}
+    else:
+        block_cfgs = [{**cfg, 'attn_cfgs': {**rope_attn,
+                                            **cfg.get('attn_cfgs', {})}}
+                      for cfg in block_cfgs]
+    stage_cfg['block_cfgs'] = block_cfgs
+    return stage_cfg

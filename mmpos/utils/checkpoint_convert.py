@@ -1,0 +1,410 @@
+"""Convert ViT checkpoints into the layout of :class:`RoPEVisionTransformer`.
+
+Used by the scripts in ``tools/model_converters/``; the mapping functions are
+pure (state dict in, state dict out) so they can be tested and reused.
+
+Sources:
+
+* :func:`convert_official_rope_vit` -- the RoPE-ViT authors' code
+  (naver-ai/rope-vit, DeiT-III ``models_v2`` layout): ``patch_embed.proj``,
+  ``blocks.<i>.{norm1,attn.qkv,attn.proj,norm2,mlp.fc1,mlp.fc2}``,
+  layer scale ``blocks.<i>.gamma_{1,2}``, ``norm``, ``cls_token``, an
+  optional ``pos_embed`` covering the patch tokens only, ``head`` and, for
+  RoPE-Mixed, one ``freqs`` of shape ``(2, depth, heads * D/2)`` (layer
+  ``i`` is ``freqs[:, i].reshape(2, heads, D/2)``: row 0 ``theta_x``, row 1
+  ``theta_y``, per head the first ``D/4`` pairs then the last ``D/4``, the
+  same layout as :class:`~mmpos.models.layers.RoPE2D`). Its ``freqs_t_x`` /
+  ``freqs_t_y`` buffers are the integer grid and are dropped.
+* :func:`convert_timm_vit` -- timm ``VisionTransformer``: the same block
+  names with ``ls1.gamma`` / ``ls2.gamma``, ``norm_pre``, ``fc_norm`` and a
+  ``pos_embed`` with or without the class-token slot.
+* :func:`extract_backbone` -- mmpos / mmpretrain training checkpoints: keep
+  ``backbone.*``, drop the algorithm (necks, heads, teachers, ...).
+
+Our ``pos_embed`` always has mmpretrain's class-token slot; a source without
+one gets a zero slot, which is what the source computes (nothing is added to
+its class token). Keys a mapping does not know keep their name, so
+:func:`check_against_model` reports them as unexpected instead of losing
+them silently.
+"""
+import argparse
+import copy
+import math
+import os
+import os.path as osp
+import re
+import tempfile
+from collections import OrderedDict
+from typing import Dict, List, NamedTuple, Optional
+
+import torch
+import torch.nn as nn
+from torch import Tensor
+
+from .checkpoint_io import load_local_checkpoint
+
+StateDict = Dict[str, Tensor]
+
+# Per-block renames shared by the authors' (DeiT-III) and timm's layouts.
+_BLOCK_RENAMES = {
+    'norm1': 'ln1',
+    'attn.qkv': 'attn.qkv',
+    'attn.proj': 'attn.proj',
+    'norm2': 'ln2',
+    'mlp.fc1': 'ffn.layers.0.0',
+    'mlp.fc2': 'ffn.layers.1',
+    'gamma_1': 'attn.gamma1.weight',  # DeiT-III layer scale
+    'gamma_2': 'ffn.gamma2.weight',
+    'ls1.gamma': 'attn.gamma1.weight',  # timm layer scale
+    'ls2.gamma': 'ffn.gamma2.weight',
+}
+_TOP_RENAMES = {
+    'patch_embed.proj': 'patch_embed.projection',
+    'norm_pre': 'pre_norm',
+    'norm': 'ln1',
+    'fc_norm': 'ln2',
+    'head': 'head.layers.head',
+}
+_BLOCK_KEY = re.compile(r'^blocks\.(\d+)\.(.+)$')
+
+
+class KeyReport(NamedTuple):
+    """Keys the model expects but the state dict lacks, and the reverse."""
+    missing: List[str]
+    unexpected: List[str]
+
+    def __str__(self) -> str:
+        lines = []
+        for name, keys in (('missing', self.missing),
+                           ('unexpected', self.unexpected)):
+            lines.append(f'{len(keys)} {name} key(s)' +
+                         (': ' + ', '.join(keys) if keys else ''))
+        return '\n'.join(lines)
+
+
+class ShapeMismatchError(ValueError):
+    """A checkpoint tensor whose shape differs from the model's."""
+
+
+class ConversionError(ValueError):
+    """A checkpoint that cannot be converted as asked."""
+
+
+def check_against_model(state_dict: StateDict,
+                        model: nn.Module) -> KeyReport:
+    """Compare ``state_dict`` with ``model.state_dict()``.
+
+    Raises:
+        ShapeMismatchError: naming every key whose shape differs, with the
+            checkpoint's and the model's shapes.
+
+    Returns:
+        :class:`KeyReport` with sorted missing and unexpected keys.
+    """
+    expected = model.state_dict()
+    mismatched = [
+        f'{key}: checkpoint {tuple(value.shape)} vs model '
+        f'{tuple(expected[key].shape)}' for key, value in state_dict.items()
+        if key in expected and value.shape != expected[key].shape
+    ]
+    if mismatched:
+        raise ShapeMismatchError('shape mismatch between checkpoint and '
+                                 'model:\n  ' + '\n  '.join(mismatched))
+    return KeyReport(
+        missing=sorted(set(expected) - set(state_dict)),
+        unexpected=sorted(set(state_dict) - set(expected)))
+
+
+def _rename(key: str) -> str:
+    """Map one authors'/timm key to ours (unknown keys are kept)."""
+    match = _BLOCK_KEY.match(key)
+    if match:
+        index, rest = match.groups()
+        for old, new in _BLOCK_RENAMES.items():
+            if rest == old or rest.startswith(old + '.'):
+                return f'layers.{index}.{new}{rest[len(old):]}'
+        return key
+    for old, new in _TOP_RENAMES.items():
+        if key == old or key.startswith(old + '.'):
+            return new + key[len(old):]
+    return key
+
+
+def _with_cls_slot(pos_embed: Tensor, has_slot: bool) -> Tensor:
+    """``(1, 1 + N, C)`` APE table; a zero class-token slot is prepended
+    when the source has none."""
+    if pos_embed.dim() != 3 or pos_embed.shape[0] != 1:
+        raise ConversionError('pos_embed must have shape (1, tokens, C), got '
+                              f'{tuple(pos_embed.shape)}')
+    if has_slot:
+        return pos_embed
+    return torch.cat((pos_embed.new_zeros(1, 1, pos_embed.shape[-1]),
+                      pos_embed), dim=1)
+
+
+def pos_embed_has_cls_slot(pos_embed: Tensor) -> bool:
+    """Whether a square-grid table ``(1, T, C)`` holds ``T = 1 + h^2``
+    (class-token slot) or ``T = h^2`` tokens; raises if neither."""
+    tokens = pos_embed.shape[1]
+    if math.isqrt(tokens)**2 == tokens:
+        return False
+    if math.isqrt(tokens - 1)**2 == tokens - 1:
+        return True
+    raise ConversionError(
+        f'pos_embed has {tokens} tokens, neither a square grid nor a square '
+        'grid plus a class token')
+
+
+def _split_mixed_freqs(freqs: Tensor, num_heads: int) -> StateDict:
+    """Authors' ``(2, depth, heads * D/2)`` -> per-layer ``(2, heads, D/2)``
+    under ``layers.<i>.attn.rope.freqs``."""
+    if freqs.dim() != 3 or freqs.shape[0] != 2 or \
+            freqs.shape[-1] % num_heads:
+        raise ConversionError(
+            f'freqs must have shape (2, depth, heads * D/2) with heads='
+            f'{num_heads}, got {tuple(freqs.shape)}')
+    return {
+        f'layers.{i}.attn.rope.freqs':
+        freqs[:, i].reshape(2, num_heads, -1).clone()
+        for i in range(freqs.shape[1])
+    }
+
+
+def convert_official_rope_vit(state_dict: StateDict,
+                              num_heads: int) -> StateDict:
+    """Authors' RoPE-ViT / DeiT-III state dict -> mmpretrain classifier
+    layout (``backbone.*``, ``head.layers.head.*``).
+
+    Args:
+        state_dict: the ``model`` entry of their checkpoint.
+        num_heads: heads per block (not stored in the weights); needed to
+            split RoPE-Mixed ``freqs``.
+    """
+    out = OrderedDict()
+    for key, value in state_dict.items():
+        if key in ('freqs_t_x', 'freqs_t_y'):
+            continue  # the integer grid, rebuilt from the input size
+        if key == 'freqs':
+            for name, freq in _split_mixed_freqs(value, num_heads).items():
+                out['backbone.' + name] = freq
+            continue
+        if key == 'pos_embed':
+            value = _with_cls_slot(value, has_slot=False)
+        out[_prefixed(_rename(key))] = value
+    return out
+
+
+def convert_timm_vit(state_dict: StateDict) -> StateDict:
+    """timm ``VisionTransformer`` state dict -> mmpretrain classifier layout.
+
+    The class-token slot of ``pos_embed`` is detected from its token count
+    (square grid or square grid + 1, see :func:`pos_embed_has_cls_slot`).
+    """
+    out = OrderedDict()
+    for key, value in state_dict.items():
+        if key == 'pos_embed':
+            value = _with_cls_slot(value, pos_embed_has_cls_slot(value))
+        out[_prefixed(_rename(key))] = value
+    return out
+
+
+def _prefixed(key: str) -> str:
+    return key if key.startswith('head.') else 'backbone.' + key
+
+
+def extract_backbone(state_dict: StateDict,
+                     src_prefix: str = 'backbone.',
+                     keep_prefix: bool = False) -> StateDict:
+    """Keep the ``src_prefix`` sub-state-dict of a training checkpoint.
+
+    Args:
+        src_prefix: the module to extract, e.g. ``'backbone.'`` or
+            ``'teacher.backbone.'``. A DDP ``module.`` prefix is ignored.
+        keep_prefix: write keys as ``backbone.<name>`` (for ``load_from`` of
+            a whole detector/segmentor/classifier, or ``init_cfg=dict(
+            type='Pretrained', prefix='backbone.')``) instead of bare
+            ``<name>`` (backbone ``init_cfg`` without prefix).
+    """
+    state_dict = OrderedDict(
+        (k[len('module.'):] if k.startswith('module.') else k, v)
+        for k, v in state_dict.items())
+    out = OrderedDict((('backbone.' if keep_prefix else '') + k[len(
+        src_prefix):], v) for k, v in state_dict.items()
+                      if k.startswith(src_prefix))
+    if not out:
+        modules = sorted({k.split('.')[0] for k in state_dict})
+        raise ConversionError(f'no {src_prefix!r} keys in the checkpoint; '
+                              f'its top-level modules are {modules}')
+    return out
+
+
+def strip_prefix(state_dict: StateDict, prefix: str) -> StateDict:
+    """Keys starting with ``prefix``, without it (others are dropped)."""
+    return OrderedDict((k[len(prefix):], v) for k, v in state_dict.items()
+                       if k.startswith(prefix))
+
+
+def infer_vit_config(state_dict: StateDict,
+                     num_heads: Optional[int] = None,
+                     rope_type: str = 'mixed') -> dict:
+    """mmpretrain ``ImageClassifier`` config of a converted state dict.
+
+    Architecture sizes come from the tensor shapes; ``num_heads`` is not
+    stored in the weights and defaults to ``embed_dims // 64`` (every
+    ViT-S/B/L). ``use_ape``, layer scale, qkv bias, final norm and the
+    head follow from which keys exist. Keys are those of
+    :func:`convert_official_rope_vit` / :func:`convert_timm_vit`.
+    """
+    backbone = strip_prefix(state_dict, 'backbone.')
+    try:
+        proj = backbone['patch_embed.projection.weight']
+    except KeyError:
+        raise ConversionError('no patch embedding '
+                              '(patch_embed.projection.weight) in the '
+                              'converted state dict') from None
+    embed_dims, patch_size = proj.shape[0], proj.shape[-1]
+    depth = 1 + max(
+        (int(k.split('.')[1]) for k in backbone if k.startswith('layers.')),
+        default=-1)
+    if depth == 0:
+        raise ConversionError('no transformer blocks in the state dict')
+    arch = dict(
+        embed_dims=embed_dims,
+        num_layers=depth,
+        num_heads=num_heads or max(1, embed_dims // 64),
+        feedforward_channels=backbone['layers.0.ffn.layers.0.0.weight'].
+        shape[0])
+    cfg = dict(
+        type='RoPEVisionTransformer',
+        arch=arch,
+        patch_size=patch_size,
+        rope_type=rope_type,
+        use_ape='pos_embed' in backbone,
+        qkv_bias='layers.0.attn.qkv.bias' in backbone,
+        final_norm='ln1.weight' in backbone,
+        pre_norm='pre_norm.weight' in backbone,
+        layer_scale_init_value=1e-4
+        if 'layers.0.attn.gamma1.weight' in backbone else 0.)
+    if 'pos_embed' in backbone:
+        side = math.isqrt(backbone['pos_embed'].shape[1] - 1)
+        cfg['img_size'] = side * patch_size
+    if 'ln2.weight' in backbone:
+        cfg['out_type'] = 'avg_featmap'
+    model = dict(type='ImageClassifier', backbone=cfg, neck=None)
+    if 'head.layers.head.weight' in state_dict:
+        model['head'] = dict(
+            type='VisionTransformerClsHead',
+            num_classes=state_dict['head.layers.head.weight'].shape[0],
+            in_channels=embed_dims)
+    return model
+
+
+# --------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------
+def load_weights(path: str) -> dict:
+    """Load a checkpoint file with ``torch.load(weights_only=True)``.
+
+    Only tensors and plain containers are unpickled (``argparse.Namespace``
+    is allowed too: the DeiT/RoPE-ViT training scripts store their ``args``
+    in checkpoints). Anything else is refused with the loader's message.
+    """
+    if not osp.isfile(path):
+        raise FileNotFoundError(f'checkpoint not found: {path}')
+    try:
+        with torch.serialization.safe_globals([argparse.Namespace]):
+            return torch.load(path, map_location='cpu', weights_only=True)
+    except Exception as err:  # pickle errors come in many types
+        raise ConversionError(
+            f'cannot load {path} with torch.load(weights_only=True): '
+            f'{err}') from err
+
+
+def load_training_checkpoint(path: str) -> dict:
+    """Load an mmengine training checkpoint: ``weights_only=True`` where the
+    file allows, else only if its pickled objects are those mmengine writes
+    (message hub), see :func:`mmpos.utils.checkpoint_io.
+    load_local_checkpoint`."""
+    return load_local_checkpoint(path, map_location='cpu')
+
+
+def unwrap_state_dict(checkpoint: dict, keys=('state_dict', 'model')):
+    """The state dict inside a checkpoint (first of ``keys`` present), or
+    the checkpoint itself when it already maps names to tensors."""
+    for key in keys:
+        if isinstance(checkpoint, dict) and isinstance(
+                checkpoint.get(key), dict):
+            return checkpoint[key]
+    if isinstance(checkpoint, dict) and checkpoint and all(
+            isinstance(v, Tensor) for v in checkpoint.values()):
+        return checkpoint
+    found = sorted(checkpoint) if isinstance(checkpoint, dict) else type(
+        checkpoint).__name__
+    raise ConversionError(
+        f'no state dict found: expected one of {list(keys)} or a flat '
+        f'name -> tensor mapping, got {found}')
+
+
+def save_state_dict(state_dict: StateDict,
+                    path: str,
+                    meta: Optional[dict] = None,
+                    force: bool = False) -> None:
+    """Write ``{'state_dict': ..., 'meta': ...}`` (loadable with
+    ``weights_only=True``; ``meta`` must hold plain values only).
+
+    Refuses an existing ``path`` unless ``force``; writes to a temporary
+    file in the same directory and renames it, so a failed write leaves no
+    partial file.
+    """
+    path = osp.abspath(path)
+    if osp.exists(path) and not force:
+        raise FileExistsError(f'{path} exists; pass --force to overwrite it')
+    os.makedirs(osp.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix='.' + osp.basename(path),
+                               dir=osp.dirname(path))
+    os.close(fd)
+    try:
+        torch.save(dict(state_dict=state_dict, meta=meta or {}), tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if osp.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def check_and_save(state_dict: StateDict,
+                   model,
+                   out: str,
+                   meta: Optional[dict] = None,
+                   force: bool = False,
+                   drop_unexpected: bool = False,
+                   log=print) -> KeyReport:
+    """Check ``state_dict`` against ``model`` (a module, or a config built
+    in mmpretrain's registry), log the report and save to ``out``.
+
+    Shape mismatches raise :class:`ShapeMismatchError`; missing keys are
+    logged (e.g. RoPE-Mixed frequencies when an APE model is converted to
+    RoPE); unexpected keys raise :class:`ConversionError` unless
+    ``drop_unexpected``, which leaves them out of the file.
+    """
+    if osp.exists(out) and not force:
+        raise FileExistsError(f'{out} exists; pass --force to overwrite it')
+    if isinstance(model, dict):
+        import mmpos  # noqa: F401  (registers RoPEVisionTransformer)
+        from mmengine.registry import DefaultScope
+        from mmpretrain.registry import MODELS
+        with DefaultScope.overwrite_default_scope('mmpretrain'):
+            model = MODELS.build(copy.deepcopy(model))
+    report = check_against_model(state_dict, model)
+    log(str(report))
+    if report.unexpected:
+        if not drop_unexpected:
+            raise ConversionError(
+                f'{len(report.unexpected)} key(s) have no place in the '
+                f'model: {report.unexpected}; pass --drop-unexpected to '
+                'leave them out')
+        state_dict = OrderedDict((k, v) for k, v in state_dict.items()
+                                 if k not in report.unexpected)
+    save_state_dict(state_dict, out, meta, force)
+    log(f'saved {len(state_dict)} tensors to {out}')
+    return report

@@ -1,0 +1,105 @@
+"""RoPESwinTransformer: RoPE window attention (no bias table), shapes at
+several resolutions and window sizes, window-size change at inference, and
+building from mmdet configs."""
+import pytest
+import torch
+
+import mmpos  # noqa: F401
+from mmpos.models.backbones.rope_swin import (RoPESwinTransformer,
+                                              RoPEWindowMSA)
+from mmpos.models.layers import RoPEAttention
+
+ARCH = dict(embed_dims=32, depths=[2, 2, 2, 2], num_heads=[1, 2, 4, 8])
+
+
+def tiny(**kwargs):
+    torch.manual_seed(0)
+    kwargs.setdefault('out_indices', (0, 1, 2, 3))
+    model = RoPESwinTransformer(arch=ARCH, drop_path_rate=0., **kwargs)
+    model.init_weights()
+    model.eval()  # mmpretrain's SwinTransformer.train returns None
+    return model
+
+
+@pytest.mark.parametrize('rope_type', ['axial', 'mixed'])
+def test_one_window_equals_global_rope_attention(rope_type):
+    """A single window is plain RoPE attention on the ws x ws grid (the
+    shared RoPE layer, no class token)."""
+    window = RoPEWindowMSA(32, (4, 4), 2, rope_type=rope_type).eval()
+    attn = RoPEAttention(32, 2, rope_type=rope_type).eval()
+    attn.load_state_dict(window.state_dict(), strict=True)
+    x = torch.randn(3, 16, 32)
+    assert torch.allclose(window(x), attn(x, hw=(4, 4)), atol=1e-5)
+
+
+def test_shift_mask_matches_per_window_masking():
+    window = RoPEWindowMSA(32, (2, 2), 2).eval()
+    x = torch.randn(2 * 3, 4, 32)  # B = 2, 3 windows
+    mask = torch.zeros(3, 4, 4)
+    mask[1, :2, 2:] = mask[1, 2:, :2] = -100.  # window 1: two regions
+    out = window(x, mask=mask)
+    # window 1 of sample 1: tokens {0, 1} never attend to {2, 3}
+    x_changed = x.clone()
+    x_changed[4, 2:] += 1.
+    assert torch.allclose(window(x_changed, mask=mask)[4, :2], out[4, :2],
+                          atol=1e-5)
+    assert torch.allclose(window(x[:3], mask=mask), out[:3], atol=1e-5)
+
+
+@pytest.mark.parametrize('rope_type', ['axial', 'mixed'])
+def test_shapes_at_several_resolutions_and_windows(rope_type):
+    model = tiny(rope_type=rope_type)
+    for (h, w), window in [((224, 224), 7), ((320, 320), 10),
+                           ((224, 320), 7), ((128, 128), 4)]:
+        model.set_window_size(window)
+        with torch.no_grad():
+            outs = model(torch.randn(1, 3, h, w))
+        assert [tuple(o.shape) for o in outs] == [
+            (1, 32 * 2**i, h // 2**(i + 2), w // 2**(i + 2))
+            for i in range(4)
+        ], (h, w, window)
+
+
+def test_no_bias_table_and_per_block_frequencies():
+    keys = tiny().state_dict().keys()
+    assert not [k for k in keys if 'relative_position' in k]
+    freqs = [k for k in keys if k.endswith('rope.freqs')]
+    assert len(freqs) == 8
+    assert 'stages.3.blocks.1.attn.w_msa.rope.freqs' in freqs
+    assert tiny(rope_type='axial').state_dict().keys().isdisjoint(freqs)
+
+
+def test_window_size_change_at_inference():
+    model = tiny(window_size=7)
+    assert model.window_size == [7, 7, 7, 7]
+    img = torch.randn(1, 3, 224, 224)
+    with torch.no_grad():
+        before = model(img)
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+        model.set_window_size([8, 8, 7, 7])
+        changed = model(img)
+    assert model.window_size == [8, 8, 7, 7]
+    assert model.stages[0].blocks[1].attn.shift_size == 4
+    assert model.stages[0].blocks[0].attn.shift_size == 0
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in
+               state.items())
+    assert not torch.allclose(before[0], changed[0], atol=1e-4)
+    assert torch.allclose(
+        tiny(window_size=[8, 8, 7, 7])(img)[0], changed[0], atol=1e-5)
+    with pytest.raises(ValueError, match='one per stage'):
+        model.set_window_size([7, 7])
+
+
+def test_builds_in_mmdet():
+    from mmdet.registry import MODELS as MMDET_MODELS
+    from mmengine.registry import DefaultScope
+    with DefaultScope.overwrite_default_scope('mmdet'):
+        backbone = MMDET_MODELS.build(
+            dict(type='mmpretrain.RoPESwinTransformer', arch=ARCH,
+                 rope_type='axial', out_indices=(1, 2, 3),
+                 pad_small_map=True, window_size=7))
+    assert isinstance(backbone, RoPESwinTransformer)
+    with torch.no_grad():
+        outs = backbone(torch.randn(1, 3, 96, 160))
+    assert [tuple(o.shape[-2:]) for o in outs] == [(12, 20), (6, 10),
+                                                  (3, 5)]

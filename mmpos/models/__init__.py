@@ -1,1 +1,1 @@
-from . import backbones, heads, layers, losses, necks, selfsup  # noqa: F401
+from . import backbones, heads, layers, losses, necks, selfsup, utils  # noqa: F401

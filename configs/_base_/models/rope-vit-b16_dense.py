@@ -1,6 +1,11 @@
 # The ViT-B/16 that every dense-prediction config starts from: RoPE-Mixed, no
 # APE. Model files splice it in with `dict(_delete_=True, **_base_.vit_backbone)`;
 # leaf configs switch to APE with `rope_type='none', use_ape=True`.
+#
+# The pretrained checkpoint of every transfer config is this init_cfg's
+# `checkpoint`: `--cfg-options model.backbone.init_cfg.checkpoint=PATH` (a
+# pretraining run's checkpoint; its `backbone.` keys are loaded and counted
+# in the log, and nothing matching is an error). None = random init, logged.
 custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
 vit_backbone = dict(
     type='mmpretrain.RoPEVisionTransformer',
@@ -9,4 +14,19 @@ vit_backbone = dict(
     rope_type='mixed',
     use_ape=False,
     drop_path_rate=0.1,
-    out_type='featmap')
+    out_type='featmap',
+    init_cfg=dict(type='Pretrained', checkpoint=None, prefix='backbone.'))
+# Blocks 4/6/8/12, not normalised, for the multi-level necks (BEiT/MAE).
+mln_backbone = dict(**vit_backbone, out_indices=(3, 5, 7, 11), final_norm=False)
+# MultiLevelNeck (strides 4..32) + FPN, shared by the two R-CNN detectors.
+mln_fpn_neck = [
+    dict(type='mmpretrain.MultiLevelNeck', in_channels=768),
+    dict(type='FPN', in_channels=[768] * 4, out_channels=256, num_outs=5)
+]
+# What a ViT-S/16 (384 wide) changes in those detectors.
+mln_fpn_vit_s16 = dict(
+    backbone=dict(arch='small'),
+    neck=[
+        dict(type='mmpretrain.MultiLevelNeck', in_channels=384),
+        dict(type='FPN', in_channels=[384] * 4, out_channels=256, num_outs=5)
+    ])

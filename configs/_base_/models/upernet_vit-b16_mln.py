@@ -1,13 +1,10 @@
-# UperNet with a plain ViT-B/16 (CR2PQ Table 2, RoPE-ViT Table 6 protocol):
-# blocks 4/6/8/12 -> MultiLevelNeck -> UPerHead + FCN auxiliary head.
+# UperNet with a plain ViT-B/16 (CR2PQ Table 2, RoPE-ViT Table 3, DropPos
+# A.3 protocol): blocks 4/6/8/12 -> MultiLevelNeck -> UPerHead + FCN
+# auxiliary head. ViT-S/16 leaves merge `vit_s16` into `model`.
 _base_ = ['mmseg::_base_/models/upernet_mae.py', './rope-vit-b16_dense.py']
 
 model = dict(
-    backbone=dict(
-        _delete_=True,
-        **_base_.vit_backbone,
-        out_indices=(3, 5, 7, 11),
-        final_norm=False),
+    backbone=dict(_delete_=True, **_base_.mln_backbone),
     neck=dict(
         _delete_=True,
         type='mmpretrain.MultiLevelNeck',
@@ -15,3 +12,8 @@ model = dict(
         norm_cfg=dict(type='SyncBN', requires_grad=True)),
     decode_head=dict(in_channels=[768] * 4, channels=512, num_classes=150),
     auxiliary_head=dict(in_channels=768, num_classes=150))
+vit_s16 = dict(
+    backbone=dict(arch='small'),
+    neck=dict(in_channels=384),
+    decode_head=dict(in_channels=[384] * 4),
+    auxiliary_head=dict(in_channels=384))

@@ -12,9 +12,10 @@ optim_wrapper = dict(
     optimizer=dict(
         type='AdamW', lr=1e-4, betas=(0.9, 0.999), weight_decay=0.05),
     paramwise_cfg=dict(**_base_.vit_paramwise_cfg, layer_decay_rate=0.65))
+seg_warmup = dict(
+    type='LinearLR', start_factor=1e-6, by_epoch=False, begin=0, end=1500)
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-6, by_epoch=False, begin=0,
-         end=1500),
+    seg_warmup,
     dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=1500,
          end=160000)
 ]

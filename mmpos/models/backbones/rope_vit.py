@@ -25,6 +25,13 @@ from torch import Tensor
 from mmpos.registry import MODELS
 from ..layers.attention import RoPEAttention
 from ..layers.rope import grid_coords, sincos_pos_embed_2d
+from ..utils.pretrained import load_pretrained, split_pretrained_cfg
+
+# DeiT's initialisation: truncated normal linear layers, unit LayerNorms.
+DEIT_INIT_CFG = [
+    dict(type='TruncNormal', layer='Linear', std=.02, bias=0.),
+    dict(type='Constant', layer='LayerNorm', val=1., bias=0.)
+]
 
 
 class RoPETransformerEncoderLayer(BaseModule):
@@ -105,7 +112,11 @@ class RoPEVisionTransformer(BaseBackbone):
         drop_rate, drop_path_rate, qkv_bias, norm_cfg, layer_scale_init_value,
         frozen_stages, pre_norm, patch_cfg, layer_cfgs, init_cfg: as in
             mmpretrain's ``VisionTransformer``. The default ``init_cfg`` is
-            DeiT's: truncated normal (std 0.02) for linear layers.
+            DeiT's: truncated normal (std 0.02) for linear layers. A
+            ``dict(type='Pretrained', checkpoint=PATH, prefix='backbone.')``
+            entry (alone or in a list) loads a checkpoint over the random
+            init with :func:`~mmpos.models.utils.pretrained.load_pretrained`
+            (``checkpoint=None``: random init, logged as a warning).
     """
     arch_zoo = {
         **dict.fromkeys(['t', 'tiny'], {
@@ -151,13 +162,13 @@ class RoPEVisionTransformer(BaseBackbone):
                  pre_norm=False,
                  patch_cfg=dict(),
                  layer_cfgs=dict(),
-                 init_cfg=[
-                     dict(type='TruncNormal', layer='Linear', std=.02,
-                          bias=0.),
-                     dict(type='Constant', layer='LayerNorm', val=1.,
-                          bias=0.)
-                 ]):
+                 init_cfg=DEIT_INIT_CFG):
+        # A `Pretrained` entry is loaded by init_weights after the random
+        # init, with mmpos' checks (see mmpos.models.utils.pretrained).
+        init_cfg, pretrained_cfg = split_pretrained_cfg(
+            init_cfg, DEIT_INIT_CFG)
         super().__init__(init_cfg)
+        self.pretrained_cfg = pretrained_cfg
         self.arch_settings = self._arch_settings(arch)
         self.embed_dims = self.arch_settings['embed_dims']
         self.num_layers = self.arch_settings['num_layers']
@@ -261,14 +272,21 @@ class RoPEVisionTransformer(BaseBackbone):
         return nn.Parameter(table, requires_grad=self.ape_type == 'learnable')
 
     def init_weights(self):
+        """Random init (``init_cfg``, tokens truncated normal), then the
+        ``Pretrained`` checkpoint, if any, over it (keys it lacks stay
+        random; see :func:`mmpos.models.utils.pretrained.load_pretrained`,
+        which raises when nothing matches)."""
         super().init_weights()
-        if isinstance(self.init_cfg, dict) and \
-                self.init_cfg.get('type') == 'Pretrained':
-            return
         if self.cls_token is not None:
             trunc_normal_(self.cls_token, std=.02)
         if self.use_ape and self.ape_type == 'learnable':
             trunc_normal_(self.pos_embed, std=.02)
+        if self.pretrained_cfg is not None:
+            load_pretrained(
+                self,
+                self.pretrained_cfg.get('checkpoint'),
+                prefix=self.pretrained_cfg.get('prefix', 'backbone.'),
+                resizable=('pos_embed', ))
 
     def _freeze_stages(self):
         frozen = [self.patch_embed, self.pre_norm, self.drop_after_pos]

@@ -1,3 +1,8 @@
 from .dino_head import DINOHead
+from .droppos_head import (DropPosHead, attentive_weights, droppos_loss,
+                           position_accuracy, smoothed_position_targets)
 
-__all__ = ['DINOHead']
+__all__ = [
+    'DINOHead', 'DropPosHead', 'attentive_weights', 'droppos_loss',
+    'position_accuracy', 'smoothed_position_targets'
+]

@@ -1,4 +1,7 @@
 from .attention import RoPEAttention
+from .masking import (Masking, drop_positions, gather_tokens, num_kept,
+                      random_masking)
+from .relative_coords import relative_coords
 from .block_masking import (MASKINGS, boxwise_masks, crosswise_masks,
                             sample_num_masked)
 from .positional_field import (PositionalField, field_to_pos_embed,
@@ -8,6 +11,8 @@ from .rope import (RoPE2D, apply_rope, axial_frequencies, clear_rope_cache,
                    rope_cache_info, rope_tables, sincos_pos_embed_2d)
 
 __all__ = [
+    'Masking', 'drop_positions', 'gather_tokens', 'num_kept',
+    'random_masking', 'relative_coords',
     'MASKINGS', 'PositionalField', 'RoPE2D', 'RoPEAttention', 'apply_rope',
     'axial_frequencies', 'boxwise_masks', 'clear_rope_cache',
     'crosswise_masks', 'field_to_pos_embed', 'grid_coords',

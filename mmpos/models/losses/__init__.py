@@ -1,7 +1,8 @@
+from .cr2pq_loss import CR2PQLoss
 from .dino_losses import (DINOLoss, KoLeoLoss, TeacherCentering,
                           iBOTPatchLoss, sinkhorn_knopp)
 
 __all__ = [
-    'DINOLoss', 'KoLeoLoss', 'TeacherCentering', 'iBOTPatchLoss',
-    'sinkhorn_knopp'
+    'CR2PQLoss', 'DINOLoss', 'KoLeoLoss', 'TeacherCentering',
+    'iBOTPatchLoss', 'sinkhorn_knopp'
 ]

@@ -1,3 +1,7 @@
+from .cr2pq_neck import CR2PQNeck, RoPECrossAttention
 from .vit_pyramids import MultiLevelNeck, SimpleFeaturePyramid
 
-__all__ = ['MultiLevelNeck', 'SimpleFeaturePyramid']
+__all__ = [
+    'CR2PQNeck', 'MultiLevelNeck', 'RoPECrossAttention',
+    'SimpleFeaturePyramid'
+]

@@ -1,4 +1,6 @@
+from .cr2pq import CR2PQ
 from .dinov2 import DINOv2
+from .droppos import DropPos
 from .icpf import ICPF
 
-__all__ = ['DINOv2', 'ICPF']
+__all__ = ['CR2PQ', 'DINOv2', 'DropPos', 'ICPF']

@@ -1,0 +1,150 @@
+"""Training-step time of CR2PQ against mmpretrain's MoCo v3.
+
+Both use the same RoPE-Axial ViT student and the same two views of a batch;
+MoCo v3 (mmpretrain's ``MoCoV3``, its ViT-S config's 3-layer projector and
+2-layer predictor) is the two-view EMA-teacher baseline: symmetric, so two
+student and two teacher passes per step. CR2PQ (default, one direction) runs
+one student pass on A, one EMA-teacher pass on B, the cross-attention and
+the 2-block local projector; ``CR2PQ_sym`` adds the B -> A direction (as
+many backbone passes as MoCo v3). One step is ``zero_grad`` -> ``loss``
+(EMA update, teacher + student) -> backward -> AdamW step. After
+``warmup`` steps each, the steps are interleaved (``iters`` rounds) so load
+drifts hit all alike; medians are reported with ``time_ratio`` = CR2PQ /
+MoCoV3 and ``time_ratio_sym`` = CR2PQ_sym / MoCoV3.
+
+Full: ViT-S/16, 2 x 224px, batch 16. ``--quick``: ViT-S width with 2
+blocks, 2 x 64px, batch 4 (a smoke run). ``--image-size`` and
+``--batch-size`` override either. Nothing is asserted; :func:`run` returns
+the numbers.
+
+    python benchmarks/cr2pq_step.py [--quick] [--iters N] [--warmup N]
+        [--threads N] [--device cpu|cuda] [--batch-size N] [--image-size N]
+"""
+import argparse
+import statistics
+import time
+
+import torch
+from mmengine.logging import MessageHub
+
+NAMES = ('MoCoV3', 'CR2PQ', 'CR2PQ_sym')
+
+
+def build(name: str, quick: bool, size: int):
+    import mmpos  # noqa: F401
+    from mmpretrain.models import MoCoV3
+    from mmpos.models.necks import cr2pq_neck  # noqa: F401
+    from mmpos.models.losses import cr2pq_loss  # noqa: F401
+    from mmpos.models.selfsup.cr2pq import CR2PQ
+    arch = dict(embed_dims=384, num_layers=2 if quick else 12, num_heads=6,
+                feedforward_channels=1536)
+    backbone = dict(type='RoPEVisionTransformer', arch=arch, img_size=size,
+                    patch_size=16, rope_type='axial', rope_theta=100.)
+    torch.manual_seed(0)
+    if name == 'MoCoV3':
+        mlp = dict(type='NonLinearNeck', hid_channels=4096, out_channels=256,
+                   with_bias=False, with_last_bn=True,
+                   with_last_bn_affine=False, with_last_bias=False,
+                   with_avg_pool=False)
+        model = MoCoV3(
+            backbone=dict(backbone, out_type='cls_token'),
+            neck=dict(mlp, in_channels=384, num_layers=3),
+            head=dict(type='MoCoV3Head',
+                      predictor=dict(mlp, in_channels=256, num_layers=2),
+                      loss=dict(type='CrossEntropyLoss', loss_weight=0.4),
+                      temperature=0.2),
+            base_momentum=0.01)
+    else:
+        model = CR2PQ(
+            backbone=dict(backbone, out_type='featmap'),
+            neck=dict(type='CR2PQNeck', embed_dims=384, num_heads=6,
+                      out_channels=384),
+            symmetric=name == 'CR2PQ_sym')
+    model.init_weights()
+    return model.train()
+
+
+def make_batch(size: int, batch_size: int, device):
+    from mmpretrain.structures import DataSample
+    torch.manual_seed(1)
+    views = [torch.randn(batch_size, 3, size, size, device=device)
+             for _ in range(2)]
+    lo = torch.rand(batch_size, 2, 2) * 0.5
+    boxes = torch.cat([lo, lo + 0.1 + torch.rand_like(lo) * 0.4], -1)
+    return views, [DataSample(crop_boxes=b) for b in boxes]
+
+
+def make_step(model, views, samples):
+    optimizer = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad], lr=1e-4)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        losses = model.loss(views, samples)
+        sum(v for k, v in losses.items() if 'loss' in k).backward()
+        optimizer.step()
+        if views[0].is_cuda:
+            torch.cuda.synchronize()
+
+    return step
+
+
+def run(quick: bool = False, iters: int = None, warmup: int = None,
+        threads: int = None, device: str = 'cpu', batch_size: int = None,
+        image_size: int = None) -> dict:
+    """Returns ``{'settings': ..., name: {step_ms} for MoCoV3, CR2PQ,
+    CR2PQ_sym, 'time_ratio': CR2PQ / MoCoV3, 'time_ratio_sym':
+    CR2PQ_sym / MoCoV3}``."""
+    if threads:
+        torch.set_num_threads(threads)
+    iters = iters or (3 if quick else 10)
+    warmup = warmup if warmup is not None else (1 if quick else 2)
+    batch_size = batch_size or (4 if quick else 16)
+    size = image_size or (64 if quick else 224)
+    MessageHub.get_current_instance().update_info('max_iters', 10**6)
+    views, samples = make_batch(size, batch_size, device)
+    steps = {name: make_step(build(name, quick, size).to(device), views,
+                             samples)
+             for name in NAMES}
+    times = {name: [] for name in steps}
+    for step in steps.values():
+        for _ in range(warmup):
+            step()
+    for _ in range(iters):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
+    result = dict(settings=dict(
+        quick=quick, iters=iters, warmup=warmup, batch_size=batch_size,
+        image_size=size, device=device, threads=torch.get_num_threads(),
+        torch=torch.__version__))
+    for name, values in times.items():
+        result[name] = dict(step_ms=1e3 * statistics.median(values))
+    base = result['MoCoV3']['step_ms']
+    result['time_ratio'] = result['CR2PQ']['step_ms'] / base
+    result['time_ratio_sym'] = result['CR2PQ_sym']['step_ms'] / base
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--quick', action='store_true')
+    parser.add_argument('--iters', type=int)
+    parser.add_argument('--warmup', type=int)
+    parser.add_argument('--threads', type=int)
+    parser.add_argument('--batch-size', type=int)
+    parser.add_argument('--image-size', type=int)
+    parser.add_argument('--device', default='cpu')
+    args = parser.parse_args()
+    result = run(args.quick, args.iters, args.warmup, args.threads,
+                 args.device, args.batch_size, args.image_size)
+    print('settings:', result['settings'])
+    for name in NAMES:
+        print(f"{name:<10}{result[name]['step_ms']:>10.1f} ms/step")
+    print(f"CR2PQ / MoCoV3: {result['time_ratio']:.3f}x, "
+          f"CR2PQ_sym / MoCoV3: {result['time_ratio_sym']:.3f}x")
+
+
+if __name__ == '__main__':
+    main()

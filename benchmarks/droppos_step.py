@@ -1,0 +1,148 @@
+"""Training-step time of DropPos against mmpretrain's MAE, same backbone.
+
+Both algorithms use the same ``MAEViT`` encoder (fixed sin-cos APE) at the
+same patch mask ratio 0.75 and the same batch; MAE adds its 8-block,
+512-wide pixel decoder over all ``N`` tokens, DropPos its 2-block,
+512-wide position decoder over the visible tokens, the position dropping
+(gamma_pos 0.75) and, with attentive reconstruction, an extra
+gradient-free encoder pass over the whole image (``affinity_source=
+'full'``, the paper / authors' code). The variants ``visible`` (affinity
+from the masked pass, no extra pass) and ``no_attn`` (tau = inf) are timed
+too. One step is ``zero_grad`` -> ``loss`` -> backward -> AdamW step;
+after ``warmup`` steps each, the steps are interleaved (``iters`` rounds)
+and medians reported with ``time_ratio = DropPos / MAE``.
+
+Full: ViT-B/16 at 224px, batch 8. ``--quick``: ViT-S width with 2 blocks at
+64px (16 patches), batch 4 (a smoke run). Nothing is asserted; :func:`run`
+returns the numbers.
+
+    python benchmarks/droppos_step.py [--quick] [--iters N] [--warmup N]
+        [--threads N] [--device cpu|cuda] [--batch-size B]
+"""
+import argparse
+import statistics
+import time
+
+import torch
+
+VARIANTS = {
+    'DropPos': dict(affinity_source='full', tau=0.1),
+    'DropPos_visible': dict(affinity_source='visible', tau=0.1),
+    'DropPos_no_attn': dict(affinity_source='full', tau=None),
+}
+
+
+def build(name: str, quick: bool):
+    import mmpos  # noqa: F401
+    from mmpretrain.models import MAE
+    from mmpos.models.heads import droppos_head  # noqa: F401
+    from mmpos.models.selfsup.droppos import DropPos
+    img_size = 64 if quick else 224
+    width = 384 if quick else 768
+    arch = dict(embed_dims=384, num_layers=2, num_heads=6,
+                feedforward_channels=1536) if quick else 'b'
+    backbone = dict(type='MAEViT', arch=arch, img_size=img_size,
+                    patch_size=16, mask_ratio=0.75)
+    num_patches = (img_size // 16)**2
+    init_cfg = [dict(type='Xavier', layer='Linear', distribution='uniform'),
+                dict(type='Constant', layer='LayerNorm', val=1., bias=0.)]
+    torch.manual_seed(0)
+    if name == 'MAE':
+        model = MAE(
+            backbone=backbone,
+            neck=dict(type='MAEPretrainDecoder', num_patches=num_patches,
+                      patch_size=16, embed_dim=width, decoder_embed_dim=512,
+                      decoder_depth=8, decoder_num_heads=16),
+            head=dict(type='MAEPretrainHead', norm_pix=True, patch_size=16,
+                      loss=dict(type='PixelReconstructionLoss',
+                                criterion='L2')),
+            init_cfg=init_cfg)
+    else:
+        variant = VARIANTS[name]
+        model = DropPos(
+            backbone=backbone,
+            head=dict(type='DropPosHead', num_patches=num_patches,
+                      in_channels=width, embed_dims=512, num_layers=2,
+                      num_heads=16, tau=variant['tau']),
+            mask_ratio=0.75,
+            pos_mask_ratio=0.75,
+            affinity_source=variant['affinity_source'],
+            init_cfg=init_cfg)
+    model.init_weights()
+    return model.train()
+
+
+def make_step(model, images):
+    optimizer = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad], lr=1e-4)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        losses = model.loss(images, [])
+        sum(v for k, v in losses.items() if 'loss' in k).backward()
+        optimizer.step()
+        if images.is_cuda:
+            torch.cuda.synchronize()
+
+    return step
+
+
+def run(quick: bool = False, iters: int = None, warmup: int = None,
+        threads: int = None, device: str = 'cpu',
+        batch_size: int = None) -> dict:
+    """Returns ``{'settings': ..., 'MAE': {step_ms}, '<DropPos variant>':
+    {step_ms, time_ratio}, 'time_ratio': DropPos (paper default) / MAE}``."""
+    from mmengine.logging import MMLogger
+    MMLogger.get_current_instance().setLevel('WARNING')  # init-weight logs
+    if threads:
+        torch.set_num_threads(threads)
+    iters = iters or (3 if quick else 10)
+    warmup = warmup if warmup is not None else (1 if quick else 2)
+    batch_size = batch_size or (4 if quick else 8)
+    size = 64 if quick else 224
+    torch.manual_seed(1)
+    images = torch.randn(batch_size, 3, size, size, device=device)
+    steps = {name: make_step(build(name, quick).to(device), images)
+             for name in ('MAE', *VARIANTS)}
+    times = {name: [] for name in steps}
+    for step in steps.values():
+        for _ in range(warmup):
+            step()
+    for _ in range(iters):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
+    result = dict(settings=dict(
+        quick=quick, iters=iters, warmup=warmup, batch_size=batch_size,
+        image_size=size, mask_ratio=0.75, device=device,
+        threads=torch.get_num_threads(), torch=torch.__version__))
+    for name, values in times.items():
+        result[name] = dict(step_ms=1e3 * statistics.median(values))
+    for name in VARIANTS:
+        result[name]['time_ratio'] = result[name]['step_ms'] / \
+            result['MAE']['step_ms']
+    result['time_ratio'] = result['DropPos']['time_ratio']
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--quick', action='store_true')
+    parser.add_argument('--iters', type=int)
+    parser.add_argument('--warmup', type=int)
+    parser.add_argument('--threads', type=int)
+    parser.add_argument('--batch-size', type=int)
+    parser.add_argument('--device', default='cpu')
+    args = parser.parse_args()
+    result = run(args.quick, args.iters, args.warmup, args.threads,
+                 args.device, args.batch_size)
+    print('settings:', result['settings'])
+    print(f"{'MAE':<17}{result['MAE']['step_ms']:>10.1f} ms/step")
+    for name in VARIANTS:
+        print(f"{name:<17}{result[name]['step_ms']:>10.1f} ms/step  "
+              f"{name} / MAE: {result[name]['time_ratio']:.3f}x")
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,21 @@
+# ViTDet-style 12-epoch schedule (ICPF B.2; DropPos A.2 at batch 16 is the
+# same 1x): total batch 64, 22,128 iterations, AdamW lr 3e-4 for ViT-B/16
+# (1e-4 for ViT-S/16), weight decay 0.1, layer decay 0.7 (ViTDet), 250
+# warm-up iterations, lr x0.1 at iterations 19,667 and 21,306.
+_base_ = ['./mmdet_adamw-layer-decay_1x.py']
+
+max_iters = 22128
+train_cfg = dict(
+    _delete_=True,
+    type='IterBasedTrainLoop',
+    max_iters=max_iters,
+    val_interval=max_iters)
+optim_wrapper = dict(
+    optimizer=dict(lr=3e-4, weight_decay=0.1),
+    paramwise_cfg=dict(layer_decay_rate=0.7))
+param_scheduler = [
+    dict(type='LinearLR', start_factor=0.001, by_epoch=False, begin=0,
+         end=250),
+    dict(type='MultiStepLR', by_epoch=False, begin=0, end=max_iters,
+         milestones=[19667, 21306], gamma=0.1)
+]

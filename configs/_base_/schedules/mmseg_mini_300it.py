@@ -1,0 +1,22 @@
+# Short CPU schedule for mmseg segmentors on mini-ADE (demo and tests): 300
+# iterations, AdamW lr 1e-3 without layer decay, 30 warm-up iterations then
+# poly, one validation at the end.
+_base_ = [
+    './mmseg_adamw-layer-decay_160k.py', 'mmseg::_base_/default_runtime.py'
+]
+
+max_iters = 300
+train_cfg = dict(max_iters=max_iters, val_interval=max_iters)
+param_scheduler = [
+    dict(type='LinearLR', start_factor=0.01, by_epoch=False, begin=0, end=30),
+    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=30,
+         end=max_iters)
+]
+optim_wrapper = dict(
+    optimizer=dict(lr=1e-3), paramwise_cfg=dict(layer_decay_rate=1.0))
+default_hooks = dict(
+    logger=dict(interval=20),
+    checkpoint=dict(interval=max_iters),
+    visualization=dict(draw=False),
+    check_loss=dict(type='mmpretrain.NonFiniteLossHook'))
+randomness = dict(seed=0)

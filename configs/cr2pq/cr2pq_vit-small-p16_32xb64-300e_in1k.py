@@ -1,0 +1,23 @@
+# CR2PQ ViT-S/16 on ImageNet-1K, 300 epochs (Tables 1, 2, 6): as ViT-B but
+# blr 1.75e-4 (lr = blr * 2048 / 256).
+#
+# Table 6 switches (neck.pos_type; the sin-cos / MLP rows also swap the
+# backbone's RoPE for an absolute embedding):
+#   continuous 2-D RoPE: pos_type='rope' (default)
+#   discrete RoPE:       pos_type='discrete_rope'
+#   continuous sin-cos:  pos_type='sincos', backbone rope_type='none',
+#                        use_ape=True, ape_type='sincos'
+#   learnable (MLP):     pos_type='mlp', backbone rope_type='none',
+#                        use_ape=True, ape_type='learnable'
+# Table 4 teachers: model.target='pixel' (neck.out_channels=768,
+#   loss.norm='layernorm'), or a frozen network, e.g. ResNet-50 (7x7 grid):
+#   target=dict(type='ResNet', depth=50, out_indices=(3, ),
+#               init_cfg=dict(type='Pretrained', checkpoint=CKPT)),
+#   neck.out_channels=2048, loss.norm='layernorm'.
+_base_ = ['./cr2pq_vit-base-p16_32xb64-300e_in1k.py']
+
+batch_size, blr = 2048, 1.75e-4
+model = dict(
+    backbone=dict(arch='small'),
+    neck=dict(embed_dims=384, num_heads=6, out_channels=384))
+optim_wrapper = dict(optimizer=dict(lr=blr * batch_size / 256))

@@ -1,0 +1,35 @@
+# Demo / test config: a tiny RoPE-Mixed ViT + Cascade Mask R-CNN (blocks
+# 1-4 -> MultiLevelNeck -> FPN, the CR2PQ layout) trained from scratch on
+# mini-COCO for a few hundred iterations on CPU, scored by CocoMetric.
+# Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
+_base_ = [
+    '../_base_/models/cascade-mask-rcnn_vit-b16_mln-fpn.py',
+    '../_base_/datasets/mini_coco_instance.py',
+    '../_base_/schedules/mmdet_mini_300it.py',
+    '../_base_/models/rope-vit_mini-arch.py',
+]
+embed_dims = _base_.mini_vit_arch['embed_dims']
+width, num_classes = 64, 3
+model = dict(
+    backbone=_base_.mini_mln_backbone,
+    neck=[
+        dict(type='mmpretrain.MultiLevelNeck', in_channels=embed_dims,
+             scale_factors=_base_.mini_mln_scales),
+        dict(type='FPN', in_channels=[embed_dims] * 4, out_channels=width,
+             num_outs=5)
+    ],
+    rpn_head=dict(in_channels=width, feat_channels=width),
+    roi_head=dict(
+        bbox_roi_extractor=dict(out_channels=width),
+        bbox_head=[
+            dict(head, in_channels=width, fc_out_channels=256,
+                 num_classes=num_classes)
+            for head in _base_.model.roi_head.bbox_head
+        ],
+        mask_roi_extractor=dict(out_channels=width),
+        mask_head=dict(in_channels=width, conv_out_channels=width,
+                       num_classes=num_classes)),
+    train_cfg=dict(rcnn=[
+        dict(stage, sampler=dict(stage.sampler, num=128))
+        for stage in _base_.model.train_cfg.rcnn
+    ]))

@@ -1,0 +1,26 @@
+# DropPos model (paper §3, Table A): ViT-B/16 with fixed 2-D sin-cos APE
+# (mmpretrain's MAEViT; its own mask_ratio is unused, DropPos masks), a
+# 2-block 512-wide position decoder over the N = 14 x 14 positions,
+# gamma = gamma_pos = 0.75, sigma 1 -> 0 (DropPosSigmaHook), tau = 0.1.
+# Configs using it list the mmpos modules in `custom_imports` (the runtime
+# base defines that key too, and bases may not share keys).
+model = dict(
+    type='DropPos',
+    backbone=dict(type='MAEViT', arch='b', img_size=224, patch_size=16),
+    head=dict(
+        type='DropPosHead',
+        num_patches=196,
+        in_channels=768,
+        embed_dims=512,
+        num_layers=2,
+        num_heads=16,
+        sigma=1.0,
+        tau=0.1),
+    mask_ratio=0.75,
+    pos_mask_ratio=0.75,
+    affinity_source='full',
+    init_cfg=[
+        dict(type='Xavier', layer='Linear', distribution='uniform'),
+        dict(type='Constant', layer='LayerNorm', val=1.0, bias=0.0)
+    ])
+custom_hooks = [dict(type='DropPosSigmaHook', start=1.0, end=0.0)]

@@ -1,0 +1,243 @@
+"""CR2PQ position-aware cross-attention (Eq. 8) with local and global
+projectors (§3.2, Table 5)."""
+from typing import Optional, Sequence, Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from mmcv.cnn.bricks.transformer import FFN
+from mmengine.model import BaseModule, ModuleList
+from mmengine.model.weight_init import trunc_normal_
+from mmpretrain.models.utils import build_norm_layer
+from torch import Tensor
+
+from mmpos.registry import MODELS
+from ..backbones.rope_vit import RoPETransformerEncoderLayer
+from ..layers.rope import RoPE2D, grid_coords, sincos_pos_embed_2d
+
+POS_TYPES = ('rope', 'discrete_rope', 'sincos', 'mlp')
+PROJECTORS = ('transformer', 'mlp')
+
+
+def _mlp(in_channels: int, hidden_channels: int, out_channels: int,
+         num_layers: int) -> nn.Sequential:
+    """``num_layers`` linear layers with GELU between them."""
+    if num_layers < 1:
+        raise ValueError(f'an MLP needs >= 1 layer, got {num_layers}')
+    dims = [in_channels] + [hidden_channels] * (num_layers - 1) + \
+        [out_channels]
+    layers = []
+    for i, (d_in, d_out) in enumerate(zip(dims[:-1], dims[1:])):
+        if i:
+            layers.append(nn.GELU())
+        layers.append(nn.Linear(d_in, d_out))
+    return nn.Sequential(*layers)
+
+
+class RoPECrossAttention(BaseModule):
+    """Multi-head cross-attention with RoPE on both sides (Eq. 8).
+
+    ``softmax((R(c_q) q W_Q)^T (R(c_k) k W_K) / sqrt(D)) (k W_V)``, then
+    ``W_O``: queries rotated at their (continuous) coordinates ``c_q``, keys
+    at theirs ``c_k`` (Eq. 5/6 via :class:`RoPE2D`), so every logit depends on
+    ``c_q - c_k``. The ``1 / sqrt(D)`` scale (standard attention, absent from
+    Eq. 7/8 as printed) is kept.
+
+    Args:
+        embed_dims: channels ``C``.
+        num_heads: heads (``C / num_heads`` a multiple of 4 for RoPE).
+        rope_type: ``'axial'`` (Eq. 5), ``'mixed'`` or ``'none'``.
+        rope_theta: RoPE base (100 for axial = the paper's
+            ``10000^{-t / (D/2)}``).
+        qkv_bias: biases of ``W_Q``, ``W_K``, ``W_V``.
+    """
+
+    def __init__(self,
+                 embed_dims: int,
+                 num_heads: int,
+                 rope_type: str = 'axial',
+                 rope_theta: Optional[float] = None,
+                 qkv_bias: bool = True,
+                 init_cfg: Optional[dict] = None):
+        super().__init__(init_cfg=init_cfg)
+        if embed_dims % num_heads:
+            raise ValueError(f'embed_dims {embed_dims} is not divisible by '
+                             f'num_heads {num_heads}')
+        self.num_heads = num_heads
+        self.head_dims = embed_dims // num_heads
+        self.q = nn.Linear(embed_dims, embed_dims, bias=qkv_bias)
+        self.kv = nn.Linear(embed_dims, 2 * embed_dims, bias=qkv_bias)
+        self.proj = nn.Linear(embed_dims, embed_dims)
+        self.rope = (None if rope_type == 'none' else RoPE2D(
+            self.head_dims, num_heads, rope_type, rope_theta))
+
+    def forward(self,
+                query: Tensor,
+                context: Tensor,
+                query_coords: Optional[Tensor] = None,
+                context_coords: Optional[Tensor] = None,
+                context_hw: Optional[Sequence[int]] = None) -> Tensor:
+        """
+        Args:
+            query: ``(B, N_q, C)``.
+            context: ``(B, N_k, C)`` keys/values source.
+            query_coords: ``(B, N_q, 2)`` or ``(N_q, 2)`` ``(x, y)``.
+            context_coords / context_hw: the keys' coordinates, or their grid
+                (cached tables). Coordinates are ignored without RoPE.
+
+        Returns:
+            ``(B, N_q, C)``.
+        """
+        B, Nq, C = query.shape
+        q = self.q(query).reshape(B, Nq, self.num_heads,
+                                  self.head_dims).transpose(1, 2)
+        k, v = self.kv(context).reshape(B, -1, 2, self.num_heads,
+                                        self.head_dims).permute(2, 0, 3, 1, 4)
+        if self.rope is not None:
+            q = self.rope(q, coords=query_coords)
+            k = self.rope(k, coords=context_coords, hw=context_hw)
+        x = F.scaled_dot_product_attention(q, k, v)
+        return self.proj(x.transpose(1, 2).reshape(B, Nq, C))
+
+
+@MODELS.register_module()
+class CR2PQNeck(BaseModule):
+    """Positional query of view B from view A's tokens, then projectors.
+
+    1. Query tokens (Eq. 8): the learnable ``h_mask`` at every one of B's
+       ``N_B`` positions. Eq. 8 writes ``Phi = (q^{(m,n)} + h_mask) W_Q``;
+       view B has no student tokens, so we read it as ``h_mask W_Q`` (the
+       issue's reading): the query content is shared and only the rotation
+       at B's relative coordinates (Eq. 6) distinguishes the positions.
+    2. One pre-norm cross-attention block ``h = x + CA(LN(x), LN(h_A))``,
+       ``h = h + FFN(LN(h))``, keys/values from A's patch tokens on A's grid
+       (class token excluded, as Eq. 8 sums over A's grid only).
+    3. Local projector ``g_gamma`` -> ``z_B`` ``(B, N_B, out_channels)``:
+       ``'transformer'`` (Table 5 default: ``local_depth`` pre-norm RoPE
+       blocks over B's tokens at B's coordinates, then LN + Linear) or
+       ``'mlp'`` (``local_depth`` linear layers).
+    4. Global projector ``g'_gamma`` (Eq. 10, 2-layer MLP) on the mean of
+       ``h`` over B's tokens -> ``(B, out_channels)``.
+
+    Positions (``pos_type``, Table 6):
+
+    * ``'rope'``: continuous 2-D RoPE at Eq. 4's coordinates (default).
+    * ``'discrete_rope'``: the same, coordinates rounded to A's integer grid
+      (the paper's row trains an MAE-style single-view variant instead; the
+      rounding isolates continuity, our choice).
+    * ``'sincos'``: no rotation; fixed 2-D sin-cos embeddings of the
+      continuous coordinates added to queries and of A's grid to A's tokens
+      (the backbone should then use sin-cos APE instead of RoPE).
+    * ``'mlp'``: as ``'sincos'`` with a learnable 2-layer MLP ``(x, y) ->
+      C`` (the paper's "learnable" row).
+
+    Args:
+        embed_dims: student width ``C``.
+        num_heads: heads of the cross-attention and local blocks.
+        out_channels: teacher/target channels ``D_tea``.
+        pos_type: see above.
+        rope_type, rope_theta: RoPE of the rotary variants (``'axial'``,
+            base 100 = Eq. 5's ``10000^{-t/(D/2)}``).
+        mlp_ratio: FFN width of the blocks relative to ``C``.
+        local_projector: ``'transformer'`` or ``'mlp'``.
+        local_depth: blocks / layers of the local projector (2).
+        hidden_channels: hidden width of the MLP projectors.
+        global_depth: layers of the global projector (2).
+    """
+
+    def __init__(self,
+                 embed_dims: int,
+                 num_heads: int,
+                 out_channels: int,
+                 pos_type: str = 'rope',
+                 rope_type: str = 'axial',
+                 rope_theta: Optional[float] = 100.,
+                 mlp_ratio: float = 4.,
+                 local_projector: str = 'transformer',
+                 local_depth: int = 2,
+                 hidden_channels: int = 2048,
+                 global_depth: int = 2,
+                 norm_cfg: dict = dict(type='LN', eps=1e-6),
+                 init_cfg: Optional[dict] = dict(
+                     type='TruncNormal', layer='Linear', std=.02, bias=0.)):
+        super().__init__(init_cfg=init_cfg)
+        if pos_type not in POS_TYPES:
+            raise ValueError(f'pos_type must be one of {POS_TYPES}, '
+                             f'got {pos_type!r}')
+        if local_projector not in PROJECTORS:
+            raise ValueError(f'local_projector must be one of {PROJECTORS},'
+                             f' got {local_projector!r}')
+        self.pos_type = pos_type
+        self.embed_dims = embed_dims
+        self.rotary = pos_type in ('rope', 'discrete_rope')
+        rope = rope_type if self.rotary else 'none'
+        ffn_dims = int(embed_dims * mlp_ratio)
+
+        self.mask_token = nn.Parameter(torch.zeros(1, 1, embed_dims))
+        self.pos_mlp = (_mlp(2, embed_dims, embed_dims, 2)
+                        if pos_type == 'mlp' else None)
+        self.norm_query = build_norm_layer(norm_cfg, embed_dims)
+        self.norm_context = build_norm_layer(norm_cfg, embed_dims)
+        self.cross_attn = RoPECrossAttention(embed_dims, num_heads, rope,
+                                             rope_theta)
+        self.norm_ffn = build_norm_layer(norm_cfg, embed_dims)
+        self.ffn = FFN(embed_dims=embed_dims, feedforward_channels=ffn_dims,
+                       act_cfg=dict(type='GELU'))
+
+        if local_projector == 'transformer':
+            self.local_blocks = ModuleList(
+                RoPETransformerEncoderLayer(
+                    embed_dims, num_heads, ffn_dims, rope_type=rope,
+                    rope_theta=rope_theta, norm_cfg=norm_cfg)
+                for _ in range(local_depth))
+            self.local_head = nn.Sequential(
+                build_norm_layer(norm_cfg, embed_dims),
+                nn.Linear(embed_dims, out_channels))
+        else:
+            self.local_blocks = ModuleList()
+            self.local_head = _mlp(embed_dims, hidden_channels, out_channels,
+                                   local_depth)
+        self.global_projector = _mlp(embed_dims, hidden_channels,
+                                     out_channels, global_depth)
+
+    def init_weights(self):
+        super().init_weights()
+        trunc_normal_(self.mask_token, std=.02)
+
+    def _pos_embed(self, coords: Tensor) -> Tensor:
+        if self.pos_type == 'sincos':
+            return sincos_pos_embed_2d(coords, self.embed_dims)
+        return self.pos_mlp(coords)
+
+    def forward(self, tokens_a: Tensor, hw_a: Sequence[int],
+                coords_b: Tensor) -> Tuple[Tensor, Tensor]:
+        """
+        Args:
+            tokens_a: ``(B, N_A, C)`` student patch tokens of view A, row-major
+                on the ``hw_a`` grid.
+            hw_a: A's grid ``(K_A^H, K_A^W)``.
+            coords_b: ``(B, N_B, 2)`` B's relative coordinates (Eq. 4).
+
+        Returns:
+            ``z_B`` ``(B, N_B, out_channels)`` and the global projection
+            ``(B, out_channels)``.
+        """
+        if self.pos_type == 'discrete_rope':
+            coords_b = coords_b.round()
+        query = self.mask_token.expand(*coords_b.shape[:2], -1)
+        context = tokens_a
+        if not self.rotary:
+            coords_a = grid_coords(*hw_a, device=tokens_a.device)
+            query = query + self._pos_embed(coords_b).to(query.dtype)
+            context = context + self._pos_embed(coords_a).to(context.dtype)
+        h = query + self.cross_attn(
+            self.norm_query(query), self.norm_context(context),
+            query_coords=coords_b, context_hw=hw_a)
+        h = self.ffn(self.norm_ffn(h), identity=h)
+        z = h
+        for block in self.local_blocks:
+            z = block(z, coords=coords_b)
+        return self.local_head(z), self.global_projector(h.mean(1))
+
+
+__all__ = ['CR2PQNeck', 'RoPECrossAttention']

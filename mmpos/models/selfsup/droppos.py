@@ -1,0 +1,230 @@
+"""DropPos: pre-training ViTs by reconstructing dropped positions (Wang et
+al., NeurIPS 2023), §3, Eq. 1-9, Alg. 1.
+
+Per image: keep ``(1 - gamma) N`` random patches (Eq. 1, MAE shuffle); of
+those, drop the position embedding of ``gamma_pos`` (Eq. 2) and add the
+learnable ``pos_mask_token`` instead (Eq. 3); the class token always keeps
+its own embedding ``p_0``. The encoder runs on ``[cls; x_vis] + p'`` and
+:class:`DropPosHead` classifies every visible patch into one of the ``N``
+positions; the loss (Eq. 4-8) covers the dropped-position patches only.
+
+Backbones (``backbone`` config):
+
+* mmpretrain's ``MAEViT`` (the paper's ViT: fixed 2-D sin-cos APE, frozen)
+  or any mmpretrain ``VisionTransformer`` with a class token. Its state dict
+  has mmpretrain's ViT layout, so ``backbone.*`` of a DropPos checkpoint is
+  a downstream ``VisionTransformer`` / ``RoPEVisionTransformer`` (RoPE off)
+  state dict.
+* mmpos' ``RoPEVisionTransformer`` (``out_type='raw'``), with or without
+  APE. Anchor patches are rotated with their grid coordinates; a
+  dropped-position patch gets **no rotation** (coordinate ``(0, 0)``, the
+  same identity rotation the class token gets) plus the additive
+  ``pos_mask_token``, which marks it as position-less. No rotation is the
+  RoPE analogue of "no position embedding"; a learnable mask coordinate
+  would only move all dropped patches to one shared learnt place.
+
+Attentive weights (Eq. 9) use the encoder features of the class token and
+the patches. ``affinity_source='full'`` (default) takes them from an extra
+gradient-free forward pass of the whole image with all position embeddings
+(``f`` has ``N`` rows in Eq. 9; the authors' code does the same) and keeps
+the visible patches; ``'visible'`` reuses the (detached) features of the
+masked forward pass, which costs nothing extra. Without attentive weights
+(``head.tau`` infinite) neither is computed.
+"""
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torch.nn as nn
+from mmengine.model.weight_init import trunc_normal_
+from mmpretrain.models.selfsup.base import BaseSelfSupervisor
+from mmpretrain.models.utils import resize_pos_embed
+from mmpretrain.structures import DataSample
+from torch import Tensor
+
+from mmpos.registry import MODELS
+from ..heads.droppos_head import attentive_weights, position_accuracy
+from ..layers.masking import drop_positions, gather_tokens, random_masking
+from ..layers.rope import grid_coords
+
+AFFINITY_SOURCES = ('full', 'visible')
+
+
+@MODELS.register_module()
+class DropPos(BaseSelfSupervisor):
+    """DropPos algorithm.
+
+    Args:
+        backbone: ViT config (see the module docstring).
+        head: :class:`DropPosHead` config.
+        mask_ratio: patch mask ratio ``gamma`` (Eq. 1), in ``[0, 1)``.
+        pos_mask_ratio: position mask ratio ``gamma_pos`` (Eq. 2), in
+            ``(0, 1]`` (1 = no anchor patch, Table 2).
+        affinity_source: ``'full'`` or ``'visible'`` (module docstring).
+        pretrained, data_preprocessor, init_cfg: as ``BaseSelfSupervisor``.
+    """
+
+    def __init__(self,
+                 backbone: dict,
+                 head: dict,
+                 mask_ratio: float = 0.75,
+                 pos_mask_ratio: float = 0.75,
+                 affinity_source: str = 'full',
+                 pretrained: Optional[str] = None,
+                 data_preprocessor: Optional[dict] = None,
+                 init_cfg: Optional[dict] = None):
+        super().__init__(
+            backbone=backbone,
+            head=head,
+            pretrained=pretrained,
+            data_preprocessor=data_preprocessor,
+            init_cfg=init_cfg)
+        if not 0. <= mask_ratio < 1.:
+            raise ValueError(f'mask_ratio must lie in [0, 1), got '
+                             f'{mask_ratio}')
+        if not 0. < pos_mask_ratio <= 1.:
+            raise ValueError(f'pos_mask_ratio must lie in (0, 1], got '
+                             f'{pos_mask_ratio}')
+        if affinity_source not in AFFINITY_SOURCES:
+            raise ValueError(f'affinity_source must be one of '
+                             f'{AFFINITY_SOURCES}, got {affinity_source!r}')
+        self._check_backbone()
+        self.mask_ratio = mask_ratio
+        self.pos_mask_ratio = pos_mask_ratio
+        self.affinity_source = affinity_source
+        self.pos_mask_token = nn.Parameter(
+            torch.zeros(1, 1, self.backbone.embed_dims))
+
+    @property
+    def uses_rope(self) -> bool:
+        """Whether the backbone is a ``RoPEVisionTransformer`` with RoPE."""
+        return getattr(self.backbone, 'rope_type', 'none') != 'none'
+
+    def _check_backbone(self):
+        bb = self.backbone
+        name = type(bb).__name__
+        if getattr(bb, 'cls_token', None) is None:
+            raise ValueError(f'DropPos needs a backbone with a class token, '
+                             f'got {name} without one')
+        if hasattr(bb, 'forward_tokens'):
+            if bb.out_type != 'raw' or \
+                    list(bb.out_indices) != [bb.num_layers - 1]:
+                raise ValueError(f'DropPos needs {name}(out_type="raw", '
+                                 f'out_indices=-1), got out_type='
+                                 f'{bb.out_type!r}, out_indices='
+                                 f'{bb.out_indices}')
+        elif not all(hasattr(bb, a) for a in ('layers', 'patch_embed',
+                                               'pos_embed')):
+            raise TypeError(f'DropPos backbone {name} is neither an mmpretrain '
+                            f'VisionTransformer nor a RoPEVisionTransformer')
+
+    def init_weights(self):
+        super().init_weights()
+        trunc_normal_(self.pos_mask_token, std=.02)
+
+    # -- encoder ------------------------------------------------------------
+    def _patch_pos_embed(self, hw: Sequence[int]) -> Optional[Tensor]:
+        """The backbone's APE of the patches ``(1, h * w, C)`` (resized to
+        ``hw`` if needed), or ``None`` for a backbone without APE."""
+        bb = self.backbone
+        if getattr(bb, 'pos_embed', None) is None:
+            return None
+        extra = bb.num_extra_tokens
+        pos = bb.pos_embed
+        if tuple(hw) != tuple(bb.patch_resolution):
+            pos = resize_pos_embed(pos, bb.patch_resolution, hw,
+                                   bb.interpolate_mode, extra)
+        return pos[:, extra:]
+
+    def _run_blocks(self, tokens: Tensor, hw: Sequence[int],
+                    coords: Optional[Tensor] = None) -> Tensor:
+        """Class token + encoder blocks on patch tokens ``(B, K, C)`` that
+        already hold their position embeddings; returns ``(B, 1 + K, C)``.
+        ``coords`` ``(B, K, 2)`` place the tokens for RoPE (``None``: the
+        full ``hw`` grid in row-major order)."""
+        bb = self.backbone
+        if hasattr(bb, 'forward_tokens'):
+            return bb.forward_tokens(tokens, coords=coords, hw=hw)[-1]
+        cls_token = bb.cls_token + bb.pos_embed[:, :1]
+        x = torch.cat((cls_token.expand(tokens.shape[0], -1, -1), tokens), 1)
+        x = bb.pre_norm(bb.drop_after_pos(x))
+        for layer in bb.layers:
+            x = layer(x)
+        return bb.ln1(x) if bb.final_norm else x
+
+    def encode_full(self, inputs: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
+        """All patches with all position embeddings: ``(B, 1 + N, C)`` and
+        the patch grid."""
+        x, hw = self.backbone.patch_embed(inputs)
+        pos = self._patch_pos_embed(hw)
+        return self._run_blocks(x if pos is None else x + pos, hw), hw
+
+    def encode_masked(self, inputs: Tensor, mask_ratio: float,
+                      pos_mask_ratio: float) -> Dict[str, Tensor]:
+        """Patch masking, position dropping and the encoder (Alg. 1).
+
+        Returns a dict with ``feats`` ``(B, 1 + K, C)``, ``ids_keep``
+        ``(B, K)`` (the visible patches, i.e. the position targets ``y``),
+        ``dropped`` ``(B, K)`` bool and ``hw``.
+        """
+        x, hw = self.backbone.patch_embed(inputs)
+        batch_size, num_patches, _ = x.shape
+        ids_keep = random_masking(batch_size, num_patches, mask_ratio,
+                                  x.device).ids_keep
+        dropped = drop_positions(ids_keep, pos_mask_ratio)
+        x = gather_tokens(x, ids_keep)
+        pos = self._patch_pos_embed(hw)
+        mask_token = self.pos_mask_token.to(x.dtype)
+        if pos is None:  # RoPE only: the mask token marks dropped patches
+            x = x + dropped[..., None].to(x.dtype) * mask_token
+        else:  # Eq. 3
+            x = x + torch.where(dropped[..., None], mask_token,
+                                gather_tokens(pos, ids_keep).to(x.dtype))
+        coords = None
+        if self.uses_rope:  # dropped patches: no rotation
+            coords = gather_tokens(grid_coords(*hw, device=x.device)[None],
+                                   ids_keep)
+            coords = coords.masked_fill(dropped[..., None], 0.)
+        feats = self._run_blocks(x, hw, coords)
+        return dict(feats=feats, ids_keep=ids_keep, dropped=dropped, hw=hw)
+
+    def extract_feat(self, inputs: Tensor) -> Tensor:
+        """Class + patch features ``(B, 1 + N, C)`` of whole images with all
+        position embeddings (as the backbone runs downstream)."""
+        return self.encode_full(inputs)[0]
+
+    # -- training / evaluation ----------------------------------------------
+    def _affinity(self, inputs: Tensor, out: Dict[str, Tensor]) -> Tensor:
+        """Attentive weights ``A`` of the visible patches ``(B, K)``."""
+        if self.affinity_source == 'visible':
+            feats = out['feats']
+            return attentive_weights(feats[:, 0], feats[:, 1:], self.head.tau)
+        with torch.no_grad():
+            full, _ = self.encode_full(inputs)
+        return attentive_weights(full[:, 0],
+                                 gather_tokens(full[:, 1:], out['ids_keep']),
+                                 self.head.tau)
+
+    def loss(self, inputs: Tensor, data_samples: List[DataSample],
+             **kwargs) -> Dict[str, Tensor]:
+        """Eq. 8 on a batch ``(B, 3, H, W)``: ``loss``, ``acc_pos``,
+        ``sigma``."""
+        out = self.encode_masked(inputs, self.mask_ratio, self.pos_mask_ratio)
+        weights = self._affinity(inputs, out) if self.head.attentive else None
+        return self.head.loss(out['feats'], out['ids_keep'], out['dropped'],
+                              out['hw'], weights)
+
+    @torch.no_grad()
+    def position_predictions(self, inputs: Tensor, mask_ratio: float,
+                             pos_mask_ratio: float) -> Dict[str, Tensor]:
+        """Predicted and true positions of the dropped-position patches
+        under the given ratios (Tables S3-S5): ``pred``, ``target``
+        ``(B, K)`` long, ``dropped`` ``(B, K)`` bool, ``acc`` (top-1 over
+        the dropped patches)."""
+        out = self.encode_masked(inputs, mask_ratio, pos_mask_ratio)
+        self.head._check_grid(out['hw'])
+        logits = self.head(out['feats'])
+        return dict(
+            pred=logits.argmax(-1),
+            target=out['ids_keep'],
+            dropped=out['dropped'],
+            acc=position_accuracy(logits, out['ids_keep'], out['dropped']))

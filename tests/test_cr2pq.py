@@ -1,0 +1,335 @@
+"""CR2PQ: Eq. 4 coordinates (Fig. 2 cases, Listing 1), the positional
+cross-attention (Eq. 8), the losses (Eq. 9-10), the teacher (EMA / frozen /
+pixels) and a mini pretraining run through mmengine's Runner."""
+import math
+
+import pytest
+import torch
+from mmengine.logging import MessageHub
+from mmpretrain.structures import DataSample
+
+from conftest import read_scalars, run_tool
+from mmpos.datasets.transforms.crop_boxes import tlhw_to_box
+from mmpos.models.layers.attention import RoPEAttention
+from mmpos.models.layers.relative_coords import relative_coords
+from mmpos.models.layers.rope import grid_coords
+from mmpos.models.losses.cr2pq_loss import CR2PQLoss
+from mmpos.models.necks.cr2pq_neck import RoPECrossAttention
+from mmpos.models.selfsup.cr2pq import CR2PQ, patchify
+
+MINI = 'configs/cr2pq/cr2pq_vit-tiny_mini.py'
+IMG = (224, 224)
+ARCH = dict(embed_dims=64, num_layers=2, num_heads=2, feedforward_channels=128)
+
+
+def boxes(*tlhw, hflip=False):
+    """Paper-notation (top, left, height, width) pixel boxes -> (N, 4)."""
+    return torch.as_tensor(tlhw_to_box(tlhw, IMG, hflip=hflip))
+
+
+def listing1(p_a, p_b, k_a, k_b):
+    """Listing 1 with its slips fixed: ``h_start, h_end = bias, bias + K_B *
+    scale`` (it assigned one value to two names), ``K_B`` points exactly
+    (no float ``arange`` end), and ``meshgrid(rows, cols, 'ij')`` (it passed
+    the width grid first, i.e. a transposed matrix). Returns (rows, cols)."""
+    w_per_grid_a, h_per_grid_a = p_a[3] / k_a, p_a[2] / k_a
+    w_bias = (p_b[1] - p_a[1]) / w_per_grid_a
+    h_bias = (p_b[0] - p_a[0]) / h_per_grid_a
+    w_scale = p_b[3] / k_b / w_per_grid_a
+    h_scale = p_b[2] / k_b / h_per_grid_a
+    grid_h = h_bias + h_scale * torch.arange(k_b, dtype=torch.float64)
+    grid_w = w_bias + w_scale * torch.arange(k_b, dtype=torch.float64)
+    return torch.meshgrid(grid_h, grid_w, indexing='ij')
+
+
+A = (0, 0, 112, 112)  # 4 x 4 grid: 28 px per A-patch
+FIG2 = {
+    # B inside A, half the patch size: rows/cols 1 + 0.5 m
+    'containing': ((28, 28, 56, 56), [1, 1.5, 2, 2.5], [1, 1.5, 2, 2.5],
+                   [.75, 1.25, 1.75, 2.25], [.75, 1.25, 1.75, 2.25]),
+    # rows: offset 2, scale 1; columns: offset 3, scale 0.5
+    'overlapping': ((56, 84, 112, 56), [2, 3, 4, 5], [3, 3.5, 4, 4.5],
+                    [2, 3, 4, 5], [2.75, 3.25, 3.75, 4.25]),
+    # below-right of A, no shared pixel: beyond A's grid
+    'disjoint': ((112, 168, 56, 56), [4, 4.5, 5, 5.5], [6, 6.5, 7, 7.5],
+                 [3.75, 4.25, 4.75, 5.25], [5.75, 6.25, 6.75, 7.25]),
+}
+
+
+def column(values):
+    """``(4,)`` values as a ``(4, 4)`` matrix constant along rows."""
+    return torch.tensor(values, dtype=torch.float).view(4, 1).expand(4, 4)
+
+
+@pytest.mark.parametrize('case', sorted(FIG2))
+def test_relative_coords_fig2_cases(case):
+    """Hand-computed Eq. 4 (corner) and patch-centre coordinates."""
+    b, rows, cols, c_rows, c_cols = FIG2[case]
+    for align, r, c in (('corner', rows, cols), ('center', c_rows, c_cols)):
+        xy = relative_coords(boxes(A), boxes(b), (4, 4), (4, 4),
+                             align).reshape(4, 4, 2)
+        assert torch.allclose(xy[..., 1], column(r), atol=1e-5), align
+        assert torch.allclose(xy[..., 0], column(c).T, atol=1e-5), align
+    rows_1, cols_1 = listing1(A, b, 4, 4)
+    assert torch.allclose(rows_1.float(), column(rows))
+    assert torch.allclose(cols_1.float(), column(cols).T)
+
+
+def test_relative_coords_match_listing1_batched_and_negative():
+    """A batch of random pairs (B left of / above A gives negative
+    coordinates) equals the fixed Listing 1, K_A != K_B."""
+    torch.manual_seed(0)
+    tl = torch.rand(32, 2, 2) * 150
+    hw = 20 + torch.rand(32, 2, 2) * 70
+    p = torch.cat([tl, hw], -1)  # (32, views, (top, left, h, w))
+    coords = relative_coords(boxes(*p[:, 0]), boxes(*p[:, 1]), (14, 14),
+                             (7, 7), 'corner')
+    assert coords.shape == (32, 49, 2)
+    ref = torch.stack([
+        torch.stack(listing1(p[i, 0].double(), p[i, 1].double(), 14, 7)[::-1],
+                    -1).reshape(49, 2) for i in range(32)
+    ]).float()
+    assert torch.allclose(coords, ref, atol=1e-3)
+    assert (coords < 0).any()
+
+
+@pytest.mark.parametrize('align', ['center', 'corner'])
+def test_b_equal_a_gives_a_grid_also_flipped(align):
+    a = boxes((10, 30, 100, 150))
+    grid = grid_coords(6, 8)
+    assert torch.allclose(relative_coords(a, a, (6, 8), (6, 8), align)[0],
+                          grid, atol=1e-5)
+    flipped = boxes((10, 30, 100, 150), hflip=True)
+    assert torch.allclose(
+        relative_coords(flipped, flipped, (6, 8), (6, 8), align)[0], grid,
+        atol=1e-5)
+
+
+def test_flipped_b_lands_on_mirrored_patches():
+    """Same region, B flipped: B's column n is A's column K - 1 - n."""
+    a = boxes((0, 0, 112, 112))
+    b = boxes((0, 0, 112, 112), hflip=True)
+    xy = relative_coords(a, b, (4, 4), (4, 4)).reshape(4, 4, 2)
+    assert torch.allclose(xy[..., 0], torch.tensor([3., 2, 1, 0]).expand(4, 4))
+    assert torch.allclose(xy[..., 1], torch.arange(4.).view(4, 1).expand(4, 4))
+
+
+def test_relative_coords_ignore_a_common_shift_and_zoom():
+    a, b = boxes((10, 20, 80, 60)), boxes((50, 40, 30, 90))
+    ref = relative_coords(a, b, (5, 5), (3, 4))
+    moved = relative_coords(a * 0.5 + 0.2, b * 0.5 + 0.2, (5, 5), (3, 4))
+    assert torch.allclose(ref, moved, atol=1e-5)
+    with pytest.raises(ValueError, match='align'):
+        relative_coords(a, b, (5, 5), (3, 4), align='middle')
+
+
+@pytest.mark.parametrize('rope_type', ['axial', 'mixed'])
+def test_cross_attention_with_b_equal_a_is_a_self_attention(rope_type):
+    """Identity projections, queries = A's tokens at Eq. 4's coordinates of
+    B == A: exactly A's RoPE self-attention (same pattern, same output)."""
+    torch.manual_seed(0)
+    C, heads, hw = 32, 2, (3, 5)
+    tokens = torch.randn(2, 15, C)
+    eye = torch.eye(C)
+    cross = RoPECrossAttention(C, heads, rope_type=rope_type)
+    self_attn = RoPEAttention(C, heads, rope_type=rope_type)
+    with torch.no_grad():
+        cross.q.weight.copy_(eye)
+        cross.kv.weight.copy_(torch.cat([eye, eye]))
+        self_attn.qkv.weight.copy_(torch.cat([eye, eye, eye]))
+        for layer in (cross.q, cross.kv, cross.proj, self_attn.qkv,
+                      self_attn.proj):
+            layer.bias.zero_()
+        cross.proj.weight.copy_(eye)
+        self_attn.proj.weight.copy_(eye)
+        if rope_type == 'mixed':
+            cross.rope.freqs.copy_(self_attn.rope.freqs)
+    box = boxes((3, 7, 90, 150)).expand(2, 4)
+    coords = relative_coords(box, box, hw, hw)
+    out = cross(tokens, tokens, query_coords=coords, context_hw=hw)
+    assert torch.allclose(out, self_attn(tokens, hw=hw), atol=1e-5)
+    # not trivially equal: other coordinates change the pattern
+    shifted = cross(tokens, tokens, query_coords=coords + .5, context_hw=hw)
+    assert not torch.allclose(shifted, out, atol=1e-3)
+
+
+def test_loss_hand_computed():
+    pred = torch.tensor([[[1., 2.], [0., 0.]]])
+    target = torch.tensor([[[0., 0.], [1., -1.]]])
+    glob = torch.tensor([[1., 1.]])
+    # target mean (0.5, -0.5)
+    l2 = CR2PQLoss(p=2, global_weight=.5, norm='none')(pred, glob, target)
+    assert l2['loss_patch'].item() == pytest.approx((5 + 2) / 2)
+    assert l2['loss_global'].item() == pytest.approx(.5 * (.25 + 2.25))
+    l1 = CR2PQLoss(p=1, global_weight=1., norm='none')(pred, glob, target)
+    assert l1['loss_patch'].item() == pytest.approx((3 + 2) / 2)
+    assert l1['loss_global'].item() == pytest.approx(.5 + 1.5)
+    cos = CR2PQLoss(norm='l2')(target * 3, glob, target)
+    assert cos['loss_patch'].item() == pytest.approx(0, abs=1e-6)
+    assert cos['loss_global'].item() == pytest.approx(.5 * 2)  # orthogonal
+    with pytest.raises(ValueError, match='pred_patch'):
+        CR2PQLoss()(pred[:, :1], glob, target)
+    with pytest.raises(ValueError, match='norm'):
+        CR2PQLoss(norm='batch')
+
+
+def test_patchify_mae_order():
+    img = torch.arange(2 * 4 * 6.).view(1, 2, 4, 6)
+    patches = patchify(img, 2)
+    assert patches.shape == (1, 6, 8)
+    # patch (row 0, col 1): pixels (0,2),(0,3),(1,2),(1,3), channels last
+    assert patches[0, 1].tolist() == [2, 26, 3, 27, 8, 32, 9, 33]
+
+
+def build(**kwargs):
+    cfg = dict(
+        backbone=dict(type='RoPEVisionTransformer', arch=ARCH, img_size=32,
+                      patch_size=8, rope_type='axial', out_type='featmap'),
+        neck=dict(type='CR2PQNeck', embed_dims=64, num_heads=2,
+                  out_channels=64, hidden_channels=64),
+        base_momentum=0.01)
+    neck = kwargs.pop('neck', {})
+    cfg['neck'].update(neck)
+    cfg.update(kwargs)
+    torch.manual_seed(0)
+    model = CR2PQ(**cfg)
+    model.init_weights()
+    return model.train()
+
+
+def batch(n=2, size=32):
+    torch.manual_seed(1)
+    inputs = [torch.randn(n, 3, size, size) for _ in range(2)]
+    box = torch.tensor([[0., 0., .6, .8], [.7, .1, .2, .9]])  # B flipped
+    return inputs, [DataSample(crop_boxes=box) for _ in range(n)]
+
+
+@pytest.fixture(autouse=True)
+def max_iters():
+    MessageHub.get_current_instance().update_info('max_iters', 8)
+
+
+def test_gradient_reaches_only_the_student():
+    model = build()
+    losses = model.loss(*batch())
+    assert set(losses) == {'loss_patch', 'loss_global', 'target_std'}
+    sum(losses.values()).backward()
+    teacher = list(model.target_generator.parameters())
+    assert teacher and all(not p.requires_grad and p.grad is None
+                           for p in teacher)
+    student = [(n, p) for n, p in model.named_parameters()
+               if not n.startswith('target_generator')]
+    missing = [n for n, p in student if p.grad is None or not p.grad.any()]
+    assert not missing, missing
+    assert not model.target_generator.training  # no drop-path / BN updates
+
+
+def test_ema_teacher_update():
+    """CosineEMA: step 0 copies the student, then teacher = (1 - m) teacher
+    + m student with m = 0.01 (cos(pi k / 8) + 1) / 2."""
+    model = build()
+    inputs, samples = batch()
+    model.loss(inputs, samples)
+    student = model.backbone.patch_embed.projection.weight
+    teacher = model.target_generator.module.patch_embed.projection.weight
+    assert torch.equal(student, teacher)
+    for step in (1, 2):
+        before = teacher.detach().clone()
+        with torch.no_grad():
+            student.add_(1.)
+        model.loss(inputs, samples)
+        m = 0.01 * (math.cos(math.pi * step / 8) + 1) / 2
+        assert torch.allclose(teacher, (1 - m) * before + m * student,
+                              atol=1e-6)
+
+
+def test_frozen_resnet_teacher_sets_grid_b():
+    """A frozen ResNet-18 teacher: K_B is its 2 x 2 output grid at 64 px
+    (the 224 / 7 = 32 scaling), targets of its 512 channels, never
+    updated; the student is unchanged by it."""
+    model = build(
+        target=dict(type='ResNet', depth=18, out_indices=(3, )),
+        neck=dict(out_channels=512),
+        loss=dict(type='CR2PQLoss', norm='layernorm'))
+    seen = {}
+    model.neck.register_forward_hook(
+        lambda m, args, out: seen.update(coords=args[2], z=out[0]))
+    before = {k: v.clone() for k, v in
+              model.target_generator.state_dict().items()}
+    inputs, samples = batch(size=64)
+    sum(model.loss(inputs, samples).values()).backward()
+    assert seen['coords'].shape == (2, 4, 2) and seen['z'].shape == (2, 4, 512)
+    assert all(torch.equal(v, model.target_generator.state_dict()[k])
+               for k, v in before.items())  # BN statistics included
+    assert all(p.grad is None for p in model.target_generator.parameters())
+
+
+@pytest.mark.parametrize('pos_type', ['discrete_rope', 'sincos', 'mlp'])
+def test_ablation_switches_and_pixel_targets(pos_type):
+    model = build(target='pixel', neck=dict(out_channels=192,
+                                            pos_type=pos_type),
+                  loss=dict(type='CR2PQLoss', norm='layernorm'))
+    assert model.target_generator is None
+    losses = model.loss(*batch())
+    assert all(torch.isfinite(v) for v in losses.values())
+    sum(losses.values()).backward()
+    assert model.neck.mask_token.grad.abs().sum() > 0
+    assert (model.neck.pos_mlp is not None) == (pos_type == 'mlp')
+    assert (model.neck.cross_attn.rope is not None) == (
+        pos_type == 'discrete_rope')
+
+
+def test_discrete_rope_rounds_the_coordinates():
+    seen = {}
+    model = build(neck=dict(pos_type='discrete_rope'))
+    model.neck.cross_attn.register_forward_hook(
+        lambda m, args, kwargs, out: seen.update(kwargs), with_kwargs=True)
+    model.loss(*batch())
+    coords = seen['query_coords']
+    assert torch.equal(coords, coords.round())
+
+
+def test_symmetric_and_bad_inputs():
+    model = build(symmetric=True)
+    assert set(model.loss(*batch())) == {
+        'loss_patch', 'loss_global', 'target_std'}
+    inputs, _ = batch()
+    with pytest.raises(KeyError, match='crop_boxes'):
+        model.loss(inputs, [DataSample(), DataSample()])
+    with pytest.raises(ValueError, match='views'):
+        model.loss(inputs[:1], batch()[1])
+    with pytest.raises(ValueError, match='target'):
+        build(target='frozen')
+
+
+@pytest.mark.slow
+def test_mini_run_patch_loss_falls_and_backbone_transfers(tmp_path,
+                                                          mini_data):
+    result = run_tool('tools/train.py', MINI, '--work-dir', tmp_path,
+                      '--cfg-options',
+                      f'train_dataloader.dataset.data_root='
+                      f'{mini_data}/unlabeled/', timeout=900)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    patch = [r['loss_patch'] for r in read_scalars(tmp_path)
+             if 'loss_patch' in r]
+    spread = [r['target_std'] for r in read_scalars(tmp_path)
+              if 'target_std' in r]
+    assert len(patch) >= 10 and all(math.isfinite(v) for v in patch)
+    # the first window is near the untrained 2 - 2 cos ~ 2; the second half
+    # (EMA targets move, so not monotone) must sit well below it
+    late = patch[len(patch) // 2:]
+    assert sum(late) / len(late) < 0.85 * patch[0], patch
+    assert min(spread) > 0.3, spread  # the EMA targets do not collapse
+
+    from mmpretrain.registry import MODELS
+    state = torch.load(tmp_path / 'iter_60.pth', map_location='cpu',
+                       weights_only=False)['state_dict']
+    weights = {k[len('backbone.'):]: v for k, v in state.items()
+               if k.startswith('backbone.')}
+    downstream = MODELS.build(dict(
+        type='RoPEVisionTransformer', arch=dict(
+            embed_dims=96, num_layers=4, num_heads=3,
+            feedforward_channels=384),
+        img_size=128, patch_size=8, rope_type='axial', out_type='featmap'))
+    downstream.load_state_dict(weights, strict=True)
+    assert downstream(torch.randn(1, 3, 128, 128))[0].shape == (1, 96, 16, 16)

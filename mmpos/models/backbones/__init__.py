@@ -1,7 +1,9 @@
+from .mobile_former import MobileFormer
 from .rope_swin import RoPESwinTransformer, RoPEWindowMSA
 from .rope_vit import RoPETransformerEncoderLayer, RoPEVisionTransformer
 
 __all__ = [
+    'MobileFormer',
     'RoPESwinTransformer', 'RoPETransformerEncoderLayer',
     'RoPEVisionTransformer', 'RoPEWindowMSA'
 ]

@@ -1,8 +1,11 @@
+from .probe_heads import BNLinearClsHead, TransformerClsHead
+from .qbheat_head import QBHeatHead
 from .dino_head import DINOHead
 from .droppos_head import (DropPosHead, attentive_weights, droppos_loss,
                            position_accuracy, smoothed_position_targets)
 
 __all__ = [
+    'BNLinearClsHead', 'QBHeatHead', 'TransformerClsHead',
     'DINOHead', 'DropPosHead', 'attentive_weights', 'droppos_loss',
     'position_accuracy', 'smoothed_position_targets'
 ]

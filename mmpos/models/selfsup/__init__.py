@@ -1,6 +1,7 @@
+from .qbheat import QBHeat
 from .cr2pq import CR2PQ
 from .dinov2 import DINOv2
 from .droppos import DropPos
 from .icpf import ICPF
 
-__all__ = ['CR2PQ', 'DINOv2', 'DropPos', 'ICPF']
+__all__ = ['QBHeat', 'CR2PQ', 'DINOv2', 'DropPos', 'ICPF']

@@ -1,0 +1,157 @@
+"""Training-step time of QB-Heat against MAE-style full-image encoding of the
+same Mobile-Former.
+
+QB-Heat encodes only the unmasked quarter-block (1/4 of the pixels) and
+predicts the other quarters with 1x1 linear models. A CNN cannot drop
+MAE's random patches, so the MAE-style baseline ("full") encodes the whole
+image with the 75% masked 16x16 patches zeroed, projects its map to the
+decoder width and decodes it with the *same* decoder and loss (masked
+patches only). Both use the same encoder, decoder, batch and optimizer, so
+the ratio isolates encoder cost (quarter vs. full image) plus the predictor.
+
+One step: ``zero_grad`` -> loss -> backward -> AdamW step. After ``warmup``
+steps each, the two are interleaved ``iters`` times; medians are reported
+with ``time_ratio = QB-Heat / full``. The encoder alone (forward +
+backward of the Mobile-Former on the quarter vs. the whole image) is timed
+the same way: ``encoder_ratio``. With the paper's 6 x 512 decoder on all
+positions the decoder dominates both steps, so ``time_ratio`` stays near 1
+while ``encoder_ratio`` shows the quarter-only encoding (ideally ~1/4).
+
+Full: MF-285M, 256^2 images, batch 32, decoder 6 x 512 (the paper's
+setting). ``--quick``: MF-285M at 128^2, batch 4, decoder 1 x 128 (a smoke
+run). Nothing is asserted; :func:`run` returns the numbers.
+
+    python benchmarks/qbheat_step.py [--quick] [--iters N] [--warmup N]
+        [--threads N] [--device cpu|cuda] [--arch 285m|1.0g|3.7g]
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+
+
+class FullImageMAE(nn.Module):
+    """MAE-style baseline for a CNN: random 75% patch masking by zeroing,
+    full-image encoding, 1x1 projection, QB-Heat's decoder and loss."""
+
+    def __init__(self, backbone, head, in_channels, embed_dims,
+                 mask_ratio=0.75):
+        super().__init__()
+        self.backbone, self.head = backbone, head
+        self.proj = nn.Conv2d(in_channels, embed_dims, 1)
+        self.mask_ratio = mask_ratio
+
+    def loss(self, images, data_samples=None):
+        B, _, H, W = images.shape
+        p = self.head.patch_size
+        h, w = H // p, W // p
+        noise = torch.rand(B, h * w, device=images.device)
+        rank = noise.argsort(1).argsort(1)
+        mask = (rank < int(self.mask_ratio * h * w)).view(B, h, w)
+        keep = (~mask).repeat_interleave(p, 1).repeat_interleave(p, 2)
+        feats = self.backbone(images * keep[:, None])[-1]
+        return dict(loss=self.head.loss(self.proj(feats), images, mask))
+
+
+def build(name: str, arch: str, quick: bool):
+    from mmpos.models.backbones.mobile_former import MobileFormer
+    from mmpos.models.heads.qbheat_head import QBHeatHead
+    from mmpos.models.selfsup.qbheat import QBHeat
+    dims, layers, heads = (128, 1, 4) if quick else (512, 6, 16)
+    torch.manual_seed(0)
+    backbone = MobileFormer(arch)
+    head = QBHeatHead(
+        loss=dict(type='PixelReconstructionLoss', criterion='L2'),
+        in_channels=dims, num_layers=layers, num_heads=heads, norm_pix=True)
+    backbone.init_weights()
+    head.init_weights()
+    channels = backbone.stage_channels[-1]
+    if name == 'QB-Heat':
+        model = QBHeat(backbone=backbone, head=head, neck=dict(
+            type='QBHeatPredictor', in_channels=channels, embed_dims=dims))
+    else:
+        model = FullImageMAE(backbone, head, channels, dims)
+    return model.train()
+
+
+def make_step(model, images, encoder_only=False):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        if encoder_only:
+            model(images)[-1].mean().backward()
+        else:
+            model.loss(images, None)['loss'].backward()
+        optimizer.step()
+        if images.is_cuda:
+            torch.cuda.synchronize()
+
+    return step
+
+
+def run(quick: bool = False, iters: int = None, warmup: int = None,
+        threads: int = None, device: str = 'cpu', batch_size: int = None,
+        arch: str = '285m') -> dict:
+    """Returns ``{'settings': ..., 'QB-Heat': {step_ms}, 'full':
+    {step_ms}, 'encoder_quarter': {step_ms}, 'encoder_full': {step_ms},
+    'time_ratio': QB-Heat / full, 'encoder_ratio': quarter / full}``."""
+    if threads:
+        torch.set_num_threads(threads)
+    iters = iters or (3 if quick else 10)
+    warmup = warmup if warmup is not None else (1 if quick else 2)
+    batch_size = batch_size or (4 if quick else 32)
+    size = 128 if quick else 256
+    images = torch.randn(batch_size, 3, size, size, device=device)
+    steps = {name: make_step(build(name, arch, quick).to(device), images)
+             for name in ('QB-Heat', 'full')}
+    from mmpos.models.backbones.mobile_former import MobileFormer
+    half = images[..., :size // 2, :size // 2].contiguous()
+    for name, x in (('encoder_quarter', half), ('encoder_full', images)):
+        steps[name] = make_step(MobileFormer(arch).to(device).train(), x,
+                                encoder_only=True)
+    times = {name: [] for name in steps}
+    for step in steps.values():
+        for _ in range(warmup):
+            step()
+    for _ in range(iters):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
+    result = dict(settings=dict(
+        quick=quick, arch=arch, image_size=size, iters=iters, warmup=warmup,
+        batch_size=batch_size, device=device,
+        threads=torch.get_num_threads(), torch=torch.__version__))
+    for name, values in times.items():
+        result[name] = dict(step_ms=1e3 * statistics.median(values))
+    result['time_ratio'] = result['QB-Heat']['step_ms'] / \
+        result['full']['step_ms']
+    result['encoder_ratio'] = result['encoder_quarter']['step_ms'] / \
+        result['encoder_full']['step_ms']
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--quick', action='store_true')
+    parser.add_argument('--iters', type=int)
+    parser.add_argument('--warmup', type=int)
+    parser.add_argument('--threads', type=int)
+    parser.add_argument('--batch-size', type=int)
+    parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda'])
+    parser.add_argument('--arch', default='285m',
+                        choices=['285m', '1.0g', '3.7g'])
+    args = parser.parse_args()
+    result = run(args.quick, args.iters, args.warmup, args.threads,
+                 args.device, args.batch_size, args.arch)
+    print(json.dumps(result, indent=2))
+    print(f"QB-Heat / full-image step time: {result['time_ratio']:.3f}; "
+          f"encoder quarter / full: {result['encoder_ratio']:.3f}")
+
+
+if __name__ == '__main__':
+    main()

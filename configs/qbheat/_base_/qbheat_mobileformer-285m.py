@@ -1,0 +1,30 @@
+# QB-Heat model (Sec. 4.2): Mobile-Former-285M encoder (Tab. 8, last stage
+# at stride 16) on the unmasked quarter-block; 512-d projection + 2 explicit
+# linear models (A, B) per scale, corner + centre quarters mixed half/half
+# in every batch (Tab. 2 defaults); MAE-style decoder of 6 transformer
+# blocks, width 512, reconstructing 16x16 pixel patches of the masked
+# quarters. Configs using it list the mmpos modules in `custom_imports`.
+model = dict(
+    type='QBHeat',
+    position='mixed',
+    backbone=dict(type='MobileFormer', arch='285m', out_indices=(4, )),
+    neck=dict(
+        type='QBHeatPredictor',
+        in_channels=720,
+        embed_dims=512,
+        num_explicit=2,
+        positions=('corner', 'center')),
+    head=dict(
+        type='QBHeatHead',
+        in_channels=512,
+        num_layers=6,
+        num_heads=16,
+        mlp_ratio=4.,
+        patch_size=16,
+        norm_pix=True,
+        loss=dict(type='PixelReconstructionLoss', criterion='L2')),
+    data_preprocessor=dict(
+        type='SelfSupDataPreprocessor',
+        mean=[123.675, 116.28, 103.53],
+        std=[58.395, 57.12, 57.375],
+        to_rgb=True))

@@ -1,0 +1,4 @@
+# Linear probing (Tab. 10) of a QB-Heat Mobile-Former-1.0G.
+_base_ = ['./mobileformer-285m_linear-probe_8xb512-coslr-90e_in1k.py']
+
+model = dict(backbone=dict(arch='1.0g'), head=dict(in_channels=1440))

@@ -1,0 +1,60 @@
+# QB-Heat on the mini unlabeled images (CPU, ~1-2 minutes): a narrow
+# Mobile-Former with the 285M layout (12 blocks, 6 tokens, stride-16 last
+# stage; widths about 1/2, tokens 64-d), 128^2 crops (quarter 64^2 -> 4x4
+# features, centre sub-blocks 2x2), a 128-d predictor with 2 explicit
+# models per scale, corner + centre mixed, and a 2-block 128-d decoder.
+# Higher lr than the ImageNet recipe (tiny batch, few iterations).
+_base_ = [
+    './_base_/qbheat_mobileformer-285m.py',
+    '../_base_/default_runtime_pretrain.py',
+    '../_base_/datasets/mini_unlabeled.py',
+]
+
+custom_imports = dict(
+    imports=[
+        'mmpos', 'mmpos.models.backbones.mobile_former',
+        'mmpos.models.necks.qbheat_predictor',
+        'mmpos.models.heads.qbheat_head', 'mmpos.models.selfsup.qbheat'
+    ],
+    allow_failed_imports=False)
+
+img_size = 128
+mini_mobile_former = dict(
+    stem=8, lite=16, token_dims=64, last=192,
+    blocks=[(48, 16), (48, 16), (96, 24), (72, 24), (72, 24), (144, 32),
+            (128, 32), (128, 32), (192, 48), (192, 48), (192, 48)])
+model = dict(
+    backbone=dict(arch=dict(_delete_=True, **mini_mobile_former)),
+    neck=dict(in_channels=192, embed_dims=128),
+    head=dict(in_channels=128, num_layers=2, num_heads=4))
+
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='RandomResizedCrop', scale=img_size,
+         crop_ratio_range=(0.5, 1.0), backend='pillow',
+         interpolation='bicubic'),
+    dict(type='RandomFlip', prob=0.5),
+    dict(type='PackInputs'),
+]
+train_dataloader = dict(batch_size=16, dataset=dict(pipeline=train_pipeline))
+
+max_iters = 120
+warmup_iters = 10
+optim_wrapper = dict(
+    type='OptimWrapper',
+    optimizer=dict(type='AdamW', lr=2e-3, betas=(0.9, 0.95),
+                   weight_decay=0.05),
+    clip_grad=dict(max_norm=5.0),
+    paramwise_cfg=dict(norm_decay_mult=0., bias_decay_mult=0.))
+param_scheduler = [
+    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0,
+         end=warmup_iters),
+    dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=False,
+         begin=warmup_iters, end=max_iters),
+]
+train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters)
+default_hooks = dict(
+    logger=dict(type='LoggerHook', interval=10),
+    checkpoint=dict(type='CheckpointHook', by_epoch=False,
+                    interval=max_iters, max_keep_ckpts=1))
+log_processor = dict(by_epoch=False)

@@ -27,7 +27,6 @@ from typing import Sequence, Tuple
 
 import numpy as np
 from mmcv.transforms import RandomFlip
-from mmcv.transforms.utils import cache_random_params
 from mmpretrain.datasets.transforms import MultiView, RandomResizedCrop
 
 from mmpos.registry import TRANSFORMS
@@ -93,11 +92,17 @@ class RandomResizedCropWithBox(RandomResizedCrop):
     width)`` in the input image maps through the input's own box).
     """
 
+    def rand_crop_params(self, img):
+        # Remember the parent's own draw so ``transform`` can record it.
+        # (``cache_random_params`` around the parent's call re-wrapped the
+        # method on every call and overflowed the stack after ~1000 calls.)
+        self._last_crop = super().rand_crop_params(img)
+        return self._last_crop
+
     def transform(self, results: dict) -> dict:
         img_hw = results['img'].shape[:2]
-        with cache_random_params(self):  # the parent re-uses these params
-            top, left, height, width = self.rand_crop_params(results['img'])
-            results = super().transform(results)
+        results = super().transform(results)
+        top, left, height, width = self._last_crop
         results[BOX_KEY] = crop_box(
             current_box(results), img_hw, top, left, height, width)
         return results

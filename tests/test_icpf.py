@@ -1,11 +1,20 @@
 """DINOv2 base and ICPF extension: masks and their 50/50 split, [POS_MASK]
-substitution, the EMA teacher and temperature schedules, and real training
-runs through mmengine's Runner (losses, no collapse, resume, transfer)."""
+substitution, the EMA teacher and temperature schedules, the crop-box
+pipelines of the configs, the field -> APE checkpoint conversion, and real
+training runs through mmengine's Runner (losses, no collapse, resume,
+transfer)."""
 import math
+import os.path as osp
+import sys
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
+from mmengine.config import Config
 from mmengine.logging import MessageHub
+from mmengine.registry import init_default_scope
 from mmpretrain.structures import DataSample
 
 import mmpos  # noqa: F401  (registers the backbone)
@@ -15,10 +24,16 @@ from mmpos.models.losses import dino_losses  # noqa: F401
 from mmpos.models.selfsup.dinov2 import DINOv2
 from mmpos.models.selfsup.icpf import ICPF
 
-from conftest import read_scalars, run_tool
+from conftest import REPO, read_scalars, run_tool
+
+sys.path.insert(0, osp.join(REPO, 'tools', 'model_converters'))
+import mmpos2backbone  # noqa: E402
 
 DINOV2_MINI = 'configs/dinov2/dinov2_vit-tiny_mini.py'
 ICPF_MINI = 'configs/icpf/icpf_vit-tiny_mini.py'
+DINOV2_SMALL = 'configs/dinov2/dinov2_vit-small-p16_4xb128-100e_in1k.py'
+ICPF_SMALL = 'configs/icpf/icpf_vit-small-p16_4xb128-100e_in1k.py'
+DOWNSTREAM = 'configs/demo/fpn_vit-tiny-rope-mixed_mini-ade.py'
 # No-collapse floor: entropy (nats) of the batch-mean teacher distribution
 # over the K = 256 prototypes of the mini configs, i.e. 0.25 * log K. A
 # teacher collapsed onto one prototype gives ~0; the mini runs stay ~4.
@@ -188,6 +203,175 @@ def test_teacher_temperature_hook():
         TeacherTempHook()
 
 
+def test_teacher_temperature_hook_sets_the_targets_temperature(
+        monkeypatch):
+    """Before each iteration the hook sets ``teacher_temp``, which the
+    teacher centering of the next step uses."""
+    model = build()
+    temps = []
+    centering = model.image_centering
+    forward = centering.forward
+    monkeypatch.setattr(centering, 'forward',
+                        lambda logits, temp: temps.append(temp) or
+                        forward(logits, temp))
+    hook = TeacherTempHook(start=0.04, end=0.07, warmup_iters=30)
+    inputs, samples = batch()
+    for it in (15, 100):
+        hook.before_train_iter(
+            SimpleNamespace(model=model, iter=it,
+                            train_dataloader=[None] * 10), batch_idx=0)
+        model.loss(inputs, samples)
+    assert temps == [pytest.approx(0.055), pytest.approx(0.07)]
+    with pytest.raises(AttributeError, match='no attribute'):
+        TeacherTempHook(warmup_iters=1, attr='head.temp').before_train_iter(
+            SimpleNamespace(model=model, iter=0, train_dataloader=[]), 0)
+
+
+@pytest.mark.parametrize('icpf,dinov2', [(ICPF_MINI, DINOV2_MINI),
+                                         (ICPF_SMALL, DINOV2_SMALL)])
+def test_configs_keep_dinov2_views_and_record_their_boxes(icpf, dinov2):
+    """Same views, crops and augmentations as the DINOv2 base; crop and
+    flip are the box-recording ones, and ``crop_boxes`` is packed."""
+    icpf_cfg = Config.fromfile(REPO / icpf)
+    dinov2_cfg = Config.fromfile(REPO / dinov2)
+    recording = {'RandomResizedCropWithBox': 'RandomResizedCrop',
+                 'RandomFlipWithBox': 'RandomFlip'}
+    views = icpf_cfg.train_pipeline[1]
+    assert views.type == 'MultiViewWithBoxes'
+    assert views.num_views == dinov2_cfg.train_pipeline[1].num_views
+    for ours, theirs in zip(views.transforms,
+                            dinov2_cfg.train_pipeline[1].transforms):
+        assert [step.type for step in ours].count(
+            'RandomResizedCropWithBox') == 1
+        assert [dict(step, type=recording.get(step.type, step.type))
+                for step in ours] == [dict(step) for step in theirs]
+    assert icpf_cfg.train_pipeline[2] == dict(type='PackInputs',
+                                              algorithm_keys=['crop_boxes'])
+    assert icpf_cfg.train_dataloader.dataset.pipeline == \
+        icpf_cfg.train_pipeline
+    assert icpf_cfg.model.type == 'ICPF'
+    assert icpf_cfg.model.boxes_key == 'crop_boxes'
+
+
+def test_mini_pipeline_feeds_icpf(tmp_path):
+    """The mini config's pipeline on an image file gives 2 global + 2 local
+    views with one box each (globals first, areas in the crop ranges), and
+    the config's model trains one step on the packed batch."""
+    import mmcv
+    from mmengine.dataset import Compose, default_collate
+    from mmpretrain.registry import MODELS
+    cfg = Config.fromfile(REPO / ICPF_MINI)
+    init_default_scope('mmpretrain')
+    pipeline = Compose(cfg.train_pipeline)
+    rng = np.random.default_rng(0)
+    path = str(tmp_path / 'img.png')
+    mmcv.imwrite(rng.integers(0, 255, (96, 128, 3), dtype=np.uint8), path)
+    np.random.seed(0)
+    packed = [pipeline(dict(img_path=path)) for _ in range(2)]
+    views = packed[0]['inputs']
+    assert [tuple(v.shape) for v in views] == [(3, 64, 64)] * 2 + \
+        [(3, 32, 32)] * 2
+    boxes = torch.as_tensor(packed[0]['data_samples'].crop_boxes)
+    assert boxes.shape == (4, 4) and boxes.dtype == torch.float32
+    assert boxes.min() >= 0 and boxes.max() <= 1
+    area = ((boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])).abs()
+    assert (area[:2] >= 0.32 - 1e-3).all() and (area[2:] <= 0.32 + 1e-3).all()
+
+    torch.manual_seed(0)
+    model = MODELS.build(cfg.model)
+    model.init_weights()
+    data = model.data_preprocessor(default_collate(packed), training=True)
+    losses = model(**data, mode='loss')
+    assert {'loss_image', 'loss_content', 'loss_pos', 'loss_koleo'} <= \
+        set(losses)
+    assert all(torch.isfinite(v) for v in losses.values())
+
+
+def _convert(argv, capsys):
+    """Run the mmpos2backbone CLI; ``(exit code, stdout, stderr)``."""
+    try:
+        mmpos2backbone.main([str(a) for a in argv])
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _field_on_grid(field, grid):
+    """The field resized to ``grid`` (what the full-image crop samples),
+    ``(1, h * w, d)``."""
+    resized = F.interpolate(field, size=grid, mode='bilinear',
+                            align_corners=False)
+    return resized.flatten(2).transpose(1, 2)
+
+
+def test_converter_exports_the_field_as_the_ape(tmp_path, capsys):
+    """mmpos2backbone turns an ICPF checkpoint into a plain APE ViT whose
+    table is the field sampled on the whole image's patch grid."""
+    model = build().eval()
+    with torch.no_grad():  # distinguishable student / teacher fields
+        model.teacher.module.pos_field.field.add_(1.)
+    src = tmp_path / 'iter_1.pth'
+    torch.save(dict(meta=dict(iter=1), state_dict=model.state_dict()), src)
+    student = model.backbone.state_dict()
+
+    # default grid: the pretraining one (4 x 4); the plain ViT of the same
+    # size then computes ICPF's whole-image features
+    code, out, err = _convert([src, tmp_path / 'own.pth'], capsys)
+    assert code == 0, err
+    assert 'sampled on a 4x4 patch grid' in out
+    saved = torch.load(tmp_path / 'own.pth', weights_only=True)
+    from mmpretrain.registry import MODELS
+    vit = MODELS.build(BACKBONE).eval()
+    vit.load_state_dict(saved['state_dict'], strict=True)
+    assert saved['meta']['positional_field_grid'] == [4, 4]
+    images = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        assert torch.allclose(vit(images)[0], model.extract_feat(images),
+                              atol=1e-5)
+
+    # the grid of a downstream APE ViT config (3 x 5), checked strictly
+    config = tmp_path / 'plain_vit.py'
+    config.write_text(f'model = dict(backbone=dict({BACKBONE!r}, '
+                      "img_size=(24, 40), out_type='featmap'))\n")
+    code, out, err = _convert(
+        [src, tmp_path / 'plain.pth', '--config', config], capsys)
+    assert code == 0, err
+    assert '0 missing key(s)' in out and '0 unexpected key(s)' in out
+    plain = torch.load(tmp_path / 'plain.pth', weights_only=True)
+    state = plain['state_dict']
+    field = model.pos_field.field.detach()
+    assert torch.allclose(state['pos_embed'][:, 1:],
+                          _field_on_grid(field, (3, 5)), atol=1e-6)
+    assert torch.equal(state['pos_embed'][:, :1], student['pos_embed'][:, :1])
+    assert all(torch.equal(state[k], v) for k, v in student.items()
+               if k != 'pos_embed')
+    MODELS.build(Config.fromfile(config).model.backbone).load_state_dict(
+        state, strict=True)
+
+    # the teacher's backbone takes the teacher's field; --grid wins
+    code, out, err = _convert(
+        [src, tmp_path / 'teacher.pth', '--src-prefix',
+         'teacher.module.backbone.', '--grid', 2, 6, '--keep-prefix'],
+        capsys)
+    assert code == 0, err
+    teacher = torch.load(tmp_path / 'teacher.pth',
+                         weights_only=True)['state_dict']
+    assert torch.allclose(
+        teacher['backbone.pos_embed'][:, 1:],
+        _field_on_grid(model.teacher.module.pos_field.field, (2, 6)),
+        atol=1e-6)
+
+    # --grid needs a field: a DINOv2 checkpoint has none
+    torch.save(dict(state_dict=build(DINOv2).state_dict()), src)
+    code, out, err = _convert([src, tmp_path / 'x.pth', '--grid', 2, 2],
+                              capsys)
+    assert code == 1 and '--grid applies to ICPF checkpoints' in err
+    code, out, err = _convert([src, tmp_path / 'x.pth'], capsys)
+    assert code == 0 and 'positional field' not in out
+
+
 def _train(config, work_dir, *options, resume=None):
     extra = ['--resume', str(resume)] if resume else []
     result = run_tool('tools/train.py', config, '--work-dir', work_dir,
@@ -257,19 +441,41 @@ def test_dinov2_mini_run_and_resume(tmp_path, mini_data):
 
 @pytest.mark.slow
 def test_icpf_mini_run_and_transfer(tmp_path, mini_data):
-    pytest.skip('configs/icpf still uses the DINOv2 multi-crop pipeline; '
-                'switching it to MultiViewWithBoxes (crop_boxes) is issue 8 '
-                'work in progress')
-    _mini_run(ICPF_MINI, tmp_path / 'run', mini_data)
-    from mmengine.config import Config
-    from mmpretrain.registry import MODELS
-    model = MODELS.build(Config.fromfile(ICPF_MINI).model)
-    state = torch.load(tmp_path / 'run' / 'iter_60.pth', map_location='cpu',
-                       weights_only=False)
-    model.load_state_dict(state['state_dict'])
-    exported = model.backbone_state_dict(hw=(16, 16))
-    backbone = _load_into_downstream_backbone(
-        {f'backbone.{k}': v for k, v in exported.items()}, 'backbone.')
-    # the APE is the field resized to the downstream 16x16 grid
-    assert torch.equal(backbone.pos_embed[:, 1:],
-                       model.pos_field.to_pos_embed((16, 16)).detach())
+    """The ICPF mini config trains on the mini unlabeled images (crop boxes
+    from the pipeline); its checkpoint converts to a plain APE ViT and loads
+    into a downstream config (the mini Semantic FPN, APE variant)."""
+    records = _mini_run(ICPF_MINI, tmp_path / 'run', mini_data)
+    pos = [r['loss_pos'] for r in records if 'loss_pos' in r]
+    assert sum(pos[-3:]) / 3 < sum(pos[:3]) / 3, pos  # Eq. 4 is learnt
+    ckpt = tmp_path / 'run' / 'iter_60.pth'
+    field = torch.load(ckpt, map_location='cpu',
+                       weights_only=False)['state_dict']['pos_field.field']
+    assert field.shape == (1, 96, 50, 50)
+
+    downstream = tmp_path / 'fpn_vit-tiny-ape_mini-ade.py'
+    downstream.write_text(
+        f"_base_ = ['{REPO / DOWNSTREAM}']\n"
+        "model = dict(backbone=dict(rope_type='none', use_ape=True, "
+        "img_size=128))\n")
+    converted = tmp_path / 'backbone.pth'
+    result = run_tool('tools/model_converters/mmpos2backbone.py', ckpt,
+                      converted, '--keep-prefix', '--config', downstream,
+                      '--drop-unexpected')
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert 'sampled on a 16x16 patch grid' in result.stdout
+    # the dense model reads blocks 1-4 unnormalised: only ln1 has no place
+    assert '0 missing key(s)' in result.stdout
+    assert '2 unexpected key(s): backbone.ln1.bias, backbone.ln1.weight' \
+        in result.stdout
+
+    cfg = Config.fromfile(downstream)
+    cfg.model.backbone.init_cfg.checkpoint = str(converted)
+    init_default_scope('mmseg')
+    from mmseg.registry import MODELS
+    model = MODELS.build(cfg.model)
+    model.init_weights()
+    assert torch.allclose(model.backbone.pos_embed[:, 1:],
+                          _field_on_grid(field, (16, 16)), atol=1e-6)
+    with torch.no_grad():
+        logits = model(torch.randn(1, 3, 128, 128), mode='tensor')
+    assert logits.shape[:2] == (1, 150) and torch.isfinite(logits).all()

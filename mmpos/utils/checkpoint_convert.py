@@ -20,6 +20,9 @@ Sources:
   ``pos_embed`` with or without the class-token slot.
 * :func:`extract_backbone` -- mmpos / mmpretrain training checkpoints: keep
   ``backbone.*``, drop the algorithm (necks, heads, teachers, ...).
+* :func:`positional_field_to_ape` -- ICPF checkpoints: the positional field
+  ``pos_field.field`` next to the backbone becomes its ``pos_embed`` for a
+  chosen patch grid (the backbone's own table is not what ICPF trained).
 
 Our ``pos_embed`` always has mmpretrain's class-token slot; a source without
 one gets a zero slot, which is what the source computes (nothing is added to
@@ -35,7 +38,7 @@ import os.path as osp
 import re
 import tempfile
 from collections import OrderedDict
-from typing import Dict, List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional, Sequence
 
 import torch
 import torch.nn as nn
@@ -235,6 +238,71 @@ def extract_backbone(state_dict: StateDict,
         modules = sorted({k.split('.')[0] for k in state_dict})
         raise ConversionError(f'no {src_prefix!r} keys in the checkpoint; '
                               f'its top-level modules are {modules}')
+    return out
+
+
+def find_positional_field(state_dict: StateDict,
+                          src_prefix: str = 'backbone.') -> Optional[Tensor]:
+    """The ICPF positional field of the backbone under ``src_prefix``: the
+    sibling ``pos_field.field`` (``'backbone.'`` -> ``'pos_field.field'``,
+    ``'teacher.module.backbone.'`` -> ``'teacher.module.pos_field.field'``;
+    a DDP ``module.`` prefix is ignored), or ``None`` when there is none."""
+    if not src_prefix.endswith('backbone.'):
+        return None
+    key = src_prefix[:-len('backbone.')] + 'pos_field.field'
+    for candidate in (key, 'module.' + key):
+        if candidate in state_dict:
+            return state_dict[candidate]
+    return None
+
+
+def positional_field_to_ape(backbone: StateDict,
+                            field: Tensor,
+                            grid: Optional[Sequence[int]] = None
+                            ) -> StateDict:
+    """Replace a backbone's APE by an ICPF positional field (ICPF §3.2.1).
+
+    While ICPF pretrains, patch positions are crops of the field ``P``; the
+    patch slots of the backbone's own ``pos_embed`` are never used. A plain
+    APE ViT computes what ICPF computed on whole images when its table is
+    the field's whole-image crop on the patch grid, i.e. ``P`` resized to
+    ``grid`` (bilinear, ``align_corners=False``; :func:`~mmpos.models.
+    layers.positional_field.field_to_pos_embed`). The class-token slot is
+    kept.
+
+    Args:
+        backbone: bare backbone state dict (keys without ``backbone.``) with
+            ``pos_embed`` ``(1, 1 + h0 * w0, d)`` (class-token slot first,
+            as every ICPF backbone has).
+        field: ``(1, d, h_P, w_P)``.
+        grid: ``(h, w)`` patch grid of the new table; default: the square
+            grid of the existing ``pos_embed``.
+
+    Returns:
+        A copy of ``backbone`` with ``pos_embed`` ``(1, 1 + h * w, d)``.
+    """
+    from mmpos.models.layers.positional_field import field_to_pos_embed
+    pos = backbone.get('pos_embed')
+    if pos is None:
+        raise ConversionError('the backbone has no pos_embed to replace by '
+                              'the positional field (needs use_ape=True)')
+    if field.dim() != 4 or field.shape[:2] != (1, pos.shape[-1]):
+        raise ConversionError(
+            f'positional field must have shape (1, {pos.shape[-1]}, h, w) '
+            f'to match pos_embed {tuple(pos.shape)}, got '
+            f'{tuple(field.shape)}')
+    if grid is None:
+        side = math.isqrt(pos.shape[1] - 1)
+        if side * side != pos.shape[1] - 1:
+            raise ConversionError(
+                f'pos_embed {tuple(pos.shape)} is not a class token plus a '
+                'square grid; give the grid (h, w) explicitly')
+        grid = (side, side)
+    if len(grid) != 2 or min(grid) < 1:
+        raise ConversionError(f'grid must be (h, w) >= 1, got {grid}')
+    out = OrderedDict(backbone)
+    out['pos_embed'] = field_to_pos_embed(
+        field.float(), tuple(grid), pos[:, :1].float()).to(pos.dtype)
     return out
 
 

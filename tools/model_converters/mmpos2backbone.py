@@ -2,7 +2,7 @@
 
     python tools/model_converters/mmpos2backbone.py SRC DST
         [--src-prefix backbone.] [--keep-prefix] [--ema]
-        [--config CFG] [--drop-unexpected] [--force]
+        [--config CFG] [--grid H W] [--drop-unexpected] [--force]
 
 Keeps ``<src-prefix>*`` (default ``backbone.``; e.g. ``teacher.backbone.``
 for a distillation teacher) and drops the algorithm (necks, heads, target
@@ -16,6 +16,14 @@ detector / segmentor / classifier or ``init_cfg`` with ``prefix='backbone.'``.
 mmdet or mmseg config (e.g. the downstream one): missing and unexpected
 keys are reported, shape mismatches refused.
 
+ICPF checkpoints (a positional field ``pos_field.field`` next to the
+extracted ``backbone.``, e.g. ``teacher.module.pos_field.field`` for
+``--src-prefix teacher.module.backbone.``): the field becomes the backbone's
+``pos_embed``, sampled on the whole image for an ``H x W`` patch grid
+(``--grid``; default: the grid of ``--config``'s backbone, else that of the
+checkpoint's ``pos_embed``), so the result is a plain APE ViT. The
+backbone's own ``pos_embed`` is not what ICPF trained and is never kept.
+
 SRC is loaded with ``torch.load(weights_only=True)`` when the file allows;
 mmengine's own training checkpoints (message hub) need
 ``weights_only=False`` and are accepted only if they pickle nothing but
@@ -23,15 +31,20 @@ what mmengine writes (``mmpos.utils.checkpoint_io``). An existing DST is
 kept unless ``--force``.
 """
 import argparse
+import math
 import os.path as osp
 import sys
+from collections import OrderedDict
+
+import torch.nn as nn
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
 from mmpos.utils.checkpoint_convert import (  # noqa: E402
-    ConversionError, check_and_save, extract_backbone,
-    load_training_checkpoint, save_state_dict, unwrap_state_dict)
+    ConversionError, check_and_save, extract_backbone, find_positional_field,
+    load_training_checkpoint, positional_field_to_ape, save_state_dict,
+    unwrap_state_dict)
 
 
 def parse_args(argv=None):
@@ -46,6 +59,10 @@ def parse_args(argv=None):
                         help='use the EMAHook weights (ema_state_dict)')
     parser.add_argument('--config',
                         help='check against model.backbone of this config')
+    parser.add_argument('--grid', nargs=2, type=int, metavar=('H', 'W'),
+                        help='ICPF checkpoints: patch grid of the pos_embed '
+                        'exported from the positional field (default: '
+                        "--config's backbone grid, else the checkpoint's)")
     parser.add_argument('--drop-unexpected', action='store_true',
                         help='with --config: leave out keys the backbone '
                         'has no place for')
@@ -54,11 +71,8 @@ def parse_args(argv=None):
     return parser, parser.parse_args(argv)
 
 
-def build_backbone(config_path, keep_prefix):
-    """``model.backbone`` of a config, built in the config's scope and
-    wrapped so that its state-dict keys match the output (``backbone.``
-    kept or not)."""
-    import torch.nn as nn
+def build_backbone(config_path):
+    """``model.backbone`` of a config, built in the config's scope."""
     from mmengine.config import Config
     from mmengine.registry import init_default_scope
     from mmpretrain.registry import MODELS
@@ -68,8 +82,28 @@ def build_backbone(config_path, keep_prefix):
     if cfg.get('model', {}).get('backbone') is None:
         raise ConversionError(f'{config_path} has no model.backbone')
     init_default_scope(cfg.get('default_scope', 'mmpretrain'))
-    backbone = MODELS.build(cfg.model.backbone)
-    return nn.ModuleDict(dict(backbone=backbone)) if keep_prefix else backbone
+    return MODELS.build(cfg.model.backbone)
+
+
+def export_field(state_dict, backbone, args, model):
+    """Replace ``backbone['pos_embed']`` by the ICPF positional field of
+    ``state_dict`` if it has one; returns ``(backbone, grid or None)``."""
+    field = find_positional_field(state_dict, args.src_prefix)
+    if field is None:
+        if args.grid:
+            raise ConversionError(
+                f'--grid applies to ICPF checkpoints, but {args.src} has no '
+                f'positional field next to {args.src_prefix!r}')
+        return backbone, None
+    grid = args.grid
+    if grid is None and getattr(model, 'pos_embed', None) is not None:
+        grid = model.patch_resolution
+    backbone = positional_field_to_ape(backbone, field, grid)
+    if grid is None:  # the checkpoint's own square grid
+        grid = (math.isqrt(backbone['pos_embed'].shape[1] - 1), ) * 2
+    print(f'pos_embed: ICPF positional field {tuple(field.shape)} sampled '
+          f'on a {grid[0]}x{grid[1]} patch grid')
+    return backbone, list(grid)
 
 
 def main(argv=None):
@@ -79,20 +113,26 @@ def main(argv=None):
         key = 'ema_state_dict' if args.ema else 'state_dict'
         if args.ema and key not in checkpoint:
             raise ConversionError(f'{args.src} has no ema_state_dict')
-        state_dict = extract_backbone(
-            unwrap_state_dict(checkpoint, (key, )), args.src_prefix,
-            args.keep_prefix)
+        state_dict = unwrap_state_dict(checkpoint, (key, ))
+        model = build_backbone(args.config) if args.config else None
+        backbone, grid = export_field(
+            state_dict, extract_backbone(state_dict, args.src_prefix), args,
+            model)
+        if args.keep_prefix:
+            backbone = OrderedDict(
+                ('backbone.' + k, v) for k, v in backbone.items())
         meta = dict(source=osp.abspath(args.src),
                     converter='mmpos2backbone', src_prefix=args.src_prefix,
-                    ema=args.ema)
-        if args.config:
-            check_and_save(state_dict, build_backbone(args.config,
-                                                      args.keep_prefix),
-                           args.dst, meta=meta, force=args.force,
+                    ema=args.ema, positional_field_grid=grid)
+        if model is not None:  # keys as in the output
+            target = nn.ModuleDict(dict(
+                backbone=model)) if args.keep_prefix else model
+            check_and_save(backbone, target, args.dst, meta=meta,
+                           force=args.force,
                            drop_unexpected=args.drop_unexpected)
         else:
-            save_state_dict(state_dict, args.dst, meta, args.force)
-            print(f'saved {len(state_dict)} tensors to {args.dst}')
+            save_state_dict(backbone, args.dst, meta, args.force)
+            print(f'saved {len(backbone)} tensors to {args.dst}')
     except (ConversionError, OSError, ValueError, KeyError) as err:
         parser.exit(1, f'{parser.prog}: error: {err}\n')
 

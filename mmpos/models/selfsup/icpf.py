@@ -30,7 +30,9 @@ flipped view), written by the multi-view crop transforms of
 
 After pretraining the backbone is a standard ViT; its APE for a grid is the
 field resized to it (:func:`field_to_pos_embed`, used by
-:meth:`ICPF.backbone_state_dict`).
+:meth:`ICPF.backbone_state_dict` and by the checkpoint converter
+``tools/model_converters/mmpos2backbone.py``; the backbone's own
+``pos_embed`` only contributes its class-token slot during pretraining).
 
 Ablation switches (Tables 3-5): ``pos_field=None`` (no field sampling: APE
 as DINOv2), ``mask_split=(0.5, 0.)`` (no L_pos), ``(1., 0.)`` / ``(0., 1.)``

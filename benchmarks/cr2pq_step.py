@@ -10,7 +10,8 @@ many backbone passes as MoCo v3). One step is ``zero_grad`` -> ``loss``
 (EMA update, teacher + student) -> backward -> AdamW step. After
 ``warmup`` steps each, the steps are interleaved (``iters`` rounds) so load
 drifts hit all alike; medians are reported with ``time_ratio`` = CR2PQ /
-MoCoV3 and ``time_ratio_sym`` = CR2PQ_sym / MoCoV3.
+MoCoV3 and ``time_ratio_sym`` = CR2PQ_sym / MoCoV3, and the peak memory of
+one more step with ``mem_ratio`` (see ``_timing.py``; AMP on CUDA).
 
 Full: ViT-S/16, 2 x 224px, batch 16. ``--quick``: ViT-S width with 2
 blocks, 2 x 64px, batch 4 (a smoke run). ``--image-size`` and
@@ -18,12 +19,12 @@ blocks, 2 x 64px, batch 4 (a smoke run). ``--image-size`` and
 the numbers.
 
     python benchmarks/cr2pq_step.py [--quick] [--iters N] [--warmup N]
-        [--threads N] [--device cpu|cuda] [--batch-size N] [--image-size N]
+        [--threads N] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
+        [--batch-size N] [--image-size N]
 """
 import argparse
-import statistics
-import time
 
+import _timing
 import torch
 from mmengine.logging import MessageHub
 
@@ -74,76 +75,61 @@ def make_batch(size: int, batch_size: int, device):
     return views, [DataSample(crop_boxes=b) for b in boxes]
 
 
-def make_step(model, views, samples):
-    optimizer = torch.optim.AdamW(
-        [p for p in model.parameters() if p.requires_grad], lr=1e-4)
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        losses = model.loss(views, samples)
-        sum(v for k, v in losses.items() if 'loss' in k).backward()
-        optimizer.step()
-        if views[0].is_cuda:
-            torch.cuda.synchronize()
-
-    return step
-
-
 def run(quick: bool = False, iters: int = None, warmup: int = None,
-        threads: int = None, device: str = 'cpu', batch_size: int = None,
-        image_size: int = None) -> dict:
-    """Returns ``{'settings': ..., name: {step_ms} for MoCoV3, CR2PQ,
-    CR2PQ_sym, 'time_ratio': CR2PQ / MoCoV3, 'time_ratio_sym':
-    CR2PQ_sym / MoCoV3}``."""
-    if threads:
-        torch.set_num_threads(threads)
+        threads: int = None, device: str = 'auto', batch_size: int = None,
+        image_size: int = None, amp: str = 'auto') -> dict:
+    """Returns ``{'settings': ..., name: {step_ms, peak_mib, images_per_s}
+    for MoCoV3, CR2PQ, CR2PQ_sym (the latter two with time/mem ratios to
+    MoCoV3), 'time_ratio': CR2PQ / MoCoV3, 'time_ratio_sym': CR2PQ_sym /
+    MoCoV3}``."""
+    device, amp = _timing.setup(device, amp, threads)
     iters = iters or (3 if quick else 10)
     warmup = warmup if warmup is not None else (1 if quick else 2)
     batch_size = batch_size or (4 if quick else 16)
     size = image_size or (64 if quick else 224)
     MessageHub.get_current_instance().update_info('max_iters', 10**6)
     views, samples = make_batch(size, batch_size, device)
-    steps = {name: make_step(build(name, quick, size).to(device), views,
-                             samples)
-             for name in NAMES}
-    times = {name: [] for name in steps}
-    for step in steps.values():
-        for _ in range(warmup):
-            step()
-    for _ in range(iters):
-        for name, step in steps.items():
-            start = time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - start)
-    result = dict(settings=dict(
-        quick=quick, iters=iters, warmup=warmup, batch_size=batch_size,
-        image_size=size, device=device, threads=torch.get_num_threads(),
-        torch=torch.__version__))
-    for name, values in times.items():
-        result[name] = dict(step_ms=1e3 * statistics.median(values))
-    base = result['MoCoV3']['step_ms']
-    result['time_ratio'] = result['CR2PQ']['step_ms'] / base
-    result['time_ratio_sym'] = result['CR2PQ_sym']['step_ms'] / base
+    steps = {}
+    for name in NAMES:
+        model = build(name, quick, size).to(device)
+        steps[name] = _timing.train_step(
+            model, lambda m=model: m.loss(views, samples), device, amp)
+    result = _timing.measure(steps, device, warmup, iters, batch_size)
+    _timing.add_ratios(result, 'MoCoV3')
+    result['settings'] = _timing.settings(
+        device, amp, quick=quick, iters=iters, warmup=warmup,
+        batch_size=batch_size, image_size=size)
+    result['time_ratio'] = result['CR2PQ']['time_ratio']
+    result['time_ratio_sym'] = result['CR2PQ_sym']['time_ratio']
     return result
+
+
+def summarize(result: dict) -> list:
+    """Summary rows (``_timing.comparison``) of :func:`run`'s result."""
+    return [
+        _timing.comparison('cr2pq_step', name, result[name],
+                           'mmpretrain MoCoV3 (2-view EMA)', result['MoCoV3'])
+        for name in NAMES[1:]
+    ]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--quick', action='store_true')
-    parser.add_argument('--iters', type=int)
-    parser.add_argument('--warmup', type=int)
-    parser.add_argument('--threads', type=int)
     parser.add_argument('--batch-size', type=int)
     parser.add_argument('--image-size', type=int)
-    parser.add_argument('--device', default='cpu')
+    _timing.add_common_args(parser)
     args = parser.parse_args()
     result = run(args.quick, args.iters, args.warmup, args.threads,
-                 args.device, args.batch_size, args.image_size)
+                 args.device, args.batch_size, args.image_size, args.amp)
     print('settings:', result['settings'])
     for name in NAMES:
-        print(f"{name:<10}{result[name]['step_ms']:>10.1f} ms/step")
+        print(f"{name:<10}{result[name]['step_ms']:>10.1f} ms/step"
+              f"{result[name]['peak_mib']:>9.1f} MiB")
     print(f"CR2PQ / MoCoV3: {result['time_ratio']:.3f}x, "
-          f"CR2PQ_sym / MoCoV3: {result['time_ratio_sym']:.3f}x")
+          f"CR2PQ_sym / MoCoV3: {result['time_ratio_sym']:.3f}x; memory "
+          f"{result['CR2PQ']['mem_ratio']:.3f}x, "
+          f"{result['CR2PQ_sym']['mem_ratio']:.3f}x")
 
 
 if __name__ == '__main__':

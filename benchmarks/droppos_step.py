@@ -10,19 +10,21 @@ gradient-free encoder pass over the whole image (``affinity_source=
 from the masked pass, no extra pass) and ``no_attn`` (tau = inf) are timed
 too. One step is ``zero_grad`` -> ``loss`` -> backward -> AdamW step;
 after ``warmup`` steps each, the steps are interleaved (``iters`` rounds)
-and medians reported with ``time_ratio = DropPos / MAE``.
+and medians reported with ``time_ratio = DropPos / MAE``, plus the peak
+memory of one more step and ``mem_ratio`` (``_timing.py`` says how; on CUDA
+under AMP, bf16 by default).
 
 Full: ViT-B/16 at 224px, batch 8. ``--quick``: ViT-S width with 2 blocks at
 64px (16 patches), batch 4 (a smoke run). Nothing is asserted; :func:`run`
 returns the numbers.
 
     python benchmarks/droppos_step.py [--quick] [--iters N] [--warmup N]
-        [--threads N] [--device cpu|cuda] [--batch-size B]
+        [--threads N] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
+        [--batch-size B]
 """
 import argparse
-import statistics
-import time
 
+import _timing
 import torch
 
 VARIANTS = {
@@ -72,76 +74,62 @@ def build(name: str, quick: bool):
     return model.train()
 
 
-def make_step(model, images):
-    optimizer = torch.optim.AdamW(
-        [p for p in model.parameters() if p.requires_grad], lr=1e-4)
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        losses = model.loss(images, [])
-        sum(v for k, v in losses.items() if 'loss' in k).backward()
-        optimizer.step()
-        if images.is_cuda:
-            torch.cuda.synchronize()
-
-    return step
-
-
 def run(quick: bool = False, iters: int = None, warmup: int = None,
-        threads: int = None, device: str = 'cpu',
-        batch_size: int = None) -> dict:
-    """Returns ``{'settings': ..., 'MAE': {step_ms}, '<DropPos variant>':
-    {step_ms, time_ratio}, 'time_ratio': DropPos (paper default) / MAE}``."""
+        threads: int = None, device: str = 'auto', batch_size: int = None,
+        amp: str = 'auto') -> dict:
+    """Returns ``{'settings': ..., 'MAE': {step_ms, peak_mib, images_per_s},
+    '<DropPos variant>': {..., time_ratio, mem_ratio}, 'time_ratio':
+    DropPos (paper default) / MAE}``."""
     from mmengine.logging import MMLogger
     MMLogger.get_current_instance().setLevel('WARNING')  # init-weight logs
-    if threads:
-        torch.set_num_threads(threads)
+    device, amp = _timing.setup(device, amp, threads)
     iters = iters or (3 if quick else 10)
     warmup = warmup if warmup is not None else (1 if quick else 2)
     batch_size = batch_size or (4 if quick else 8)
     size = 64 if quick else 224
     torch.manual_seed(1)
     images = torch.randn(batch_size, 3, size, size, device=device)
-    steps = {name: make_step(build(name, quick).to(device), images)
-             for name in ('MAE', *VARIANTS)}
-    times = {name: [] for name in steps}
-    for step in steps.values():
-        for _ in range(warmup):
-            step()
-    for _ in range(iters):
-        for name, step in steps.items():
-            start = time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - start)
-    result = dict(settings=dict(
-        quick=quick, iters=iters, warmup=warmup, batch_size=batch_size,
-        image_size=size, mask_ratio=0.75, device=device,
-        threads=torch.get_num_threads(), torch=torch.__version__))
-    for name, values in times.items():
-        result[name] = dict(step_ms=1e3 * statistics.median(values))
-    for name in VARIANTS:
-        result[name]['time_ratio'] = result[name]['step_ms'] / \
-            result['MAE']['step_ms']
+    steps = {}
+    for name in ('MAE', *VARIANTS):
+        model = build(name, quick).to(device)
+        steps[name] = _timing.train_step(
+            model, lambda m=model: m.loss(images, []), device, amp)
+    result = _timing.measure(steps, device, warmup, iters, batch_size)
+    _timing.add_ratios(result, 'MAE')
+    result['settings'] = _timing.settings(
+        device, amp, quick=quick, iters=iters, warmup=warmup,
+        batch_size=batch_size, image_size=size, mask_ratio=0.75)
     result['time_ratio'] = result['DropPos']['time_ratio']
     return result
+
+
+def summarize(result: dict) -> list:
+    """Summary rows (``_timing.comparison``) of :func:`run`'s result."""
+    rows = [
+        _timing.comparison('droppos_step', name, result[name],
+                           'mmpretrain MAE', result['MAE'])
+        for name in VARIANTS
+    ]
+    rows[0]['target'] = '<= 1.0'  # DropPos (paper default), issue 5
+    return rows
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--quick', action='store_true')
-    parser.add_argument('--iters', type=int)
-    parser.add_argument('--warmup', type=int)
-    parser.add_argument('--threads', type=int)
     parser.add_argument('--batch-size', type=int)
-    parser.add_argument('--device', default='cpu')
+    _timing.add_common_args(parser)
     args = parser.parse_args()
     result = run(args.quick, args.iters, args.warmup, args.threads,
-                 args.device, args.batch_size)
+                 args.device, args.batch_size, args.amp)
     print('settings:', result['settings'])
-    print(f"{'MAE':<17}{result['MAE']['step_ms']:>10.1f} ms/step")
+    print(f"{'MAE':<17}{result['MAE']['step_ms']:>10.1f} ms/step"
+          f"{result['MAE']['peak_mib']:>9.1f} MiB")
     for name in VARIANTS:
-        print(f"{name:<17}{result[name]['step_ms']:>10.1f} ms/step  "
-              f"{name} / MAE: {result[name]['time_ratio']:.3f}x")
+        print(f"{name:<17}{result[name]['step_ms']:>10.1f} ms/step"
+              f"{result[name]['peak_mib']:>9.1f} MiB  {name} / MAE: "
+              f"time {result[name]['time_ratio']:.3f}x, "
+              f"memory {result[name]['mem_ratio']:.3f}x")
 
 
 if __name__ == '__main__':

@@ -9,7 +9,8 @@ cross-wise position masks and Eq. 4. One step is ``zero_grad`` -> ``loss``
 (``iters`` rounds) so that load drifts hit both alike; medians are reported
 with ``time_ratio = ICPF / DINOv2`` (the paper reports 1.3x per epoch for
 its implementation on GPUs, data loading included; this measures the model
-step only).
+step only), and the peak memory of one more step with ``mem_ratio`` (see
+``_timing.py``; AMP on CUDA).
 
 Full: ViT-S/16, 2 global 224px + 8 local 96px crops, batch 8, 65536
 prototypes. ``--quick``: ViT-S width with 2 blocks, 2 x 64px + 4 x 32px
@@ -17,12 +18,12 @@ crops, batch 4, 4096 prototypes (a smoke run). Nothing is asserted;
 :func:`run` returns the numbers.
 
     python benchmarks/icpf_step.py [--quick] [--iters N] [--warmup N]
-        [--threads N] [--device cpu|cuda]
+        [--threads N] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
+        [--batch-size N]
 """
 import argparse
-import statistics
-import time
 
+import _timing
 import torch
 from mmengine.logging import MessageHub
 
@@ -63,71 +64,55 @@ def make_batch(quick: bool, batch_size: int, device):
     return views, samples, g
 
 
-def make_step(model, views, samples):
-    optimizer = torch.optim.AdamW(
-        [p for p in model.parameters() if p.requires_grad], lr=1e-4)
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        losses = model.loss(views, samples)
-        sum(v for k, v in losses.items() if 'loss' in k).backward()
-        optimizer.step()
-        if views[0].is_cuda:
-            torch.cuda.synchronize()
-
-    return step
-
-
 def run(quick: bool = False, iters: int = None, warmup: int = None,
-        threads: int = None, device: str = 'cpu',
-        batch_size: int = None) -> dict:
-    """Returns ``{'settings': ..., 'DINOv2': {step_ms}, 'ICPF': {step_ms},
-    'time_ratio': ICPF / DINOv2}``."""
-    if threads:
-        torch.set_num_threads(threads)
+        threads: int = None, device: str = 'auto', batch_size: int = None,
+        amp: str = 'auto') -> dict:
+    """Returns ``{'settings': ..., 'DINOv2': {step_ms, peak_mib,
+    images_per_s}, 'ICPF': {..., time_ratio, mem_ratio}, 'time_ratio': ICPF
+    / DINOv2}``."""
+    device, amp = _timing.setup(device, amp, threads)
     iters = iters or (3 if quick else 10)
     warmup = warmup if warmup is not None else (1 if quick else 2)
     batch_size = batch_size or (4 if quick else 8)
     MessageHub.get_current_instance().update_info('max_iters', 10**6)
     views, samples, global_size = make_batch(quick, batch_size, device)
-    steps = {name: make_step(build(name, quick, global_size).to(device),
-                             views, samples)
-             for name in ('DINOv2', 'ICPF')}
-    times = {name: [] for name in steps}
-    for step in steps.values():
-        for _ in range(warmup):
-            step()
-    for _ in range(iters):
-        for name, step in steps.items():
-            start = time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - start)
-    result = dict(settings=dict(
-        quick=quick, iters=iters, warmup=warmup, batch_size=batch_size,
-        device=device, threads=torch.get_num_threads(),
-        torch=torch.__version__))
-    for name, values in times.items():
-        result[name] = dict(step_ms=1e3 * statistics.median(values))
-    result['time_ratio'] = result['ICPF']['step_ms'] / \
-        result['DINOv2']['step_ms']
+    steps = {}
+    for name in ('DINOv2', 'ICPF'):
+        model = build(name, quick, global_size).to(device)
+        steps[name] = _timing.train_step(
+            model, lambda m=model: m.loss(views, samples), device, amp)
+    result = _timing.measure(steps, device, warmup, iters, batch_size)
+    _timing.add_ratios(result, 'DINOv2')
+    result['settings'] = _timing.settings(
+        device, amp, quick=quick, iters=iters, warmup=warmup,
+        batch_size=batch_size)
+    result['time_ratio'] = result['ICPF']['time_ratio']
     return result
+
+
+def summarize(result: dict) -> list:
+    """Summary rows (``_timing.comparison``) of :func:`run`'s result."""
+    return [
+        _timing.comparison('icpf_step', 'ICPF', result['ICPF'],
+                           'DINOv2 base (no extension)', result['DINOv2'],
+                           target='1.3 (paper, per epoch)')
+    ]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--quick', action='store_true')
-    parser.add_argument('--iters', type=int)
-    parser.add_argument('--warmup', type=int)
-    parser.add_argument('--threads', type=int)
     parser.add_argument('--batch-size', type=int)
-    parser.add_argument('--device', default='cpu')
+    _timing.add_common_args(parser)
     args = parser.parse_args()
     result = run(args.quick, args.iters, args.warmup, args.threads,
-                 args.device, args.batch_size)
+                 args.device, args.batch_size, args.amp)
     print('settings:', result['settings'])
     for name in ('DINOv2', 'ICPF'):
-        print(f"{name:<8}{result[name]['step_ms']:>10.1f} ms/step")
-    print(f"ICPF / DINOv2: {result['time_ratio']:.3f}x")
+        print(f"{name:<8}{result[name]['step_ms']:>10.1f} ms/step"
+              f"{result[name]['peak_mib']:>9.1f} MiB")
+    print(f"ICPF / DINOv2: {result['time_ratio']:.3f}x, memory "
+          f"{result['ICPF']['mem_ratio']:.3f}x")
 
 
 if __name__ == '__main__':

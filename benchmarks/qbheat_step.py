@@ -16,19 +16,21 @@ backward of the Mobile-Former on the quarter vs. the whole image) is timed
 the same way: ``encoder_ratio``. With the paper's 6 x 512 decoder on all
 positions the decoder dominates both steps, so ``time_ratio`` stays near 1
 while ``encoder_ratio`` shows the quarter-only encoding (ideally ~1/4).
+Each entry also has the peak memory of one more step (see ``_timing.py``;
+AMP on CUDA).
 
 Full: MF-285M, 256^2 images, batch 32, decoder 6 x 512 (the paper's
 setting). ``--quick``: MF-285M at 128^2, batch 4, decoder 1 x 128 (a smoke
 run). Nothing is asserted; :func:`run` returns the numbers.
 
     python benchmarks/qbheat_step.py [--quick] [--iters N] [--warmup N]
-        [--threads N] [--device cpu|cuda] [--arch 285m|1.0g|3.7g]
+        [--threads N] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
+        [--batch-size N] [--arch 285m|1.0g|3.7g]
 """
 import argparse
 import json
-import statistics
-import time
 
+import _timing
 import torch
 import torch.nn as nn
 
@@ -77,57 +79,33 @@ def build(name: str, arch: str, quick: bool):
     return model.train()
 
 
-def make_step(model, images, encoder_only=False):
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        if encoder_only:
-            model(images)[-1].mean().backward()
-        else:
-            model.loss(images, None)['loss'].backward()
-        optimizer.step()
-        if images.is_cuda:
-            torch.cuda.synchronize()
-
-    return step
-
-
 def run(quick: bool = False, iters: int = None, warmup: int = None,
-        threads: int = None, device: str = 'cpu', batch_size: int = None,
-        arch: str = '285m') -> dict:
-    """Returns ``{'settings': ..., 'QB-Heat': {step_ms}, 'full':
-    {step_ms}, 'encoder_quarter': {step_ms}, 'encoder_full': {step_ms},
-    'time_ratio': QB-Heat / full, 'encoder_ratio': quarter / full}``."""
-    if threads:
-        torch.set_num_threads(threads)
+        threads: int = None, device: str = 'auto', batch_size: int = None,
+        arch: str = '285m', amp: str = 'auto') -> dict:
+    """Returns ``{'settings': ..., 'QB-Heat', 'full', 'encoder_quarter',
+    'encoder_full': {step_ms, peak_mib, images_per_s}, 'time_ratio':
+    QB-Heat / full, 'encoder_ratio': quarter / full}``."""
+    from mmpos.models.backbones.mobile_former import MobileFormer
+    device, amp = _timing.setup(device, amp, threads)
     iters = iters or (3 if quick else 10)
     warmup = warmup if warmup is not None else (1 if quick else 2)
     batch_size = batch_size or (4 if quick else 32)
     size = 128 if quick else 256
     images = torch.randn(batch_size, 3, size, size, device=device)
-    steps = {name: make_step(build(name, arch, quick).to(device), images)
-             for name in ('QB-Heat', 'full')}
-    from mmpos.models.backbones.mobile_former import MobileFormer
+    steps = {}
+    for name in ('QB-Heat', 'full'):
+        model = build(name, arch, quick).to(device)
+        steps[name] = _timing.train_step(
+            model, lambda m=model: m.loss(images, None), device, amp)
     half = images[..., :size // 2, :size // 2].contiguous()
     for name, x in (('encoder_quarter', half), ('encoder_full', images)):
-        steps[name] = make_step(MobileFormer(arch).to(device).train(), x,
-                                encoder_only=True)
-    times = {name: [] for name in steps}
-    for step in steps.values():
-        for _ in range(warmup):
-            step()
-    for _ in range(iters):
-        for name, step in steps.items():
-            start = time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - start)
-    result = dict(settings=dict(
-        quick=quick, arch=arch, image_size=size, iters=iters, warmup=warmup,
-        batch_size=batch_size, device=device,
-        threads=torch.get_num_threads(), torch=torch.__version__))
-    for name, values in times.items():
-        result[name] = dict(step_ms=1e3 * statistics.median(values))
+        model = MobileFormer(arch).to(device).train()
+        steps[name] = _timing.train_step(
+            model, lambda m=model, x=x: m(x)[-1].float().mean(), device, amp)
+    result = _timing.measure(steps, device, warmup, iters, batch_size)
+    result['settings'] = _timing.settings(
+        device, amp, quick=quick, arch=arch, image_size=size, iters=iters,
+        warmup=warmup, batch_size=batch_size)
     result['time_ratio'] = result['QB-Heat']['step_ms'] / \
         result['full']['step_ms']
     result['encoder_ratio'] = result['encoder_quarter']['step_ms'] / \
@@ -135,19 +113,28 @@ def run(quick: bool = False, iters: int = None, warmup: int = None,
     return result
 
 
+def summarize(result: dict) -> list:
+    """Summary rows (``_timing.comparison``) of :func:`run`'s result."""
+    return [
+        _timing.comparison('qbheat_step', 'QB-Heat', result['QB-Heat'],
+                           'MAE-style full-image encoding', result['full']),
+        _timing.comparison('qbheat_step', 'encoder on the quarter',
+                           result['encoder_quarter'],
+                           'encoder on the full image',
+                           result['encoder_full'], target='~0.25'),
+    ]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--quick', action='store_true')
-    parser.add_argument('--iters', type=int)
-    parser.add_argument('--warmup', type=int)
-    parser.add_argument('--threads', type=int)
     parser.add_argument('--batch-size', type=int)
-    parser.add_argument('--device', default='cpu', choices=['cpu', 'cuda'])
     parser.add_argument('--arch', default='285m',
                         choices=['285m', '1.0g', '3.7g'])
+    _timing.add_common_args(parser)
     args = parser.parse_args()
     result = run(args.quick, args.iters, args.warmup, args.threads,
-                 args.device, args.batch_size, args.arch)
+                 args.device, args.batch_size, args.arch, args.amp)
     print(json.dumps(result, indent=2))
     print(f"QB-Heat / full-image step time: {result['time_ratio']:.3f}; "
           f"encoder quarter / full: {result['encoder_ratio']:.3f}")

@@ -3,15 +3,20 @@
 Loads ``mmpos/models/layers/rope.py`` by path so that it runs where only
 torch is installed (e.g. a GPU machine without the OpenMMLab stack).
 
-* Checks on the device, under autocast (bf16 on CUDA, fp32 on CPU): q.k
-  logits between patch tokens are unchanged by a common shift of all
-  coordinates (integer and fractional), axial and mixed; outputs finite.
+* Checks on the device, under autocast (``--amp auto``: bf16 on CUDA, fp32
+  on CPU): q.k logits between patch tokens are unchanged by a common shift
+  of all coordinates (integer and fractional), axial and mixed; outputs
+  finite.
 * Times one attention layer (qkv -> RoPE -> SDPA -> proj, forward+backward)
   without RoPE, with RoPE-Axial and with RoPE-Mixed at ViT-B width for
   several token counts, and prints each ratio against no RoPE measured in
   the same run.
 
-    python benchmarks/rope_attention_device.py [--quick]
+Timing and device/AMP selection come from the sibling ``_timing.py`` (torch
+only).
+
+    python benchmarks/rope_attention_device.py [--quick] [--device auto]
+        [--amp auto|off|bf16|fp16]
 """
 import argparse
 import importlib.util
@@ -21,6 +26,8 @@ import os.path as osp
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+import _timing
 
 _ROPE_FILE = osp.join(
     osp.dirname(osp.abspath(__file__)), '..', 'mmpos', 'models', 'layers',
@@ -66,7 +73,7 @@ def check_shift_invariance(rope_mod, device, dtype):
         worst = 0.
         for shift in ((3., -2.), (0.37, -1.5)):
             shifted = coords + torch.tensor(shift, device=device)
-            with torch.autocast(device.type, dtype=dtype):
+            with _timing.autocast(device, dtype):
                 a = rope(torch.stack((q, k)), coords=coords)
                 b = rope(torch.stack((q, k)), coords=shifted)
             la = (a[0].float() @ a[1].float().transpose(-1, -2))
@@ -79,43 +86,29 @@ def check_shift_invariance(rope_mod, device, dtype):
 
 
 def time_attention(rope_mod, device, dtype, batch, grid, iters):
+    """Median fwd+bwd ms of one attention layer per RoPE type."""
     dim, heads = 768, 12
     hw = (grid, grid)
-    x = torch.randn(batch, grid * grid, dim, device=device)
-    times = {}
+    x = torch.randn(batch, grid * grid, dim, device=device,
+                    requires_grad=True)
+    steps = {}
     for rope_type in ('none', 'axial', 'mixed'):
         layer = Attention(rope_mod, dim, heads, rope_type).to(device)
 
-        def step():
-            with torch.autocast(device.type, dtype=dtype):
-                out = layer(x.requires_grad_(), hw)
+        def step(layer=layer):
+            with _timing.autocast(device, dtype):
+                out = layer(x, hw)
             out.float().sum().backward()
 
-        for _ in range(3):
-            step()
-        if device.type == 'cuda':
-            torch.cuda.synchronize()
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(iters):
-                step()
-            end.record()
-            torch.cuda.synchronize()
-            times[rope_type] = start.elapsed_time(end) / iters
-        else:
-            import time
-            t0 = time.perf_counter()
-            for _ in range(iters):
-                step()
-            times[rope_type] = (time.perf_counter() - t0) * 1e3 / iters
-    return times
+        steps[rope_type] = step
+    stats = _timing.measure(steps, device, warmup=3, iters=iters,
+                            memory=False)
+    return {name: entry['step_ms'] for name, entry in stats.items()}
 
 
-def run(quick=False):
+def run(quick=False, device='auto', amp='auto'):
     rope_mod = load_rope_module()
-    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
-    dtype = torch.bfloat16
+    device, dtype = _timing.setup(device, amp)
     report = dict(
         device=torch.cuda.get_device_name() if device.type == 'cuda' else
         'cpu',
@@ -141,5 +134,7 @@ def run(quick=False):
 if __name__ == '__main__':
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--quick', action='store_true')
+    parser.add_argument('--device', default='auto')
+    parser.add_argument('--amp', default='auto', choices=_timing.AMP_CHOICES)
     args = parser.parse_args()
-    print(json.dumps(run(args.quick), indent=2))
+    print(json.dumps(run(args.quick, args.device, args.amp), indent=2))

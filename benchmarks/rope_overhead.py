@@ -7,12 +7,14 @@ same random batch; after ``--warmup`` steps per model, the steps of the models
 are interleaved (one step each, ``--iters`` rounds) so that drifts in machine
 load hit them alike, and the median step time is reported.
 
-Memory: one extra step per model is run under ``torch.profiler`` with
-``profile_memory=True``; the profiler records every allocator allocation and
-free, and "peak MiB" is the maximum of their running sum, i.e. the highest
-amount of memory *allocated during the step on top of* the parameters and
-AdamW state that exist before it (activations, gradients, temporaries). It is
-allocator-level, so unaffected by RSS caching of the C library.
+Memory (``_timing.peak_memory``): one extra step per model; on CPU it runs
+under ``torch.profiler`` with ``profile_memory=True``, which records every
+allocator allocation and free, and "peak MiB" is the maximum of their running
+sum, i.e. the highest amount of memory *allocated during the step on top of*
+the parameters and AdamW state that exist before it (activations, gradients,
+temporaries). It is allocator-level, so unaffected by RSS caching of the C
+library. On CUDA it is ``max_memory_allocated`` above the memory allocated
+before the step, and the step runs under autocast (bf16 by default).
 
 ``--quick`` keeps the widths but uses 2 blocks, batch 2 and 3 timed rounds
 (a smoke run; ratios are per-block and remain indicative). No timing is
@@ -20,14 +22,12 @@ asserted anywhere; :func:`run` returns the numbers as a dict.
 
     python benchmarks/rope_overhead.py [--quick] [--batch-size 8]
         [--img-size 224] [--iters 10] [--warmup 3] [--variants mixed axial]
-        [--threads 1]
+        [--threads 1] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
 """
 import argparse
-import statistics
-import time
 
+import _timing
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 ARCHS = {
     'ViT-S': dict(embed_dims=384, num_layers=12, num_heads=6,
@@ -49,87 +49,56 @@ def build_models(arch: dict, img_size: int, variants) -> dict:
     return models
 
 
-def make_step(model, images):
-    """A closure running one AdamW training step of ``model``."""
-    model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        loss = model(images)[-1].float().square().mean()
-        loss.backward()
-        optimizer.step()
-
-    return step
-
-
-def peak_step_memory(step) -> int:
-    """Peak bytes allocated during one ``step()`` above what existed before."""
-    with profile(activities=[ProfilerActivity.CPU],
-                 profile_memory=True) as prof:
-        step()
-    events = sorted((e.start_ns(), e.nbytes())
-                    for e in prof.profiler.kineto_results.events()
-                    if e.name() == '[memory]')
-    total = peak = 0
-    for _, nbytes in events:
-        total += nbytes
-        peak = max(peak, total)
-    return peak
-
-
-def measure(steps: dict, warmup: int, iters: int) -> dict:
-    times = {name: [] for name in steps}
-    for step in steps.values():
-        for _ in range(warmup):
-            step()
-    for _ in range(iters):
-        for name, step in steps.items():
-            start = time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - start)
-    return {
-        name: dict(step_ms=1e3 * statistics.median(times[name]),
-                   peak_mib=peak_step_memory(step) / 2**20)
-        for name, step in steps.items()
-    }
-
-
 def run(quick: bool = False,
         batch_size: int = None,
         img_size: int = 224,
         iters: int = None,
         warmup: int = None,
         variants=('mixed', ),
-        threads: int = None) -> dict:
+        threads: int = None,
+        device: str = 'auto',
+        amp: str = 'auto') -> dict:
     """Benchmark every arch; returns ``{arch: {model: {step_ms, peak_mib,
-    params_m, time_ratio, mem_ratio}}}`` with ratios relative to ``APE``,
-    plus a ``'settings'`` entry. ``threads`` sets ``torch.set_num_threads``
-    (1 gives steadier numbers on a shared machine)."""
-    if threads:
-        torch.set_num_threads(threads)
+    images_per_s, params_m, time_ratio, mem_ratio}}}`` with ratios relative
+    to ``APE`` (1 for ``APE`` itself), plus a ``'settings'`` entry.
+    ``threads`` sets ``torch.set_num_threads`` (1 gives steadier numbers on a
+    shared machine)."""
+    device, amp = _timing.setup(device, amp, threads)
     batch_size = batch_size or (2 if quick else 8)
     iters = iters or (3 if quick else 10)
     warmup = warmup if warmup is not None else (1 if quick else 3)
     torch.manual_seed(0)
-    images = torch.randn(batch_size, 3, img_size, img_size)
-    results = dict(settings=dict(
-        quick=quick, batch_size=batch_size, img_size=img_size, iters=iters,
-        warmup=warmup, threads=torch.get_num_threads(),
-        torch=torch.__version__))
+    images = torch.randn(batch_size, 3, img_size, img_size, device=device)
+    results = dict(settings=_timing.settings(
+        device, amp, quick=quick, batch_size=batch_size, img_size=img_size,
+        iters=iters, warmup=warmup))
     for arch_name, arch in ARCHS.items():
         arch = dict(arch, num_layers=2) if quick else arch
         models = build_models(arch, img_size, variants)
-        stats = measure({n: make_step(m, images)
-                         for n, m in models.items()}, warmup, iters)
-        base = stats['APE']
+        steps = {}
         for name, model in models.items():
-            stats[name].update(
-                params_m=sum(p.numel() for p in model.parameters()) / 1e6,
-                time_ratio=stats[name]['step_ms'] / base['step_ms'],
-                mem_ratio=stats[name]['peak_mib'] / base['peak_mib'])
+            model.to(device).train()
+            steps[name] = _timing.train_step(
+                model, lambda m=model: m(images)[-1].float().square().mean(),
+                device, amp)
+        stats = _timing.measure(steps, device, warmup, iters, batch_size)
+        _timing.add_ratios(stats, 'APE')
+        for name, model in models.items():
+            stats[name]['params_m'] = sum(
+                p.numel() for p in model.parameters()) / 1e6
         results[arch_name + (' (2 blocks)' if quick else '')] = stats
     return results
+
+
+def summarize(results: dict) -> list:
+    """Summary rows (``_timing.comparison``) of :func:`run`'s result."""
+    return [
+        _timing.comparison(f'rope_overhead {arch}', name, stats[name],
+                           'mmpretrain VisionTransformer (APE)',
+                           stats['APE'], target='<= 1.05 (CPU fp32)')
+        for arch, stats in results.items() if arch != 'settings'
+        for name in stats if name != 'APE'
+    ]
 
 
 def print_table(results: dict) -> None:
@@ -152,16 +121,14 @@ def main():
     parser.add_argument('--quick', action='store_true')
     parser.add_argument('--batch-size', type=int)
     parser.add_argument('--img-size', type=int, default=224)
-    parser.add_argument('--iters', type=int)
-    parser.add_argument('--warmup', type=int)
     parser.add_argument('--variants', nargs='+', default=['mixed'],
                         choices=['mixed', 'axial'])
-    parser.add_argument('--threads', type=int,
-                        help='torch.set_num_threads (default: torch default)')
+    _timing.add_common_args(parser)
     args = parser.parse_args()
     print_table(
         run(args.quick, args.batch_size, args.img_size, args.iters,
-            args.warmup, tuple(args.variants), args.threads))
+            args.warmup, tuple(args.variants), args.threads, args.device,
+            args.amp))
 
 
 if __name__ == '__main__':

@@ -1,0 +1,245 @@
+"""Shared measurement for the scripts in ``benchmarks/``.
+
+Needs only torch (``rope_attention_device.py`` runs where the OpenMMLab stack
+is absent); the scripts import it as a sibling module, so each runs
+standalone as ``python benchmarks/<script>.py``.
+
+* **Steps.** :func:`train_step` wraps a loss closure into one training step:
+  loss (under autocast when an AMP dtype is given; dict losses are summed
+  over the keys containing ``'loss'``, as mmengine's ``parse_losses``) ->
+  backward -> AdamW step (fp16 through a ``GradScaler``) -> ``zero_grad``
+  (``set_to_none``, so gradients live only inside a step). Any other
+  zero-argument callable can be timed as well (forward-only, a data
+  pipeline).
+* **Time.** :func:`measure` runs ``warmup`` calls of every step, then
+  ``iters`` *interleaved* rounds (one call of each step per round) so that
+  drifts of a shared machine's load hit all alike, and reports the median.
+  On CUDA the device is synchronised before and after each timed call.
+* **Peak memory** (:func:`peak_memory`), one extra call per step: on CUDA
+  ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``,
+  minus what was allocated before the call; on CPU the allocator events of
+  ``torch.profiler`` (``profile_memory=True``): the maximum running sum of
+  every allocation and free during the call. Both are the highest memory
+  the call *adds* on top of what exists before it (parameters, optimizer
+  state and inputs are not counted; activations, gradients and temporaries
+  are). CPU numbers are allocator-level torch tensors only: not RSS
+  (unaffected by the C library's caching) and blind to numpy / PIL memory,
+  which is why the data-pipeline benchmark reports none.
+"""
+import contextlib
+import statistics
+import time
+from typing import Callable, Dict, Optional
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+AMP_CHOICES = ('auto', 'off', 'bf16', 'fp16')
+
+
+def resolve_device(device: str = 'auto') -> torch.device:
+    """``'auto'``: CUDA when available, else CPU; otherwise ``device``."""
+    if device == 'auto':
+        device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    device = torch.device(device)
+    if device.type == 'cuda' and not torch.cuda.is_available():
+        raise ValueError(f'device {device}: CUDA is not available here')
+    return device
+
+
+def resolve_amp(amp: str, device: torch.device) -> Optional[torch.dtype]:
+    """Autocast dtype: ``'auto'`` is bf16 on CUDA (fp16 where bf16 is
+    unsupported) and none (fp32) on CPU; ``'off'`` is none."""
+    if amp not in AMP_CHOICES:
+        raise ValueError(f'amp must be one of {AMP_CHOICES}, got {amp!r}')
+    if amp == 'auto':
+        if device.type != 'cuda':
+            return None
+        return (torch.bfloat16
+                if torch.cuda.is_bf16_supported() else torch.float16)
+    return dict(off=None, bf16=torch.bfloat16, fp16=torch.float16)[amp]
+
+
+def setup(device: str = 'auto', amp: str = 'auto',
+          threads: Optional[int] = None):
+    """``(torch.device, autocast dtype or None)``; sets the thread count."""
+    if threads:
+        torch.set_num_threads(threads)
+    device = resolve_device(device)
+    return device, resolve_amp(amp, device)
+
+
+def autocast(device: torch.device, dtype: Optional[torch.dtype]):
+    """``torch.autocast`` for ``dtype``, a no-op context for ``None``."""
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=dtype)
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+
+
+def sum_losses(losses) -> torch.Tensor:
+    """A loss tensor, or the sum of the ``'loss'`` entries of a dict (list
+    values summed too)."""
+    if isinstance(losses, torch.Tensor):
+        return losses
+    total = 0.
+    for key, value in losses.items():
+        if 'loss' in key:
+            if isinstance(value, (list, tuple)):
+                value = sum(value)
+            total = total + value
+    return total
+
+
+def train_step(model: torch.nn.Module,
+               loss_fn: Callable,
+               device: torch.device,
+               amp: Optional[torch.dtype] = None,
+               lr: float = 1e-4) -> Callable[[], None]:
+    """One AdamW training step of ``model`` (trainable parameters only) on
+    the loss returned by ``loss_fn()`` (tensor or dict)."""
+    optimizer = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad], lr=lr)
+    scaler = (torch.amp.GradScaler(device.type)
+              if amp == torch.float16 else None)
+
+    def step():
+        with autocast(device, amp):
+            loss = sum_losses(loss_fn())
+        if scaler is None:
+            loss.backward()
+            optimizer.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        # Release the gradients here rather than before the next forward:
+        # same work per step, and no step starts with the previous step's
+        # gradients allocated (whose release the CPU profiler cannot see).
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def peak_memory(step: Callable[[], None], device: torch.device) -> int:
+    """Peak bytes allocated during one ``step()`` above what existed before
+    (see the module docstring for how, per device)."""
+    if device.type == 'cuda':
+        synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device)
+        step()
+        synchronize(device)
+        return torch.cuda.max_memory_allocated(device) - before
+    with profile(activities=[ProfilerActivity.CPU],
+                 profile_memory=True) as prof:
+        step()
+    events = sorted((e.start_ns(), e.nbytes())
+                    for e in prof.profiler.kineto_results.events()
+                    if e.name() == '[memory]')
+    total = peak = 0
+    for _, nbytes in events:
+        total += nbytes
+        peak = max(peak, total)
+    return peak
+
+
+def time_steps(steps: Dict[str, Callable[[], None]], device: torch.device,
+               warmup: int, iters: int) -> Dict[str, list]:
+    """Seconds of each of ``iters`` interleaved calls per step, after
+    ``warmup`` calls of each."""
+    for step in steps.values():
+        for _ in range(warmup):
+            step()
+    times = {name: [] for name in steps}
+    for _ in range(iters):
+        for name, step in steps.items():
+            synchronize(device)
+            start = time.perf_counter()
+            step()
+            synchronize(device)
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def measure(steps: Dict[str, Callable[[], None]],
+            device: torch.device,
+            warmup: int,
+            iters: int,
+            batch_size: Optional[int] = None,
+            memory: bool = True) -> Dict[str, dict]:
+    """``{name: {step_ms, [peak_mib], [images_per_s]}}``: median time of the
+    interleaved calls (:func:`time_steps`), the peak memory of one more call
+    (:func:`peak_memory`) and ``batch_size`` / median seconds."""
+    times = time_steps(steps, device, warmup, iters)
+    stats = {}
+    for name, step in steps.items():
+        seconds = statistics.median(times[name])
+        stats[name] = dict(step_ms=1e3 * seconds)
+        if memory:
+            stats[name]['peak_mib'] = peak_memory(step, device) / 2**20
+        if batch_size:
+            stats[name]['images_per_s'] = batch_size / seconds
+    return stats
+
+
+def add_ratios(stats: Dict[str, dict], base: str) -> None:
+    """Add ``time_ratio`` (and ``mem_ratio``) against ``stats[base]`` to
+    every entry of ``stats`` (1 for ``base``)."""
+    ref = dict(stats[base])
+    for entry in stats.values():
+        entry['time_ratio'] = entry['step_ms'] / ref['step_ms']
+        if 'peak_mib' in entry and ref.get('peak_mib'):
+            entry['mem_ratio'] = entry['peak_mib'] / ref['peak_mib']
+
+
+def settings(device: torch.device, amp: Optional[torch.dtype],
+             **extra) -> dict:
+    """Run settings recorded next to the numbers."""
+    return dict(
+        extra,
+        device=(torch.cuda.get_device_name(device)
+                if device.type == 'cuda' else 'cpu'),
+        amp=str(amp).replace('torch.', '') if amp else 'off (fp32)',
+        threads=torch.get_num_threads(),
+        torch=torch.__version__)
+
+
+def comparison(benchmark: str, ours: str, ours_stats: dict, baseline: str,
+               base_stats: dict, **extra) -> dict:
+    """One summary row: ours against a baseline measured in the same run,
+    ``time_ratio`` = ours / baseline (below 1: ours is faster), likewise
+    ``mem_ratio`` and ``throughput_ratio`` (above 1: ours is faster)."""
+    row = dict(benchmark=benchmark, ours=ours, baseline=baseline,
+               ours_ms=ours_stats['step_ms'],
+               baseline_ms=base_stats['step_ms'],
+               time_ratio=ours_stats['step_ms'] / base_stats['step_ms'])
+    if 'peak_mib' in ours_stats and 'peak_mib' in base_stats:
+        row.update(ours_peak_mib=ours_stats['peak_mib'],
+                   baseline_peak_mib=base_stats['peak_mib'])
+        if base_stats['peak_mib'] > 0:
+            row['mem_ratio'] = ours_stats['peak_mib'] / base_stats['peak_mib']
+    if 'images_per_s' in ours_stats and 'images_per_s' in base_stats:
+        row.update(ours_images_per_s=ours_stats['images_per_s'],
+                   baseline_images_per_s=base_stats['images_per_s'],
+                   throughput_ratio=ours_stats['images_per_s'] /
+                   base_stats['images_per_s'])
+    row.update(extra)
+    return row
+
+
+def add_common_args(parser) -> None:
+    """``--iters --warmup --threads --device --amp`` of every script."""
+    parser.add_argument('--iters', type=int, help='timed rounds')
+    parser.add_argument('--warmup', type=int, help='untimed calls per step')
+    parser.add_argument('--threads', type=int,
+                        help='torch.set_num_threads (default: torch default)')
+    parser.add_argument('--device', default='auto',
+                        help="'auto' (CUDA when available), 'cpu', 'cuda'")
+    parser.add_argument('--amp', default='auto', choices=AMP_CHOICES,
+                        help="autocast dtype; 'auto': bf16/fp16 on CUDA, "
+                        'fp32 on CPU')

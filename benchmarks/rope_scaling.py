@@ -1,0 +1,188 @@
+"""Cost growth of the RoPE ViT with the input resolution.
+
+Forward pass (eval mode, ``torch.no_grad``; autocast bf16/fp16 on CUDA) of
+``RoPEVisionTransformer`` (RoPE-Mixed and RoPE-Axial, no APE) and of
+mmpretrain's ``VisionTransformer`` (APE, built for each size) at 224, 448,
+896 and 1024 px, i.e. N = 196, 784, 3136 and 4096 tokens of 16 px patches,
+batch 1. Per size: median time and peak memory (``_timing.py``), measured
+interleaved in this process, and the ratios against mmpretrain's ViT. Per
+model: the exponent ``a`` of the least-squares fit ``cost ~ N^a`` of log time
+and log memory against log N. Attention costs O(N^2 C) FLOPs against
+O(N C^2) for the projections and MLP, so ``a`` moves from 1 towards 2 as N
+outgrows the width; with SDPA the attention matrix is never stored, so
+memory stays near-linear.
+
+RoPE tables: :func:`count_table_builds` reads the cache counters of
+``mmpos.models.layers.rope`` around the timed forwards. With the tables
+built during warm-up (one per size), RoPE-Axial builds none while timed (all
+cache hits); RoPE-Mixed, whose frequencies are learnable, reuses the cached
+coordinate grid and recomputes only the elementwise angles. Counts, not
+times: ``tests/test_bench_summary.py`` checks them.
+
+Full: ViT-B. ``--quick``: a 1-block ViT of width 96 (2 heads), so the
+attention term dominates early.
+
+    python benchmarks/rope_scaling.py [--quick] [--iters N] [--warmup N]
+        [--threads N] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
+"""
+import argparse
+
+import _timing
+import numpy as np
+import torch
+
+SIZES = (224, 448, 896, 1024)
+PATCH = 16
+ARCH = 'b'
+QUICK_ARCH = dict(embed_dims=96, num_layers=1, num_heads=2,
+                  feedforward_channels=384)
+MODELS = ('APE', 'RoPE-mixed', 'RoPE-axial')
+
+
+def build(name: str, arch, size: int) -> torch.nn.Module:
+    from mmpretrain.models import VisionTransformer
+
+    from mmpos.models.backbones import RoPEVisionTransformer
+    torch.manual_seed(0)
+    if name == 'APE':
+        return VisionTransformer(arch=arch, img_size=size, patch_size=PATCH)
+    return RoPEVisionTransformer(arch=arch, img_size=size, patch_size=PATCH,
+                                 rope_type=name.split('-')[1], use_ape=False)
+
+
+def forward_step(model, images, device, amp):
+    """One inference forward of ``model`` on ``images``."""
+
+    def step():
+        with torch.no_grad(), _timing.autocast(device, amp):
+            model(images)
+
+    return step
+
+
+def cache_counts() -> dict:
+    """Builds (misses) and reuses (hits) of the RoPE grid / axial caches."""
+    from mmpos.models.layers import rope_cache_info
+    info = rope_cache_info()
+    return {f'{kind}_{field}': getattr(info[kind], field)
+            for kind in ('grid', 'axial') for field in ('misses', 'hits')}
+
+
+def count_table_builds(steps, calls: int = 2) -> dict:
+    """Cache builds / hits during ``calls`` rounds of ``steps`` (callables),
+    run *after* one warm-up call of each: ``{grid_builds, axial_builds,
+    grid_hits, axial_hits}``."""
+    for step in steps:
+        step()
+    before = cache_counts()
+    for _ in range(calls):
+        for step in steps:
+            step()
+    after = cache_counts()
+    return {
+        f'{kind}_{"builds" if field == "misses" else "hits"}':
+        after[f'{kind}_{field}'] - before[f'{kind}_{field}']
+        for kind in ('grid', 'axial') for field in ('misses', 'hits')
+    }
+
+
+def fit_exponent(tokens, values) -> float:
+    """Slope of the least-squares line of log(values) against log(tokens)."""
+    return float(np.polyfit(np.log(tokens), np.log(values), 1)[0])
+
+
+def run(quick: bool = False, iters: int = None, warmup: int = None,
+        threads: int = None, device: str = 'auto', amp: str = 'auto',
+        sizes=SIZES) -> dict:
+    """Returns ``{'settings', '<size>px': {model: {step_ms, peak_mib,
+    time_ratio, mem_ratio}, 'tokens': N}, 'fit': {model: {time_exponent,
+    mem_exponent}}, 'rope_cache': {model: count_table_builds}}``."""
+    from mmengine.logging import MMLogger
+    MMLogger.get_current_instance().setLevel('WARNING')
+    device, amp = _timing.setup(device, amp, threads)
+    iters = iters or (3 if quick else 5)
+    warmup = warmup if warmup is not None else 1
+    arch = QUICK_ARCH if quick else ARCH
+    result = dict(settings=_timing.settings(
+        device, amp, quick=quick, iters=iters, warmup=warmup, arch=arch,
+        batch_size=1, sizes=list(sizes)))
+    all_steps = {name: [] for name in MODELS}
+    for size in sizes:
+        images = torch.randn(1, 3, size, size, device=device)
+        steps = {}
+        for name in MODELS:
+            model = build(name, arch, size).to(device)
+            model.eval()  # mmpretrain's train() returns None
+            steps[name] = forward_step(model, images, device, amp)
+            all_steps[name].append(steps[name])
+        stats = _timing.measure(steps, device, warmup, iters, batch_size=1)
+        _timing.add_ratios(stats, 'APE')
+        result[f'{size}px'] = dict(stats, tokens=(size // PATCH)**2)
+    sized = [result[f'{size}px'] for size in sizes]
+    tokens = [entry['tokens'] for entry in sized]
+    if len(sizes) > 1:
+        result['fit'] = {
+            name: dict(
+                time_exponent=fit_exponent(
+                    tokens, [entry[name]['step_ms'] for entry in sized]),
+                mem_exponent=fit_exponent(
+                    tokens, [entry[name]['peak_mib'] for entry in sized]))
+            for name in MODELS
+        }
+    result['rope_cache'] = {
+        name: count_table_builds(all_steps[name])
+        for name in MODELS if name != 'APE'
+    }
+    return result
+
+
+def summarize(result: dict) -> list:
+    """Summary rows (``_timing.comparison``) of :func:`run`'s result."""
+    return [
+        _timing.comparison(f'rope_scaling {key} (N={stats["tokens"]}) fwd',
+                           name, stats[name], 'mmpretrain VisionTransformer',
+                           stats['APE'])
+        for key, stats in result.items() if key.endswith('px')
+        for name in MODELS[1:]
+    ]
+
+
+def markdown(result: dict) -> str:
+    """Fitted exponents and RoPE cache counts as Markdown."""
+    lines = []
+    if 'fit' in result:
+        lines += ['| model | time exponent | memory exponent |',
+                  '|---|---|---|']
+        lines += [f'| {name} | {fit["time_exponent"]:.2f} | '
+                  f'{fit["mem_exponent"]:.2f} |'
+                  for name, fit in result['fit'].items()]
+        lines.append('')
+    lines += ['RoPE cache during repeated forwards (after one warm-up call '
+              'per size):', '',
+              '| model | grid builds | grid hits | axial-table builds | '
+              'axial-table hits |', '|---|---|---|---|---|']
+    lines += [f'| {name} | {c["grid_builds"]} | {c["grid_hits"]} | '
+              f'{c["axial_builds"]} | {c["axial_hits"]} |'
+              for name, c in result['rope_cache'].items()]
+    return '\n'.join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--quick', action='store_true')
+    _timing.add_common_args(parser)
+    args = parser.parse_args()
+    result = run(args.quick, args.iters, args.warmup, args.threads,
+                 args.device, args.amp)
+    print('settings:', result['settings'])
+    for row in summarize(result):
+        print(f"{row['benchmark']:<34}{row['ours']:<12}"
+              f"{row['ours_ms']:9.1f} ms {row['ours_peak_mib']:8.1f} MiB | "
+              f"ViT {row['baseline_ms']:9.1f} ms "
+              f"{row['baseline_peak_mib']:8.1f} MiB | time "
+              f"{row['time_ratio']:.3f}x, memory {row['mem_ratio']:.3f}x")
+    print(markdown(result))
+
+
+if __name__ == '__main__':
+    main()

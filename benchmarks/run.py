@@ -1,0 +1,230 @@
+"""Run every benchmark the method issues ask for and write one summary.
+
+Each benchmark is a sibling script (also runnable on its own) measuring
+ours and a baseline in this process on the same input; the summary lists,
+per comparison, both times, both peak memories (where measured), images/s,
+and the ratios ours / baseline. The timing and memory protocol is
+``_timing.py``'s (interleaved median; allocator-level peak memory).
+
+====================  =====================================================
+``droppos``           DropPos vs mmpretrain ``MAE`` train step
+``qbheat``            QB-Heat vs MAE-style full-image Mobile-Former step
+``cr2pq``             CR2PQ vs mmpretrain ``MoCoV3`` (two-view EMA) step
+``icpf``              ICPF vs the DINOv2 base without the extension
+``rope_vit``          RoPE ViT vs mmpretrain ``VisionTransformer`` step
+``sdpa``              torch SDPA vs naive attention
+``pipeline``          multi-view pipelines with boxes vs ``MultiView``
+``rope_scaling``      RoPE ViT forward at 224...1024 px, exponent, cache
+====================  =====================================================
+
+Writes ``<out>/<name>.json`` (settings, every row, each benchmark's full
+result, its wall time, or its error) and ``<out>/<name>.md``; ``name``
+defaults to ``<device>_quick`` / ``<device>_full``. A benchmark that fails
+is recorded with its error and the others still run; the exit status is 1
+then. The device is detected (``--device auto``: CUDA when available), and
+on CUDA the models run under autocast (``--amp auto``: bf16, fp16 where bf16
+is unsupported).
+
+    python benchmarks/run.py [--quick] [--out DIR] [--name NAME]
+        [--only NAME ...] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
+        [--threads N] [--iters N] [--warmup N]
+"""
+import argparse
+import datetime
+import importlib
+import inspect
+import json
+import math
+import os
+import os.path as osp
+import platform
+import sys
+import time
+
+import _timing
+
+BENCHMARKS = {
+    'droppos': 'droppos_step',
+    'qbheat': 'qbheat_step',
+    'cr2pq': 'cr2pq_step',
+    'icpf': 'icpf_step',
+    'rope_vit': 'rope_overhead',
+    'sdpa': 'sdpa_attention',
+    'pipeline': 'pipeline_throughput',
+    'rope_scaling': 'rope_scaling',
+}
+DEFAULT_OUT = osp.join(osp.dirname(osp.abspath(__file__)), 'results')
+
+
+def run_one(module_name: str, options: dict) -> dict:
+    """Run one benchmark module with the ``options`` its ``run`` accepts;
+    returns ``{seconds, result, rows[, markdown]}``."""
+    module = importlib.import_module(module_name)
+    accepted = inspect.signature(module.run).parameters
+    start = time.perf_counter()
+    result = module.run(**{k: v for k, v in options.items() if k in accepted})
+    entry = dict(seconds=time.perf_counter() - start, result=result,
+                 rows=module.summarize(result))
+    if hasattr(module, 'markdown'):
+        entry['markdown'] = module.markdown(result)
+    return entry
+
+
+def run_all(names, options: dict, log=print) -> dict:
+    """``{name: run_one(...) or {seconds, error}}`` for the chosen names."""
+    entries = {}
+    for name in names:
+        log(f'[{name}] {BENCHMARKS[name]}.py ...')
+        start = time.perf_counter()
+        try:
+            entries[name] = run_one(BENCHMARKS[name], options)
+        except Exception as exc:  # recorded; the other benchmarks still run
+            entries[name] = dict(seconds=time.perf_counter() - start,
+                                 error=f'{type(exc).__name__}: {exc}')
+            log(f'[{name}] FAILED: {entries[name]["error"]}')
+            continue
+        log(f'[{name}] done in {entries[name]["seconds"]:.1f} s')
+    return entries
+
+
+def _cpu_name() -> str:
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _load() -> list:
+    return [round(x, 2) for x in os.getloadavg()] if hasattr(
+        os, 'getloadavg') else []
+
+
+def _json_safe(obj):
+    """Non-finite floats become ``None`` (strict JSON)."""
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def _fmt(value, digits: int = 1) -> str:
+    if value is None or value == '':
+        return '-'
+    if isinstance(value, float):
+        return f'{value:.{digits}f}'
+    return str(value)
+
+
+ROW_COLUMNS = (
+    ('benchmark', 'benchmark', None), ('ours', 'ours', None),
+    ('baseline', 'baseline', None), ('ours ms', 'ours_ms', 1),
+    ('baseline ms', 'baseline_ms', 1), ('time x', 'time_ratio', 3),
+    ('ours MiB', 'ours_peak_mib', 1), ('baseline MiB', 'baseline_peak_mib', 1),
+    ('mem x', 'mem_ratio', 3), ('ours img/s', 'ours_images_per_s', 1),
+    ('baseline img/s', 'baseline_images_per_s', 1), ('target', 'target', None))
+
+
+def summary_markdown(summary: dict) -> str:
+    """The Markdown page of a :func:`write_summary` summary."""
+    s = summary['settings']
+    lines = [
+        '# Benchmark summary', '',
+        f"`python benchmarks/run.py {' '.join(s['argv'])}` on "
+        f"{s['device']} ({s['cpu']}, {s['cpu_count']} logical CPUs), "
+        f"torch {s['torch']}, torch threads: {s['threads']}, autocast "
+        f"{s['amp']}, {s['date']}. Load average (1/5/15 min) "
+        f"{s['load_start']} at the start, {s['load_end']} at the end; "
+        f"{s['total_s']:.0f} s in all.", '',
+        'Ratios are ours / baseline, both measured in this process on the '
+        'same input (time x < 1: ours is faster; mem x < 1: ours needs less '
+        'memory). Times are medians of interleaved calls; memory is the peak '
+        'allocated during one call above what existed before it (CPU: torch '
+        'profiler allocator events; CUDA: max_memory_allocated); images/s = '
+        'batch / median time. See benchmarks/README.md.', '',
+        '| ' + ' | '.join(c[0] for c in ROW_COLUMNS) + ' |',
+        '|' + '---|' * len(ROW_COLUMNS)
+    ]
+    for row in summary['rows']:
+        lines.append('| ' + ' | '.join(
+            _fmt(row.get(key), digits) for _, key, digits in ROW_COLUMNS) +
+                     ' |')
+    for name, entry in summary['benchmarks'].items():
+        if entry.get('markdown'):
+            lines += ['', f'## {name}', '', entry['markdown']]
+    errors = {n: e['error'] for n, e in summary['benchmarks'].items()
+              if 'error' in e}
+    if errors:
+        lines += ['', '## Failed', '']
+        lines += [f'- `{name}`: {error}' for name, error in errors.items()]
+    lines += ['', '## Wall time per benchmark', '']
+    lines += [f"- `{name}`: {entry['seconds']:.1f} s"
+              for name, entry in summary['benchmarks'].items()]
+    return '\n'.join(lines) + '\n'
+
+
+def write_summary(entries: dict, settings: dict, out_dir: str,
+                  name: str) -> dict:
+    """Write ``<out_dir>/<name>.json`` and ``.md``; returns the summary
+    (``{'settings', 'rows', 'benchmarks'}``)."""
+    summary = dict(
+        settings=settings,
+        rows=[row for entry in entries.values()
+              for row in entry.get('rows', [])],
+        benchmarks=entries)
+    summary = _json_safe(summary)
+    os.makedirs(out_dir, exist_ok=True)
+    base = osp.join(out_dir, name)
+    with open(base + '.json', 'w') as f:
+        json.dump(summary, f, indent=1)
+    with open(base + '.md', 'w') as f:
+        f.write(summary_markdown(summary))
+    return summary
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--quick', action='store_true',
+                        help='tiny sizes (a few minutes on a 2-core CPU)')
+    parser.add_argument('--out', default=DEFAULT_OUT,
+                        help='output folder (default: benchmarks/results)')
+    parser.add_argument('--name', help='file stem (default: '
+                        '<device>_quick or <device>_full)')
+    parser.add_argument('--only', nargs='+', choices=list(BENCHMARKS),
+                        default=list(BENCHMARKS), metavar='NAME',
+                        help=f'subset of {", ".join(BENCHMARKS)}')
+    _timing.add_common_args(parser)
+    args = parser.parse_args(argv)
+    try:
+        device, amp = _timing.setup(args.device, args.amp, args.threads)
+    except (ValueError, RuntimeError) as exc:
+        parser.error(str(exc))
+    name = args.name or f"{device.type}_{'quick' if args.quick else 'full'}"
+    settings = dict(
+        _timing.settings(device, amp),
+        argv=list(sys.argv[1:] if argv is None else argv), quick=args.quick,
+        cpu=_cpu_name(), cpu_count=os.cpu_count(),
+        python=platform.python_version(),
+        date=datetime.datetime.now().isoformat(timespec='seconds'),
+        load_start=_load())
+    options = dict(quick=args.quick, iters=args.iters, warmup=args.warmup,
+                   device=str(device), amp=args.amp)
+    start = time.perf_counter()
+    entries = run_all(args.only, options)
+    settings.update(load_end=_load(), total_s=time.perf_counter() - start)
+    write_summary(entries, settings, args.out, name)
+    print(f'wrote {osp.join(args.out, name)}.json and .md')
+    failed = [n for n, e in entries.items() if 'error' in e]
+    if failed:
+        print(f'failed: {", ".join(failed)}', file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""The benchmark harness (``benchmarks/run.py``): the JSON / Markdown summary
+of a tiny run, failure recording, and the measurement claims the benchmarks
+rest on (memory is really measured, RoPE tables are built once, both
+pipelines draw the same crops). Nothing here asserts a time."""
+import importlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+BENCH = Path(__file__).resolve().parents[1] / 'benchmarks'
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    """Import a ``benchmarks/`` script as the harness does (siblings on
+    ``sys.path``)."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    return importlib.import_module
+
+
+def test_sdpa_summary_json_and_markdown(bench, tmp_path):
+    run = bench('run')
+    argv = ['--only', 'sdpa', '--quick', '--iters', '1', '--warmup', '0',
+            '--device', 'cpu', '--out', str(tmp_path), '--name', 'tiny']
+    assert run.main(argv) == 0
+    summary = json.loads((tmp_path / 'tiny.json').read_text())
+    settings = summary['settings']
+    assert settings['device'] == 'cpu' and settings['argv'] == argv
+    assert settings['amp'] == 'off (fp32)' and settings['threads'] >= 1
+    for key in ('torch', 'cpu', 'date', 'load_start', 'load_end', 'total_s'):
+        assert key in settings
+    assert list(summary['benchmarks']) == ['sdpa']
+    assert 'error' not in summary['benchmarks']['sdpa']
+    rows = summary['rows']
+    assert [r['benchmark'] for r in rows] == [
+        'sdpa_attention N=196 (B=4)', 'sdpa_attention N=784 (B=1)']
+    for row in rows:
+        assert (row['ours'], row['baseline']) == ('torch SDPA',
+                                                  'naive attention')
+        for key in ('ours_ms', 'baseline_ms', 'time_ratio', 'ours_peak_mib',
+                    'baseline_peak_mib', 'mem_ratio', 'ours_images_per_s',
+                    'baseline_images_per_s', 'throughput_ratio'):
+            assert math.isfinite(row[key]) and row[key] > 0, key
+        assert row['time_ratio'] == pytest.approx(row['ours_ms'] /
+                                                  row['baseline_ms'])
+        assert row['mem_ratio'] == pytest.approx(row['ours_peak_mib'] /
+                                                 row['baseline_peak_mib'])
+    # Naive attention keeps the fp32 (B, 12, N, N) matrix (and its softmax)
+    # for backward: its measured peak holds at least one of them, and the
+    # fused kernel needs less.
+    big = rows[1]
+    assert big['baseline_peak_mib'] * 2**20 >= 12 * 784 * 784 * 4
+    assert big['mem_ratio'] < 1
+    md = (tmp_path / 'tiny.md').read_text()
+    assert md.startswith('# Benchmark summary')
+    table = [line for line in md.splitlines()
+             if line.startswith('| sdpa_attention')]
+    assert len(table) == 2
+    cells = table[1].split(' | ')
+    assert cells[1:3] == ['torch SDPA', 'naive attention']
+    assert float(cells[5]) == pytest.approx(big['time_ratio'], abs=1e-3)
+
+
+def test_failed_benchmark_is_recorded(bench, tmp_path):
+    run = bench('run')
+    logs = []
+    entries = run.run_all(['sdpa'], dict(quick=True, device='cpu',
+                                         amp='fp8'), log=logs.append)
+    assert entries['sdpa']['error'].startswith('ValueError: amp must be')
+    assert 'FAILED' in logs[-1]
+    summary = run.write_summary(entries, dict(
+        device='cpu', cpu='x', cpu_count=1, torch=torch.__version__,
+        threads=1, amp='off', date='d', load_start=[], load_end=[],
+        total_s=0., argv=['--only', 'sdpa']), str(tmp_path), 'failed')
+    assert summary['rows'] == []
+    md = (tmp_path / 'failed.md').read_text()
+    assert '## Failed' in md and '`sdpa`: ValueError: amp must be' in md
+    assert json.loads((tmp_path / 'failed.json').read_text())[
+        'benchmarks']['sdpa']['error'] == entries['sdpa']['error']
+
+
+def test_fit_exponent_recovers_power_law(bench):
+    fit = bench('rope_scaling').fit_exponent
+    tokens = [196, 784, 3136, 4096]
+    assert fit(tokens, [3 * n**1.5 for n in tokens]) == pytest.approx(1.5)
+    assert fit(tokens, [n + 1e-3 * n**2 for n in tokens]) > 1
+
+
+@pytest.mark.parametrize('rope_type', ['axial', 'mixed'])
+def test_rope_tables_not_rebuilt_across_training_steps(bench, rope_type):
+    """Training steps of a RoPE ViT at two resolutions build their tables
+    once (warm-up) and then only hit the cache."""
+    from mmpos.models.backbones import RoPEVisionTransformer
+    from mmpos.models.layers import clear_rope_cache, rope_cache_info
+    timing, scaling = bench('_timing'), bench('rope_scaling')
+    clear_rope_cache()
+    model = RoPEVisionTransformer(
+        arch=dict(embed_dims=32, num_layers=2, num_heads=2,
+                  feedforward_channels=64),
+        img_size=32, patch_size=8, rope_type=rope_type, use_ape=False)
+    cpu = torch.device('cpu')
+    steps = [
+        timing.train_step(model, lambda s=s: model(torch.randn(
+            2, 3, s, s))[-1].square().mean(), cpu)
+        for s in (32, 48)
+    ]
+    counts = scaling.count_table_builds(steps, calls=2)
+    forwards = 2 * 2 * 2  # calls x sizes x layers
+    assert counts['grid_builds'] == counts['axial_builds'] == 0
+    info = rope_cache_info()
+    if rope_type == 'axial':
+        assert counts['axial_hits'] == forwards
+        assert info['axial'].misses == 2  # one table per grid, at warm-up
+    else:  # learnable frequencies: the grid is cached, angles recomputed
+        assert counts['grid_hits'] == forwards and counts['axial_hits'] == 0
+        assert info['grid'].misses == 2
+
+
+def test_rope_scaling_result_structure(bench):
+    result = bench('rope_scaling').run(quick=True, iters=1, warmup=0,
+                                       device='cpu', sizes=(32, 64))
+    assert [result[k]['tokens'] for k in ('32px', '64px')] == [4, 16]
+    assert set(result['fit']) == {'APE', 'RoPE-mixed', 'RoPE-axial'}
+    for fit in result['fit'].values():
+        assert all(math.isfinite(v) for v in fit.values())
+    assert result['rope_cache']['RoPE-axial']['axial_builds'] == 0
+    assert '| RoPE-axial | 0 |' in bench('rope_scaling').markdown(result)
+
+
+def test_pipelines_with_and_without_boxes_draw_the_same_views(bench):
+    """The throughput comparison's premise: with the same seed, the
+    box-recording pipeline and mmpretrain's produce identical views."""
+    pt = bench('pipeline_throughput')
+    cfg = [dict(type='MultiViewWithBoxes', num_views=[1],
+                transforms=[[dict(type='RandomResizedCropWithBox',
+                                  scale=16), dict(type='RandomFlipWithBox')]
+                            ]), dict(type='PackInputs',
+                                     algorithm_keys=['crop_boxes'])]
+    assert pt.swap_types(cfg, False) == [
+        dict(type='MultiView', num_views=[1],
+             transforms=[[dict(type='RandomResizedCrop', scale=16),
+                          dict(type='RandomFlip')]]),
+        dict(type='PackInputs')]
+    assert pt.swap_types(pt.swap_types(cfg, False), True) == cfg
+    pipelines = pt.build_pipelines('icpf')
+    img = np.random.default_rng(0).integers(0, 255, (64, 80, 3), np.uint8)
+    outputs = {}
+    for key, pipeline in pipelines.items():
+        pt.seed_all(3)
+        outputs[key] = pipeline(dict(img=img, img_shape=(64, 80),
+                                     ori_shape=(64, 80)))
+    ours, base = outputs['ours'], outputs['baseline']
+    assert len(ours['inputs']) == len(base['inputs']) == 10
+    for a, b in zip(ours['inputs'], base['inputs']):
+        assert torch.equal(a, b)
+    assert tuple(ours['data_samples'].crop_boxes.shape) == (10, 4)
+    assert 'crop_boxes' not in base['data_samples']

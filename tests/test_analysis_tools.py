@@ -203,3 +203,24 @@ def test_plot_curves_tool(tmp_path):
         ('a', 'mIoU', '20', '50.0'), ('b', 'loss', '10', '4.0'),
         ('b', 'loss', '20', '1.0'), ('b', 'mIoU', '20', '50.0')]
     assert_png(out / 'curves.png')
+
+
+def test_droppos_accuracy_heatmap(tmp_path):
+    """The 16-case position accuracy table as a heatmap PNG: a case at 100%
+    adds a whole cell in the top colour of the map (beyond the colour bar's
+    strip)."""
+    tool = load_tool('droppos_position_acc')
+    top = np.array([253, 231, 37])  # viridis at 1.0
+
+    def top_pixels(acc, name):
+        tool.plot_table(acc, str(tmp_path / name))
+        assert_png(tmp_path / name)
+        with Image.open(tmp_path / name) as img:
+            pixels = np.asarray(img.convert('RGB'), dtype=float)
+        return int((np.abs(pixels - top).sum(-1) < 30).sum())
+
+    flat = {(g, p): 50. for g in tool.GAMMAS for p in tool.GAMMAS_POS}
+    assert len(flat) == 16
+    best = dict(flat)
+    best[0., .25] = 100.
+    assert top_pixels(best, 'best.png') > top_pixels(flat, 'flat.png') + 1000

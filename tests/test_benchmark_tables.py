@@ -2,6 +2,7 @@
 the real manifest (configs present or pending, effective epochs, the papers'
 own deltas and cross-references re-derived from the transcribed numbers)."""
 import csv
+import importlib.util
 import json
 import os
 import subprocess
@@ -9,12 +10,14 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import REPO, run_tool
+from conftest import REPO
 from mmpos.benchmark.manifest import (ManifestError, effective_epochs,
-                                      load_manifest)
+                                      load_manifest, parse_views)
 from mmpos.benchmark.results import (DONE_MARKER, last_checkpoint, read_run,
                                      training_records)
-from mmpos.benchmark.tables import generate
+from mmpos.benchmark.tables import (EFF_EP_LEGEND, README_BEGIN, README_END,
+                                    build_table, generate, readme_section,
+                                    run_results, update_readme)
 
 TRAIN = {'lr': 1e-3, 'loss': 1.0, 'iter': 10, 'step': 10}
 
@@ -172,29 +175,47 @@ def test_every_cell(fabricated, tmp_path):
     assert markdown in (tmp_path / 'out' / 'tables.md').read_text()
 
 
-def test_cli(fabricated, tmp_path):
+def gen_tables(capsys, *args):
+    """``tools/benchmark/gen_tables.py ARGS`` in this process (importing
+    mmpos in a subprocess costs ~15 s): ``(exit code, stdout, stderr)``."""
+    spec = importlib.util.spec_from_file_location(
+        'gen_tables', REPO / 'tools/benchmark/gen_tables.py')
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    try:
+        tool.main([str(a) for a in args])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    if isinstance(code, str):  # sys.exit('message')
+        code, err = 1, err + code
+    return code, out, err
+
+
+def test_cli(fabricated, tmp_path, capsys):
     _, manifest_path, work = fabricated
     out = tmp_path / 'cli'
     zoo = tmp_path / 'zoo.md'
-    proc = run_tool('tools/benchmark/gen_tables.py', manifest_path,
-                    '--work-root', work, '--out-dir', out, '--model-zoo', zoo,
-                    '--print', '--check')
-    assert proc.returncode == 0, proc.stderr
-    assert '| B | 350 | unfinished, missing | 30.0* |' in proc.stdout
+    code, stdout, stderr = gen_tables(
+        capsys, manifest_path, '--work-root', work, '--out-dir', out,
+        '--model-zoo', zoo, '--print', '--check')
+    assert code == 0, stderr
+    assert '| B | 350 | unfinished, missing | 30.0* |' in stdout
     assert sorted(os.listdir(out)) == ['t1.csv', 't1.md', 'tables.md']
     text = zoo.read_text()
     assert '## Fake' in text and '| seg_pending | `configs/not_written.py`' \
         in text
     # a config that disappears without being listed as pending fails --check
     os.remove(manifest_path.parents[2] / 'configs' / 'seg.py')
-    proc = run_tool('tools/benchmark/gen_tables.py', manifest_path,
-                    '--work-root', work, '--out-dir', out, '--check')
-    assert proc.returncode == 1
+    code, _, stderr = gen_tables(capsys, manifest_path, '--work-root', work,
+                                 '--out-dir', out, '--check')
+    assert code == 1
     assert "run 'seg_metrics': config configs/seg.py does not exist" in \
-        proc.stderr
-    proc = run_tool('tools/benchmark/gen_tables.py', manifest_path,
-                    '--work-root', work, '--tables', 'nope')
-    assert proc.returncode != 0 and "no table 'nope'" in proc.stderr
+        stderr
+    code, _, stderr = gen_tables(capsys, manifest_path, '--work-root', work,
+                                 '--tables', 'nope')
+    assert code == 1 and "no table 'nope'" in stderr
 
 
 def test_check_configs(fabricated):
@@ -248,6 +269,103 @@ def test_effective_epochs():
     assert effective_epochs(200, [[1, 224]]) == (1.0, 200.0)
     assert effective_epochs(300, [[2, 224]]) == (2.0, 600.0)
     assert effective_epochs(None, [[1, 224]]) == (None, None)
+
+
+def test_reference_row_effective_epochs(fabricated, tmp_path):
+    """Paper rows without ``eff_ep`` get it from their epochs and views
+    (CR2PQ's tables); the tables explain the accounting."""
+    assert parse_views('2x224² + 10x96²') == [[2, 224], [10, 96]]
+    assert parse_views('2x224²') == [[2, 224]] and parse_views('-') is None
+    _, manifest_path, work = fabricated
+    data = yaml.safe_load(manifest_path.read_text())
+    data['tables'][0]['info'] = ['method', 'epochs', 'views']
+    data['tables'][0]['rows'][1:1] = [
+        # DINO in CR2PQ Table 1: 800 x (2 + (96/224)^2 x 10 = 3.84 ~ 4)
+        {'method': 'DINO', 'epochs': 800, 'views': '2x224² + 10x96²',
+         'paper': [46.8, 40.6, None]},
+        {'method': 'PQCL', 'epochs': 300, 'views': '2x224²',
+         'paper': [47.7, 41.1, None]},
+        {'method': 'no views', 'epochs': 300, 'paper': [1.0, 1.0, 1.0]},
+    ]
+    manifest_path.write_text(yaml.safe_dump(data, allow_unicode=True))
+    manifest = load_manifest(str(manifest_path))
+    rows = generate(manifest, str(work), str(tmp_path / 'out'))['t1']
+    assert [r.eff_ep for r in rows] == ['1600', '3200', '600', '-', '350',
+                                        '350', '350', '350']
+    markdown = (tmp_path / 'out' / 't1.md').read_text()
+    assert '| DINO | 800 | 2x224² + 10x96² | 3200 | paper only |' in markdown
+    assert EFF_EP_LEGEND in markdown
+
+
+def test_update_readme(tmp_path):
+    readme = tmp_path / 'README.md'
+    readme.write_text('# Method\n\nWritten by hand.\n')
+    section = f'{README_BEGIN}\ntables v1\n{README_END}'
+    update_readme(str(readme), section)
+    assert readme.read_text() == f'# Method\n\nWritten by hand.\n\n{section}\n'
+    readme.write_text(readme.read_text() + '\n## Later, by hand\n')
+    update_readme(str(readme), section.replace('v1', 'v2'))
+    assert readme.read_text() == (
+        '# Method\n\nWritten by hand.\n\n' +
+        section.replace('v1', 'v2') + '\n\n## Later, by hand\n')
+    readme.write_text(f'# Method\n{README_END}\n')
+    with pytest.raises(ValueError, match='expected both markers'):
+        update_readme(str(readme), section)
+    assert readme.read_text() == f'# Method\n{README_END}\n'
+
+
+def test_cli_readmes(fabricated, tmp_path, capsys):
+    root, manifest_path, work = fabricated
+    data = yaml.safe_load(manifest_path.read_text())
+    data['readmes'] = {'Fake': ['configs/README.md']}
+    manifest_path.write_text(yaml.safe_dump(data))
+    (root / 'configs' / 'README.md').write_text('# Fake\n\nBy hand.\n')
+    for _ in range(2):  # the second run replaces its own block
+        code, stdout, stderr = gen_tables(
+            capsys, manifest_path, '--work-root', work, '--out-dir',
+            tmp_path / 'o', '--readmes')
+        assert code == 0, stderr
+        assert 'tables written into configs/README.md' in stdout
+    text = (root / 'configs' / 'README.md').read_text()
+    assert text.startswith('# Fake\n\nBy hand.\n\n' + README_BEGIN)
+    assert text.count(README_BEGIN) == 1 and text.endswith(README_END + '\n')
+    assert ('| A | 350 | done | 42.2 | 42.1 | +0.1 | 37.5 | 37.9 | -0.4 | '
+            '41.2 | 40.7 | +0.5 |') in text
+    data['readmes'] = {'Nope': ['configs/README.md']}
+    manifest_path.write_text(yaml.safe_dump(data))
+    code, _, stderr = gen_tables(capsys, manifest_path, '--work-root', work,
+                                 '--readmes')
+    assert code == 1
+    assert 'readmes.Nope: no table of that paper' in stderr
+
+
+def test_demo_manifest(tmp_path, capsys):
+    """tools/demo.py's closing table: its run dirs' test metrics, no paper
+    columns; run.py plans pretraining before both transfer runs."""
+    from mmpos.benchmark.launch import plan
+    manifest_path = REPO / 'tools/benchmark/demo_manifest.yaml'
+    run_dir = tmp_path / '20240101_000000'
+    for name, metrics in (('detection', {'coco/bbox_mAP': 0.1354,
+                                         'coco/bbox_mAP_50': 0.3201,
+                                         'coco/segm_mAP': 0.1688}),
+                          ('segmentation', {'mIoU': 97.61, 'mAcc': 98.66,
+                                            'aAcc': 98.84})):
+        (run_dir / name).mkdir(parents=True)
+        (run_dir / name / 'metrics.json').write_text(json.dumps(metrics))
+    code, stdout, stderr = gen_tables(capsys, manifest_path, '--work-root',
+                                      run_dir, '--print')
+    assert code == 0 and 'warning' not in stderr, stderr
+    assert ('| task | model | status | AP^bb | AP^bb_50 | AP^mk | mIoU | '
+            'mAcc | aAcc |') in stdout
+    assert ('| mini-COCO + mini-ADE | Mask R-CNN / UperNet | done | 13.5 | '
+            '32.0 | 16.9 | 97.6 | 98.7 | 98.8 |') in stdout
+    assert (run_dir / 'tables' / 'demo.csv').is_file()
+    steps = plan(load_manifest(str(manifest_path)), ['detection',
+                                                     'segmentation'],
+                 str(tmp_path / 'fresh'), python='py')
+    assert [(s.run.id, s.action) for s in steps] == [
+        ('pretraining', 'start'), ('detection', 'start'),
+        ('segmentation', 'start')]
 
 
 # ------------------------------------------------------- the real manifest
@@ -317,6 +435,18 @@ def test_real_manifest_paper_deltas(real):
                 if r.fields['head'] == head and r.fields['backbone'] ==
                 backbone]
         assert [round(v - rows[0], 1) for v in rows[1:]] == gains
+    # QB-Heat Table 14 (RetinaNet): AP gains over "sup" (moco2, QB x, QB v)
+    t14 = {'MF-3.7G': [-4.6, 2.6, 4.7], 'MF-1.0G': [-4.3, 2.1, 4.1],
+           'MF-285M': [-2.8, 0.5, 3.0]}
+    for backbone, gains in t14.items():
+        rows = [r.paper[0] for r in real.table('qbheat_t14').rows
+                if r.fields['backbone'] == backbone]
+        assert [round(v - rows[0], 1) for v in rows[1:]] == gains
+    # QB-Heat Table 2: (a) corner + center is (b) 8 models, and Table 4's
+    # MF-3.7G fine-tuning number
+    t2 = {r.fields['setting']: r.paper for r in real.table('qbheat_t2').rows}
+    assert t2['corner + center'] == t2['8']
+    assert t2['8'][2] == paper(real, 'qbheat_t4', method='QB-Heat')[2]
     # QB-Heat: Table 4's QB-Heat row is Table 6's QB-Heat rows
     assert paper(real, 'qbheat_t4', method='QB-Heat') == [
         paper(real, 'qbheat_t6', encoder=e)[0]
@@ -334,6 +464,12 @@ def test_real_manifest_paper_deltas(real):
                  framework='Cascade R-CNN')
     ibot = paper(real, 'cr2pq_t1', method='iBOT', epochs=800)
     assert [round(ours[i] - ibot[i], 1) for i in (0, 3)] == [1.1, 0.8]
+    # CR2PQ Table 6: drops in mAP^bb from continuous 2D RoPE; its first
+    # row is Table 3's ViT-S fine-tuning and Table 1's Cascade 300 epochs
+    t6 = [r.paper for r in real.table('cr2pq_t6').rows]
+    assert [round(r[1] - t6[0][1], 1) for r in t6[1:]] == [-2.3, -2.7, -3.6,
+                                                           -4.6]
+    assert t6[0] == [paper(real, 'cr2pq_t3', method='CR2PQ')[0], ours[0]]
     # DropPos text: 200 ep +2.0 AP^b / +1.5 AP^m / +0.2 mIoU over MAE;
     # ICPF text: +0.9 AP^Box / +0.8 AP^Mask over LOCA.
     drop = real.table('droppos_t6').rows
@@ -348,7 +484,7 @@ def test_real_manifest_empty_work_root(real, tmp_path):
     """Nothing run yet: every run cell is 'missing' or 'pending', and the
     paper column is filled."""
     filled = generate(real, str(tmp_path / 'none'), str(tmp_path / 'out'))
-    assert len(filled) == len(real.tables) == 16
+    assert len(filled) == len(real.tables) == 19
     for table in real.tables:
         for row, result in zip(table.rows, filled[table.id]):
             for cell, value in zip(result.cells, row.paper):
@@ -363,6 +499,21 @@ def test_real_manifest_empty_work_root(real, tmp_path):
         for r in runs))
     assert (row.info, row.eff_ep, row.status) == (['Ours (ICPF)'], '350',
                                                   status)
+
+
+def test_real_readmes_show_the_paper_tables(real, tmp_path):
+    """configs/<method>/README.md hold every table of their paper as
+    ``gen_tables.py --readmes`` writes them before any run exists (paper
+    numbers, ``missing`` / ``pending`` for our runs)."""
+    assert sorted(real.readmes) == sorted({t.paper for t in real.tables})
+    results = run_results(real, str(tmp_path / 'none'))
+    filled = {t.id: build_table(real, t, results) for t in real.tables}
+    for paper, paths in real.readmes.items():
+        section = readme_section(real, paper, filled)
+        for path in paths:
+            assert section in (REPO / path).read_text(), (
+                f'{path} is stale: run python tools/benchmark/gen_tables.py '
+                '--readmes --work-root DIR_WITHOUT_RUNS')
 
 
 def test_run_plan_resumable(fabricated, tmp_path):

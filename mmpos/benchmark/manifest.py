@@ -1,8 +1,10 @@
 """Benchmark manifest: which runs reproduce which cell of which paper table.
 
-A manifest (YAML, e.g. ``tools/benchmark/manifest.yaml``) has five keys::
+A manifest (YAML, e.g. ``tools/benchmark/manifest.yaml``) has six keys::
 
     pending: [configs/droppos/...py, ...]   # named configs not written yet
+    readmes:                                # optional: paper -> READMEs
+      DropPos: [configs/droppos/README.md]  # that show its tables
     metrics:                                # how a column reads a work dir
       AP_bb: {key: coco/bbox_mAP, scale: 100, label: AP^bb}
     runs:                                   # one training (or test) each
@@ -43,8 +45,12 @@ side ``s_i``); masking does not change ``r`` (MAE/DropPos: one 224 view, r=1).
 Both papers quote ``r`` rounded ("2 + (96/224)^2 x 10 ~ 4" for DINO,
 "2 + (96/224)^2 x 8 ~ 3.5" for ICPF, whose 100 epochs become 350), so ``r`` is
 rounded to the nearest 0.5 before multiplying; the exact ``r`` is kept too.
+Reference rows show the paper's ``eff_ep``; without one, it is computed from
+the row's ``epochs`` and ``views`` text (``2x224² + 10x96²``, CR2PQ's
+tables).
 """
 import os.path as osp
+import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -78,6 +84,13 @@ def effective_epochs(epochs: Optional[float],
     if step:
         r = round(r / step) * step
     return r, float(epochs) * r
+
+
+def parse_views(text) -> Optional[List[List[int]]]:
+    """``'2x224² + 10x96²'`` -> ``[[2, 224], [10, 96]]``; None if ``text``
+    names no ``<count>x<size>`` view."""
+    pairs = re.findall(r'(\d+)\s*[x×]\s*(\d+)', str(text or ''))
+    return [[int(n), int(s)] for n, s in pairs] or None
 
 
 @dataclass
@@ -156,6 +169,7 @@ class Manifest:
     metrics: Dict[str, Metric]
     runs: Dict[str, Run]
     tables: List[Table]
+    readmes: Dict[str, List[str]] = field(default_factory=dict)
 
     def table(self, table_id: str) -> Table:
         for table in self.tables:
@@ -214,6 +228,15 @@ class Manifest:
             raise ManifestError(f'row {row.fields}: its runs have different '
                                 f'effective epochs {sorted(values)}')
         return values.pop() if values else None
+
+    def reference_effective_epochs(self, row: Row):
+        """Effective epochs of a paper-only row: its ``eff_ep`` (a number or
+        ``'-'``), else computed from its ``epochs`` and ``views`` fields;
+        None when neither is given."""
+        if row.fields.get('eff_ep') is not None:
+            return row.fields['eff_ep']
+        return effective_epochs(row.fields.get('epochs'),
+                                parse_views(row.fields.get('views')))[1]
 
     def check_effective_epochs(self) -> List[str]:
         """Rows whose computed effective epochs differ from the paper's
@@ -334,9 +357,19 @@ def load_manifest(path: str, root: Optional[str] = None) -> Manifest:
     ids = [t.id for t in tables]
     if len(set(ids)) != len(ids):
         raise ManifestError(f'tables: duplicate ids in {ids}')
+    readmes = {
+        paper: [paths] if isinstance(paths, str) else list(paths)
+        for paper, paths in (data.get('readmes') or {}).items()
+    }
+    papers = {t.paper for t in tables}
+    for paper in readmes:
+        if paper not in papers:
+            raise ManifestError(f'readmes.{paper}: no table of that paper; '
+                                f'papers: {sorted(papers)}')
     manifest = Manifest(path=path, root=root,
                         pending=list(data.get('pending') or []),
-                        metrics=metrics, runs=runs, tables=tables)
+                        metrics=metrics, runs=runs, tables=tables,
+                        readmes=readmes)
     for run_id in runs:
         manifest.root_run(run_id)  # raises on cycles
     return manifest

@@ -17,6 +17,10 @@ Masks are drawn from ``--seed``, so runs are repeatable.
     python tools/analysis_tools/droppos_position_acc.py CONFIG CHECKPOINT
         [--data-root DIR] [--split val] [--num-images N] [--batch-size B]
         [--seed S] [--device cpu|cuda] [--out table.md|table.csv]
+        [--plot heatmap.png]
+
+``--plot`` also draws the 16 cases as a heatmap (rows ``gamma``, columns
+``gamma_pos``, the accuracy written in each cell).
 """
 import argparse
 import itertools
@@ -81,6 +85,33 @@ def format_table(acc: Dict[Tuple[float, float], float],
     return '\n'.join(lines) + f'\n\nAvg. acc: {mean(acc.values()):.2f}\n'
 
 
+def plot_table(acc: Dict[Tuple[float, float], float], path: str) -> None:
+    """Heatmap PNG of the accuracies (%), one cell per case."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    gammas = sorted({g for g, _ in acc})
+    gammas_pos = sorted({p for _, p in acc})
+    grid = [[acc[g, p] for p in gammas_pos] for g in gammas]
+    fig, ax = plt.subplots(figsize=(1.3 * len(gammas_pos) + 2,
+                                    1.0 * len(gammas) + 1.5))
+    image = ax.imshow(grid, cmap='viridis', vmin=0, vmax=100)
+    for i, row in enumerate(grid):
+        for j, value in enumerate(row):
+            ax.text(j, i, f'{value:.1f}', ha='center', va='center',
+                    color='white' if value < 60 else 'black')
+    ax.set_xticks(range(len(gammas_pos)), [f'{p:.2f}' for p in gammas_pos])
+    ax.set_yticks(range(len(gammas)), [f'{g:.2f}' for g in gammas])
+    ax.set_xlabel('gamma_pos (position mask ratio)')
+    ax.set_ylabel('gamma (patch mask ratio)')
+    mean = sum(acc.values()) / len(acc)
+    ax.set_title(f'position accuracy (%), avg. {mean:.2f}')
+    fig.colorbar(image, ax=ax)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def build_batches(cfg, args, model):
     """Preprocessed image batches of the evaluation images."""
     from mmengine.dataset import default_collate
@@ -122,6 +153,7 @@ def main():
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--out', help='write the table (.md or .csv)')
+    parser.add_argument('--plot', help='write a heatmap PNG of the table')
     args = parser.parse_args()
 
     from mmengine.config import Config
@@ -148,6 +180,8 @@ def main():
         fmt = 'csv' if args.out.endswith('.csv') else 'markdown'
         with open(args.out, 'w') as f:
             f.write(format_table(acc, fmt))
+    if args.plot:
+        plot_table(acc, args.plot)
 
 
 if __name__ == '__main__':

@@ -2,12 +2,15 @@
 
     python tools/benchmark/gen_tables.py MANIFEST [--work-root DIR]
         [--out-dir DIR] [--tables ID ...] [--paper NAME] [--model-zoo PATH]
-        [--print] [--check]
+        [--readmes] [--print] [--check]
 
 For every table of MANIFEST (default ``tools/benchmark/manifest.yaml``)
 writes ``<out-dir>/<table>.md`` and ``.csv`` plus ``<out-dir>/tables.md``:
 our number, the paper's and the delta side by side; runs that do not exist
 yet are marked, never an error. A run's work dir is ``<work-root>/<run id>``.
+``--readmes`` also writes every paper's tables into the READMEs named by the
+manifest's ``readmes`` (``configs/<method>/README.md``), between markers;
+the rest of a README is left as it is.
 ``--check`` also fails (exit 1) when a config is missing without being listed
 in the manifest's ``pending`` or when the effective-epoch accounting
 disagrees with a paper's ``eff_ep``.
@@ -19,7 +22,8 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 
 from mmpos.benchmark.manifest import ManifestError, load_manifest  # noqa: E402
-from mmpos.benchmark.tables import generate, model_zoo_markdown  # noqa: E402
+from mmpos.benchmark.tables import (generate, model_zoo_markdown,  # noqa
+                                    update_readmes)
 
 
 def parse_args(argv=None):
@@ -33,6 +37,8 @@ def parse_args(argv=None):
     parser.add_argument('--metrics-file', default='metrics.json',
                         help='tools/test.py --out file name in a work dir')
     parser.add_argument('--model-zoo', help='also write this markdown page')
+    parser.add_argument('--readmes', action='store_true',
+                        help='update the per-method READMEs')
     parser.add_argument('--print', action='store_true',
                         help='print the markdown tables')
     parser.add_argument('--check', action='store_true',
@@ -56,7 +62,9 @@ def main(argv=None):
         out_dir = args.out_dir or osp.join(args.work_root, 'tables')
         filled = generate(manifest, args.work_root, out_dir, table_ids,
                           args.metrics_file)
-    except (ManifestError, KeyError) as err:
+        readmes = update_readmes(manifest, args.work_root,
+                                 args.metrics_file) if args.readmes else []
+    except (ManifestError, KeyError, ValueError) as err:
         sys.exit(f'gen_tables.py: error: {err}')
     if args.model_zoo:
         command = ('python tools/benchmark/gen_tables.py ' +
@@ -67,6 +75,8 @@ def main(argv=None):
         with open(osp.join(out_dir, 'tables.md')) as f:
             print(f.read())
     print(f'{len(filled)} tables written to {out_dir}')
+    if readmes:
+        print('tables written into ' + ', '.join(readmes))
     problems = manifest.check_configs() + manifest.check_effective_epochs()
     for problem in problems:
         print(f'warning: {problem}', file=sys.stderr)

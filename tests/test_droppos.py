@@ -398,18 +398,18 @@ def test_mini_run_position_accuracy_rises_and_converts(tmp_path, mini_data):
     assert all(math.isfinite(v) for v in losses)
     chance = 1 / 16
     assert sum(accs[:3]) / 3 < 1.5 * chance, accs
-    # measured (2-core CPU): 5.9% over the first 3 records, 10.0% over the
-    # last 10, loss 3.03 -> 2.65 (below log 16: informative predictions)
-    assert sum(accs[-10:]) / 10 > 1.3 * chance, accs
-    assert sum(losses[-5:]) / 5 < math.log(16) - 0.05, losses
+    # measured (2-core CPU, gamma = 0.25): 6.1% over the first 3 records,
+    # 22% over the last 10 (3.5x chance), loss 3.34 -> 2.19 (log 16 = 2.77)
+    assert sum(accs[-10:]) / 10 > 2.5 * chance, accs
+    assert sum(losses[-5:]) / 5 < math.log(16) - 0.1, losses
     # sigma decays linearly 1 -> 0 (Eq. 7); the checkpoint holds the value
     # of the last iteration, which a resumed run would continue from
     sigmas = [r['sigma'] for r in records]
     assert sigmas == sorted(sigmas, reverse=True) and sigmas[-1] < 0.05
-    ckpt = torch.load(tmp_path / 'iter_600.pth', map_location='cpu',
+    ckpt = torch.load(tmp_path / 'iter_300.pth', map_location='cpu',
                       weights_only=False)
     state = ckpt['state_dict']
-    assert state['head.sigma'].item() == pytest.approx(1 - 599 / 600)
+    assert state['head.sigma'].item() == pytest.approx(1 - 299 / 300)
     weights = {k[len('backbone.'):]: v for k, v in state.items()
                if k.startswith('backbone.')}
     # the demo Mask R-CNN / UperNet backbones in APE mode: strict (UperNet's

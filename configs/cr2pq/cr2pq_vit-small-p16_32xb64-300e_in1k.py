@@ -1,14 +1,8 @@
 # CR2PQ ViT-S/16 on ImageNet-1K, 300 epochs (Tables 1, 2, 6): as ViT-B but
 # blr 1.75e-4 (lr = blr * 2048 / 256).
 #
-# Table 6 switches (neck.pos_type; the sin-cos / MLP rows also swap the
-# backbone's RoPE for an absolute embedding):
-#   continuous 2-D RoPE: pos_type='rope' (default)
-#   discrete RoPE:       pos_type='discrete_rope'
-#   continuous sin-cos:  pos_type='sincos', backbone rope_type='none',
-#                        use_ape=True, ape_type='sincos'
-#   learnable (MLP):     pos_type='mlp', backbone rope_type='none',
-#                        use_ape=True, ape_type='learnable'
+# Table 6 rows: pos_ablation/ (discrete RoPE, continuous sin-cos, learnable,
+# discrete sin-cos); this config is the continuous 2-D RoPE row.
 # Table 4 teachers: model.target='pixel' (neck.out_channels=768,
 #   loss.norm='layernorm'), or a frozen network, e.g. ResNet-50 (7x7 grid):
 #   target=dict(type='ResNet', depth=50, out_indices=(3, ),

@@ -18,7 +18,7 @@ model = dict(
         embed_dims=embed_dims,
         num_heads=num_heads,
         out_channels=embed_dims,  # = teacher channels (EMA: the student's)
-        pos_type='rope',  # Table 6: 'rope'|'discrete_rope'|'sincos'|'mlp'
+        pos_type='rope',  # Table 6: 'rope' | 'sincos' | 'mlp' (pos_ablation/)
         rope_type='axial',
         rope_theta=100.,
         local_projector='transformer',  # Table 5: 'transformer' | 'mlp'

@@ -15,7 +15,7 @@ from mmpos.registry import MODELS
 from ..backbones.rope_vit import RoPETransformerEncoderLayer
 from ..layers.rope import RoPE2D, grid_coords, sincos_pos_embed_2d
 
-POS_TYPES = ('rope', 'discrete_rope', 'sincos', 'mlp')
+POS_TYPES = ('rope', 'sincos', 'mlp')
 PROJECTORS = ('transformer', 'mlp')
 
 
@@ -119,15 +119,16 @@ class CR2PQNeck(BaseModule):
     4. Global projector ``g'_gamma`` (Eq. 10, 2-layer MLP) on the mean of
        ``h`` over B's tokens -> ``(B, out_channels)``.
 
-    Positions (``pos_type``, Table 6):
+    Positions (``pos_type``, Table 6 with :class:`CR2PQ`'s ``mask_ratio``):
 
-    * ``'rope'``: continuous 2-D RoPE at Eq. 4's coordinates (default).
-    * ``'discrete_rope'``: the same, coordinates rounded to A's integer grid
-      (the paper's row trains an MAE-style single-view variant instead; the
-      rounding isolates continuity, our choice).
+    * ``'rope'``: 2-D RoPE (Eq. 5/6) on queries and keys, no additive
+      embedding: continuous RoPE at Eq. 4's coordinates (default), or, in
+      the masked single-view variant, discrete RoPE at integer grid
+      positions.
     * ``'sincos'``: no rotation; fixed 2-D sin-cos embeddings of the
-      continuous coordinates added to queries and of A's grid to A's tokens
-      (the backbone should then use sin-cos APE instead of RoPE).
+      query coordinates (continuous, or integer when masked) added to the
+      queries and of A's token positions to A's tokens (the backbone should
+      then use sin-cos APE instead of RoPE).
     * ``'mlp'``: as ``'sincos'`` with a learnable 2-layer MLP ``(x, y) ->
       C`` (the paper's "learnable" row).
 
@@ -169,7 +170,7 @@ class CR2PQNeck(BaseModule):
                              f' got {local_projector!r}')
         self.pos_type = pos_type
         self.embed_dims = embed_dims
-        self.rotary = pos_type in ('rope', 'discrete_rope')
+        self.rotary = pos_type == 'rope'
         rope = rope_type if self.rotary else 'none'
         ffn_dims = int(embed_dims * mlp_ratio)
 
@@ -209,30 +210,35 @@ class CR2PQNeck(BaseModule):
             return sincos_pos_embed_2d(coords, self.embed_dims)
         return self.pos_mlp(coords)
 
-    def forward(self, tokens_a: Tensor, hw_a: Sequence[int],
-                coords_b: Tensor) -> Tuple[Tensor, Tensor]:
+    def forward(self,
+                tokens_a: Tensor,
+                hw_a: Sequence[int],
+                coords_b: Tensor,
+                coords_a: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
         """
         Args:
-            tokens_a: ``(B, N_A, C)`` student patch tokens of view A, row-major
-                on the ``hw_a`` grid.
+            tokens_a: ``(B, N_A, C)`` student patch tokens of view A.
             hw_a: A's grid ``(K_A^H, K_A^W)``.
-            coords_b: ``(B, N_B, 2)`` B's relative coordinates (Eq. 4).
+            coords_b: ``(B, N_B, 2)`` ``(x, y)`` query positions in A's grid:
+                B's relative coordinates (Eq. 4), or the masked patches.
+            coords_a: ``(B, N_A, 2)`` positions of ``tokens_a`` when they are
+                not the whole ``hw_a`` grid in row-major order (the visible
+                patches of the masked variant); ``None``: the grid.
 
         Returns:
             ``z_B`` ``(B, N_B, out_channels)`` and the global projection
             ``(B, out_channels)``.
         """
-        if self.pos_type == 'discrete_rope':
-            coords_b = coords_b.round()
         query = self.mask_token.expand(*coords_b.shape[:2], -1)
         context = tokens_a
         if not self.rotary:
-            coords_a = grid_coords(*hw_a, device=tokens_a.device)
+            if coords_a is None:
+                coords_a = grid_coords(*hw_a, device=tokens_a.device)
             query = query + self._pos_embed(coords_b).to(query.dtype)
             context = context + self._pos_embed(coords_a).to(context.dtype)
         h = query + self.cross_attn(
             self.norm_query(query), self.norm_context(context),
-            query_coords=coords_b, context_hw=hw_a)
+            query_coords=coords_b, context_coords=coords_a, context_hw=hw_a)
         h = self.ffn(self.norm_ffn(h), identity=h)
         z = h
         for block in self.local_blocks:

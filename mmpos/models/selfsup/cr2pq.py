@@ -29,6 +29,16 @@ boxes from :mod:`mmpos.datasets.transforms.crop_boxes`):
 
 ``symmetric=True`` also predicts A from B (both directions in one batched
 pass, twice the cost); the paper describes one direction, the default.
+
+Table 6's *discrete* rows (``mask_ratio``, e.g. 0.75): "the discrete
+position can not represent the relative positions of two views", so the
+paper trains them MAE-style on one view with teacher targets instead of
+pixels. The student encodes a random ``1 - mask_ratio`` share of view A's
+patches at their integer grid positions, the neck queries the masked
+positions (integer coordinates) from the visible tokens, and the targets are
+the teacher's tokens of the whole view A at the masked positions. With the
+neck's ``pos_type='rope'`` this is "discrete RoPE", with ``'sincos'`` (and a
+sin-cos APE student) "discrete sin-cos"; view B and the boxes are unused.
 """
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -40,7 +50,9 @@ from mmpretrain.structures import DataSample
 from torch import Tensor
 
 from mmpos.registry import MODELS
+from ..layers.masking import gather_tokens, random_masking
 from ..layers.relative_coords import ALIGNS, relative_coords
+from ..layers.rope import grid_coords
 
 
 def patchify(img: Tensor, patch_size: int) -> Tensor:
@@ -83,6 +95,10 @@ class CR2PQ(BaseSelfSupervisor):
         boxes_key: data-sample field with the ``(V >= 2, 4)`` crop boxes;
             views 0 and 1 are A and B.
         symmetric: add the B -> A direction.
+        mask_ratio: ``None`` (CR2PQ) or the masked share of A's patches of
+            the single-view discrete variant (module docstring); needs a
+            :class:`RoPEVisionTransformer` student with ``out_type='raw'``
+            and targets on the student's grid.
     """
 
     def __init__(self,
@@ -95,6 +111,7 @@ class CR2PQ(BaseSelfSupervisor):
                  align: str = 'center',
                  boxes_key: str = 'crop_boxes',
                  symmetric: bool = False,
+                 mask_ratio: Optional[float] = None,
                  data_preprocessor: Optional[dict] = None,
                  init_cfg: Optional[dict] = None):
         if align not in ALIGNS:
@@ -119,6 +136,24 @@ class CR2PQ(BaseSelfSupervisor):
         self.align = align
         self.boxes_key = boxes_key
         self.symmetric = symmetric
+        self.mask_ratio = mask_ratio
+        if mask_ratio is not None:
+            self._check_masked_student()
+
+    def _check_masked_student(self):
+        bb = self.backbone
+        if not 0. < self.mask_ratio < 1.:
+            raise ValueError(f'mask_ratio must lie in (0, 1), got '
+                             f'{self.mask_ratio}')
+        if self.symmetric:
+            raise ValueError('symmetric=True needs two views; the masked '
+                             'variant (mask_ratio) uses one')
+        if not hasattr(bb, 'forward_tokens') or bb.out_type != 'raw':
+            raise ValueError(
+                f'CR2PQ(mask_ratio={self.mask_ratio}) encodes a subset of '
+                f'the patches and needs a RoPEVisionTransformer backbone '
+                f"with out_type='raw', got {type(bb).__name__}"
+                f"(out_type={getattr(bb, 'out_type', None)!r})")
 
     def train(self, mode: bool = True):
         super().train(mode)
@@ -146,18 +181,27 @@ class CR2PQ(BaseSelfSupervisor):
     @torch.no_grad()
     def _targets(self, img: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
         """Teacher tokens ``z'_B`` ``(B, N_B, D_tea)`` and their grid
-        ``(K_B^H, K_B^W)``; updates the EMA teacher first."""
+        ``(K_B^H, K_B^W)``; updates the EMA teacher first. A ViT teacher
+        with ``out_type='raw'`` (the EMA copy of a masked-variant student)
+        loses its class token; its grid is the image over its patch size."""
         if self.target == 'pixel':
             p = self.backbone.patch_size[0]
             return patchify(img, p), (img.shape[-2] // p, img.shape[-1] // p)
         if self.target == 'ema':
             self.target_generator.update_parameters(self.backbone)
         feat = self.target_generator(img)[-1]
+        if feat.dim() == 3:
+            net = getattr(self.target_generator, 'module',
+                          self.target_generator)
+            ph, pw = net.patch_size
+            return (feat[:, net.num_extra_tokens:],
+                    (img.shape[-2] // ph, img.shape[-1] // pw))
         return featmap_to_tokens(feat), tuple(feat.shape[-2:])
 
     def loss(self, inputs: List[Tensor], data_samples: List[DataSample],
              **kwargs) -> Dict[str, Tensor]:
-        """``inputs``: views ``[A, B, ...]`` each ``(B, 3, H, W)``.
+        """``inputs``: views ``[A, B, ...]`` each ``(B, 3, H, W)`` (with
+        ``mask_ratio``: only A is used, no boxes needed).
 
         Returns ``loss_patch`` (Eq. 9), ``loss_global`` (Eq. 10, times
         lambda) and the logged collapse monitor ``target_std``: the
@@ -165,6 +209,9 @@ class CR2PQ(BaseSelfSupervisor):
         times ``sqrt(D_tea)`` (about 1 for spread-out targets, 0 when they
         collapse to one vector).
         """
+        if self.mask_ratio is not None:
+            return self._masked_loss(inputs[0] if isinstance(
+                inputs, (list, tuple)) else inputs)
         if not isinstance(inputs, (list, tuple)) or len(inputs) < 2:
             raise ValueError('CR2PQ needs a list of >= 2 views (MultiView)')
         boxes = self._boxes(data_samples, inputs[0].device)
@@ -178,10 +225,37 @@ class CR2PQ(BaseSelfSupervisor):
         hw_a = tuple(feat_a.shape[-2:])
         coords_b = relative_coords(box_a, box_b, hw_a, hw_b, self.align)
         z_b, global_b = self.neck(featmap_to_tokens(feat_a), hw_a, coords_b)
-        losses = self.loss_module(z_b, global_b, target)
+        return self._losses(z_b, global_b, target)
+
+    def _losses(self, pred: Tensor, pred_global: Tensor,
+                target: Tensor) -> Dict[str, Tensor]:
+        losses = self.loss_module(pred, pred_global, target)
         unit = F.normalize(target.flatten(0, 1).float(), dim=-1)
         losses['target_std'] = unit.std(0).mean() * unit.shape[-1]**.5
         return losses
+
+    def _masked_loss(self, img: Tensor) -> Dict[str, Tensor]:
+        """The discrete variant on view A ``img`` ``(B, 3, H, W)``: the
+        visible ``K`` patches at integer positions ``(B, K, 2)`` predict the
+        teacher's tokens at the ``N - K`` masked ones."""
+        bb = self.backbone
+        tokens, hw = bb.embed(img)
+        batch, num = tokens.shape[:2]
+        masking = random_masking(batch, num, self.mask_ratio, img.device)
+        ids_masked = masking.mask.nonzero()[:, 1].view(batch, -1)
+        grid = grid_coords(*hw, device=img.device)[None]
+        coords_vis = gather_tokens(grid, masking.ids_keep)
+        target, hw_t = self._targets(img)
+        if tuple(hw_t) != tuple(hw):
+            raise ValueError(f'mask_ratio needs targets on the student grid '
+                             f'{tuple(hw)}, the teacher gives {tuple(hw_t)}')
+        feat = bb.forward_tokens(
+            gather_tokens(tokens, masking.ids_keep), coords=coords_vis)[-1]
+        pred, pred_global = self.neck(
+            feat[:, bb.num_extra_tokens:], hw,
+            gather_tokens(grid, ids_masked), coords_a=coords_vis)
+        return self._losses(pred, pred_global,
+                            gather_tokens(target, ids_masked))
 
 
 __all__ = ['CR2PQ', 'featmap_to_tokens', 'patchify']

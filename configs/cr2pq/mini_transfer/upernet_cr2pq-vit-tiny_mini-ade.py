@@ -1,0 +1,7 @@
+# The demo UperNet with the backbone of the CR2PQ mini run
+# (see ../_base_/mini_transfer.py).
+_base_ = [
+    '../../demo/upernet_vit-tiny-rope-mixed_mini-ade.py',
+    '../_base_/mini_transfer.py',
+]
+model = dict(backbone=_base_.cr2pq_student_rope)

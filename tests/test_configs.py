@@ -83,7 +83,8 @@ def _replace(node, new, old=None, keys=None):
 def shrink(model_cfg, scope):
     """Shrink the model config in place (see the module docstring)."""
     from mmpos.models.backbones.rope_vit import RoPEVisionTransformer
-    if scope in ('mmdet', 'mmseg'):
+    # not DETRs: neck, transformer and position-encoding widths are tied
+    if scope in ('mmdet', 'mmseg') and 'positional_encoding' not in model_cfg:
         _replace(model_cfg, TINY_CHANNELS, keys=CHANNEL_KEYS)
         for sampler in _find(model_cfg, 'sampler'):
             if 'num' in sampler:

@@ -26,7 +26,8 @@ model = dict(
         norm_eval=True,
         init_cfg=dict(
             type='Pretrained',
-            checkpoint='work_dirs/qbheat_mobileformer-285m/epoch_800.pth',
+            checkpoint='work_dirs/qbheat_mobileformer-285m_8xb128-coslr-800e_'
+            'in1k/epoch_800.pth',
             prefix='backbone.')),
     head=dict(
         type='BNLinearClsHead',

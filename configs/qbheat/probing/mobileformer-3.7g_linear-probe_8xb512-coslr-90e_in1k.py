@@ -1,4 +1,9 @@
 # Linear probing (Tab. 10) of a QB-Heat Mobile-Former-3.7G.
 _base_ = ['./mobileformer-285m_linear-probe_8xb512-coslr-90e_in1k.py']
 
-model = dict(backbone=dict(arch='3.7g'), head=dict(in_channels=2880))
+model = dict(
+    backbone=dict(
+        arch='3.7g',
+        init_cfg=dict(checkpoint='work_dirs/qbheat_mobileformer-3.7g_'
+                      '8xb128-coslr-800e_in1k/epoch_800.pth')),
+    head=dict(in_channels=2880))

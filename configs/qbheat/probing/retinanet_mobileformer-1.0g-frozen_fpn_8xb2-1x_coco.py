@@ -1,0 +1,11 @@
+# Frozen-backbone RetinaNet probing (Tab. 14) of a QB-Heat
+# Mobile-Former-1.0G: the MF-285M config with the 1.0g backbone and its
+# stride-8 / stride-16 widths.
+_base_ = ['./retinanet_mobileformer-285m-frozen_fpn_8xb2-1x_coco.py']
+
+model = dict(
+    backbone=dict(
+        arch='1.0g',
+        init_cfg=dict(checkpoint='work_dirs/qbheat_mobileformer-1.0g_'
+                      '8xb128-coslr-800e_in1k/epoch_800.pth')),
+    neck=dict(in_channels=[96, 1440]))

@@ -75,3 +75,19 @@ def test_dist_train_two_processes_on_cpu(tmp_path, mini_data):
     assert 'Distributed training: True' in log
     assert 'GPU number: 2' in log  # mmengine's name for the world size
     assert "'backend': 'gloo'" in log
+
+
+def test_none_switches_off_mmpos_default_hooks():
+    """``default_hooks.check_loss=None`` removes mmpos' hook (mmengine 0.10
+    would fail on it), while ``None`` for mmengine's own hooks is kept for
+    mmengine to honour."""
+    from mmpos.utils.launch import load_config
+    cfg = load_config('configs/droppos/droppos_vit-tiny_mini.py', {
+        'default_hooks.check_loss': None,
+        'default_hooks.rng_state': None,
+        'default_hooks.timer': None
+    })
+    assert 'check_loss' not in cfg.default_hooks
+    assert 'rng_state' not in cfg.default_hooks
+    assert cfg.default_hooks.timer is None
+    assert cfg.default_hooks.checkpoint.type == 'CheckpointHook'

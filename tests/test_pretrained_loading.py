@@ -211,3 +211,21 @@ def test_load_pretrained_returns_the_key_lists(tmp_path):
     assert report['missing'] == ['pos_embed']
     assert report['unexpected'] == []
     assert len(report['matched']) == len(source.state_dict())
+
+
+def test_raw_icpf_checkpoint_is_refused_for_an_ape_backbone(tmp_path):
+    """An unconverted ICPF checkpoint would load its never-trained backbone
+    pos_embed into an APE backbone; the loader refuses and names the
+    converter. The converted file (no field) loads."""
+    backbone = RoPEVisionTransformer(arch=ARCH, img_size=32, patch_size=8,
+                                     rope_type='none', use_ape=True)
+    state = {f'backbone.{k}': v for k, v in backbone.state_dict().items()}
+    state['pos_field.field'] = torch.zeros(1, 32, 5, 5)
+    raw = tmp_path / 'icpf.pth'
+    torch.save(dict(state_dict=state), raw)
+    with pytest.raises(RuntimeError, match='ICPF.*mmpos2backbone'):
+        load_pretrained(backbone, str(raw))
+    del state['pos_field.field']
+    converted = tmp_path / 'backbone.pth'
+    torch.save(dict(state_dict=state), converted)
+    assert not load_pretrained(backbone, str(converted))['missing']

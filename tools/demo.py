@@ -32,7 +32,9 @@ STAGES = (
 
 def run(cmd):
     print('+', ' '.join(cmd), flush=True)
-    subprocess.run(cmd, cwd=ROOT, check=True)
+    if subprocess.run(cmd, cwd=ROOT).returncode:
+        raise SystemExit(f'demo: stopped, this step failed (its error is '
+                         f'above): {" ".join(cmd[1:3])}')
 
 
 def ensure_mini_data(data_root):
@@ -111,10 +113,9 @@ def main():
         work_dir = osp.join(run_dir, name)
         data_root = osp.join(args.data_root, 'coco' if name == 'detection'
                              else 'ade') + '/'
-        options = [f'data_root={data_root}']
         if name == 'detection':
             ann = osp.join(data_root, 'annotations/instances_val2017.json')
-            options += [
+            options = [
                 f'train_dataloader.dataset.data_root={data_root}',
                 f'val_dataloader.dataset.data_root={data_root}',
                 f'test_dataloader.dataset.data_root={data_root}',
@@ -122,7 +123,7 @@ def main():
                 f'test_evaluator.ann_file={ann}',
             ]
         else:
-            options += [
+            options = [
                 f'{split}_dataloader.dataset.data_root={data_root}'
                 for split in ('train', 'val', 'test')
             ]

@@ -5,21 +5,32 @@ model, datasets and metrics; mmpos is imported first so its modules are in
 mmpretrain's registry. Examples::
 
     python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp]
+        [--bad-images raise|skip] [--skip-data-check]
     bash tools/dist_train.sh CONFIG 8 [same options]
+
+Bad input (a misspelled config key, a missing or unfitting checkpoint, bad
+annotations, an unreadable image, an input size the backbone cannot take) is
+reported as one line ``train.py: error: ...`` with exit status 1, and a run
+that fails before its first iteration leaves nothing behind in the work dir
+(see README, "Bad input and failure behaviour"; ``MMPOS_DEBUG=1`` shows the
+traceback).
 """
 import argparse
 import os
-import sys
 
 import torch
 from mmengine.registry import RUNNERS
-from mmengine.runner import Runner
+from mmengine.runner import Runner, find_latest_checkpoint
 
 import mmpos  # noqa: F401  (registers mmpos modules)
-from mmpos.engine.hooks import NonFiniteLossError
-from mmpos.utils.launch import (LaunchError, add_common_args, check_work_dir,
-                                load_config, parse_common,
-                                prepare_cpu_distributed, resolve_work_dir)
+from mmpos.datasets.validate import check_config_datasets
+from mmpos.engine.hooks import CheckpointFitHook, NonFiniteLossError
+from mmpos.utils.launch import (LaunchError, add_common_args,
+                                check_checkpoint_paths, check_work_dir,
+                                exit_on_bad_input, load_config, parse_common,
+                                prepare_cpu_distributed,
+                                remove_partial_output, resolve_work_dir,
+                                use_safe_image_loading)
 
 
 def parse_args(argv=None):
@@ -34,6 +45,16 @@ def parse_args(argv=None):
         'checkpoint in the work dir')
     parser.add_argument(
         '--amp', action='store_true', help='automatic mixed precision (CUDA)')
+    parser.add_argument(
+        '--bad-images',
+        choices=['raise', 'skip'],
+        default='raise',
+        help='a missing or corrupt training image stops the run (raise) or '
+        'is skipped with a warning naming it (skip)')
+    parser.add_argument(
+        '--skip-data-check',
+        action='store_true',
+        help='do not validate the train/val annotations before starting')
     add_common_args(parser)
     return parse_common(parser, argv)
 
@@ -50,6 +71,7 @@ def build_train_config(args):
             raise LaunchError(f'--resume checkpoint not found: {args.resume}')
         cfg.resume, cfg.load_from = True, args.resume
     check_work_dir(work_dir, resume=args.resume is not None)
+    check_checkpoint_paths(cfg)
 
     if args.amp:
         if not torch.cuda.is_available():
@@ -57,22 +79,38 @@ def build_train_config(args):
                               'AmpOptimWrapper); none is available')
         cfg.optim_wrapper.type = 'AmpOptimWrapper'
         cfg.optim_wrapper.setdefault('loss_scale', 'dynamic')
+    use_safe_image_loading(cfg, args.bad_images)
+    if not args.skip_data_check and int(os.environ.get('RANK', 0)) == 0:
+        check_config_datasets(cfg, ('train', 'val'))
     prepare_cpu_distributed(cfg, args.launcher)
     return cfg
 
 
+def checkpoint_fit_hook(cfg, args):
+    """The checkpoint the runner will load, checked against the model:
+    strictly when resuming, leniently for ``load_from`` (fine-tuning)."""
+    if args.resume == 'auto':
+        path = find_latest_checkpoint(cfg.work_dir)
+    else:
+        path = cfg.get('load_from')
+    return CheckpointFitHook(path, strict=args.resume is not None)
+
+
 def main(argv=None):
     args = parse_args(argv)
-    try:
+    runner = None
+
+    def trained():
+        return runner is not None and \
+            runner.message_hub.get_info('iter', 0) > 0
+
+    with exit_on_bad_input('train.py', (NonFiniteLossError, )):
         cfg = build_train_config(args)
-    except LaunchError as err:
-        sys.exit(f'train.py: error: {err}')
-    runner = (RUNNERS.build(cfg) if 'runner_type' in cfg else
-              Runner.from_cfg(cfg))
-    try:
-        runner.train()
-    except NonFiniteLossError as err:
-        sys.exit(f'train.py: error: {err}')
+        with remove_partial_output(cfg.work_dir, keep=trained):
+            runner = (RUNNERS.build(cfg) if 'runner_type' in cfg else
+                      Runner.from_cfg(cfg))
+            runner.register_hook(checkpoint_fit_hook(cfg, args))
+            runner.train()
 
 
 if __name__ == '__main__':

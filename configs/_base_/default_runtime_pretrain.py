@@ -5,5 +5,6 @@ custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=50),
     checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=3),
-    check_loss=dict(type='NonFiniteLossHook'))
+    check_loss=dict(type='NonFiniteLossHook'),
+    rng_state=dict(type='RNGStateHook'))  # exact continuation on --resume
 randomness = dict(seed=0, diff_rank_seed=True)

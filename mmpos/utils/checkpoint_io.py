@@ -51,6 +51,8 @@ def load_local_checkpoint(filename, map_location=None):
         raise FileNotFoundError(f'checkpoint not found: {filename}')
     unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(filename)
     if not unsafe:
+        print_log(f'{filename} pickles no Python objects: loading it with '
+                  'torch.load(weights_only=True)', logger='current')
         return torch.load(filename, map_location=map_location,
                           weights_only=True)
     unexpected = sorted(g for g in unsafe if not _is_mmengine_global(g))

@@ -3,20 +3,96 @@
 They make one launcher serve mmpretrain, mmdet and mmseg configs (the
 config's ``default_scope`` decides which library's registries are used) and
 let the same command run distributed on CPU-only machines, where mmengine's
-own ``init_dist`` would call ``torch.cuda.set_device`` and fail.
+own ``init_dist`` would call ``torch.cuda.set_device`` and fail. They also
+turn bad input into one line (:func:`exit_on_bad_input`), check configs and
+checkpoint paths before anything is built, load images with
+``SafeLoadImageFromFile`` (:func:`use_safe_image_loading`) and clean up after
+a run that failed before training (:func:`remove_partial_output`).
 """
 import argparse
+import contextlib
 import os
 import os.path as osp
+import re
+import shutil
 import subprocess
+import sys
 
 import torch
 import torch.distributed as torch_dist
 from mmengine.config import Config, DictAction
 
+from .checkpoint_io import UnsafeCheckpointError
+from .config_check import config_key_problems, new_option_keys
+from .errors import BadInputError
+
+# Image loaders that the tools replace with mmpos' SafeLoadImageFromFile.
+LOAD_IMAGE_TYPES = frozenset(
+    f'{scope}LoadImageFromFile'
+    for scope in ('', 'mmcv.', 'mmdet.', 'mmseg.', 'mmpretrain.'))
+SAFE_LOAD_IMAGE = 'mmpretrain.SafeLoadImageFromFile'
+
 
 class LaunchError(RuntimeError):
     """A problem with the user's command line or config, reported in one line."""
+
+
+# Errors that the tools print as one line (MMPOS_DEBUG=1: traceback).
+USER_ERRORS = (LaunchError, BadInputError, UnsafeCheckpointError,
+               FileNotFoundError)
+
+
+def one_line(err: BaseException) -> str:
+    """The message of ``err`` on one line.
+
+    An exception raised in a DataLoader worker comes back as ``Caught X in
+    DataLoader worker process 0. Original Traceback ... X: message``; only
+    the original message is kept.
+    """
+    text = str(err).strip()
+    if 'Original Traceback' in text:  # last line: 'pkg.mod.Error: message'
+        text = re.sub(r'^[A-Za-z_][\w.]*: ', '', text.splitlines()[-1])
+    return ' '.join(text.split())
+
+
+@contextlib.contextmanager
+def exit_on_bad_input(prog: str, errors=()):
+    """Turn :data:`USER_ERRORS` (and ``errors``) into ``sys.exit`` with the
+    one-line message ``<prog>: error: <message>``, unless ``MMPOS_DEBUG``
+    is set (then the traceback is shown)."""
+    try:
+        yield
+    except USER_ERRORS + tuple(errors) as err:
+        if os.environ.get('MMPOS_DEBUG'):
+            raise
+        sys.exit(f'{prog}: error: {one_line(err)}')
+
+
+@contextlib.contextmanager
+def remove_partial_output(work_dir: str, keep=lambda: False):
+    """On any failure, delete what the run created in ``work_dir`` unless
+    ``keep()`` says it produced something (e.g. trained an iteration).
+
+    A work dir that did not exist is removed as a whole; in an existing one
+    only the entries that are new are removed, never what was there before.
+    Only rank 0 deletes.
+    """
+    existed = osp.isdir(work_dir)
+    before = set(os.listdir(work_dir)) if existed else set()
+    try:
+        yield
+    except BaseException:
+        if int(os.environ.get('RANK', 0)) == 0 and not keep():
+            if not existed:
+                shutil.rmtree(work_dir, ignore_errors=True)
+            elif osp.isdir(work_dir):
+                for name in set(os.listdir(work_dir)) - before:
+                    path = osp.join(work_dir, name)
+                    if osp.isdir(path) and not osp.islink(path):
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        os.remove(path)
+        raise
 
 
 def add_common_args(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +121,8 @@ def load_config(path, cfg_options=None):
     """Read a config file and merge ``--cfg-options`` into it.
 
     Raises:
-        LaunchError: when the file is missing or cannot be parsed.
+        LaunchError: when the file is missing or cannot be parsed, or has
+            misspelled keys (:mod:`mmpos.utils.config_check`).
     """
     if not osp.isfile(path):
         raise LaunchError(f'config file not found: {path}')
@@ -54,9 +131,29 @@ def load_config(path, cfg_options=None):
     except Exception as err:  # mmengine raises many types for bad configs
         raise LaunchError(f'cannot read config {path}: '
                           f'{type(err).__name__}: {err}') from err
+    new_keys = new_option_keys(cfg, cfg_options) if cfg_options else []
     if cfg_options:
         cfg.merge_from_dict(cfg_options)
+    problems = config_key_problems(cfg, new_keys)
+    if problems:
+        raise LaunchError(f'{path}: ' + '; '.join(problems))
+    drop_disabled_hooks(cfg)
     return cfg
+
+
+# mmengine 0.10 registers these unless `default_hooks.<name>=None`.
+MMENGINE_DEFAULT_HOOKS = ('runtime_info', 'timer', 'sampler_seed', 'logger',
+                          'param_scheduler', 'checkpoint')
+
+
+def drop_disabled_hooks(cfg):
+    """Make ``default_hooks.<name>=None`` switch any hook off (e.g.
+    ``check_loss``, ``rng_state``): mmengine 0.10 accepts ``None`` only for
+    its own default hooks and fails with a bare AssertionError otherwise."""
+    hooks = cfg.get('default_hooks') or {}
+    for name in [k for k, v in hooks.items()
+                 if v is None and k not in MMENGINE_DEFAULT_HOOKS]:
+        del hooks[name]
 
 
 def resolve_work_dir(cfg, config_path, work_dir=None):
@@ -83,6 +180,68 @@ def check_work_dir(work_dir, resume):
     raise LaunchError(
         f'work dir {work_dir} already holds checkpoints (last: {last}); '
         'pass --resume to continue that run or choose another --work-dir')
+
+
+def _is_local(path) -> bool:
+    return isinstance(path, str) and '://' not in path
+
+
+def _pretrained_inits(node, where):
+    """``(where, init_cfg)`` of every ``Pretrained`` init_cfg in ``node``."""
+    if isinstance(node, dict):
+        if node.get('type') == 'Pretrained':
+            yield where, node
+        for key, value in node.items():
+            yield from _pretrained_inits(value, f'{where}.{key}')
+    elif isinstance(node, (list, tuple)):
+        for i, value in enumerate(node):
+            yield from _pretrained_inits(value, f'{where}.{i}')
+
+
+def check_checkpoint_paths(cfg):
+    """Refuse local checkpoints that do not exist before anything is built:
+    ``load_from`` and every ``init_cfg=dict(type='Pretrained', ...)``
+    (mmengine would fail after creating the work dir, or, for a Pretrained
+    init of a module that is not mmpos', warn and train from random)."""
+    load_from = cfg.get('load_from')
+    if _is_local(load_from) and not osp.isfile(osp.expanduser(load_from)):
+        raise LaunchError(f'load_from checkpoint not found: {load_from}')
+    for where, init in _pretrained_inits(cfg.get('model'), 'model'):
+        path = init.get('checkpoint')
+        if _is_local(path) and not osp.isfile(osp.expanduser(path)):
+            raise LaunchError(f'{where}.checkpoint: pretrained checkpoint '
+                              f'not found: {path}')
+
+
+def _use_safe_loader(node, on_error) -> int:
+    if isinstance(node, (list, tuple)):
+        return sum(_use_safe_loader(value, on_error) for value in node)
+    if not isinstance(node, dict):
+        return 0
+    if node.get('type') in LOAD_IMAGE_TYPES and not node.get('ignore_empty'):
+        node['type'], node['on_error'] = SAFE_LOAD_IMAGE, on_error
+        return 1
+    return sum(_use_safe_loader(value, on_error) for value in node.values())
+
+
+def use_safe_image_loading(cfg, train_on_error='raise') -> int:
+    """Load images with :class:`~mmpos.datasets.robust_loading.
+    SafeLoadImageFromFile` in every dataloader pipeline.
+
+    Each ``LoadImageFromFile`` (not asked to ``ignore_empty``) becomes
+    ``SafeLoadImageFromFile`` with the same arguments and
+    ``on_error=train_on_error`` in the training pipelines, ``'raise'`` in
+    val/test ones (test-mode datasets cannot skip a sample). Returns the
+    number replaced.
+    """
+    count = 0
+    for split in ('train', 'val', 'test'):
+        loader = cfg.get(f'{split}_dataloader')
+        if loader:
+            count += _use_safe_loader(
+                loader.get('dataset'),
+                train_on_error if split == 'train' else 'raise')
+    return count
 
 
 def _export_slurm_env():

@@ -30,9 +30,53 @@ from mmcv.transforms import RandomFlip
 from mmpretrain.datasets.transforms import MultiView, RandomResizedCrop
 
 from mmpos.registry import TRANSFORMS
+from mmpos.utils.errors import BadInputError
 
 BOX_KEY = 'crop_box'
 FULL_BOX = (0., 0., 1., 1.)
+BOX_TOLERANCE = 1e-4  # float32 round-off of composed crops
+
+
+class CropBoxError(BadInputError):
+    """A crop box outside its image, degenerate or not finite."""
+
+
+def check_crop_boxes(boxes, name: str = 'crop_boxes', extent=(1., 1.),
+                     tol: float = BOX_TOLERANCE) -> None:
+    """Refuse crop boxes a view cannot come from.
+
+    Every box ``(x1, y1, x2, y2)`` (numpy or torch, any leading shape) must
+    be finite, lie inside ``[0, W] x [0, H]`` with ``(W, H) = extent``
+    (``(1, 1)`` for the normalised boxes of this module, the image size for
+    pixel boxes) up to ``tol``, and have ``x1 != x2``, ``y1 != y2``; flipped
+    boxes (``x1 > x2`` / ``y1 > y2``) are valid.
+
+    Raises:
+        CropBoxError: naming ``name``, the index and the values of the first
+            bad box.
+    """
+    arr = np.asarray(
+        boxes.detach().cpu() if hasattr(boxes, 'detach') else boxes,
+        dtype=np.float64)
+    if arr.shape[-1:] != (4, ):
+        raise CropBoxError(f'{name} must be (..., 4) boxes (x1, y1, x2, y2), '
+                           f'got shape {arr.shape}')
+    width, height = extent
+    finite = np.isfinite(arr).all(-1)
+    xs, ys = arr[..., 0::2], arr[..., 1::2]
+    inside = ((xs >= -tol) & (xs <= width + tol) & (ys >= -tol) &
+              (ys <= height + tol)).all(-1)
+    sized = (np.abs(xs[..., 1] - xs[..., 0]) > 0) & (
+        np.abs(ys[..., 1] - ys[..., 0]) > 0)
+    outside = f'lies outside the image [0, {width:g}] x [0, {height:g}]'
+    for ok, what in ((finite, 'is not finite'), (inside, outside),
+                     (sized, 'has zero width or height')):
+        if not ok.all():
+            index = tuple(int(i) for i in np.argwhere(~ok)[0])
+            box = [round(float(v), 4) for v in arr[index]]
+            where = f'{name}{list(index)}' if index else name
+            raise CropBoxError(f'{where} = {box} {what} (x1, y1, x2, y2; '
+                               'x1 > x2 marks a flip)')
 
 
 def current_box(results: dict) -> np.ndarray:
@@ -138,7 +182,8 @@ class MultiViewWithBoxes(MultiView):
     ``*WithBox`` crop), else a ``KeyError`` names the group.
 
     **Added keys:** ``img`` (list of ``V`` views, as the parent) and
-    ``crop_boxes``: float32 ``(V, 4)``, row ``v`` the box of view ``v``.
+    ``crop_boxes``: float32 ``(V, 4)``, row ``v`` the box of view ``v``,
+    checked with :func:`check_crop_boxes`.
     """
 
     def transform(self, results: dict) -> dict:
@@ -155,10 +200,13 @@ class MultiViewWithBoxes(MultiView):
             boxes.append(view[BOX_KEY])
         results['img'] = imgs
         results['crop_boxes'] = np.stack(boxes).astype(np.float32)
+        check_crop_boxes(results['crop_boxes'],
+                         f'crop_boxes of {results.get("img_path", "image")}')
         return results
 
 
 __all__ = [
-    'MultiViewWithBoxes', 'RandomFlipWithBox', 'RandomResizedCropWithBox',
-    'box_to_tlhw', 'crop_box', 'current_box', 'tlhw_to_box'
+    'CropBoxError', 'MultiViewWithBoxes', 'RandomFlipWithBox',
+    'RandomResizedCropWithBox', 'box_to_tlhw', 'check_crop_boxes', 'crop_box',
+    'current_box', 'tlhw_to_box'
 ]

@@ -1,8 +1,10 @@
+from .checkpoint_fit import CheckpointFitHook
 from .dino_schedules_hook import TeacherTempHook
 from .droppos_sigma_hook import DropPosSigmaHook
 from .nonfinite_loss import NonFiniteLossError, NonFiniteLossHook
+from .rng_state import RNGStateHook
 
 __all__ = [
-    'DropPosSigmaHook', 'NonFiniteLossError', 'NonFiniteLossHook',
-    'TeacherTempHook'
+    'CheckpointFitHook', 'DropPosSigmaHook', 'NonFiniteLossError',
+    'NonFiniteLossHook', 'RNGStateHook', 'TeacherTempHook'
 ]

@@ -23,6 +23,7 @@ from mmpretrain.models.utils import (build_norm_layer, resize_pos_embed,
 from torch import Tensor
 
 from mmpos.registry import MODELS
+from mmpos.utils.errors import BadInputError
 from ..layers.attention import RoPEAttention
 from ..layers.rope import grid_coords, sincos_pos_embed_2d
 from ..utils.pretrained import load_pretrained, split_pretrained_cfg
@@ -317,9 +318,12 @@ class RoPEVisionTransformer(BaseBackbone):
         """
         H, W = img.shape[-2:]
         if H % self.patch_size[0] or W % self.patch_size[1]:
-            raise ValueError(
-                f'Input size {H}x{W} is not divisible by the patch size '
-                f'{self.patch_size[0]}x{self.patch_size[1]}')
+            raise BadInputError(
+                f'{type(self).__name__}: input size {H}x{W} is not divisible '
+                f'by the patch size {self.patch_size[0]}x'
+                f'{self.patch_size[1]}; crop or resize to a multiple, or pad '
+                '(data_preprocessor pad_size_divisor in mmdet, size or '
+                'size_divisor in mmseg)')
         x, hw = self.patch_embed(img)
         if self.pos_embed is not None:
             pos = resize_pos_embed(self.pos_embed, self.patch_resolution, hw,

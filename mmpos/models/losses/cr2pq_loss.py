@@ -77,7 +77,7 @@ class CR2PQLoss(BaseModule):
                 f'CR2PQLoss: pred_patch {tuple(pred_patch.shape)} and '
                 f'pred_global {tuple(pred_global.shape)} must match the '
                 f'target {tuple(target.shape)} (B, N_B, D)')
-        target = target.detach()
+        target = target.detach().float()  # token mean (Eq. 10) in fp32
         loss_patch = _lp(
             self._normalise(pred_patch, False),
             self._normalise(target, True), self.p).mean()

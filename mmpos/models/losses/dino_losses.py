@@ -143,7 +143,9 @@ class DINOLoss(nn.Module):
                 f'DINOLoss: teacher_probs {tuple(teacher_probs.shape)} does '
                 f'not match student_logits {tuple(student_logits.shape)}')
         log_p = F.log_softmax(student_logits.float() / self.student_temp, -1)
-        ce = -torch.einsum('tbk,sbk->st', teacher_probs.float(), log_p) / batch
+        with torch.autocast(log_p.device.type, enabled=False):  # fp32 sum
+            ce = -torch.einsum('tbk,sbk->st', teacher_probs.float(),
+                               log_p) / batch
         same_view = torch.eye(num_s, num_t, dtype=torch.bool,
                               device=ce.device)
         return self.loss_weight * ce[~same_view].mean()
@@ -207,8 +209,8 @@ class KoLeoLoss(nn.Module):
             raise ValueError(f'KoLeoLoss needs (n >= 2, C) features, got '
                              f'{tuple(feats.shape)}')
         x = F.normalize(feats.float(), dim=-1, eps=self.eps)
-        with torch.no_grad():
-            sims = x @ x.t()
+        with torch.no_grad(), torch.autocast(x.device.type, enabled=False):
+            sims = x @ x.t()  # fp32: bf16 may pick a farther neighbour
             sims.fill_diagonal_(-float('inf'))
             nearest = sims.argmax(dim=1)
         dists = (x - x[nearest]).norm(dim=-1)

@@ -49,6 +49,7 @@ from mmpretrain.models.utils import CosineEMA
 from mmpretrain.structures import DataSample
 from torch import Tensor
 
+from mmpos.datasets.transforms.crop_boxes import check_crop_boxes
 from mmpos.registry import MODELS
 from ..layers.masking import gather_tokens, random_masking
 from ..layers.relative_coords import ALIGNS, relative_coords
@@ -172,7 +173,9 @@ class CR2PQ(BaseSelfSupervisor):
         boxes = torch.stack([
             torch.as_tensor(s.get(self.boxes_key), dtype=torch.float32)
             for s in data_samples
-        ]).to(device)
+        ])
+        check_crop_boxes(boxes, self.boxes_key)  # on the host: no sync
+        boxes = boxes.to(device)
         if boxes.dim() != 3 or boxes.shape[1] < 2 or boxes.shape[2] != 4:
             raise ValueError(f'{self.boxes_key} must be (V >= 2, 4) per '
                              f'sample, got {tuple(boxes.shape[1:])}')

@@ -48,6 +48,7 @@ from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.structures import DataSample
 from torch import Tensor
 
+from mmpos.datasets.transforms.crop_boxes import check_crop_boxes
 from mmpos.registry import MODELS
 from ..layers.positional_field import sample_scales, scale_shift_boxes
 from .dinov2 import DINOv2
@@ -134,7 +135,9 @@ class ICPF(DINOv2):
         boxes = torch.stack([
             torch.as_tensor(s.get(self.boxes_key), dtype=torch.float32)
             for s in data_samples
-        ]).to(device)
+        ])
+        check_crop_boxes(boxes, self.boxes_key)  # on the host: no sync
+        boxes = boxes.to(device)
         if boxes.dim() != 3 or boxes.shape[-1] != 4:
             raise ValueError(f'{self.boxes_key} must be (V, 4) per sample, '
                              f'got {tuple(boxes.shape[1:])}')

@@ -32,6 +32,7 @@ import torch.nn as nn
 from mmengine.logging import print_log
 
 from mmpos.utils.checkpoint_io import load_local_checkpoint
+from mmpos.utils.errors import CheckpointMismatchError
 
 # `map_location` is accepted for mmengine compatibility; loading is on CPU.
 PRETRAINED_KEYS = ('type', 'checkpoint', 'prefix', 'map_location')
@@ -103,8 +104,9 @@ def load_pretrained(module: nn.Module,
 
     Raises:
         FileNotFoundError: no file at ``checkpoint``.
-        RuntimeError: no checkpoint key matches a key of ``module``.
-        ValueError: a matching key has another shape.
+        CheckpointMismatchError: (a ``RuntimeError`` and ``ValueError``)
+            no checkpoint key matches a key of ``module``, or a matching key
+            has another shape.
     """
     name = type(module).__name__
     if checkpoint is None:
@@ -119,6 +121,13 @@ def load_pretrained(module: nn.Module,
             f'{name}: pretrained checkpoint not found: {checkpoint!r} '
             '(model.backbone.init_cfg.checkpoint)')
     state = _read(path)
+    fields = [k for k in state if k.endswith('pos_field.field')]
+    if fields and 'pos_embed' in module.state_dict():
+        raise CheckpointMismatchError(
+            f'{name}: {path} is an ICPF training checkpoint: its positions '
+            f'live in {fields[0]!r}, not in the (untrained) backbone '
+            f'pos_embed; convert it first: python tools/model_converters/'
+            f'mmpos2backbone.py {path} backbone.pth --config <this config>')
     stripped = {k[len(prefix):]: v for k, v in state.items()
                 if prefix and k.startswith(prefix)}
     if stripped:
@@ -135,7 +144,7 @@ def load_pretrained(module: nn.Module,
     missing = sorted(set(own) - set(state))
     unexpected = sorted(set(state) - set(own))
     if not matched:
-        raise RuntimeError(
+        raise CheckpointMismatchError(
             f'{name}: none of the {len(state)} tensors of {path} matches one '
             f'of its {len(own)} keys, so nothing would be loaded and the '
             'backbone would silently stay random. Checkpoint keys start with '
@@ -146,9 +155,9 @@ def load_pretrained(module: nn.Module,
              f'{tuple(own[k].shape)}' for k in matched
              if k not in resizable and state[k].shape != own[k].shape]
     if wrong:
-        raise ValueError(f'{name}: {len(wrong)} tensors of {path} do not fit '
-                         'the model (another architecture?): ' +
-                         '; '.join(wrong))
+        raise CheckpointMismatchError(
+            f'{name}: {len(wrong)} tensors of {path} do not fit the model '
+            '(another architecture?): ' + '; '.join(wrong))
 
     module.load_state_dict(state, strict=False)
     print_log(f'{name}: loaded {len(matched)} of its {len(own)} tensors from '

@@ -25,16 +25,22 @@ standalone as ``python benchmarks/<script>.py``.
   are). CPU numbers are allocator-level torch tensors only: not RSS
   (unaffected by the C library's caching) and blind to numpy / PIL memory,
   which is why the data-pipeline benchmark reports none.
+* **Scripts.** :func:`compare_train_steps` is the whole measurement of
+  ``cr2pq_step`` / ``droppos_step`` / ``icpf_step`` (models against a
+  baseline on one batch); :func:`run_cli` the scripts' command line.
 """
+import argparse
 import contextlib
 import statistics
 import time
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 AMP_CHOICES = ('auto', 'off', 'bf16', 'fp16')
+# ``(flag, add_argument kwargs)`` for :func:`run_cli`.
+BATCH_SIZE = ('--batch-size', dict(type=int))
 
 
 def resolve_device(device: str = 'auto') -> torch.device:
@@ -209,6 +215,36 @@ def settings(device: torch.device, amp: Optional[torch.dtype],
         torch=torch.__version__)
 
 
+def compare_train_steps(models: Dict[str, torch.nn.Module],
+                        inputs: Sequence,
+                        base: str,
+                        device: torch.device,
+                        amp: Optional[torch.dtype],
+                        quick: bool,
+                        iters: Optional[int],
+                        warmup: Optional[int],
+                        batch_size: int,
+                        **extra) -> Dict[str, dict]:
+    """:func:`measure` one :func:`train_step` of each model (moved to
+    ``device``) on ``model.loss(*inputs)``, with :func:`add_ratios` against
+    ``models[base]`` and the run's :func:`settings` under ``'settings'``
+    (``extra`` recorded too). ``iters`` defaults to 3 (``quick``) / 10,
+    ``warmup`` to 1 / 2."""
+    iters = iters or (3 if quick else 10)
+    warmup = warmup if warmup is not None else (1 if quick else 2)
+    steps = {
+        name: train_step(model.to(device),
+                         lambda m=model: m.loss(*inputs), device, amp)
+        for name, model in models.items()
+    }
+    result = measure(steps, device, warmup, iters, batch_size)
+    add_ratios(result, base)
+    result['settings'] = settings(
+        device, amp, quick=quick, iters=iters, warmup=warmup,
+        batch_size=batch_size, **extra)
+    return result
+
+
 def comparison(benchmark: str, ours: str, ours_stats: dict, baseline: str,
                base_stats: dict, **extra) -> dict:
     """One summary row: ours against a baseline measured in the same run,
@@ -243,3 +279,25 @@ def add_common_args(parser) -> None:
     parser.add_argument('--amp', default='auto', choices=AMP_CHOICES,
                         help="autocast dtype; 'auto': bf16/fp16 on CUDA, "
                         'fp32 on CPU')
+
+
+def run_cli(doc: str, run: Callable[..., dict],
+            *options: Tuple[str, dict]) -> dict:
+    """Command line of a script: ``--quick``, its ``options`` (``(flag,
+    add_argument kwargs)``, e.g. :data:`BATCH_SIZE`) and
+    :func:`add_common_args`; returns ``run(**args)`` (option names are
+    ``run``'s parameter names) after printing its ``'settings'``."""
+    parser = argparse.ArgumentParser(description=doc.split('\n')[0])
+    parser.add_argument('--quick', action='store_true')
+    for flag, kwargs in options:
+        parser.add_argument(flag, **kwargs)
+    add_common_args(parser)
+    result = run(**vars(parser.parse_args()))
+    print('settings:', result['settings'])
+    return result
+
+
+def step_line(name: str, stats: dict, width: int) -> str:
+    """``name`` (padded to ``width``), ms per step and peak MiB."""
+    return (f"{name:<{width}}{stats['step_ms']:>10.1f} ms/step"
+            f"{stats['peak_mib']:>9.1f} MiB")

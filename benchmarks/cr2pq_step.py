@@ -22,8 +22,6 @@ the numbers.
         [--threads N] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
         [--batch-size N] [--image-size N]
 """
-import argparse
-
 import _timing
 import torch
 from mmengine.logging import MessageHub
@@ -83,22 +81,14 @@ def run(quick: bool = False, iters: int = None, warmup: int = None,
     MoCoV3), 'time_ratio': CR2PQ / MoCoV3, 'time_ratio_sym': CR2PQ_sym /
     MoCoV3}``."""
     device, amp = _timing.setup(device, amp, threads)
-    iters = iters or (3 if quick else 10)
-    warmup = warmup if warmup is not None else (1 if quick else 2)
     batch_size = batch_size or (4 if quick else 16)
     size = image_size or (64 if quick else 224)
     MessageHub.get_current_instance().update_info('max_iters', 10**6)
     views, samples = make_batch(size, batch_size, device)
-    steps = {}
-    for name in NAMES:
-        model = build(name, quick, size).to(device)
-        steps[name] = _timing.train_step(
-            model, lambda m=model: m.loss(views, samples), device, amp)
-    result = _timing.measure(steps, device, warmup, iters, batch_size)
-    _timing.add_ratios(result, 'MoCoV3')
-    result['settings'] = _timing.settings(
-        device, amp, quick=quick, iters=iters, warmup=warmup,
-        batch_size=batch_size, image_size=size)
+    models = {name: build(name, quick, size) for name in NAMES}
+    result = _timing.compare_train_steps(
+        models, (views, samples), 'MoCoV3', device, amp, quick, iters,
+        warmup, batch_size, image_size=size)
     result['time_ratio'] = result['CR2PQ']['time_ratio']
     result['time_ratio_sym'] = result['CR2PQ_sym']['time_ratio']
     return result
@@ -114,18 +104,10 @@ def summarize(result: dict) -> list:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--quick', action='store_true')
-    parser.add_argument('--batch-size', type=int)
-    parser.add_argument('--image-size', type=int)
-    _timing.add_common_args(parser)
-    args = parser.parse_args()
-    result = run(args.quick, args.iters, args.warmup, args.threads,
-                 args.device, args.batch_size, args.image_size, args.amp)
-    print('settings:', result['settings'])
+    result = _timing.run_cli(__doc__, run, _timing.BATCH_SIZE,
+                             ('--image-size', dict(type=int)))
     for name in NAMES:
-        print(f"{name:<10}{result[name]['step_ms']:>10.1f} ms/step"
-              f"{result[name]['peak_mib']:>9.1f} MiB")
+        print(_timing.step_line(name, result[name], 10))
     print(f"CR2PQ / MoCoV3: {result['time_ratio']:.3f}x, "
           f"CR2PQ_sym / MoCoV3: {result['time_ratio_sym']:.3f}x; memory "
           f"{result['CR2PQ']['mem_ratio']:.3f}x, "

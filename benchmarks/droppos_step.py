@@ -22,8 +22,6 @@ returns the numbers.
         [--threads N] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
         [--batch-size B]
 """
-import argparse
-
 import _timing
 import torch
 
@@ -83,22 +81,14 @@ def run(quick: bool = False, iters: int = None, warmup: int = None,
     from mmengine.logging import MMLogger
     MMLogger.get_current_instance().setLevel('WARNING')  # init-weight logs
     device, amp = _timing.setup(device, amp, threads)
-    iters = iters or (3 if quick else 10)
-    warmup = warmup if warmup is not None else (1 if quick else 2)
     batch_size = batch_size or (4 if quick else 8)
     size = 64 if quick else 224
     torch.manual_seed(1)
     images = torch.randn(batch_size, 3, size, size, device=device)
-    steps = {}
-    for name in ('MAE', *VARIANTS):
-        model = build(name, quick).to(device)
-        steps[name] = _timing.train_step(
-            model, lambda m=model: m.loss(images, []), device, amp)
-    result = _timing.measure(steps, device, warmup, iters, batch_size)
-    _timing.add_ratios(result, 'MAE')
-    result['settings'] = _timing.settings(
-        device, amp, quick=quick, iters=iters, warmup=warmup,
-        batch_size=batch_size, image_size=size, mask_ratio=0.75)
+    models = {name: build(name, quick) for name in ('MAE', *VARIANTS)}
+    result = _timing.compare_train_steps(
+        models, (images, []), 'MAE', device, amp, quick, iters, warmup,
+        batch_size, image_size=size, mask_ratio=0.75)
     result['time_ratio'] = result['DropPos']['time_ratio']
     return result
 
@@ -115,20 +105,11 @@ def summarize(result: dict) -> list:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--quick', action='store_true')
-    parser.add_argument('--batch-size', type=int)
-    _timing.add_common_args(parser)
-    args = parser.parse_args()
-    result = run(args.quick, args.iters, args.warmup, args.threads,
-                 args.device, args.batch_size, args.amp)
-    print('settings:', result['settings'])
-    print(f"{'MAE':<17}{result['MAE']['step_ms']:>10.1f} ms/step"
-          f"{result['MAE']['peak_mib']:>9.1f} MiB")
+    result = _timing.run_cli(__doc__, run, _timing.BATCH_SIZE)
+    print(_timing.step_line('MAE', result['MAE'], 17))
     for name in VARIANTS:
-        print(f"{name:<17}{result[name]['step_ms']:>10.1f} ms/step"
-              f"{result[name]['peak_mib']:>9.1f} MiB  {name} / MAE: "
-              f"time {result[name]['time_ratio']:.3f}x, "
+        print(_timing.step_line(name, result[name], 17) +
+              f"  {name} / MAE: time {result[name]['time_ratio']:.3f}x, "
               f"memory {result[name]['mem_ratio']:.3f}x")
 
 

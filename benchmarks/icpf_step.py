@@ -21,8 +21,6 @@ crops, batch 4, 4096 prototypes (a smoke run). Nothing is asserted;
         [--threads N] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
         [--batch-size N]
 """
-import argparse
-
 import _timing
 import torch
 from mmengine.logging import MessageHub
@@ -71,21 +69,14 @@ def run(quick: bool = False, iters: int = None, warmup: int = None,
     images_per_s}, 'ICPF': {..., time_ratio, mem_ratio}, 'time_ratio': ICPF
     / DINOv2}``."""
     device, amp = _timing.setup(device, amp, threads)
-    iters = iters or (3 if quick else 10)
-    warmup = warmup if warmup is not None else (1 if quick else 2)
     batch_size = batch_size or (4 if quick else 8)
     MessageHub.get_current_instance().update_info('max_iters', 10**6)
     views, samples, global_size = make_batch(quick, batch_size, device)
-    steps = {}
-    for name in ('DINOv2', 'ICPF'):
-        model = build(name, quick, global_size).to(device)
-        steps[name] = _timing.train_step(
-            model, lambda m=model: m.loss(views, samples), device, amp)
-    result = _timing.measure(steps, device, warmup, iters, batch_size)
-    _timing.add_ratios(result, 'DINOv2')
-    result['settings'] = _timing.settings(
-        device, amp, quick=quick, iters=iters, warmup=warmup,
-        batch_size=batch_size)
+    models = {name: build(name, quick, global_size)
+              for name in ('DINOv2', 'ICPF')}
+    result = _timing.compare_train_steps(models, (views, samples), 'DINOv2',
+                                         device, amp, quick, iters, warmup,
+                                         batch_size)
     result['time_ratio'] = result['ICPF']['time_ratio']
     return result
 
@@ -100,17 +91,9 @@ def summarize(result: dict) -> list:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--quick', action='store_true')
-    parser.add_argument('--batch-size', type=int)
-    _timing.add_common_args(parser)
-    args = parser.parse_args()
-    result = run(args.quick, args.iters, args.warmup, args.threads,
-                 args.device, args.batch_size, args.amp)
-    print('settings:', result['settings'])
+    result = _timing.run_cli(__doc__, run, _timing.BATCH_SIZE)
     for name in ('DINOv2', 'ICPF'):
-        print(f"{name:<8}{result[name]['step_ms']:>10.1f} ms/step"
-              f"{result[name]['peak_mib']:>9.1f} MiB")
+        print(_timing.step_line(name, result[name], 8))
     print(f"ICPF / DINOv2: {result['time_ratio']:.3f}x, memory "
           f"{result['ICPF']['mem_ratio']:.3f}x")
 

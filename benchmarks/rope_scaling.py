@@ -25,7 +25,6 @@ attention term dominates early.
     python benchmarks/rope_scaling.py [--quick] [--iters N] [--warmup N]
         [--threads N] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
 """
-import argparse
 
 import _timing
 import numpy as np
@@ -37,6 +36,10 @@ ARCH = 'b'
 QUICK_ARCH = dict(embed_dims=96, num_layers=1, num_heads=2,
                   feedforward_channels=384)
 MODELS = ('APE', 'RoPE-mixed', 'RoPE-axial')
+# How main() prints one summary row (``summarize``).
+ROW = ('{benchmark:<34}{ours:<12}{ours_ms:9.1f} ms {ours_peak_mib:8.1f} MiB | '
+       'ViT {baseline_ms:9.1f} ms {baseline_peak_mib:8.1f} MiB | '
+       'time {time_ratio:.3f}x, memory {mem_ratio:.3f}x')
 
 
 def build(name: str, arch, size: int) -> torch.nn.Module:
@@ -168,19 +171,9 @@ def markdown(result: dict) -> str:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--quick', action='store_true')
-    _timing.add_common_args(parser)
-    args = parser.parse_args()
-    result = run(args.quick, args.iters, args.warmup, args.threads,
-                 args.device, args.amp)
-    print('settings:', result['settings'])
+    result = _timing.run_cli(__doc__, run)
     for row in summarize(result):
-        print(f"{row['benchmark']:<34}{row['ours']:<12}"
-              f"{row['ours_ms']:9.1f} ms {row['ours_peak_mib']:8.1f} MiB | "
-              f"ViT {row['baseline_ms']:9.1f} ms "
-              f"{row['baseline_peak_mib']:8.1f} MiB | time "
-              f"{row['time_ratio']:.3f}x, memory {row['mem_ratio']:.3f}x")
+        print(ROW.format(**row))
     print(markdown(result))
 
 

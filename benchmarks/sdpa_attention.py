@@ -20,7 +20,6 @@ in this process, with the ratios SDPA / naive. Nothing is asserted.
     python benchmarks/sdpa_attention.py [--quick] [--iters N] [--warmup N]
         [--threads N] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
 """
-import argparse
 
 import _timing
 import torch
@@ -28,6 +27,10 @@ import torch.nn.functional as F
 
 HEADS, HEAD_DIM = 12, 64
 TOKENS = (196, 784, 3136, 4096)
+# How main() prints one summary row (``summarize``).
+ROW = ('{benchmark:<30} naive {baseline_ms:8.1f} ms {baseline_peak_mib:8.1f} '
+       'MiB | SDPA {ours_ms:8.1f} ms {ours_peak_mib:8.1f} MiB | '
+       'SDPA / naive: time {time_ratio:.3f}x, memory {mem_ratio:.3f}x')
 
 
 def naive_attention(q, k, v):
@@ -81,19 +84,9 @@ def summarize(result: dict) -> list:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--quick', action='store_true')
-    _timing.add_common_args(parser)
-    args = parser.parse_args()
-    result = run(args.quick, args.iters, args.warmup, args.threads,
-                 args.device, args.amp)
-    print('settings:', result['settings'])
+    result = _timing.run_cli(__doc__, run)
     for row in summarize(result):
-        print(f"{row['benchmark']:<30} naive {row['baseline_ms']:8.1f} ms "
-              f"{row['baseline_peak_mib']:8.1f} MiB | SDPA "
-              f"{row['ours_ms']:8.1f} ms {row['ours_peak_mib']:8.1f} MiB | "
-              f"SDPA / naive: time {row['time_ratio']:.3f}x, memory "
-              f"{row['mem_ratio']:.3f}x")
+        print(ROW.format(**row))
 
 
 if __name__ == '__main__':

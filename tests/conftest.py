@@ -1,6 +1,7 @@
 """Shared fixtures: mini datasets generated once per session, and a runner
 for the command-line tools."""
 import json
+import math
 import os
 import socket
 import subprocess
@@ -10,6 +11,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# The mini config of every pretraining algorithm.
+PRETRAIN_MINI_CONFIGS = {
+    'droppos': 'configs/droppos/droppos_vit-tiny_mini.py',
+    'qbheat': 'configs/qbheat/qbheat_mobileformer-285m_mini.py',
+    'cr2pq': 'configs/cr2pq/cr2pq_vit-tiny_mini.py',
+    'dinov2': 'configs/dinov2/dinov2_vit-tiny_mini.py',
+    'icpf': 'configs/icpf/icpf_vit-tiny_mini.py',
+}
 
 
 @pytest.fixture(autouse=True)
@@ -61,6 +70,23 @@ def read_scalars(work_dir):
     files = sorted(Path(work_dir).glob('*/vis_data/scalars.json'))
     assert files, f'no scalars.json under {work_dir}'
     return [json.loads(line) for line in files[-1].read_text().splitlines()]
+
+
+def assert_cosine_ema_steps(step, student, teacher, momentum, max_iters=8):
+    """Two more ``step()`` calls after the first (which copies the student,
+    checked here), the student shifted by 1 before each: the teacher must
+    become ``(1 - m) teacher + m student`` with mmpretrain's ``CosineEMA``
+    ``m = momentum (cos(pi k / max_iters) + 1) / 2`` at step ``k``."""
+    import torch
+    assert torch.equal(student, teacher)
+    for k in (1, 2):
+        before = teacher.detach().clone()
+        with torch.no_grad():
+            student.add_(1.)
+        step()
+        m = momentum * (math.cos(math.pi * k / max_iters) + 1) / 2
+        assert torch.allclose(teacher, (1 - m) * before + m * student.detach(),
+                              atol=1e-6)
 
 
 def free_port():

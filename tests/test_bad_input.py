@@ -24,7 +24,8 @@ from mmpos.datasets.transforms.crop_boxes import (CropBoxError,
 from mmpos.datasets.validate import coco_problems, seg_label_problems
 from mmpos.engine.hooks import CheckpointFitHook
 from mmpos.utils.errors import BadInputError, CheckpointMismatchError
-from mmpos.utils.launch import LaunchError, load_config, one_line
+from mmpos.utils.launch import (LaunchError, load_config, one_line,
+                                use_safe_image_loading)
 
 SEG_CONFIG = 'configs/demo/upernet_vit-tiny-rope-mixed_mini-ade.py'
 DET_CONFIG = 'configs/demo/mask-rcnn_vit-tiny-rope-mixed_mini-coco.py'
@@ -127,7 +128,7 @@ def test_unreadable_images_skip_with_warning_or_raise(tmp_path):
 def test_tools_load_images_safely_in_every_scope():
     from mmengine.registry import TRANSFORMS
     cfg = load_config(SEG_CONFIG)
-    assert train_tool.use_safe_image_loading(cfg, 'skip') == 3
+    assert use_safe_image_loading(cfg, 'skip') == 3
     train_load = cfg.train_dataloader.dataset.pipeline[0]
     assert train_load.type == 'mmpretrain.SafeLoadImageFromFile'
     assert train_load.on_error == 'skip'

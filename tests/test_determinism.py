@@ -11,15 +11,8 @@ import sys
 
 import pytest
 
-from conftest import REPO, read_scalars
+from conftest import PRETRAIN_MINI_CONFIGS, REPO, read_scalars
 
-MINI_CONFIGS = {
-    'droppos': 'configs/droppos/droppos_vit-tiny_mini.py',
-    'qbheat': 'configs/qbheat/qbheat_mobileformer-285m_mini.py',
-    'cr2pq': 'configs/cr2pq/cr2pq_vit-tiny_mini.py',
-    'dinov2': 'configs/dinov2/dinov2_vit-tiny_mini.py',
-    'icpf': 'configs/icpf/icpf_vit-tiny_mini.py',
-}
 NUM_ITERS = 3
 
 
@@ -61,10 +54,11 @@ def logged_values(proc, work_dir):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('algo', sorted(MINI_CONFIGS))
+@pytest.mark.parametrize('algo', sorted(PRETRAIN_MINI_CONFIGS))
 def test_same_seed_same_losses(tmp_path, mini_data, algo, start):
-    runs = [(start(MINI_CONFIGS[algo], tmp_path / str(i), mini_data, i),
-             tmp_path / str(i)) for i in (1, 2)]
+    config = PRETRAIN_MINI_CONFIGS[algo]
+    runs = [(start(config, tmp_path / str(i), mini_data, i), tmp_path / str(i))
+            for i in (1, 2)]
     first, second = (logged_values(proc, work_dir) for proc, work_dir in runs)
     assert [r['iter'] for r in first] == list(range(1, NUM_ITERS + 1))
     assert all(any(k.startswith('loss') for k in r) for r in first)

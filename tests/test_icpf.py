@@ -24,7 +24,7 @@ from mmpos.models.losses import dino_losses  # noqa: F401
 from mmpos.models.selfsup.dinov2 import DINOv2
 from mmpos.models.selfsup.icpf import ICPF
 
-from conftest import REPO, read_scalars, run_tool
+from conftest import REPO, assert_cosine_ema_steps, read_scalars, run_tool
 
 sys.path.insert(0, osp.join(REPO, 'tools', 'model_converters'))
 import mmpos2backbone  # noqa: E402
@@ -178,17 +178,9 @@ def test_cosine_ema_teacher_schedule():
     model = build(DINOv2, teacher_momentum=0.992)
     inputs, samples = batch()
     model.loss(inputs, samples)  # step 0 copies the student
-    student = model.backbone.cls_token
-    teacher = model.teacher.module.backbone.cls_token
-    assert torch.equal(student, teacher)
-    for step in (1, 2):
-        before = teacher.detach().clone()
-        with torch.no_grad():
-            student.add_(1.)
-        model.loss(inputs, samples)
-        weight = 0.008 * (math.cos(math.pi * step / 8) + 1) / 2
-        expected = (1 - weight) * before + weight * student.detach()
-        assert torch.allclose(teacher, expected, atol=1e-6)
+    assert_cosine_ema_steps(lambda: model.loss(inputs, samples),
+                            model.backbone.cls_token,
+                            model.teacher.module.backbone.cls_token, 0.008)
     assert int(model.teacher.steps) == 3
 
 

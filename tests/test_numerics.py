@@ -27,6 +27,8 @@ from mmpos.models.losses.cr2pq_loss import CR2PQLoss
 from mmpos.models.losses.dino_losses import (DINOLoss, KoLeoLoss,
                                              iBOTPatchLoss, sinkhorn_knopp)
 
+from conftest import PRETRAIN_MINI_CONFIGS
+
 DTYPES = [torch.bfloat16, torch.float16]
 ids = {torch.bfloat16: 'bf16', torch.float16: 'fp16'}.get
 
@@ -165,16 +167,8 @@ def test_loss_edge_cases_stay_finite(dtype):
 
 # --- every algorithm's mini model on a real batch ---------------------------
 
-MINI_CONFIGS = {
-    'droppos': 'configs/droppos/droppos_vit-tiny_mini.py',
-    'qbheat': 'configs/qbheat/qbheat_mobileformer-285m_mini.py',
-    'cr2pq': 'configs/cr2pq/cr2pq_vit-tiny_mini.py',
-    'dinov2': 'configs/dinov2/dinov2_vit-tiny_mini.py',
-    'icpf': 'configs/icpf/icpf_vit-tiny_mini.py',
-}
 
-
-@pytest.mark.parametrize('algo', sorted(MINI_CONFIGS))
+@pytest.mark.parametrize('algo', sorted(PRETRAIN_MINI_CONFIGS))
 def test_algorithm_losses_under_autocast(algo, mini_data):
     """One batch of the mini config's own pipeline, forward + backward in
     fp32, bf16 and fp16 autocast from the same state and random draws:
@@ -182,7 +176,7 @@ def test_algorithm_losses_under_autocast(algo, mini_data):
     (measured <= 2e-4). bf16 is checked for finiteness only: KoLeo on the
     untrained, nearly collapsed ICPF class tokens moves by 26% with bf16
     features (nearest-neighbour distances at the bf16 noise level)."""
-    cfg = Config.fromfile(MINI_CONFIGS[algo])
+    cfg = Config.fromfile(PRETRAIN_MINI_CONFIGS[algo])
     for module in cfg.custom_imports.imports:
         importlib.import_module(module)
     init_default_scope('mmpretrain')

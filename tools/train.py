@@ -15,28 +15,23 @@ that fails before its first iteration leaves nothing behind in the work dir
 (see README, "Bad input and failure behaviour"; ``MMPOS_DEBUG=1`` shows the
 traceback).
 """
-import argparse
 import os
 
 import torch
-from mmengine.registry import RUNNERS
-from mmengine.runner import Runner, find_latest_checkpoint
+from mmengine.runner import find_latest_checkpoint
 
 import mmpos  # noqa: F401  (registers mmpos modules)
-from mmpos.datasets.validate import check_config_datasets
 from mmpos.engine.hooks import CheckpointFitHook, NonFiniteLossError
-from mmpos.utils.launch import (LaunchError, add_common_args,
+from mmpos.utils.launch import (LaunchError, build_runner,
                                 check_checkpoint_paths, check_work_dir,
-                                exit_on_bad_input, load_config, parse_common,
-                                prepare_cpu_distributed,
-                                remove_partial_output, resolve_work_dir,
-                                use_safe_image_loading)
+                                exit_on_bad_input, finish_launch_config,
+                                launcher_parser, load_launch_config,
+                                parse_common, remove_partial_output)
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description='Train a model')
-    parser.add_argument('config', help='config file')
-    parser.add_argument('--work-dir', help='where logs and checkpoints go')
+    parser = launcher_parser('Train a model', 'where logs and checkpoints go',
+                             'train/val')
     parser.add_argument(
         '--resume',
         nargs='?',
@@ -51,18 +46,11 @@ def parse_args(argv=None):
         default='raise',
         help='a missing or corrupt training image stops the run (raise) or '
         'is skipped with a warning naming it (skip)')
-    parser.add_argument(
-        '--skip-data-check',
-        action='store_true',
-        help='do not validate the train/val annotations before starting')
-    add_common_args(parser)
     return parse_common(parser, argv)
 
 
 def build_train_config(args):
-    cfg = load_config(args.config, args.cfg_options)
-    cfg.launcher = args.launcher
-    work_dir = resolve_work_dir(cfg, args.config, args.work_dir)
+    cfg = load_launch_config(args)
 
     if args.resume == 'auto':
         cfg.resume, cfg.load_from = True, None
@@ -70,7 +58,7 @@ def build_train_config(args):
         if not os.path.isfile(args.resume):
             raise LaunchError(f'--resume checkpoint not found: {args.resume}')
         cfg.resume, cfg.load_from = True, args.resume
-    check_work_dir(work_dir, resume=args.resume is not None)
+    check_work_dir(cfg.work_dir, resume=args.resume is not None)
     check_checkpoint_paths(cfg)
 
     if args.amp:
@@ -79,11 +67,7 @@ def build_train_config(args):
                               'AmpOptimWrapper); none is available')
         cfg.optim_wrapper.type = 'AmpOptimWrapper'
         cfg.optim_wrapper.setdefault('loss_scale', 'dynamic')
-    use_safe_image_loading(cfg, args.bad_images)
-    if not args.skip_data_check and int(os.environ.get('RANK', 0)) == 0:
-        check_config_datasets(cfg, ('train', 'val'))
-    prepare_cpu_distributed(cfg, args.launcher)
-    return cfg
+    return finish_launch_config(cfg, args, ('train', 'val'), args.bad_images)
 
 
 def checkpoint_fit_hook(cfg, args):
@@ -107,9 +91,7 @@ def main(argv=None):
     with exit_on_bad_input('train.py', (NonFiniteLossError, )):
         cfg = build_train_config(args)
         with remove_partial_output(cfg.work_dir, keep=trained):
-            runner = (RUNNERS.build(cfg) if 'runner_type' in cfg else
-                      Runner.from_cfg(cfg))
-            runner.register_hook(checkpoint_fit_hook(cfg, args))
+            runner = build_runner(cfg, checkpoint_fit_hook(cfg, args))
             runner.train()
 
 

@@ -12,6 +12,8 @@ of shape ``(B, heads, N, N)`` (``N`` includes the class token). The forward
 pass itself is untouched, so the recorded maps are exactly those the model
 uses (attention dropout aside, which is off in eval mode).
 """
+import csv
+import json
 import os
 import os.path as osp
 from typing import List, Optional, Sequence
@@ -164,3 +166,14 @@ def upsample_map(attn_map: Tensor, size: int) -> Tensor:
     """``(h, w)`` patch map -> ``(size, size)`` (nearest), for overlays."""
     return F.interpolate(attn_map[None, None], size=(size, size),
                          mode='nearest')[0, 0]
+
+
+def write_rows(stem: str, rows: List[dict], **meta) -> None:
+    """``rows`` (dicts with the same keys) as ``<stem>.csv`` and, after
+    ``meta``, under ``rows`` in ``<stem>.json``."""
+    with open(stem + '.csv', 'w', newline='') as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    with open(stem + '.json', 'w') as f:
+        json.dump(dict(meta, rows=rows), f, indent=1)

@@ -166,6 +166,16 @@ def _staged_dir(root, force, params):
         raise
 
 
+def _staged_splits(root, force, dataset, num_train, num_val, img_size, seed,
+                   **extra):
+    """:func:`_staged_dir` of a dataset with a train and a val split, the
+    generator's arguments (``extra`` last) as the marker's content."""
+    return _staged_dir(
+        root, force,
+        dict(dataset=dataset, num_train=num_train, num_val=num_val,
+             img_size=img_size, seed=seed, **extra))
+
+
 def _write_json(path, obj):
     with open(path, 'w') as f:
         json.dump(obj, f)
@@ -438,9 +448,8 @@ def make_mini_coco(root, num_train=64, num_val=16, img_size=128, seed=0,
     _check_sizes(img_size, num_train=num_train, num_val=num_val)
     if max_instances < 2:
         raise ValueError(f'max_instances must be >= 2, got {max_instances}')
-    params = dict(dataset='coco', num_train=num_train, num_val=num_val,
-                  img_size=img_size, seed=seed, max_instances=max_instances)
-    with _staged_dir(root, force, params) as tmp:
+    with _staged_splits(root, force, 'coco', num_train, num_val, img_size,
+                        seed, max_instances=max_instances) as tmp:
         os.makedirs(osp.join(tmp, 'annotations'))
         for split, num in (('train', num_train), ('val', num_val)):
             coco = _coco_split(tmp, split, num, img_size, seed, max_instances)
@@ -543,12 +552,11 @@ def make_mini_ade(root, num_train=64, num_val=16, img_size=128, seed=0,
         force (bool): Replace an existing mini-data directory at ``root``.
 
     Returns:
-        str: The absolute path of the dataset.
+        str: The absolute path of the dataset (mmseg's ``data_root``).
     """
     _check_sizes(img_size, num_train=num_train, num_val=num_val)
-    params = dict(dataset='ade', num_train=num_train, num_val=num_val,
-                  img_size=img_size, seed=seed)
-    with _staged_dir(root, force, params) as tmp:
+    with _staged_splits(root, force, 'ade', num_train, num_val, img_size,
+                        seed) as tmp:
         for split, num in (('training', num_train), ('validation', num_val)):
             img_dir = osp.join(tmp, 'images', split)
             ann_dir = osp.join(tmp, 'annotations', split)
@@ -687,12 +695,12 @@ def make_mini_cls(root, num_train=64, num_val=16, img_size=64, seed=0,
         force (bool): Replace an existing mini-data directory at ``root``.
 
     Returns:
-        str: The absolute path of the dataset.
+        str: The absolute path of the dataset (``CustomDataset``'s
+        ``data_root``).
     """
     _check_sizes(img_size, num_train=num_train, num_val=num_val)
-    params = dict(dataset='cls', num_train=num_train, num_val=num_val,
-                  img_size=img_size, seed=seed)
-    with _staged_dir(root, force, params) as tmp:
+    with _staged_splits(root, force, 'cls', num_train, num_val, img_size,
+                        seed) as tmp:
         for split, num in (('train', num_train), ('val', num_val)):
             for name in MINI_COCO_CLASSES:
                 os.makedirs(osp.join(tmp, split, name))

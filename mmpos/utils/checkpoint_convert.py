@@ -38,7 +38,8 @@ import os.path as osp
 import re
 import tempfile
 from collections import OrderedDict
-from typing import Dict, List, NamedTuple, Optional, Sequence
+from typing import (Callable, Dict, List, NamedTuple, Optional, Sequence,
+                    Tuple)
 
 import torch
 import torch.nn as nn
@@ -476,3 +477,51 @@ def check_and_save(state_dict: StateDict,
     save_state_dict(state_dict, out, meta, force)
     log(f'saved {len(state_dict)} tensors to {out}')
     return report
+
+
+# --------------------------------------------------------------------------
+# Command line of the ViT converters (timm2mmpos, rope_vit_official2mmpos)
+# --------------------------------------------------------------------------
+def vit_converter_main(
+        argv: Optional[Sequence[str]], doc: str, converter: str,
+        src_help: str, rope_type: dict, keys: Sequence[str],
+        convert: Callable[[StateDict, argparse.Namespace],
+                          Tuple[StateDict, dict]]) -> None:
+    """``SRC DST [--rope-type] [--num-heads N] [--no-head]
+    [--drop-unexpected] [--force]`` of a ViT converter script.
+
+    Loads SRC with :func:`load_weights`, takes its state dict (the first of
+    ``keys``, see :func:`unwrap_state_dict`), leaves out ``head.*`` with
+    ``--no-head``, maps it with ``convert(source, args) -> (state_dict,
+    model config)`` and writes DST with :func:`check_and_save` (``meta``:
+    source path, ``converter`` and the model config). ``rope_type`` holds
+    the ``add_argument`` keywords of ``--rope-type``; ``doc``'s first
+    paragraph describes the script. Conversion and file errors exit with
+    status 1 and one line ``<prog>: error: <message>``.
+    """
+    parser = argparse.ArgumentParser(description=doc.split('\n\n')[0])
+    parser.add_argument('src', help=src_help)
+    parser.add_argument('dst', help='output checkpoint')
+    parser.add_argument('--rope-type', **rope_type)
+    parser.add_argument('--num-heads', type=int,
+                        help='heads per block (default embed_dims // 64)')
+    parser.add_argument('--no-head', action='store_true',
+                        help='leave the classification head out')
+    parser.add_argument('--drop-unexpected', action='store_true',
+                        help='leave out keys the model has no place for')
+    parser.add_argument('--force', action='store_true',
+                        help='overwrite DST')
+    args = parser.parse_args(argv)
+    try:
+        source = unwrap_state_dict(load_weights(args.src), keys)
+        if args.no_head:
+            source = {k: v for k, v in source.items()
+                      if not k.startswith('head.')}
+        state_dict, model = convert(source, args)
+        check_and_save(
+            state_dict, model, args.dst,
+            meta=dict(source=osp.abspath(args.src), converter=converter,
+                      model=model),
+            force=args.force, drop_unexpected=args.drop_unexpected)
+    except (ConversionError, OSError, ValueError, KeyError) as err:
+        parser.exit(1, f'{parser.prog}: error: {err}\n')

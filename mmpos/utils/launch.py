@@ -21,6 +21,8 @@ import sys
 import torch
 import torch.distributed as torch_dist
 from mmengine.config import Config, DictAction
+from mmengine.registry import RUNNERS
+from mmengine.runner import Runner
 
 from .checkpoint_io import UnsafeCheckpointError
 from .config_check import config_key_problems, new_option_keys
@@ -112,9 +114,59 @@ def add_common_args(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_common(parser: argparse.ArgumentParser, argv=None):
+    """Parse ``argv`` after adding :func:`add_common_args` to ``parser``;
+    sets ``LOCAL_RANK`` from ``--local-rank`` unless already set."""
+    add_common_args(parser)
     args = parser.parse_args(argv)
     os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
     return args
+
+
+def launcher_parser(description: str, work_dir_help: str,
+                    checked: str) -> argparse.ArgumentParser:
+    """Parser of a launcher: ``config`` (the first positional),
+    ``--work-dir`` and ``--skip-data-check`` (``checked``: which annotations
+    are validated otherwise); parse it with :func:`parse_common`."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument('config', help='config file')
+    parser.add_argument('--work-dir', help=work_dir_help)
+    parser.add_argument(
+        '--skip-data-check',
+        action='store_true',
+        help=f'do not validate the {checked} annotations before starting')
+    return parser
+
+
+def load_launch_config(args):
+    """:func:`load_config` of ``args.config`` with ``--cfg-options``, its
+    ``launcher`` and work dir (:func:`resolve_work_dir`) set."""
+    cfg = load_config(args.config, args.cfg_options)
+    cfg.launcher = args.launcher
+    resolve_work_dir(cfg, args.config, args.work_dir)
+    return cfg
+
+
+def finish_launch_config(cfg, args, splits, train_on_error='raise'):
+    """Last steps before the runner is built: safe image loading
+    (:func:`use_safe_image_loading`), the ``splits``' datasets validated on
+    rank 0 unless ``--skip-data-check``, and a CPU process group
+    (:func:`prepare_cpu_distributed`). Returns ``cfg``."""
+    # mmpos.datasets imports mmpos.utils: imported here, not at the top.
+    from mmpos.datasets.validate import check_config_datasets
+    use_safe_image_loading(cfg, train_on_error)
+    if not args.skip_data_check and int(os.environ.get('RANK', 0)) == 0:
+        check_config_datasets(cfg, splits)
+    prepare_cpu_distributed(cfg, args.launcher)
+    return cfg
+
+
+def build_runner(cfg, hook):
+    """The config's runner (``runner_type`` from mmengine's ``RUNNERS``,
+    else :class:`~mmengine.runner.Runner`) with ``hook`` registered."""
+    runner = (RUNNERS.build(cfg)
+              if 'runner_type' in cfg else Runner.from_cfg(cfg))
+    runner.register_hook(hook)
+    return runner
 
 
 def load_config(path, cfg_options=None):

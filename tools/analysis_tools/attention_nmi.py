@@ -14,8 +14,6 @@ query patch over all patches). Query points are ``x,y`` fractions of the
 image width/height.
 """
 import argparse
-import csv
-import json
 import os
 import os.path as osp
 import sys
@@ -31,7 +29,8 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 from mmpos.analysis.attention import (IMAGENET_MEAN, IMAGENET_STD,  # noqa
                                       build_backbone, list_images,
                                       load_images, record_attention,
-                                      resize_for, upsample_map)
+                                      resize_for, upsample_map,
+                                      write_rows)
 from mmpos.analysis.metrics import attention_distance, attention_nmi  # noqa
 
 
@@ -89,14 +88,8 @@ def main(argv=None):
     rows = [dict(layer=i, nmi=nmi, mad_px=mad)
             for i, (nmi, mad) in enumerate(stats)]
     stem = osp.join(args.out_dir, 'attention_nmi')
-    with open(stem + '.csv', 'w', newline='') as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    with open(stem + '.json', 'w') as f:
-        json.dump(dict(config=args.config, checkpoint=args.checkpoint,
-                       img_size=size, num_images=len(paths), rows=rows), f,
-                  indent=1)
+    write_rows(stem, rows, config=args.config, checkpoint=args.checkpoint,
+               img_size=size, num_images=len(paths))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     layers = [r['layer'] + 1 for r in rows]
     axes[0].plot(layers, [r['nmi'] for r in rows], 'o-')

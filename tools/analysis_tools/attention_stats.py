@@ -12,8 +12,6 @@ heads and images of the attention distance in pixels and the entropy in
 nats) and ``attention_stats.png`` (one line per resolution).
 """
 import argparse
-import csv
-import json
 import os
 import os.path as osp
 import sys
@@ -27,7 +25,7 @@ import torch  # noqa: E402
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 from mmpos.analysis.attention import (build_backbone, list_images,  # noqa
                                       load_images, record_attention,
-                                      resize_for)
+                                      resize_for, write_rows)
 from mmpos.analysis.metrics import attention_distance, attention_entropy  # noqa
 
 
@@ -74,13 +72,8 @@ def main(argv=None):
             rows.append(dict(resolution=size, layer=layer,
                              distance_px=dist, entropy=ent))
     stem = osp.join(args.out_dir, 'attention_stats')
-    with open(stem + '.csv', 'w', newline='') as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    with open(stem + '.json', 'w') as f:
-        json.dump(dict(config=args.config, checkpoint=args.checkpoint,
-                       num_images=len(paths), rows=rows), f, indent=1)
+    write_rows(stem, rows, config=args.config, checkpoint=args.checkpoint,
+               num_images=len(paths))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for size in dict.fromkeys(r['resolution'] for r in rows):
         sel = [r for r in rows if r['resolution'] == size]

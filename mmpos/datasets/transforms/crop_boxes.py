@@ -26,6 +26,7 @@ import copy
 from typing import Sequence, Tuple
 
 import numpy as np
+import torch
 from mmcv.transforms import RandomFlip
 from mmpretrain.datasets.transforms import MultiView, RandomResizedCrop
 
@@ -77,6 +78,35 @@ def check_crop_boxes(boxes, name: str = 'crop_boxes', extent=(1., 1.),
             where = f'{name}{list(index)}' if index else name
             raise CropBoxError(f'{where} = {box} {what} (x1, y1, x2, y2; '
                                'x1 > x2 marks a flip)')
+
+
+def stack_crop_boxes(data_samples, key: str, owner: str, device=None,
+                     min_views: int = 1) -> torch.Tensor:
+    """The ``(B, V, 4)`` float32 crop boxes of a batch, read from ``key``
+    of every data sample and checked (:func:`check_crop_boxes`) on the host
+    before they move to ``device``.
+
+    Raises:
+        KeyError: a sample lacks ``key`` (or there are none); the message
+            names ``owner``, the model that needs the boxes.
+        CropBoxError: a box no view can come from.
+        ValueError: the boxes are not ``(V, 4)`` per sample with ``V >=
+            min_views``.
+    """
+    if not data_samples or any(key not in s for s in data_samples):
+        raise KeyError(f'{owner} needs crop boxes in every data sample under '
+                       f'{key!r} (MultiViewWithBoxes + '
+                       f'PackInputs(algorithm_keys=[{key!r}]))')
+    boxes = torch.stack([
+        torch.as_tensor(s.get(key), dtype=torch.float32)
+        for s in data_samples
+    ])
+    check_crop_boxes(boxes, key)  # on the host: no device sync
+    if boxes.dim() != 3 or boxes.shape[1] < min_views or boxes.shape[2] != 4:
+        views = f'V >= {min_views}' if min_views > 1 else 'V'
+        raise ValueError(f'{key} must be ({views}, 4) per sample, got '
+                         f'{tuple(boxes.shape[1:])}')
+    return boxes.to(device)
 
 
 def current_box(results: dict) -> np.ndarray:
@@ -208,5 +238,5 @@ class MultiViewWithBoxes(MultiView):
 __all__ = [
     'CropBoxError', 'MultiViewWithBoxes', 'RandomFlipWithBox',
     'RandomResizedCropWithBox', 'box_to_tlhw', 'check_crop_boxes', 'crop_box',
-    'current_box', 'tlhw_to_box'
+    'current_box', 'stack_crop_boxes', 'tlhw_to_box'
 ]

@@ -25,6 +25,7 @@ from mmpretrain.models.backbones import SwinTransformer
 from torch import Tensor
 
 from mmpos.registry import MODELS
+from ..layers.attention import head_dims
 from ..layers.rope import RoPE2D
 
 
@@ -57,13 +58,10 @@ class RoPEWindowMSA(BaseModule):
                  rope_theta: Optional[float] = None,
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
-        if embed_dims % num_heads:
-            raise ValueError(f'embed_dims {embed_dims} is not divisible by '
-                             f'num_heads {num_heads}')
         self.embed_dims = embed_dims
         self.window_size = tuple(window_size)
         self.num_heads = num_heads
-        self.head_dims = embed_dims // num_heads
+        self.head_dims = head_dims(embed_dims, num_heads)
         self.scale = qk_scale
         self.attn_drop = attn_drop
         self.qkv = nn.Linear(embed_dims, embed_dims * 3, bias=qkv_bias)

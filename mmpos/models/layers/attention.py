@@ -11,6 +11,15 @@ from torch import Tensor
 from .rope import RoPE2D
 
 
+def head_dims(embed_dims: int, num_heads: int) -> int:
+    """Channels per head, ``embed_dims / num_heads``; a clear error when
+    ``num_heads`` does not divide ``embed_dims``."""
+    if embed_dims % num_heads:
+        raise ValueError(f'embed_dims {embed_dims} is not divisible by '
+                         f'num_heads {num_heads}')
+    return embed_dims // num_heads
+
+
 class RoPEAttention(BaseModule):
     """Multi-head self-attention whose queries and keys are rotated by RoPE.
 
@@ -43,12 +52,9 @@ class RoPEAttention(BaseModule):
                  layer_scale_init_value: float = 0.,
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
-        if embed_dims % num_heads:
-            raise ValueError(f'embed_dims {embed_dims} is not divisible by '
-                             f'num_heads {num_heads}')
         self.embed_dims = embed_dims
         self.num_heads = num_heads
-        self.head_dims = embed_dims // num_heads
+        self.head_dims = head_dims(embed_dims, num_heads)
         self.attn_drop = attn_drop
 
         self.qkv = nn.Linear(embed_dims, embed_dims * 3, bias=qkv_bias)

@@ -112,13 +112,9 @@ def _cross_entropy(student_logits: Tensor, targets: Tensor,
     return -(targets * log_p).sum(dim=-1)
 
 
-@MODELS.register_module()
-class DINOLoss(nn.Module):
-    """Image-level self-distillation, Eq. 1, over all view pairs.
-
-    The cross entropy between teacher view ``t`` and student view ``s`` is
-    averaged over the batch and then over every pair with ``s != t`` (student
-    views ``0..T-1`` are the teacher's global views), as in DINO.
+class DistillationLoss(nn.Module):
+    """Base of the cross-entropy distillation losses (:class:`DINOLoss`,
+    :class:`iBOTPatchLoss`).
 
     Args:
         student_temp: student temperature (0.1).
@@ -129,6 +125,17 @@ class DINOLoss(nn.Module):
         super().__init__()
         self.student_temp = student_temp
         self.loss_weight = loss_weight
+
+
+@MODELS.register_module()
+class DINOLoss(DistillationLoss):
+    """Image-level self-distillation, Eq. 1, over all view pairs.
+
+    The cross entropy between teacher view ``t`` and student view ``s`` is
+    averaged over the batch and then over every pair with ``s != t`` (student
+    views ``0..T-1`` are the teacher's global views), as in DINO. Arguments:
+    see :class:`DistillationLoss`.
+    """
 
     def forward(self, student_logits: Tensor, teacher_probs: Tensor) -> Tensor:
         """
@@ -152,7 +159,7 @@ class DINOLoss(nn.Module):
 
 
 @MODELS.register_module()
-class iBOTPatchLoss(nn.Module):
+class iBOTPatchLoss(DistillationLoss):
     """Masked patch self-distillation: Eq. 2 (iBOT), Eq. 5 (content) and
     Eq. 4 (position) are this loss on different masks.
 
@@ -160,16 +167,8 @@ class iBOTPatchLoss(nn.Module):
     the images that have at least one selected token (our choice: every
     masked image weighs the same whatever its mask ratio, as DINOv2's
     per-image weights; unlike DINOv2 the unmasked images do not dilute it).
-
-    Args:
-        student_temp: student temperature (0.1).
-        loss_weight: multiplier.
+    Arguments: see :class:`DistillationLoss`.
     """
-
-    def __init__(self, student_temp: float = 0.1, loss_weight: float = 1.0):
-        super().__init__()
-        self.student_temp = student_temp
-        self.loss_weight = loss_weight
 
     def forward(self, student_logits: Tensor, teacher_probs: Tensor,
                 image_index: Tensor) -> Tensor:

@@ -13,6 +13,7 @@ from torch import Tensor
 
 from mmpos.registry import MODELS
 from ..backbones.rope_vit import RoPETransformerEncoderLayer
+from ..layers.attention import head_dims
 from ..layers.rope import RoPE2D, grid_coords, sincos_pos_embed_2d
 
 POS_TYPES = ('rope', 'sincos', 'mlp')
@@ -60,11 +61,8 @@ class RoPECrossAttention(BaseModule):
                  qkv_bias: bool = True,
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
-        if embed_dims % num_heads:
-            raise ValueError(f'embed_dims {embed_dims} is not divisible by '
-                             f'num_heads {num_heads}')
         self.num_heads = num_heads
-        self.head_dims = embed_dims // num_heads
+        self.head_dims = head_dims(embed_dims, num_heads)
         self.q = nn.Linear(embed_dims, embed_dims, bias=qkv_bias)
         self.kv = nn.Linear(embed_dims, 2 * embed_dims, bias=qkv_bias)
         self.proj = nn.Linear(embed_dims, embed_dims)

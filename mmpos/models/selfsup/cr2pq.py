@@ -49,7 +49,7 @@ from mmpretrain.models.utils import CosineEMA
 from mmpretrain.structures import DataSample
 from torch import Tensor
 
-from mmpos.datasets.transforms.crop_boxes import check_crop_boxes
+from mmpos.datasets.transforms.crop_boxes import stack_crop_boxes
 from mmpos.registry import MODELS
 from ..layers.masking import gather_tokens, random_masking
 from ..layers.relative_coords import ALIGNS, relative_coords
@@ -162,25 +162,6 @@ class CR2PQ(BaseSelfSupervisor):
             self.target_generator.eval()
         return self
 
-    def _boxes(self, data_samples: Optional[List[DataSample]],
-               device) -> Tensor:
-        """``(B, V, 4)`` crop boxes of the batch."""
-        if not data_samples or any(
-                self.boxes_key not in s for s in data_samples):
-            raise KeyError(f'CR2PQ needs crop boxes in every data sample '
-                           f'under {self.boxes_key!r} (MultiViewWithBoxes + '
-                           f"PackInputs(algorithm_keys=['crop_boxes']))")
-        boxes = torch.stack([
-            torch.as_tensor(s.get(self.boxes_key), dtype=torch.float32)
-            for s in data_samples
-        ])
-        check_crop_boxes(boxes, self.boxes_key)  # on the host: no sync
-        boxes = boxes.to(device)
-        if boxes.dim() != 3 or boxes.shape[1] < 2 or boxes.shape[2] != 4:
-            raise ValueError(f'{self.boxes_key} must be (V >= 2, 4) per '
-                             f'sample, got {tuple(boxes.shape[1:])}')
-        return boxes
-
     @torch.no_grad()
     def _targets(self, img: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
         """Teacher tokens ``z'_B`` ``(B, N_B, D_tea)`` and their grid
@@ -217,7 +198,8 @@ class CR2PQ(BaseSelfSupervisor):
                 inputs, (list, tuple)) else inputs)
         if not isinstance(inputs, (list, tuple)) or len(inputs) < 2:
             raise ValueError('CR2PQ needs a list of >= 2 views (MultiView)')
-        boxes = self._boxes(data_samples, inputs[0].device)
+        boxes = stack_crop_boxes(data_samples, self.boxes_key, 'CR2PQ',
+                                 inputs[0].device, min_views=2)
         img_a, img_b = inputs[0], inputs[1]
         box_a, box_b = boxes[:, 0], boxes[:, 1]
         if self.symmetric:

@@ -48,7 +48,7 @@ from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.structures import DataSample
 from torch import Tensor
 
-from mmpos.datasets.transforms.crop_boxes import check_crop_boxes
+from mmpos.datasets.transforms.crop_boxes import stack_crop_boxes
 from mmpos.registry import MODELS
 from ..layers.positional_field import sample_scales, scale_shift_boxes
 from .dinov2 import DINOv2
@@ -127,20 +127,7 @@ class ICPF(DINOv2):
         """Crop boxes ``(B, V, 4)``, scale/shift-augmented when training."""
         if self.pos_field is None:
             return None
-        if not data_samples or any(
-                self.boxes_key not in s for s in data_samples):
-            raise KeyError(f'ICPF needs crop boxes in every data sample under '
-                           f'{self.boxes_key!r} (use the crop-box multi-view '
-                           f'transforms)')
-        boxes = torch.stack([
-            torch.as_tensor(s.get(self.boxes_key), dtype=torch.float32)
-            for s in data_samples
-        ])
-        check_crop_boxes(boxes, self.boxes_key)  # on the host: no sync
-        boxes = boxes.to(device)
-        if boxes.dim() != 3 or boxes.shape[-1] != 4:
-            raise ValueError(f'{self.boxes_key} must be (V, 4) per sample, '
-                             f'got {tuple(boxes.shape[1:])}')
+        boxes = stack_crop_boxes(data_samples, self.boxes_key, 'ICPF', device)
         if self.training and self.scale_aug:
             boxes = scale_shift_boxes(
                 boxes, sample_scales(batch_size, device=device,

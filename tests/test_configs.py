@@ -175,6 +175,11 @@ def check_forward(cfg, scope):
     if scope == 'mmseg' and model_cfg.data_preprocessor.get('size'):
         model_cfg.data_preprocessor.size = (TINY_SIZE, TINY_SIZE)
     model = revert_sync_batchnorm(registries(scope).MODELS.build(model_cfg))
+    # mmdet's DETRs allocate `level_embed` with torch.Tensor(...) (memory
+    # left uninitialised, possibly NaN) and fill it in init_weights(), which
+    # would also load the configs' pretrained checkpoints: fill it here.
+    if isinstance(getattr(model, 'level_embed', None), torch.Tensor):
+        torch.nn.init.normal_(model.level_embed.data)
     if scope == 'mmdet':
         data = model.data_preprocessor(det_inputs(), True)
         losses = model(**data, mode='loss')

@@ -9,8 +9,7 @@
 # Probe checkpoint:  --cfg-options load_from=PATH
 _base_ = ['./deformable-detr_mobileformer-285m-frozen_8xb2-500e_coco.py']
 
-model = dict(
-    backbone=dict(frozen_stages=-1, norm_eval=False, init_cfg=None))
+model = dict(backbone=_base_.unfrozen_mobileformer)
 load_from = ('work_dirs/deformable-detr_mobileformer-285m-frozen_8xb2-500e_'
              'coco/epoch_500.pth')
 sync_bn = 'torch'

@@ -7,28 +7,10 @@
 #   --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [
     'mmpretrain::_base_/datasets/imagenet_bs32_pil_resize.py',
-    'mmpretrain::_base_/default_runtime.py',
+    './_base_/mobileformer-285m-frozen_cls.py',
 ]
 
-custom_imports = dict(
-    imports=[
-        'mmpos', 'mmpos.models.backbones.mobile_former',
-        'mmpos.models.heads.probe_heads'
-    ],
-    allow_failed_imports=False)
-
 model = dict(
-    type='ImageClassifier',
-    backbone=dict(
-        type='MobileFormer',
-        arch='285m',
-        frozen_stages=4,
-        norm_eval=True,
-        init_cfg=dict(
-            type='Pretrained',
-            checkpoint='work_dirs/qbheat_mobileformer-285m_8xb128-coslr-800e_'
-            'in1k/epoch_800.pth',
-            prefix='backbone.')),
     head=dict(
         type='BNLinearClsHead',
         num_classes=1000,
@@ -51,9 +33,4 @@ param_scheduler = [
          by_epoch=True, begin=warmup_epochs, end=max_epochs,
          convert_to_iter_based=True)
 ]
-train_cfg = dict(by_epoch=True, max_epochs=max_epochs, val_interval=10)
-val_cfg = dict()
-test_cfg = dict()
-default_hooks = dict(
-    checkpoint=dict(type='CheckpointHook', interval=10, max_keep_ckpts=3))
-auto_scale_lr = dict(base_batch_size=4096)
+train_cfg = dict(max_epochs=max_epochs)

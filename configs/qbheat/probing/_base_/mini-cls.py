@@ -16,8 +16,7 @@ mini_cls_train = dict(
         dict(type='PackInputs'),
     ])
 mini_cls_val = dict(
-    type='CustomDataset',
-    data_root=mini_cls_root,
+    mini_cls_train,
     data_prefix='val',
     pipeline=[
         dict(type='LoadImageFromFile'),

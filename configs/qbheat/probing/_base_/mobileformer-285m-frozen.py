@@ -4,6 +4,8 @@
 # stride-16 final 1x1-conv map (720-d); the necks add the coarser levels.
 # Only the checkpoint's `backbone.` weights load. Detection configs use it as
 # `model = dict(backbone=_base_.frozen_mobileformer)`.
+_base_ = ['./mobileformer-archs.py']
+
 custom_imports = dict(
     imports=['mmpos', 'mmpos.models.backbones.mobile_former'],
     allow_failed_imports=False)
@@ -14,9 +16,5 @@ frozen_mobileformer = dict(
     out_indices=(2, 4),
     frozen_stages=4,
     norm_eval=True,
-    init_cfg=dict(
-        type='Pretrained',
-        checkpoint='work_dirs/qbheat_mobileformer-285m_8xb128-coslr-800e_'
-        'in1k/epoch_800.pth',
-        prefix='backbone.'))
-frozen_mobileformer_channels = [48, 720]
+    init_cfg=_base_.mf_pretrained['285m'])
+frozen_mobileformer_channels = _base_.mf_channels['285m']

@@ -1,0 +1,30 @@
+# The frozen QB-Heat Mobile-Former-285M classifier shared by the ImageNet
+# linear and tran-1 probes (QB-Heat Sec. 5, App. B.1): all stages, the
+# global tokens and the BN statistics are frozen and the head (set by each
+# probe) reads the stride-16 final 720-d map; only the checkpoint's
+# `backbone.` weights load. Validation and a checkpoint (the last three
+# kept) every 10 epochs; batch 4096 for the lr scaling.
+_base_ = ['mmpretrain::_base_/default_runtime.py', './mobileformer-archs.py']
+
+custom_imports = dict(
+    imports=[
+        'mmpos', 'mmpos.models.backbones.mobile_former',
+        'mmpos.models.heads.probe_heads'
+    ],
+    allow_failed_imports=False)
+
+model = dict(
+    type='ImageClassifier',
+    backbone=dict(
+        type='MobileFormer',
+        arch='285m',
+        frozen_stages=4,
+        norm_eval=True,
+        init_cfg=_base_.mf_pretrained['285m']))
+
+train_cfg = dict(by_epoch=True, val_interval=10)
+val_cfg = dict()
+test_cfg = dict()
+default_hooks = dict(
+    checkpoint=dict(type='CheckpointHook', interval=10, max_keep_ckpts=3))
+auto_scale_lr = dict(base_batch_size=4096)

@@ -1,7 +1,7 @@
-# Runtime shared by every mmpos pretraining config (mmpretrain scope).
+# Runtime shared by every mmpos pretraining config (mmpretrain scope). The
+# model bases list the mmpos modules they need in `custom_imports`.
 _base_ = ['mmpretrain::_base_/default_runtime.py']
 
-custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=50),
     checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=3),

@@ -1,12 +1,8 @@
-# CR2PQ ViT-S/16, 100 epochs (40 warm-up epochs as at 300).
-_base_ = ['./cr2pq_vit-small-p16_32xb64-300e_in1k.py']
-
-max_epochs, warmup_epochs = 100, 40
-param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-4, by_epoch=True, begin=0,
-         end=warmup_epochs, convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - warmup_epochs,
-         eta_min=1e-6, by_epoch=True, begin=warmup_epochs, end=max_epochs,
-         convert_to_iter_based=True),
+# CR2PQ ViT-S/16, 100 epochs (40 warm-up epochs as at 300), blr 1.75e-4.
+_base_ = [
+    '_base_/cr2pq_vit-small-p16.py',
+    '_base_/cr2pq_32xb64-100e_in1k.py',
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs)
+
+blr = 1.75e-4
+optim_wrapper = dict(optimizer=dict(lr=blr * _base_.batch_size / 256))

@@ -8,10 +8,10 @@
 #   target=dict(type='ResNet', depth=50, out_indices=(3, ),
 #               init_cfg=dict(type='Pretrained', checkpoint=CKPT)),
 #   neck.out_channels=2048, loss.norm='layernorm'.
-_base_ = ['./cr2pq_vit-base-p16_32xb64-300e_in1k.py']
+_base_ = [
+    '_base_/cr2pq_vit-small-p16.py',
+    '_base_/cr2pq_32xb64-300e_in1k.py',
+]
 
-batch_size, blr = 2048, 1.75e-4
-model = dict(
-    backbone=dict(arch='small'),
-    neck=dict(embed_dims=384, num_heads=6, out_channels=384))
-optim_wrapper = dict(optimizer=dict(lr=blr * batch_size / 256))
+blr = 1.75e-4
+optim_wrapper = dict(optimizer=dict(lr=blr * _base_.batch_size / 256))

@@ -1,7 +1,10 @@
 # DINOv2 on ImageNet-1K as reproduced by the ICPF paper (DINOv2†, Table 6):
 # ViT-S/16, 2 global 224px + 8 local 96px crops, 100 epochs, AdamW,
 # total batch 512 (4 GPUs x 128), 65536 prototypes, separate heads.
-_base_ = ['../_base_/default_runtime_pretrain.py']
+_base_ = [
+    '../_base_/default_runtime_pretrain.py',
+    '../_base_/datasets/imagenet_pretrain.py',
+]
 
 custom_imports = dict(
     imports=[
@@ -85,16 +88,8 @@ train_pipeline = [
 train_dataloader = dict(
     batch_size=128,
     num_workers=10,
-    persistent_workers=True,
-    pin_memory=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
     drop_last=True,
-    dataset=dict(
-        type='ImageNet',
-        data_root='data/imagenet/',
-        split='train',
-        pipeline=train_pipeline))
+    dataset=dict(pipeline=train_pipeline))
 
 # AdamW; Table 6's base lr 2e-3 scaled as DINOv2 does, by sqrt(batch / 1024)
 # for the total batch of 512. No layer-wise / patch-embedding lr decay.

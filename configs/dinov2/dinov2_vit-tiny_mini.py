@@ -2,7 +2,7 @@
 # 4-block ViT: 2 global 64px + 2 local 32px crops, patch 8, 256 prototypes.
 # About a minute on 2 CPU cores (tests shorten it with train_cfg.max_iters).
 _base_ = [
-    '../_base_/default_runtime_pretrain.py',
+    '../_base_/schedules/pretrain_mini.py',
     '../_base_/datasets/mini_unlabeled.py',
     '../_base_/models/rope-vit_mini-arch.py',
 ]
@@ -21,18 +21,10 @@ model = dict(
         use_ape=True,
         out_type='raw',
         drop_path_rate=0.1),
-    head=dict(
-        type='DINOHead',
-        in_channels=96,
-        out_channels=out_dim,
-        hidden_channels=256,
-        bottleneck_channels=64),
-    patch_head=dict(
-        type='DINOHead',
-        in_channels=96,
-        out_channels=out_dim,
-        hidden_channels=256,
-        bottleneck_channels=64),
+    # separate [CLS] and patch heads of the same shape
+    **{name: dict(type='DINOHead', in_channels=96, out_channels=out_dim,
+                  hidden_channels=256, bottleneck_channels=64)
+       for name in ('head', 'patch_head')},
     centering=dict(type='TeacherCentering', mode='sinkhorn'),
     teacher_temp=0.04,
     teacher_momentum=0.992,
@@ -68,22 +60,13 @@ color_aug = [
         magnitude_std='inf',
         prob=0.5),
 ]
-global_view = [
-    dict(
-        type='RandomResizedCrop',
-        scale=global_size,
-        crop_ratio_range=(0.32, 1.),
-        backend='pillow'),
-    dict(type='RandomFlip', prob=0.5),
-] + color_aug
-local_view = [
-    dict(
-        type='RandomResizedCrop',
-        scale=local_size,
-        crop_ratio_range=(0.05, 0.32),
-        backend='pillow'),
-    dict(type='RandomFlip', prob=0.5),
-] + color_aug
+# Global (32-100% of the image) and local (5-32%) crops.
+global_view, local_view = (
+    [dict(type='RandomResizedCrop', scale=scale, crop_ratio_range=ratios,
+          backend='pillow'),
+     dict(type='RandomFlip', prob=0.5)] + color_aug
+    for scale, ratios in [(global_size, (0.32, 1.)),
+                          (local_size, (0.05, 0.32))])
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(
@@ -94,31 +77,15 @@ train_pipeline = [
 ]
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
-# Schedules (Table 6, shortened): lr warm-up + cosine, weight decay
+# Schedules (Table 6, shortened): the mini lr warm-up + cosine, weight decay
 # 0.04 -> 0.4 cosine (ratio, so no-decay groups stay 0), teacher momentum
 # 0.992 -> 1 cosine inside the model (CosineEMA), teacher temperature 0.04.
-max_iters = 60
-warmup_iters = 10
-optim_wrapper = dict(
-    type='OptimWrapper',
-    optimizer=dict(type='AdamW', lr=5e-4, betas=(0.9, 0.999),
-                   weight_decay=0.04),
-    clip_grad=dict(max_norm=3.0),
-    paramwise_cfg=dict(norm_decay_mult=0., bias_decay_mult=0.))
-param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-3, by_epoch=False, begin=0,
-         end=warmup_iters),
-    dict(type='CosineAnnealingLR', eta_min=1e-6, by_epoch=False,
-         begin=warmup_iters, end=max_iters),
+optim_wrapper = dict(optimizer=dict(weight_decay=0.04))
+param_scheduler = _base_.param_scheduler + [
     dict(type='CosineAnnealingParamScheduler', param_name='weight_decay',
-         eta_min_ratio=10., by_epoch=False, begin=0, end=max_iters),
+         eta_min_ratio=10., by_epoch=False, begin=0, end=_base_.max_iters),
 ]
-train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters)
-default_hooks = dict(
-    logger=dict(type='LoggerHook', interval=5),
-    checkpoint=dict(type='CheckpointHook', by_epoch=False,
-                    interval=max_iters, max_keep_ckpts=2))
-log_processor = dict(by_epoch=False)
+default_hooks = dict(checkpoint=dict(max_keep_ckpts=2))
 # mmpos modules not yet imported by the package's __init__ files.
 custom_imports = dict(
     imports=[

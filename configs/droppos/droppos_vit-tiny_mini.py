@@ -12,18 +12,10 @@
 # the dropped positions) is logged with the loss; chance is 1/16.
 _base_ = [
     './_base_/droppos_vit-base-p16.py',
-    '../_base_/default_runtime_pretrain.py',
+    '../_base_/schedules/pretrain_mini.py',
     '../_base_/datasets/mini_unlabeled.py',
     '../_base_/models/rope-vit_mini-arch.py',
 ]
-
-custom_imports = dict(
-    imports=[
-        'mmpos', 'mmpos.models.selfsup.droppos',
-        'mmpos.models.heads.droppos_head',
-        'mmpos.engine.hooks.droppos_sigma_hook'
-    ],
-    allow_failed_imports=False)
 
 img_size, patch_size = 32, 8
 model = dict(
@@ -48,15 +40,11 @@ train_pipeline = [
 ]
 train_dataloader = dict(batch_size=32, dataset=dict(pipeline=train_pipeline))
 
-max_iters = 300
-warmup_iters = 20
+max_iters, warmup_iters = 300, 20
 optim_wrapper = dict(
-    type='OptimWrapper',
-    optimizer=dict(type='AdamW', lr=1e-3, betas=(0.9, 0.95),
-                   weight_decay=0.05),
+    optimizer=dict(lr=1e-3, betas=(0.9, 0.95)),
     clip_grad=dict(max_norm=5.0),
-    paramwise_cfg=dict(norm_decay_mult=0., bias_decay_mult=0.,
-                       custom_keys={'mask_token': dict(decay_mult=0.),
+    paramwise_cfg=dict(custom_keys={'mask_token': dict(decay_mult=0.),
                                     'cls_token': dict(decay_mult=0.)}))
 param_scheduler = [
     dict(type='LinearLR', start_factor=1e-3, by_epoch=False, begin=0,
@@ -64,9 +52,7 @@ param_scheduler = [
     dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=False,
          begin=warmup_iters, end=max_iters),
 ]
-train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters)
+train_cfg = dict(max_iters=max_iters)
 default_hooks = dict(
-    logger=dict(type='LoggerHook', interval=10),
-    checkpoint=dict(type='CheckpointHook', by_epoch=False,
-                    interval=max_iters, max_keep_ckpts=2))
-log_processor = dict(by_epoch=False)
+    logger=dict(interval=10),
+    checkpoint=dict(interval=max_iters, max_keep_ckpts=2))

@@ -5,16 +5,9 @@
 # Tab. 3's 200-2400 range (override `max_epochs` for the others).
 _base_ = [
     './_base_/qbheat_mobileformer-285m.py',
-    '../_base_/default_runtime_pretrain.py',
+    '../_base_/schedules/pretrain_amp_coslr_200e.py',
+    '../_base_/datasets/imagenet_pretrain.py',
 ]
-
-custom_imports = dict(
-    imports=[
-        'mmpos', 'mmpos.models.backbones.mobile_former',
-        'mmpos.models.necks.qbheat_predictor',
-        'mmpos.models.heads.qbheat_head', 'mmpos.models.selfsup.qbheat'
-    ],
-    allow_failed_imports=False)
 
 img_size = 256
 data_root = 'data/imagenet/'
@@ -28,25 +21,11 @@ train_pipeline = [
 ]
 train_dataloader = dict(
     batch_size=128,
-    num_workers=8,
-    persistent_workers=True,
-    pin_memory=True,
-    sampler=dict(type='DefaultSampler', shuffle=True),
-    collate_fn=dict(type='default_collate'),
-    dataset=dict(
-        type='ImageNet',
-        data_root=data_root,
-        split='train',
-        pipeline=train_pipeline))
+    dataset=dict(data_root=data_root, pipeline=train_pipeline))
 
 max_epochs = 800
-warmup_epochs = 10
 optim_wrapper = dict(
-    type='AmpOptimWrapper',
-    loss_scale='dynamic',
-    optimizer=dict(
-        type='AdamW', lr=1.5e-4 * 1024 / 256, betas=(0.9, 0.95),
-        weight_decay=0.1),
+    optimizer=dict(lr=1.5e-4 * 1024 / 256, weight_decay=0.1),
     # no decay on norms, biases, global tokens and the A/B models
     paramwise_cfg=dict(
         norm_decay_mult=0.,
@@ -57,14 +36,9 @@ optim_wrapper = dict(
         }))
 param_scheduler = [
     dict(type='LinearLR', start_factor=1e-4, by_epoch=True, begin=0,
-         end=warmup_epochs, convert_to_iter_based=True),
-    dict(type='CosineAnnealingLR', T_max=max_epochs - warmup_epochs,
-         by_epoch=True, begin=warmup_epochs, end=max_epochs,
-         convert_to_iter_based=True)
+         end=10, convert_to_iter_based=True),
+    dict(type='CosineAnnealingLR', T_max=max_epochs - 10, by_epoch=True,
+         begin=10, end=max_epochs, convert_to_iter_based=True)
 ]
-train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs)
-default_hooks = dict(
-    logger=dict(type='LoggerHook', interval=100),
-    checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=3))
+train_cfg = dict(max_epochs=max_epochs)
 auto_scale_lr = dict(base_batch_size=1024)
-resume = True

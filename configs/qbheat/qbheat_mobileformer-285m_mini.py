@@ -6,17 +6,9 @@
 # Higher lr than the ImageNet recipe (tiny batch, few iterations).
 _base_ = [
     './_base_/qbheat_mobileformer-285m.py',
-    '../_base_/default_runtime_pretrain.py',
+    '../_base_/schedules/pretrain_mini.py',
     '../_base_/datasets/mini_unlabeled.py',
 ]
-
-custom_imports = dict(
-    imports=[
-        'mmpos', 'mmpos.models.backbones.mobile_former',
-        'mmpos.models.necks.qbheat_predictor',
-        'mmpos.models.heads.qbheat_head', 'mmpos.models.selfsup.qbheat'
-    ],
-    allow_failed_imports=False)
 
 img_size = 128
 mini_mobile_former = dict(
@@ -39,22 +31,14 @@ train_pipeline = [
 train_dataloader = dict(batch_size=16, dataset=dict(pipeline=train_pipeline))
 
 max_iters = 120
-warmup_iters = 10
 optim_wrapper = dict(
-    type='OptimWrapper',
-    optimizer=dict(type='AdamW', lr=2e-3, betas=(0.9, 0.95),
-                   weight_decay=0.05),
-    clip_grad=dict(max_norm=5.0),
-    paramwise_cfg=dict(norm_decay_mult=0., bias_decay_mult=0.))
+    optimizer=dict(lr=2e-3, betas=(0.9, 0.95)), clip_grad=dict(max_norm=5.0))
 param_scheduler = [
     dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0,
-         end=warmup_iters),
+         end=_base_.warmup_iters),
     dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=False,
-         begin=warmup_iters, end=max_iters),
+         begin=_base_.warmup_iters, end=max_iters),
 ]
-train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters)
+train_cfg = dict(max_iters=max_iters)
 default_hooks = dict(
-    logger=dict(type='LoggerHook', interval=10),
-    checkpoint=dict(type='CheckpointHook', by_epoch=False,
-                    interval=max_iters, max_keep_ckpts=1))
-log_processor = dict(by_epoch=False)
+    logger=dict(interval=10), checkpoint=dict(interval=max_iters))

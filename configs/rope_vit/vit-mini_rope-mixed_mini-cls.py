@@ -35,26 +35,13 @@ test_pipeline = [
     dict(type='PackInputs'),
 ]
 data_root = 'data/mini/cls/'
-train_dataloader = dict(
-    batch_size=16,
-    num_workers=0,
-    persistent_workers=False,
-    dataset=dict(
-        _delete_=True,
-        type='CustomDataset',
-        data_root=data_root,
-        data_prefix='train',
-        pipeline=train_pipeline))
-val_dataloader = dict(
-    batch_size=16,
-    num_workers=0,
-    persistent_workers=False,
-    dataset=dict(
-        _delete_=True,
-        type='CustomDataset',
-        data_root=data_root,
-        data_prefix='val',
-        pipeline=test_pipeline))
+# One loader for both splits of the mini set.
+train_dataloader, val_dataloader = (
+    dict(batch_size=16, num_workers=0, persistent_workers=False,
+         dataset=dict(_delete_=True, type='CustomDataset',
+                      data_root=data_root, data_prefix=split,
+                      pipeline=pipeline))
+    for split, pipeline in [('train', train_pipeline), ('val', test_pipeline)])
 test_dataloader = val_dataloader
 val_evaluator = dict(type='Accuracy', topk=(1, ))
 test_evaluator = val_evaluator

@@ -15,6 +15,8 @@ _base_ = [
     '../_base_/schedules/vit_layer-decay_paramwise.py',
 ]
 
+custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
+
 model = dict(
     type='ImageClassifier',
     backbone=dict(

@@ -2,8 +2,14 @@
 # (mmpretrain's MAEViT; its own mask_ratio is unused, DropPos masks), a
 # 2-block 512-wide position decoder over the N = 14 x 14 positions,
 # gamma = gamma_pos = 0.75, sigma 1 -> 0 (DropPosSigmaHook), tau = 0.1.
-# Configs using it list the mmpos modules in `custom_imports` (the runtime
-# base defines that key too, and bases may not share keys).
+custom_imports = dict(
+    imports=[
+        'mmpos', 'mmpos.models.selfsup.droppos',
+        'mmpos.models.heads.droppos_head',
+        'mmpos.engine.hooks.droppos_sigma_hook'
+    ],
+    allow_failed_imports=False)
+
 model = dict(
     type='DropPos',
     backbone=dict(type='MAEViT', arch='b', img_size=224, patch_size=16),

@@ -3,7 +3,15 @@
 # linear models (A, B) per scale, corner + centre quarters mixed half/half
 # in every batch (Tab. 2 defaults); MAE-style decoder of 6 transformer
 # blocks, width 512, reconstructing 16x16 pixel patches of the masked
-# quarters. Configs using it list the mmpos modules in `custom_imports`.
+# quarters.
+custom_imports = dict(
+    imports=[
+        'mmpos', 'mmpos.models.backbones.mobile_former',
+        'mmpos.models.necks.qbheat_predictor',
+        'mmpos.models.heads.qbheat_head', 'mmpos.models.selfsup.qbheat'
+    ],
+    allow_failed_imports=False)
+
 model = dict(
     type='QBHeat',
     position='mixed',

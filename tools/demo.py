@@ -51,14 +51,9 @@ def ensure_mini_data(data_root):
 
 def last_scalars(work_dir, keys, window=10):
     """Mean of the last ``window`` logged training values of ``keys``."""
-    runs = sorted(os.listdir(work_dir))
-    records = []
-    for run_name in runs:
-        path = osp.join(work_dir, run_name, 'vis_data', 'scalars.json')
-        if osp.isfile(path):
-            with open(path) as f:
-                records += [json.loads(line) for line in f if line.strip()]
-    records = [r for r in records if all(k in r for k in keys)][-window:]
+    from mmpos.benchmark.results import training_records
+    records = [r for r in training_records(work_dir)
+               if all(k in r for k in keys)][-window:]
     return {k: round(sum(r[k] for r in records) / len(records), 4)
             for k in keys} if records else {}
 

@@ -74,7 +74,8 @@ def test_teacher_checkpoint_loads_every_teacher_weight(tmp_path):
     model.init_weights()
     for k, v in resnet.state_dict().items():
         assert torch.equal(model.target_generator.state_dict()[k], v), k
-    assert not any(p.requires_grad for p in model.target_generator.parameters())
+    teacher = model.target_generator
+    assert not any(p.requires_grad for p in teacher.parameters())
     # a checkpoint that covers only part of the teacher is refused
     partial = {k: v for k, v in state.items() if 'layer4' not in k}
     torch.save(partial, tmp_path / 'part.pth')

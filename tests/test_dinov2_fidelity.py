@@ -11,9 +11,7 @@ import torch
 import torch.nn as nn
 from mmengine.config import Config
 from mmengine.logging import MessageHub
-from mmengine.optim import build_optim_wrapper
 from mmpretrain.registry import MODELS
-from mmpretrain.structures import DataSample
 
 import mmpos  # noqa: F401
 from mmpos.models.layers.positional_field import scale_shift_boxes
@@ -21,19 +19,13 @@ from mmpos.models.losses.dino_losses import iBOTPatchLoss
 from mmpos.models.selfsup.dinov2 import DINOv2
 from mmpos.models.selfsup.icpf import ICPF
 
+from conftest import weight_decays
+from test_icpf import BACKBONE, HEAD, batch, build
+
 DINOV2 = ('configs/dinov2/dinov2_vit-small-p16_4xb128-100e_in1k.py',
           'configs/dinov2/dinov2_vit-base-p16_8xb64-100e_in1k.py')
 ICPF_CFGS = ('configs/icpf/icpf_vit-small-p16_4xb128-100e_in1k.py',
              'configs/icpf/icpf_vit-base-p16_8xb64-100e_in1k.py')
-ARCH = dict(embed_dims=48, num_layers=2, num_heads=3, feedforward_channels=96)
-BACKBONE = dict(type='RoPEVisionTransformer', arch=ARCH, img_size=32,
-                patch_size=8, rope_type='none', use_ape=True, out_type='raw')
-HEAD = dict(type='DINOHead', in_channels=48, out_channels=64,
-            hidden_channels=64, bottleneck_channels=16)
-BOXES = torch.tensor([[0., 0., 1., 1.], [.6, .1, .1, .7],
-                      [.2, .2, .5, .5], [.5, .6, .9, .9]])
-
-
 @pytest.fixture(autouse=True)
 def max_iters():
     MessageHub.get_current_instance().update_info('max_iters', 8)
@@ -69,14 +61,9 @@ def test_ibot_loss_matches_dinov2_forward_masked():
 
 
 def _losses(cls, **kwargs):
-    torch.manual_seed(0)
-    model = cls(backbone=BACKBONE, head=HEAD, patch_head=HEAD, **kwargs)
-    model.init_weights()
-    model.train()
-    torch.manual_seed(1)
-    inputs = [torch.randn(4, 3, 32, 32) for _ in range(2)] + \
-        [torch.randn(4, 3, 16, 16) for _ in range(2)]
-    samples = [DataSample(metainfo=dict(crop_boxes=BOXES)) for _ in range(4)]
+    model = build(cls, **kwargs)
+    torch.manual_seed(1)  # same batch, masks and drop path for every model
+    inputs, samples = batch()
     return model.loss(inputs, samples)
 
 
@@ -106,9 +93,9 @@ def test_layer_scale_block_matches_timm():
     torch.manual_seed(0)
     ours = MODELS.build(dict(BACKBONE, layer_scale_init_value=1e-5))
     from timm.models.vision_transformer import Block
-    layer = ours.layers[0]
+    layer = ours.layers[0].eval()  # no drop path
     peer = Block(48, 3, mlp_ratio=2., qkv_bias=True, init_values=1e-5,
-                 norm_layer=partial(nn.LayerNorm, eps=layer.ln1.eps))
+                 norm_layer=partial(nn.LayerNorm, eps=layer.ln1.eps)).eval()
     params = list(layer.parameters())
     assert len(params) == len(list(peer.parameters()))
     torch.testing.assert_close(layer.attn.gamma1.weight,
@@ -137,18 +124,11 @@ def test_paper_configs_follow_dinov2(path):
     # DINOv2's decay rule: none on biases, norms and LayerScale gammas
     model = DINOv2(backbone=dict(BACKBONE, layer_scale_init_value=1e-5),
                    head=HEAD)
-    optim = cfg.optim_wrapper.copy()
-    wrapper = build_optim_wrapper(model, dict(
-        type='OptimWrapper', optimizer=optim.optimizer,
-        paramwise_cfg=optim.paramwise_cfg))
-    decay = {id(p): g['weight_decay'] for g in wrapper.optimizer.param_groups
-             for p in g['params']}
-    for name, p in model.named_parameters():
-        if name.startswith('teacher') or not p.requires_grad:
-            continue
-        no_decay = name.endswith('.bias') or 'ln' in name or \
-            'norm' in name or 'gamma' in name
-        assert (decay[id(p)] == 0) == no_decay, name
+    for name, decay in weight_decays(model, cfg.optim_wrapper).items():
+        if not name.startswith('teacher'):
+            no_decay = name.endswith('.bias') or 'ln' in name or \
+                'norm' in name or 'gamma' in name
+            assert (decay == 0) == no_decay, name
 
 
 def test_scale_box_of_two_views_or_all():

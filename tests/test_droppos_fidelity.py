@@ -10,13 +10,14 @@ import pytest
 import torch
 import torch.nn as nn
 from mmengine.config import Config
-from mmengine.optim import build_optim_wrapper
 
 import mmpos  # noqa: F401
 from mmpos.engine.optimizers import (PerTensorClipOptimWrapper,
                                      clip_grad_norm_per_tensor_)
 from mmpos.models.heads.droppos_head import smoothed_position_targets
 from mmpos.models.selfsup.droppos import DropPos
+
+from conftest import weight_decays
 
 PAPER = ('configs/droppos/droppos_vit-base-p16_8xb512-coslr-200e_in1k.py',
          'configs/droppos/droppos_vit-base-p16_8xb512-coslr-800e_in1k.py',
@@ -126,18 +127,10 @@ def test_paper_configs_train_like_the_authors(path):
         backbone=dict(type='MAEViT', arch=arch, img_size=32, patch_size=8),
         head=dict(type='DropPosHead', num_patches=16, in_channels=48,
                   embed_dims=32, num_heads=4))
-    optim_cfg = cfg.optim_wrapper.copy()
-    optim_cfg.pop('type')
-    wrapper = build_optim_wrapper(model, dict(
-        type='OptimWrapper', optimizer=optim_cfg.optimizer,
-        paramwise_cfg=optim_cfg.paramwise_cfg))
-    decay = {id(p): g['weight_decay'] for g in wrapper.optimizer.param_groups
-             for p in g['params']}
+    decays = weight_decays(model, cfg.optim_wrapper)
     for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        # timm 0.3.2 add_weight_decay, as the authors' main_pretrain.py
-        expected = 0. if (name.endswith('.bias') or p.ndim == 1) else 0.05
-        assert decay[id(p)] == pytest.approx(expected), name
-    assert decay[id(model.pos_mask_token)] == 0.05
-    assert decay[id(model.backbone.cls_token)] == 0.05
+        if p.requires_grad:  # timm 0.3.2 add_weight_decay (main_pretrain.py)
+            expected = 0. if (name.endswith('.bias') or p.ndim == 1) \
+                else 0.05
+            assert decays[name] == pytest.approx(expected), name
+    assert decays['pos_mask_token'] == decays['backbone.cls_token'] == 0.05

@@ -39,9 +39,10 @@ def test_complexity_matches_paper(arch):
     """MAdds at 224^2 within 4% of Tab. 8: this counter (convs, linears,
     attention matmuls; BatchNorm folded) gives 275.6M / 981.9M / 3666.9M;
     mmengine's FlopAnalyzer with an attention handle, which also counts
-    BatchNorm and LayerNorm, gives 285.0M / 1000.5M / 3703.8M. Parameters within 4% of Tab. 5 / Tab. 1 (we have
-    4.82M / 11.43M / 24.36M; the paper's ~2-3% more is in details it does
-    not specify, e.g. of the dynamic ReLU or the bridge)."""
+    BatchNorm and LayerNorm, gives 285.0M / 1000.5M / 3703.8M. Parameters
+    within 4% of Tab. 5 / Tab. 1 (we have 4.82M / 11.43M / 24.36M; the
+    paper's ~2-3% more is in details it does not specify, e.g. of the
+    dynamic ReLU or the bridge)."""
     madds, params, params_cls, concat = PAPER[arch]
     model = MobileFormer(arch).eval()
     assert count_madds(model) == pytest.approx(madds, rel=0.04)

@@ -15,9 +15,12 @@ Sources:
   ``theta_y``, per head the first ``D/4`` pairs then the last ``D/4``, the
   same layout as :class:`~mmpos.models.layers.RoPE2D`). Its ``freqs_t_x`` /
   ``freqs_t_y`` buffers are the integer grid and are dropped.
-* :func:`convert_timm_vit` -- timm ``VisionTransformer``: the same block
-  names with ``ls1.gamma`` / ``ls2.gamma``, ``norm_pre``, ``fc_norm`` and a
-  ``pos_embed`` with or without the class-token slot.
+* :func:`convert_timm_vit` -- timm ``VisionTransformer`` and ``Eva`` (the
+  naver RoPE ViTs ``vit_*_patch16_rope{,_mixed}{,_ape}_224``): the same block
+  names with ``ls1.gamma`` / ``ls2.gamma`` (``Eva``: ``gamma_1`` /
+  ``gamma_2``), ``norm_pre``, ``fc_norm``, a ``pos_embed`` with or without
+  the class-token slot and, for RoPE-Mixed, one top-level ``rope.freqs`` of
+  shape ``(2, depth, heads, D/2)`` (same per-head layout as ours).
 * :func:`extract_backbone` -- mmpos / mmpretrain training checkpoints: keep
   ``backbone.*``, drop the algorithm (necks, heads, teachers, ...).
 * :func:`positional_field_to_ape` -- ICPF checkpoints: the positional field
@@ -159,19 +162,56 @@ def pos_embed_has_cls_slot(pos_embed: Tensor) -> bool:
         'grid plus a class token')
 
 
-def _split_mixed_freqs(freqs: Tensor, num_heads: int) -> StateDict:
-    """Authors' ``(2, depth, heads * D/2)`` -> per-layer ``(2, heads, D/2)``
-    under ``layers.<i>.attn.rope.freqs``."""
-    if freqs.dim() != 3 or freqs.shape[0] != 2 or \
+def _split_mixed_freqs(freqs: Tensor, num_heads: Optional[int]) -> StateDict:
+    """RoPE-Mixed frequencies of all layers -> per-layer ``(2, heads, D/2)``
+    under ``layers.<i>.attn.rope.freqs``.
+
+    Accepts the authors' ``(2, depth, heads * D/2)`` (``num_heads`` splits
+    the last axis) and timm's ``(2, depth, heads, D/2)``.
+    """
+    if freqs.dim() == 4 and freqs.shape[0] == 2:
+        return {f'layers.{i}.attn.rope.freqs': freqs[:, i].clone()
+                for i in range(freqs.shape[1])}
+    if freqs.dim() != 3 or freqs.shape[0] != 2 or num_heads is None or \
             freqs.shape[-1] % num_heads:
         raise ConversionError(
             f'freqs must have shape (2, depth, heads * D/2) with heads='
-            f'{num_heads}, got {tuple(freqs.shape)}')
+            f'{num_heads} or (2, depth, heads, D/2), got '
+            f'{tuple(freqs.shape)}')
     return {
         f'layers.{i}.attn.rope.freqs':
         freqs[:, i].reshape(2, num_heads, -1).clone()
         for i in range(freqs.shape[1])
     }
+
+
+def resolve_rope_type(requested: str, has_mixed_freqs: bool,
+                      source: str) -> str:
+    """The RoPE type of a converted checkpoint, never a silent guess.
+
+    RoPE-Mixed stores its learnable frequencies (``freqs`` / ``rope.freqs``);
+    RoPE-Axial stores nothing (its frequencies are fixed), so an Axial
+    checkpoint has the keys of a plain APE ViT (DeiT-III, timm ViT) and
+    cannot be told from one. ``requested='auto'`` therefore returns
+    ``'mixed'`` when the frequencies are there and raises otherwise; an
+    explicit type other than mixed on a checkpoint with frequencies raises
+    too. An explicit ``'mixed'`` without frequencies adds RoPE-Mixed to an
+    APE model (the frequencies are then reported missing, freshly
+    initialised).
+    """
+    if has_mixed_freqs:
+        if requested not in ('auto', 'mixed'):
+            raise ConversionError(
+                f'{source} holds RoPE-Mixed frequencies, which '
+                f'--rope-type {requested} has no place for; use '
+                '--rope-type mixed (or auto)')
+        return 'mixed'
+    if requested == 'auto':
+        raise ConversionError(
+            f'{source} has no RoPE frequencies: RoPE-Axial checkpoints store '
+            'none, so one cannot be told from a plain APE ViT; refusing to '
+            'guess, pass --rope-type axial or none')
+    return requested
 
 
 def convert_official_rope_vit(state_dict: StateDict,
@@ -199,13 +239,19 @@ def convert_official_rope_vit(state_dict: StateDict,
 
 
 def convert_timm_vit(state_dict: StateDict) -> StateDict:
-    """timm ``VisionTransformer`` state dict -> mmpretrain classifier layout.
+    """timm ``VisionTransformer`` / ``Eva`` state dict -> mmpretrain
+    classifier layout.
 
     The class-token slot of ``pos_embed`` is detected from its token count
     (square grid or square grid + 1, see :func:`pos_embed_has_cls_slot`).
+    RoPE-Mixed ``rope.freqs`` ``(2, depth, heads, D/2)`` is split per layer.
     """
     out = OrderedDict()
     for key, value in state_dict.items():
+        if key == 'rope.freqs':
+            for name, freq in _split_mixed_freqs(value, None).items():
+                out['backbone.' + name] = freq
+            continue
         if key == 'pos_embed':
             value = _with_cls_slot(value, pos_embed_has_cls_slot(value))
         out[_prefixed(_rename(key))] = value

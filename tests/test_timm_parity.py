@@ -1,7 +1,9 @@
 """Converted timm checkpoints give timm's own tokens in mmpos.
 
 timm (pinned in requirements/tests.txt) builds each model with
-``pretrained=False`` and depth 2; every tensor is then re-drawn
+``pretrained=False``, depth 2 and width 192 (3 heads of 64 channels, the
+head size of the released ViT-S/B, so RoPE's tables are theirs); every
+tensor is then re-drawn
 (:func:`redraw`), because timm's initialisation (LayerScale 1e-5) leaves the
 blocks near identity and the tokens nearly independent of position. The
 state dict goes through the converter, mmpos builds the model the converter
@@ -22,6 +24,7 @@ from mmpos.utils.checkpoint_convert import (convert_timm_vit,  # noqa: E402
                                             infer_vit_config, strip_prefix)
 
 SIZES = [(224, 224), (288, 288), (224, 320)]
+SMALL = dict(depth=2, embed_dim=192, num_heads=3)
 NAVER = ['vit_small_patch16_rope_224', 'vit_small_patch16_rope_mixed_224',
          'vit_small_patch16_rope_ape_224',
          'vit_small_patch16_rope_mixed_ape_224']
@@ -30,9 +33,9 @@ NAVER = ['vit_small_patch16_rope_224', 'vit_small_patch16_rope_mixed_224',
 def redraw(model: torch.nn.Module, seed: int = 0) -> dict:
     """Re-draw every parameter so position matters; returns the state dict.
 
-    Matrices and tokens ~ N(0, 0.05^2) (pos_embed N(0, 0.5^2)), norm weights
-    and layer scales ~ 1 + N(0, 0.1^2), biases N(0, 0.05^2); RoPE-Mixed
-    frequencies keep timm's random init."""
+    Matrices ~ N(0, 1.5^2 / fan_in) (peaked attention), tokens and biases
+    N(0, 0.05^2), pos_embed N(0, 0.5^2), norm weights and layer scales
+    1 + N(0, 0.1^2); RoPE-Mixed frequencies keep timm's random init."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -43,6 +46,8 @@ def redraw(model: torch.nn.Module, seed: int = 0) -> dict:
                 p.copy_(noise * 0.5)
             elif p.dim() == 1 and ('norm' in name or 'gamma' in name):
                 p.copy_(1 + noise * 0.1)
+            elif p.dim() >= 2 and 'token' not in name:
+                p.copy_(noise * 1.5 / p[0].numel()**0.5)
             else:
                 p.copy_(noise * 0.05)
     return {k: v.clone() for k, v in model.state_dict().items()}
@@ -84,7 +89,7 @@ def assert_close(ours, theirs, rtol=1e-5):
 
 @pytest.mark.parametrize('name', NAVER)
 def test_naver_rope_vits_match_timm(name):
-    base = timm.create_model(name, pretrained=False, num_classes=0, depth=2)
+    base = timm.create_model(name, pretrained=False, num_classes=0, **SMALL)
     state = redraw(base)
     rope_type = 'mixed' if 'mixed' in name else 'axial'
     ours = mmpos_from(convert_timm_vit(state), rope_type)
@@ -93,8 +98,8 @@ def test_naver_rope_vits_match_timm(name):
         layer.attn.rope = None
     torch.manual_seed(0)
     for size in SIZES:
-        img = torch.randn(2, 3, *size)
-        theirs = timm_at(name, state, size, depth=2)
+        img = torch.randn(1, 3, *size)
+        theirs = timm_at(name, state, size, **SMALL)
         with torch.no_grad():
             expected = theirs.forward_features(img)
             assert_close(ours(img)[0], expected)
@@ -109,7 +114,7 @@ def test_timm_ape_antialias_differs_from_plain_bicubic():
     timm only up to that choice at other sizes."""
     name = 'vit_small_patch16_rope_ape_224'
     state = redraw(timm.create_model(name, pretrained=False, num_classes=0,
-                                     depth=2))
+                                     **SMALL))
     grid = state['pos_embed']
     plain = timm.layers.resample_abs_pos_embed(grid, (18, 18), (14, 14), 0,
                                                antialias=False)
@@ -126,14 +131,14 @@ def test_dinov3_vits_match_timm(name):
     """Normalised patch centres, base-100 periods, rotate-half layout,
     4 registers, LayerScale and (``_qkvb``) a zero key bias."""
     theirs = timm.create_model(name, pretrained=False, num_classes=0,
-                               depth=2).eval()
+                               **SMALL).eval()
     state = redraw(theirs)
     converted = convert_timm_vit(state)
     if name.endswith('_qkvb'):
-        assert converted['backbone.layers.0.attn.qkv.bias'][384:768].eq(
+        assert converted['backbone.layers.0.attn.qkv.bias'][192:384].eq(
             0).all()
     ours = mmpos_from(converted, 'dinov3')
-    assert ours.register_tokens.shape == (1, 4, 384)
+    assert ours.register_tokens.shape == (1, 4, 192)
     torch.manual_seed(0)
     for size in SIZES:
         img = torch.randn(2, 3, *size)
@@ -147,7 +152,7 @@ def test_dinov3_vits_match_timm(name):
         h, w = size[0] // 16, size[1] // 16
         assert torch.equal(featmap.flatten(2).transpose(1, 2),
                            ours(img)[0][:, 5:])
-        assert featmap.shape == (2, 384, h, w)
+        assert featmap.shape == (2, 192, h, w)
 
 
 def test_dinov3_coordinate_augmentation_matches_timm_in_training():
@@ -157,7 +162,7 @@ def test_dinov3_coordinate_augmentation_matches_timm_in_training():
     aug = dict(shift=0.1, jitter=1.5, rescale=2.)
     name = 'vit_small_patch16_dinov3'
     theirs = timm.create_model(
-        name, pretrained=False, num_classes=0, depth=2,
+        name, pretrained=False, num_classes=0, **SMALL,
         rope_shift_coords=aug['shift'], rope_jitter_coords=aug['jitter'],
         rope_rescale_coords=aug['rescale'])
     state = redraw(theirs)
@@ -217,7 +222,7 @@ def official_dinov3_layout(state: dict, head_dim: int) -> dict:
 def test_official_dinov3_layout_converts_to_timms_outputs():
     name = 'vit_small_patch16_dinov3_qkvb'
     theirs = timm.create_model(name, pretrained=False, num_classes=0,
-                               depth=2).eval()
+                               **SMALL).eval()
     state = redraw(theirs)
     official = official_dinov3_layout(state, 64)
     # the layout written here is the one timm's own filter reads
@@ -236,7 +241,7 @@ def test_official_dinov3_layout_converts_to_timms_outputs():
 
 def test_dinov2_registers_match_timm():
     name = 'vit_small_patch14_reg4_dinov2'
-    kwargs = dict(depth=2)
+    kwargs = SMALL
     base = timm.create_model(name, pretrained=False, num_classes=0,
                              img_size=224, **kwargs)
     state = redraw(base)
@@ -245,7 +250,7 @@ def test_dinov2_registers_match_timm():
     assert ours.num_register_tokens == 4 and ours.use_ape
     torch.manual_seed(0)
     for size in [(224, 224), (280, 280), (224, 308)]:
-        img = torch.randn(2, 3, *size)
+        img = torch.randn(1, 3, *size)
         theirs = timm_at(name, state, size, **kwargs)
         with torch.no_grad():
             assert_close(ours(img)[0], theirs.forward_features(img))

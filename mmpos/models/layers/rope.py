@@ -233,7 +233,9 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor,
     """
     y = x.to(cos.dtype)
     if layout == 'pairs':
-        swapped = y.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
+        # strided slices, not flip: exporters (ONNX -> TensorRT) take them
+        swapped = torch.stack((y[..., 1::2], y[..., 0::2]),
+                              dim=-1).flatten(-2)
     else:
         half = y.shape[-1] // 2
         swapped = torch.cat((y[..., half:], y[..., :half]), dim=-1)
@@ -411,6 +413,34 @@ class RoPE2D(nn.Module):
         dtype = torch.promote_types(x.dtype, torch.float32)
         cos, sin = self.tables(x.shape[-2], coords, hw, dtype)
         return apply_rope(x, cos, sin, self.layout)
+
+
+class StaticRoPE(nn.Module):
+    """RoPE with fixed cos/sin tables for one token layout (export).
+
+    Holds :meth:`RoPE2D.tables` for a given input size as buffers, so a
+    traced graph contains only :func:`apply_rope`'s elementwise ops, slices
+    and concatenations (no coordinate grids, caches or trigonometry).
+
+    Args:
+        cos, sin: ``(heads | 1, N, D)`` tables for all ``N`` tokens.
+        layout: the channel layout of the :class:`RoPE2D` they come from.
+    """
+
+    def __init__(self, cos: Tensor, sin: Tensor, layout: str = 'pairs'):
+        super().__init__()
+        self.register_buffer('cos', cos.detach().clone(), persistent=False)
+        self.register_buffer('sin', sin.detach().clone(), persistent=False)
+        self.layout = layout
+
+    def forward(self, x: Tensor, coords: Optional[Tensor] = None,
+                hw: Optional[Sequence[int]] = None) -> Tensor:
+        """Rotate ``x`` ``(..., heads, N, D)``; ``coords`` / ``hw`` must
+        be those the tables were built for (they are not read)."""
+        if x.shape[-2] != self.cos.shape[-2]:
+            raise ValueError(f'static RoPE tables hold {self.cos.shape[-2]} '
+                             f'tokens, got {x.shape[-2]}')
+        return apply_rope(x, self.cos, self.sin, self.layout)
 
 
 def sincos_pos_embed_2d(coords: Tensor,

@@ -431,6 +431,17 @@ class RoPEVisionTransformer(BaseBackbone):
         tokens, hw = self.embed(x)
         return self.forward_tokens(tokens, hw=hw)
 
+    def without_registers(self, x: Tensor) -> Tensor:
+        """``raw`` tokens ``(B, P + R + M, C)`` without the ``R`` register
+        tokens: ``(B, P + M, C)`` (``P`` = 1 with a class token); ``x``
+        itself when there are none. For methods that read the class token
+        at 0 and the patches after it."""
+        if not self.num_register_tokens:
+            return x
+        return torch.cat((x[:, :self.num_extra_tokens],
+                          x[:, self.num_extra_tokens +
+                            self.num_register_tokens:]), dim=1)
+
     def _format_output(self, x: Tensor, hw) -> Tensor:
         if self.out_type == 'raw':
             return x

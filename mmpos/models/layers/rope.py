@@ -25,6 +25,10 @@ Conventions used throughout the suite:
   get angle 0, i.e. no rotation, as the class token in the paper. Their
   logits against patch keys therefore depend on the patches' absolute
   coordinates; only patch-patch logits are shift invariant (Eq. 15).
+  A ``NaN`` coordinate marks a token without position: it gets angle 0
+  too (DropPos' dropped positions; ``NaN`` survives the coordinate frames
+  and augmentation of :mod:`.rope_positions`, where a sentinel value would
+  be moved).
 
 Options for other RoPE families (all off by default):
 
@@ -387,7 +391,8 @@ class RoPE2D(nn.Module):
         if coords is None:
             coords = _cached_grid(h, w, num_prefix, device)
         else:
-            coords = F.pad(coords.to(device), (0, 0, num_prefix, 0))
+            coords = F.pad(coords.to(device).nan_to_num(0.),
+                           (0, 0, num_prefix, 0))
         return rope_tables(coords.to(dtype), self.freqs.to(dtype),
                            self.layout)
 

@@ -75,7 +75,7 @@ def test_icpf_view_consistent_coordinates_and_hidden_positions():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('config,iters', [(DROPPOS, 40), (ICPF, 20)])
+@pytest.mark.parametrize('config,iters', [(DROPPOS, 24), (ICPF, 12)])
 def test_mini_runs_train(tmp_path, mini_data, config, iters):
     """Loss falls without NaN (first vs last three logged losses)."""
     data = f'train_dataloader.dataset.data_root={mini_data}/unlabeled/'

@@ -63,7 +63,7 @@ def freeze_positions(backbone, size):
         probe = torch.zeros(1, 1, backbone.embed_dims,
                             device=backbone.patch_embed.projection.weight.
                             device)
-        coords = backbone.rope_coords(None, hw, probe)
+        coords = backbone.patch_coords(None, hw, probe)
         for layer in backbone.layers:
             rope = layer.attn.rope
             if rope is not None:

@@ -103,7 +103,8 @@ class RoPEVisionTransformer(BaseBackbone):
         in_channels: image channels.
         out_indices: blocks whose output is returned (negative from the end).
         out_type: ``'cls_token'`` (B, C), ``'featmap'`` (B, C, H/p, W/p),
-            ``'avg_featmap'`` (B, C) or ``'raw'`` (B, 1 + N, C).
+            ``'avg_featmap'`` (B, C) or ``'raw'`` (B, 1 + R + N, C), ``R``
+            register tokens.
         with_cls_token: prepend a class token (never rotated by RoPE).
         final_norm: LayerNorm ``ln1`` after the last block.
         rope_type: ``'axial'``, ``'mixed'`` (learnable frequencies, the
@@ -385,7 +386,7 @@ class RoPEVisionTransformer(BaseBackbone):
 
         The class token and the register tokens are prepended here and get
         no rotation. ``coords`` are mapped into the RoPE coordinate frame
-        and, in training, augmented (:meth:`rope_coords`). Returns a tuple
+        and, in training, augmented (:meth:`patch_coords`). Returns a tuple
         with one output per ``out_indices``, formatted by ``out_type``.
         """
         if coords is None and hw is None:
@@ -404,7 +405,7 @@ class RoPEVisionTransformer(BaseBackbone):
             x = torch.cat((x[:, :self.num_extra_tokens], registers,
                            x[:, self.num_extra_tokens:]), dim=1)
         x = self.pre_norm(self.drop_after_pos(x))
-        coords = self.rope_coords(coords, hw, x)
+        coords = self.patch_coords(coords, hw, x)
 
         outs = []
         for i, layer in enumerate(self.layers):
@@ -415,9 +416,9 @@ class RoPEVisionTransformer(BaseBackbone):
                 outs.append(self._format_output(x, hw))
         return tuple(outs)
 
-    def rope_coords(self, coords: Optional[Tensor],
-                    hw: Optional[Sequence[int]],
-                    tokens: Tensor) -> Optional[Tensor]:
+    def patch_coords(self, coords: Optional[Tensor],
+                     hw: Optional[Sequence[int]],
+                     tokens: Tensor) -> Optional[Tensor]:
         """RoPE positions of the patch tokens: ``coords`` (patch units,
         ``None`` = the ``hw`` grid) in the configured frame, augmented per
         sample in training (:class:`~mmpos.models.layers.RoPEPositions`);

@@ -18,9 +18,9 @@ Backbones (``backbone`` config):
 * mmpos' ``RoPEVisionTransformer`` (``out_type='raw'``), with or without
   APE. Anchor patches are rotated with their grid coordinates; a
   dropped-position patch gets **no rotation** (a ``NaN`` coordinate: the
-  identity rotation the class token gets, in any coordinate frame) plus
-  the additive ``pos_mask_token``, which marks it as position-less. No rotation is the
-  RoPE analogue of "no position embedding"; a learnable mask coordinate
+  identity rotation the class token gets, in any coordinate frame) plus the
+  additive ``pos_mask_token``, which marks it as position-less. No rotation
+  is the RoPE analogue of "no position embedding"; a learnable mask coordinate
   would only move all dropped patches to one shared learnt place. Register
   tokens, if any, are left out of the features the head sees.
 

@@ -15,6 +15,7 @@ and the ratios ours / baseline. The timing and memory protocol is
 ``sdpa``              torch SDPA vs naive attention
 ``pipeline``          multi-view pipelines with boxes vs ``MultiView``
 ``rope_scaling``      RoPE ViT forward at 224...1024 px, exponent, cache
+``coord_aug``         DINOv3 coordinate augmentation vs none, RoPE ViT step
 ====================  =====================================================
 
 Writes ``<out>/<name>.json`` (settings, every row, each benchmark's full
@@ -52,6 +53,7 @@ BENCHMARKS = {
     'sdpa': 'sdpa_attention',
     'pipeline': 'pipeline_throughput',
     'rope_scaling': 'rope_scaling',
+    'coord_aug': 'rope_coord_aug',
 }
 DEFAULT_OUT = osp.join(osp.dirname(osp.abspath(__file__)), 'results')
 

@@ -254,6 +254,31 @@ def test_official_cli(tmp_path, capsys):
         dst, weights_only=True)['state_dict']
 
 
+def test_rope_type_auto_refuses_to_guess(tmp_path, capsys):
+    """An Axial checkpoint has no RoPE key: auto must not call it Axial
+    (official) nor silently drop RoPE (timm), and an explicit type that
+    contradicts stored Mixed frequencies is refused."""
+    src = tmp_path / 'deit3.pth'
+    torch.save(dict(model=fake_source('official', rope='axial')), src)
+    code, out = run_cli(rope_vit_official2mmpos, [src, tmp_path / 'a.pth'],
+                        capsys)
+    assert code == 1 and 'refusing to guess' in out.err
+    assert 'deit3.pth' in out.err and not (tmp_path / 'a.pth').exists()
+    timm_src = tmp_path / 'timm.bin'
+    torch.save(fake_source('timm', rope=None), timm_src)
+    code, out = run_cli(timm2mmpos, [timm_src, tmp_path / 't.pth'], capsys)
+    assert code == 1 and 'pass --rope-type axial or none' in out.err
+    code, out = run_cli(timm2mmpos, [timm_src, tmp_path / 't.pth',
+                                     '--rope-type', 'axial'], capsys)
+    assert code == 0, out.err
+    mixed = tmp_path / 'mixed.pth'
+    torch.save(dict(model=fake_source('official', 'mixed')), mixed)
+    code, out = run_cli(rope_vit_official2mmpos,
+                        [mixed, tmp_path / 'm.pth', '--rope-type', 'axial',
+                         '--num-heads', HEADS], capsys)
+    assert code == 1 and 'RoPE-Mixed frequencies' in out.err
+
+
 def test_official_cli_refuses_wrong_head_count(tmp_path, capsys):
     src = tmp_path / 'rope.pth'
     torch.save(dict(model=fake_source('official', 'mixed')), src)

@@ -233,8 +233,11 @@ def test_encoder_input_rope_dropped_patches_not_rotated():
     out, seen = _capture_encoder_input(model, inputs)
     ids, dropped = out['ids_keep'], out['dropped']
     grid = grid_coords(4, 4)
-    expected = torch.where(dropped[..., None], torch.zeros(2), grid[ids])
-    assert torch.equal(seen['coords'], expected)
+    # NaN: no rotation in any coordinate frame (rope.py)
+    expected = torch.where(dropped[..., None], torch.full((2, ), math.nan),
+                           grid[ids])
+    assert torch.equal(seen['coords'].isnan(), expected.isnan())
+    assert torch.equal(seen['coords'].nan_to_num(), expected.nan_to_num())
     patches = model.backbone.patch_embed(inputs)[0]
     mark = dropped[..., None] * model.pos_mask_token
     assert torch.allclose(seen['tokens'],

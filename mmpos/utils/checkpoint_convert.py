@@ -15,9 +15,22 @@ Sources:
   ``theta_y``, per head the first ``D/4`` pairs then the last ``D/4``, the
   same layout as :class:`~mmpos.models.layers.RoPE2D`). Its ``freqs_t_x`` /
   ``freqs_t_y`` buffers are the integer grid and are dropped.
-* :func:`convert_timm_vit` -- timm ``VisionTransformer``: the same block
-  names with ``ls1.gamma`` / ``ls2.gamma``, ``norm_pre``, ``fc_norm`` and a
-  ``pos_embed`` with or without the class-token slot.
+* :func:`convert_timm_vit` -- timm ``VisionTransformer`` and ``Eva`` (the
+  naver RoPE ViTs ``vit_*_patch16_rope{,_mixed}{,_ape}_224``): the same block
+  names with ``ls1.gamma`` / ``ls2.gamma`` (``Eva``: ``gamma_1`` /
+  ``gamma_2``), ``norm_pre``, ``fc_norm``, a ``pos_embed`` with or without
+  the class-token slot and, for RoPE-Mixed, one top-level ``rope.freqs`` of
+  shape ``(2, depth, heads, D/2)`` (same per-head layout as ours).
+  timm's DINOv3 ViTs (``Eva`` with ``rope_type='dinov3'``) add register
+  tokens ``reg_token`` (-> ``register_tokens``) and, in the ``_qkvb``
+  variants, ``attn.q_bias`` / ``attn.v_bias`` (-> ``attn.qkv.bias`` with a
+  zero key bias); timm's DINOv2 with registers (``reg_token``,
+  ``no_embed_class`` APE) needs nothing else.
+* :func:`convert_dinov3_official` -- facebookresearch/dinov3
+  ``DinoVisionTransformer``: ``storage_tokens`` -> ``register_tokens``,
+  ``ls1/ls2.gamma``, ``attn.qkv.bias`` masked by its ``bias_mask`` (zero
+  key bias), ``rope_embed.periods`` read into ``rope_periods`` (checked to
+  be a geometric sequence), ``mask_token`` dropped.
 * :func:`extract_backbone` -- mmpos / mmpretrain training checkpoints: keep
   ``backbone.*``, drop the algorithm (necks, heads, teachers, ...).
 * :func:`positional_field_to_ape` -- ICPF checkpoints: the positional field
@@ -64,12 +77,22 @@ _BLOCK_RENAMES = {
 }
 _TOP_RENAMES = {
     'patch_embed.proj': 'patch_embed.projection',
+    'reg_token': 'register_tokens',  # timm (DINOv2 / DINOv3 registers)
     'norm_pre': 'pre_norm',
     'norm': 'ln1',
     'fc_norm': 'ln2',
     'head': 'head.layers.head',
 }
 _BLOCK_KEY = re.compile(r'^blocks\.(\d+)\.(.+)$')
+
+# RoPEVisionTransformer options of a DINOv3 ViT (facebookresearch/dinov3
+# and timm's port): axial RoPE with periods base ** (t / (D/4)), first D/4
+# pairs on the row coordinate, rotate-half channel layout, patch centres
+# normalised per axis, LayerNorm eps 1e-5 (their 'layernormbf16').
+DINOV3_BACKBONE = dict(
+    rope_type='axial', rope_periods=dict(base=100.), rope_axes='yx',
+    rope_layout='half', rope_coords=dict(frame='separate'),
+    norm_cfg=dict(type='LN', eps=1e-5))
 
 
 class KeyReport(NamedTuple):
@@ -134,6 +157,25 @@ def _rename(key: str) -> str:
     return key
 
 
+def _merge_qv_bias(state_dict: StateDict) -> StateDict:
+    """``*.attn.q_bias`` / ``*.attn.v_bias`` (timm's EVA attention, no key
+    bias) -> one ``*.attn.qkv.bias`` ``[q, 0, v]``."""
+    out = OrderedDict()
+    for key, value in state_dict.items():
+        if key.endswith('.attn.v_bias'):
+            continue
+        if key.endswith('.attn.q_bias'):
+            base = key[:-len('q_bias')]
+            v_bias = state_dict.get(base + 'v_bias')
+            if v_bias is None:
+                raise ConversionError(f'{key} without {base}v_bias')
+            out[base + 'qkv.bias'] = torch.cat(
+                (value, torch.zeros_like(value), v_bias))
+            continue
+        out[key] = value
+    return out
+
+
 def _with_cls_slot(pos_embed: Tensor, has_slot: bool) -> Tensor:
     """``(1, 1 + N, C)`` APE table; a zero class-token slot is prepended
     when the source has none."""
@@ -159,19 +201,56 @@ def pos_embed_has_cls_slot(pos_embed: Tensor) -> bool:
         'grid plus a class token')
 
 
-def _split_mixed_freqs(freqs: Tensor, num_heads: int) -> StateDict:
-    """Authors' ``(2, depth, heads * D/2)`` -> per-layer ``(2, heads, D/2)``
-    under ``layers.<i>.attn.rope.freqs``."""
-    if freqs.dim() != 3 or freqs.shape[0] != 2 or \
+def _split_mixed_freqs(freqs: Tensor, num_heads: Optional[int]) -> StateDict:
+    """RoPE-Mixed frequencies of all layers -> per-layer ``(2, heads, D/2)``
+    under ``layers.<i>.attn.rope.freqs``.
+
+    Accepts the authors' ``(2, depth, heads * D/2)`` (``num_heads`` splits
+    the last axis) and timm's ``(2, depth, heads, D/2)``.
+    """
+    if freqs.dim() == 4 and freqs.shape[0] == 2:
+        return {f'layers.{i}.attn.rope.freqs': freqs[:, i].clone()
+                for i in range(freqs.shape[1])}
+    if freqs.dim() != 3 or freqs.shape[0] != 2 or num_heads is None or \
             freqs.shape[-1] % num_heads:
         raise ConversionError(
             f'freqs must have shape (2, depth, heads * D/2) with heads='
-            f'{num_heads}, got {tuple(freqs.shape)}')
+            f'{num_heads} or (2, depth, heads, D/2), got '
+            f'{tuple(freqs.shape)}')
     return {
         f'layers.{i}.attn.rope.freqs':
         freqs[:, i].reshape(2, num_heads, -1).clone()
         for i in range(freqs.shape[1])
     }
+
+
+def resolve_rope_type(requested: str, has_mixed_freqs: bool,
+                      source: str) -> str:
+    """The RoPE type of a converted checkpoint, never a silent guess.
+
+    RoPE-Mixed stores its learnable frequencies (``freqs`` / ``rope.freqs``);
+    RoPE-Axial stores nothing (its frequencies are fixed), so an Axial
+    checkpoint has the keys of a plain APE ViT (DeiT-III, timm ViT) and
+    cannot be told from one. ``requested='auto'`` therefore returns
+    ``'mixed'`` when the frequencies are there and raises otherwise; an
+    explicit type other than mixed on a checkpoint with frequencies raises
+    too. An explicit ``'mixed'`` without frequencies adds RoPE-Mixed to an
+    APE model (the frequencies are then reported missing, freshly
+    initialised).
+    """
+    if has_mixed_freqs:
+        if requested not in ('auto', 'mixed'):
+            raise ConversionError(
+                f'{source} holds RoPE-Mixed frequencies, which '
+                f'--rope-type {requested} has no place for; use '
+                '--rope-type mixed (or auto)')
+        return 'mixed'
+    if requested == 'auto':
+        raise ConversionError(
+            f'{source} has no RoPE frequencies: RoPE-Axial checkpoints store '
+            'none, so one cannot be told from a plain APE ViT; refusing to '
+            'guess, pass --rope-type axial or none (timm2mmpos: or dinov3)')
+    return requested
 
 
 def convert_official_rope_vit(state_dict: StateDict,
@@ -199,17 +278,85 @@ def convert_official_rope_vit(state_dict: StateDict,
 
 
 def convert_timm_vit(state_dict: StateDict) -> StateDict:
-    """timm ``VisionTransformer`` state dict -> mmpretrain classifier layout.
+    """timm ``VisionTransformer`` / ``Eva`` state dict -> mmpretrain
+    classifier layout.
 
     The class-token slot of ``pos_embed`` is detected from its token count
     (square grid or square grid + 1, see :func:`pos_embed_has_cls_slot`).
+    RoPE-Mixed ``rope.freqs`` ``(2, depth, heads, D/2)`` is split per layer.
     """
     out = OrderedDict()
-    for key, value in state_dict.items():
+    for key, value in _merge_qv_bias(state_dict).items():
+        if key == 'rope.freqs':
+            for name, freq in _split_mixed_freqs(value, None).items():
+                out['backbone.' + name] = freq
+            continue
         if key == 'pos_embed':
             value = _with_cls_slot(value, pos_embed_has_cls_slot(value))
         out[_prefixed(_rename(key))] = value
     return out
+
+
+def dinov3_periods(periods: Tensor) -> dict:
+    """``rope_periods`` of a DINOv3 checkpoint's ``rope_embed.periods``
+    ``(D/4,)``: ``dict(base=b)`` when ``periods[t] = b ** (t / (D/4))``,
+    else ``dict(min_period=periods[0], max_period=periods[-1])``; either
+    checked against every stored period (relative 1e-2: released weights
+    store them in bf16). Raises if the periods are not geometric."""
+    from mmpos.models.layers.rope import frequency_magnitudes
+    periods = periods.double()
+    quarter = periods.numel()
+    if quarter < 2 or not torch.isfinite(periods).all() or \
+            (periods <= 0).any():
+        raise ConversionError('rope_embed.periods must hold >= 2 positive '
+                              f'periods, got {periods.tolist()}')
+    candidates = []
+    if abs(periods[0].item() - 1) < 1e-2:
+        base = periods[-1].item()**(quarter / (quarter - 1))
+        candidates.append(dict(base=float(f'{base:.4g}')))
+    candidates.append(dict(min_period=periods[0].item(),
+                           max_period=periods[-1].item()))
+    for cand in candidates:
+        expected = 2 * math.pi / frequency_magnitudes(4 * quarter,
+                                                      periods=cand)
+        if torch.allclose(expected, periods, rtol=1e-2, atol=0):
+            return cand
+    raise ConversionError('rope_embed.periods is not a geometric sequence: '
+                          f'{periods.tolist()}')
+
+
+def convert_dinov3_official(state_dict: StateDict) -> Tuple[StateDict, dict]:
+    """facebookresearch/dinov3 ``DinoVisionTransformer`` state dict ->
+    ``(mmpretrain classifier layout, rope_periods)``.
+
+    ``storage_tokens`` become ``register_tokens``; a masked key bias
+    (``attn.qkv.bias_mask``, ``mask_k_bias=True``) is applied to
+    ``attn.qkv.bias`` and dropped; ``mask_token`` (pretraining only) is
+    dropped; ``rope_embed.periods`` is read by :func:`dinov3_periods`.
+    Other keys (``cls_norm``, ``local_cls_norm`` of untied-norm models,
+    SwiGLU FFNs) keep their names and are reported unexpected.
+    """
+    if 'rope_embed.periods' not in state_dict:
+        raise ConversionError('no rope_embed.periods: not a DINOv3 '
+                              'DinoVisionTransformer checkpoint')
+    periods = dinov3_periods(state_dict['rope_embed.periods'])
+    out = OrderedDict()
+    for key, value in state_dict.items():
+        if key in ('mask_token', 'rope_embed.periods') or \
+                key.endswith('.bias_mask'):
+            continue
+        if key == 'storage_tokens':
+            out['backbone.register_tokens'] = value
+            continue
+        if key.endswith('.attn.qkv.bias'):
+            mask = state_dict.get(key + '_mask')
+            if mask is not None:
+                if not torch.isfinite(mask).all():
+                    raise ConversionError(f'{key}_mask is not finite (an '
+                                          'uninitialised buffer)')
+                value = value * mask.to(value.dtype)
+        out[_prefixed(_rename(key))] = value
+    return out, periods
 
 
 def _prefixed(key: str) -> str:
@@ -315,14 +462,18 @@ def strip_prefix(state_dict: StateDict, prefix: str) -> StateDict:
 
 def infer_vit_config(state_dict: StateDict,
                      num_heads: Optional[int] = None,
-                     rope_type: str = 'mixed') -> dict:
+                     rope_type: str = 'mixed',
+                     **backbone_options) -> dict:
     """mmpretrain ``ImageClassifier`` config of a converted state dict.
 
     Architecture sizes come from the tensor shapes; ``num_heads`` is not
     stored in the weights and defaults to ``embed_dims // 64`` (every
-    ViT-S/B/L). ``use_ape``, layer scale, qkv bias, final norm and the
-    head follow from which keys exist. Keys are those of
-    :func:`convert_official_rope_vit` / :func:`convert_timm_vit`.
+    ViT-S/B/L). ``use_ape``, layer scale, qkv bias, final norm, register
+    tokens and the head follow from which keys exist. Keys are those of
+    :func:`convert_official_rope_vit` / :func:`convert_timm_vit` /
+    :func:`convert_dinov3_official`. ``rope_type='dinov3'`` means
+    :data:`DINOV3_BACKBONE`; ``backbone_options`` override any backbone
+    argument (e.g. ``rope_periods`` read from a checkpoint).
     """
     backbone = strip_prefix(state_dict, 'backbone.')
     try:
@@ -343,11 +494,13 @@ def infer_vit_config(state_dict: StateDict,
         num_heads=num_heads or max(1, embed_dims // 64),
         feedforward_channels=backbone['layers.0.ffn.layers.0.0.weight'].
         shape[0])
+    family = dict(DINOV3_BACKBONE) if rope_type == 'dinov3' else dict(
+        rope_type=rope_type)
     cfg = dict(
         type='RoPEVisionTransformer',
         arch=arch,
         patch_size=patch_size,
-        rope_type=rope_type,
+        **family,
         use_ape='pos_embed' in backbone,
         qkv_bias='layers.0.attn.qkv.bias' in backbone,
         final_norm='ln1.weight' in backbone,
@@ -357,8 +510,11 @@ def infer_vit_config(state_dict: StateDict,
     if 'pos_embed' in backbone:
         side = math.isqrt(backbone['pos_embed'].shape[1] - 1)
         cfg['img_size'] = side * patch_size
+    if 'register_tokens' in backbone:
+        cfg['num_register_tokens'] = backbone['register_tokens'].shape[1]
     if 'ln2.weight' in backbone:
         cfg['out_type'] = 'avg_featmap'
+    cfg.update(backbone_options)
     model = dict(type='ImageClassifier', backbone=cfg, neck=None)
     if 'head.layers.head.weight' in state_dict:
         model['head'] = dict(

@@ -12,7 +12,11 @@ allowed). DST holds ``backbone.*`` and ``head.layers.head.*`` (use
 ``init_cfg=dict(type='Pretrained', checkpoint=DST, prefix='backbone.')`` in
 mmdet/mmseg) and, under ``meta['model']``, the classifier config it was
 checked against. The architecture is read from the tensor shapes; heads
-default to ``embed_dims // 64``. An existing DST is kept unless ``--force``.
+default to ``embed_dims // 64``. ``--rope-type auto`` (default) reads
+RoPE-Mixed from the ``freqs`` key and refuses to guess otherwise: a
+RoPE-Axial checkpoint stores no RoPE key, so it has the keys of a plain
+DeiT-III (APE) checkpoint; say ``--rope-type axial`` or ``none``. An existing
+DST is kept unless ``--force``.
 """
 import os.path as osp
 import sys
@@ -21,15 +25,16 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
 from mmpos.utils.checkpoint_convert import (  # noqa: E402
-    convert_official_rope_vit, infer_vit_config, vit_converter_main)
+    convert_official_rope_vit, infer_vit_config, resolve_rope_type,
+    vit_converter_main)
 
 
 def convert(source, args):
-    """``(state_dict, model config)``: the rope type from ``freqs`` unless
-    given, the heads from ``--num-heads`` or ``embed_dims // 64``."""
-    rope_type = args.rope_type
-    if rope_type == 'auto':
-        rope_type = 'mixed' if 'freqs' in source else 'axial'
+    """``(state_dict, model config)``: the rope type from ``freqs`` or
+    ``--rope-type`` (see :func:`resolve_rope_type`), the heads from
+    ``--num-heads`` or ``embed_dims // 64``."""
+    rope_type = resolve_rope_type(args.rope_type, 'freqs' in source,
+                                  args.src)
     embed_dims = source['cls_token'].shape[-1] \
         if 'cls_token' in source else None
     num_heads = args.num_heads or max(1, (embed_dims or 64) // 64)
@@ -43,8 +48,9 @@ def main(argv=None):
         src_help='authors\' checkpoint (.pth / .bin)',
         rope_type=dict(
             choices=['auto', 'axial', 'mixed', 'none'], default='auto',
-            help='auto: mixed if the checkpoint has `freqs`, else axial; use '
-            'none for plain DeiT-III (APE) checkpoints'),
+            help='auto: mixed if the checkpoint has `freqs`, else an error '
+            '(RoPE-Axial and plain DeiT-III checkpoints have the same keys: '
+            'say axial or none)'),
         keys=('model', ), convert=convert)
 
 

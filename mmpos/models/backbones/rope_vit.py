@@ -26,6 +26,7 @@ from mmpos.registry import MODELS
 from mmpos.utils.errors import BadInputError
 from ..layers.attention import RoPEAttention
 from ..layers.rope import grid_coords, sincos_pos_embed_2d
+from ..layers.rope_positions import RoPEPositions
 from ..utils.pretrained import load_pretrained, split_pretrained_cfg
 
 # DeiT's initialisation: truncated normal linear layers, unit LayerNorms.
@@ -39,8 +40,8 @@ class RoPETransformerEncoderLayer(BaseModule):
     """Pre-norm ViT block whose attention applies 2-D RoPE.
 
     ``x = x + attn(ln1(x)); x = x + ffn(ln2(x))`` on ``(B, N, C)`` tokens.
-    Arguments as mmpretrain's ``TransformerEncoderLayer`` plus ``rope_type``
-    and ``rope_theta`` (see :class:`RoPEAttention`).
+    Arguments as mmpretrain's ``TransformerEncoderLayer`` plus ``rope_type``,
+    ``rope_theta`` and ``rope_cfg`` (see :class:`RoPEAttention`).
     """
 
     def __init__(self,
@@ -49,6 +50,7 @@ class RoPETransformerEncoderLayer(BaseModule):
                  feedforward_channels: int,
                  rope_type: str = 'mixed',
                  rope_theta: Optional[float] = None,
+                 rope_cfg: Optional[dict] = None,
                  layer_scale_init_value: float = 0.,
                  drop_rate: float = 0.,
                  attn_drop_rate: float = 0.,
@@ -65,6 +67,7 @@ class RoPETransformerEncoderLayer(BaseModule):
             num_heads,
             rope_type=rope_type,
             rope_theta=rope_theta,
+            rope_cfg=rope_cfg,
             qkv_bias=qkv_bias,
             attn_drop=attn_drop_rate,
             proj_drop=drop_rate,
@@ -100,7 +103,8 @@ class RoPEVisionTransformer(BaseBackbone):
         in_channels: image channels.
         out_indices: blocks whose output is returned (negative from the end).
         out_type: ``'cls_token'`` (B, C), ``'featmap'`` (B, C, H/p, W/p),
-            ``'avg_featmap'`` (B, C) or ``'raw'`` (B, 1 + N, C).
+            ``'avg_featmap'`` (B, C) or ``'raw'`` (B, 1 + R + N, C), ``R``
+            register tokens.
         with_cls_token: prepend a class token (never rotated by RoPE).
         final_norm: LayerNorm ``ln1`` after the last block.
         rope_type: ``'axial'``, ``'mixed'`` (learnable frequencies, the
@@ -110,6 +114,24 @@ class RoPEVisionTransformer(BaseBackbone):
         ape_type: ``'learnable'`` or ``'sincos'`` (fixed Eq. 2 table, stored
             as a frozen ``pos_embed`` parameter like mmpretrain's MAE).
         interpolate_mode: how APE is resized to other grids.
+        rope_periods: DINOv3's frequency parametrisation instead of
+            ``rope_theta`` (axial only): ``dict(base=100)`` or
+            ``dict(min_period=..., max_period=...)``.
+        rope_axes: ``'xy'`` (first ``D/4`` pairs rotate with ``x``) or
+            ``'yx'`` (with ``y``, DINOv3).
+        rope_layout: channel pairs ``'pairs'`` ``(2t, 2t+1)`` (RoPE-ViT) or
+            ``'half'`` ``(t, t + D/2)`` (rotate-half, DINOv3).
+        rope_coords: :class:`~mmpos.models.layers.RoPEPositions` options:
+            ``frame`` (``'patch'``: integer patch units; ``'separate'`` /
+            ``'max'`` / ``'min'``: patch centres normalised to ``[-1, 1]``
+            as DINOv3) and the training-only coordinate augmentation
+            ``shift`` / ``jitter`` / ``rescale`` (DINOv3's
+            ``*_coords``; drawn per sample). ``None``: patch units, no
+            augmentation.
+        num_register_tokens: learnable register ("storage") tokens
+            ``register_tokens`` ``(1, R, C)`` placed after the class token;
+            never rotated, no APE, left out of ``featmap`` /
+            ``avg_featmap`` outputs (``raw`` keeps every token).
         drop_rate, drop_path_rate, qkv_bias, norm_cfg, layer_scale_init_value,
         frozen_stages, pre_norm, patch_cfg, layer_cfgs, init_cfg: as in
             mmpretrain's ``VisionTransformer``. The default ``init_cfg`` is
@@ -159,6 +181,11 @@ class RoPEVisionTransformer(BaseBackbone):
                  use_ape=False,
                  ape_type='learnable',
                  interpolate_mode='bicubic',
+                 rope_periods=None,
+                 rope_axes='xy',
+                 rope_layout='pairs',
+                 rope_coords=None,
+                 num_register_tokens=0,
                  layer_scale_init_value=0.,
                  pre_norm=False,
                  patch_cfg=dict(),
@@ -202,6 +229,12 @@ class RoPEVisionTransformer(BaseBackbone):
             self.cls_token = None
             self.num_extra_tokens = 0
 
+        self.num_register_tokens = num_register_tokens
+        self.register_tokens = nn.Parameter(
+            torch.zeros(1, num_register_tokens, self.embed_dims)
+        ) if num_register_tokens else None
+        self.rope_positions = RoPEPositions(**(rope_coords or {}))
+
         self.use_ape = use_ape
         self.ape_type = ape_type
         self.pos_embed = self._build_pos_embed() if use_ape else None
@@ -232,6 +265,9 @@ class RoPEVisionTransformer(BaseBackbone):
                                'feedforward_channels'],
                            rope_type=rope_type,
                            rope_theta=rope_theta,
+                           rope_cfg=dict(periods=rope_periods,
+                                         axes=rope_axes,
+                                         layout=rope_layout),
                            layer_scale_init_value=layer_scale_init_value,
                            drop_rate=drop_rate,
                            drop_path_rate=float(dpr[i]),
@@ -278,8 +314,9 @@ class RoPEVisionTransformer(BaseBackbone):
         random; see :func:`mmpos.models.utils.pretrained.load_pretrained`,
         which raises when nothing matches)."""
         super().init_weights()
-        if self.cls_token is not None:
-            trunc_normal_(self.cls_token, std=.02)
+        for token in (self.cls_token, self.register_tokens):
+            if token is not None:
+                trunc_normal_(token, std=.02)
         if self.use_ape and self.ape_type == 'learnable':
             trunc_normal_(self.pos_embed, std=.02)
         if self.pretrained_cfg is not None:
@@ -295,7 +332,7 @@ class RoPEVisionTransformer(BaseBackbone):
         if self.frozen_stages >= self.num_layers:
             frozen += [getattr(self, n) for n in ('ln1', 'ln2')
                        if hasattr(self, n)]
-        for param in (self.pos_embed, self.cls_token):
+        for param in (self.pos_embed, self.cls_token, self.register_tokens):
             if param is not None:
                 param.requires_grad = False
         for module in frozen:
@@ -347,8 +384,10 @@ class RoPEVisionTransformer(BaseBackbone):
             hw: the patch grid; required without ``coords`` and for
                 ``out_type='featmap'`` (then ``M`` must equal ``h * w``).
 
-        The class token is prepended here and gets no rotation. Returns a
-        tuple with one output per ``out_indices``, formatted by ``out_type``.
+        The class token and the register tokens are prepended here and get
+        no rotation. ``coords`` are mapped into the RoPE coordinate frame
+        and, in training, augmented (:meth:`patch_coords`). Returns a tuple
+        with one output per ``out_indices``, formatted by ``out_type``.
         """
         if coords is None and hw is None:
             raise ValueError('forward_tokens needs `coords` or `hw`')
@@ -361,7 +400,12 @@ class RoPEVisionTransformer(BaseBackbone):
             if self.pos_embed is not None:
                 cls_token = cls_token + self.pos_embed[:, :1]
             x = torch.cat((cls_token, x), dim=1)
+        if self.register_tokens is not None:
+            registers = self.register_tokens.expand(x.shape[0], -1, -1)
+            x = torch.cat((x[:, :self.num_extra_tokens], registers,
+                           x[:, self.num_extra_tokens:]), dim=1)
         x = self.pre_norm(self.drop_after_pos(x))
+        coords = self.patch_coords(coords, hw, x)
 
         outs = []
         for i, layer in enumerate(self.layers):
@@ -372,18 +416,39 @@ class RoPEVisionTransformer(BaseBackbone):
                 outs.append(self._format_output(x, hw))
         return tuple(outs)
 
+    def patch_coords(self, coords: Optional[Tensor],
+                     hw: Optional[Sequence[int]],
+                     tokens: Tensor) -> Optional[Tensor]:
+        """RoPE positions of the patch tokens: ``coords`` (patch units,
+        ``None`` = the ``hw`` grid) in the configured frame, augmented per
+        sample in training (:class:`~mmpos.models.layers.RoPEPositions`);
+        ``None`` when the cached integer-grid tables apply."""
+        return self.rope_positions(coords, hw, tokens.shape[0],
+                                   tokens.device)
+
     def forward(self, x: Tensor) -> tuple:
         """``x``: images ``(B, in_channels, H, W)``, H and W divisible by the
         patch size. Returns a tuple with one output per ``out_indices``."""
         tokens, hw = self.embed(x)
         return self.forward_tokens(tokens, hw=hw)
 
+    def without_registers(self, x: Tensor) -> Tensor:
+        """``raw`` tokens ``(B, P + R + M, C)`` without the ``R`` register
+        tokens: ``(B, P + M, C)`` (``P`` = 1 with a class token); ``x``
+        itself when there are none. For methods that read the class token
+        at 0 and the patches after it."""
+        if not self.num_register_tokens:
+            return x
+        return torch.cat((x[:, :self.num_extra_tokens],
+                          x[:, self.num_extra_tokens +
+                            self.num_register_tokens:]), dim=1)
+
     def _format_output(self, x: Tensor, hw) -> Tensor:
         if self.out_type == 'raw':
             return x
         if self.out_type == 'cls_token':
             return x[:, 0]
-        patch_tokens = x[:, self.num_extra_tokens:]
+        patch_tokens = x[:, self.num_extra_tokens + self.num_register_tokens:]
         if self.out_type == 'featmap':
             return patch_tokens.reshape(x.shape[0], *hw,
                                         -1).permute(0, 3, 1, 2)
@@ -392,7 +457,8 @@ class RoPEVisionTransformer(BaseBackbone):
     def get_layer_depth(self, param_name: str, prefix: str = ''):
         """Layer depth for layer-wise lr decay, as mmpretrain's ViT.
 
-        Stem (``patch_embed``, ``cls_token``, ``pos_embed``) is depth 0,
+        Stem (``patch_embed``, ``cls_token``, ``register_tokens``,
+        ``pos_embed``) is depth 0,
         ``layers.<i>.*`` (including RoPE-Mixed frequencies) is ``i + 1``,
         everything else ``num_layers + 1``. Returns ``(depth, num_layers +
         2)``.
@@ -401,7 +467,7 @@ class RoPEVisionTransformer(BaseBackbone):
         if not param_name.startswith(prefix):
             return num_layers - 1, num_layers
         name = param_name[len(prefix):]
-        if name in ('cls_token', 'pos_embed') or \
+        if name in ('cls_token', 'register_tokens', 'pos_embed') or \
                 name.startswith('patch_embed'):
             return 0, num_layers
         if name.startswith('layers.'):

@@ -38,6 +38,8 @@ class RoPEAttention(BaseModule):
         dropout_layer: config of the residual-branch dropout, e.g.
             ``dict(type='DropPath', drop_prob=0.1)``; ``None`` = identity.
         layer_scale_init_value: LayerScale init; 0 disables it.
+        rope_cfg: further :class:`RoPE2D` options (``periods``, ``axes``,
+            ``layout``); ``None``: its defaults.
     """
 
     def __init__(self,
@@ -50,6 +52,7 @@ class RoPEAttention(BaseModule):
                  proj_drop: float = 0.,
                  dropout_layer: Optional[dict] = None,
                  layer_scale_init_value: float = 0.,
+                 rope_cfg: Optional[dict] = None,
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
         self.embed_dims = embed_dims
@@ -65,7 +68,8 @@ class RoPEAttention(BaseModule):
         self.gamma1 = (LayerScale(embed_dims, layer_scale_init_value)
                        if layer_scale_init_value > 0 else nn.Identity())
         self.rope = (None if rope_type == 'none' else RoPE2D(
-            self.head_dims, num_heads, rope_type, rope_theta))
+            self.head_dims, num_heads, rope_type, rope_theta,
+            **(rope_cfg or {})))
 
     def forward(self,
                 x: Tensor,

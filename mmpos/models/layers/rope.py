@@ -25,6 +25,24 @@ Conventions used throughout the suite:
   get angle 0, i.e. no rotation, as the class token in the paper. Their
   logits against patch keys therefore depend on the patches' absolute
   coordinates; only patch-patch logits are shift invariant (Eq. 15).
+  A ``NaN`` coordinate marks a token without position: it gets angle 0
+  too (DropPos' dropped positions; ``NaN`` survives the coordinate frames
+  and augmentation of :mod:`.rope_positions`, where a sentinel value would
+  be moved).
+
+Options for other RoPE families (all off by default):
+
+* **Frequencies** (:func:`frequency_magnitudes`): ``theta`` as above
+  (radians per patch, Eq. 13), or DINOv3's period parametrisation: period
+  ``p_t`` = ``base ** (t / (D/4))`` or geometric from ``min_period`` to
+  ``max_period``, frequency ``2 pi / p_t``.
+* **Axis order** ``axes``: ``'xy'`` (above) or ``'yx'``: the first ``D/4``
+  pairs rotate with ``y`` (DINOv3, whose coordinates are ``(row, col)``).
+* **Channel layout** ``layout``: ``'pairs'`` (above) or ``'half'``: pair
+  ``t`` is channels ``(t, t + D/2)`` (the "rotate-half" layout of DINOv3,
+  GPT-NeoX, timm's ``rotate_half=True``). Weights trained with one layout
+  need that layout (the two differ by a fixed permutation of the q/k
+  channels).
 
 Implementation: ``apply_rope`` computes ``x * cos + swap_pairs(x) * sin`` on
 queries and keys stacked in one tensor, with per-channel tables in which the
@@ -53,6 +71,8 @@ from torch import Tensor
 
 ROPE_TYPES = ('axial', 'mixed')
 DEFAULT_THETA = {'axial': 100.0, 'mixed': 10.0}
+ROPE_LAYOUTS = ('pairs', 'half')
+ROPE_AXES = ('xy', 'yx')
 
 
 def grid_coords(h: int, w: int, device=None,
@@ -78,16 +98,60 @@ def _magnitudes(head_dim: int, theta: float) -> Tensor:
     return theta**(-torch.arange(quarter, dtype=torch.float64) / quarter)
 
 
-def axial_frequencies(head_dim: int, theta: float = 100.0) -> Tensor:
+def frequency_magnitudes(head_dim: int,
+                         theta: Optional[float] = None,
+                         periods: Optional[dict] = None) -> Tensor:
+    """The ``D/4`` frequency magnitudes of one axis, fp64, shape ``(D/4,)``.
+
+    Args:
+        theta: ``theta ** (-t / (D/4))`` radians per coordinate unit
+            (Eq. 13; today's parametrisation).
+        periods: DINOv3's instead: ``dict(base=b)`` gives periods
+            ``b ** (t / (D/4))``, ``dict(min_period=a, max_period=b)``
+            periods geometric from ``a`` to ``b`` (both ends included); the
+            magnitude is ``2 pi / period``.
+
+    Exactly one of ``theta`` and ``periods`` must be given.
+    """
+    if (theta is None) == (periods is None):
+        raise ValueError('give either theta or periods, got theta='
+                         f'{theta}, periods={periods}')
+    if periods is None:
+        return _magnitudes(head_dim, theta)
+    quarter = _magnitudes(head_dim, 1.).numel()
+    keys = set(periods)
+    if keys == {'base'}:
+        p = periods['base']**(torch.arange(quarter, dtype=torch.float64) /
+                              quarter)
+    elif keys == {'min_period', 'max_period'}:
+        lo, hi = float(periods['min_period']), float(periods['max_period'])
+        if not 0 < lo <= hi:
+            raise ValueError('periods need 0 < min_period <= max_period, '
+                             f'got {periods}')
+        p = lo * (hi / lo)**torch.linspace(0, 1, quarter,
+                                           dtype=torch.float64)
+    else:
+        raise ValueError("periods must be dict(base=...) or dict(min_period="
+                         f"..., max_period=...), got {periods}")
+    return 2 * math.pi / p
+
+
+def axial_frequencies(head_dim: int,
+                      theta: Optional[float] = 100.0,
+                      periods: Optional[dict] = None,
+                      axes: str = 'xy') -> Tensor:
     """Fixed RoPE-Axial frequencies (Eq. 12/13), shape ``(2, D/2)``.
 
-    Row 0 holds ``theta_x``, row 1 ``theta_y``: pairs ``t < D/4`` rotate with
-    ``x`` only, pairs ``t >= D/4`` with ``y`` only.
+    Row 0 holds ``theta_x``, row 1 ``theta_y``: with ``axes='xy'`` pairs
+    ``t < D/4`` rotate with ``x`` only and pairs ``t >= D/4`` with ``y``
+    only; ``axes='yx'`` swaps the halves. Magnitudes from
+    :func:`frequency_magnitudes` (``theta`` unless ``periods``).
     """
-    mag = _magnitudes(head_dim, theta)
+    mag = frequency_magnitudes(head_dim, None if periods else theta,
+                               periods)
     zero = torch.zeros_like(mag)
-    return torch.stack((torch.cat((mag, zero)),
-                        torch.cat((zero, mag)))).float()
+    freqs = torch.stack((torch.cat((mag, zero)), torch.cat((zero, mag))))
+    return (freqs if axes == 'xy' else freqs.flip(0)).float()
 
 
 def mixed_frequencies(head_dim: int,
@@ -133,30 +197,38 @@ def rope_angles(coords: Tensor, freqs: Tensor) -> Tensor:
                          freqs[1].unsqueeze(-2))
 
 
-def rope_tables(coords: Tensor, freqs: Tensor) -> Tuple[Tensor, Tensor]:
+def rope_tables(coords: Tensor,
+                freqs: Tensor,
+                layout: str = 'pairs') -> Tuple[Tensor, Tensor]:
     """Per-channel cos/sin tables for :func:`apply_rope`.
 
     With ``a_t`` the angle of pair ``t`` (:func:`rope_angles` of
-    ``freqs`` of shape ``(2, [heads,] D/2)``), channel ``2t`` and ``2t+1`` of
-    the ``cos`` table both hold ``cos(a_t)``, and of the ``sin`` table
-    ``-sin(a_t)`` and ``+sin(a_t)``. Both are computed at once from the
-    angles ``-a_t, +a_t`` (cos is even). Shapes as :func:`rope_angles` with
-    ``K = D``.
+    ``freqs`` of shape ``(2, [heads,] D/2)``), the two channels of pair
+    ``t`` (``2t, 2t+1`` for ``layout='pairs'``, ``t, t + D/2`` for
+    ``'half'``) both hold ``cos(a_t)`` in the ``cos`` table and ``-sin(a_t)``
+    (real part) and ``+sin(a_t)`` (imaginary part) in the ``sin`` table.
+    Both are computed at once from the angles ``-a_t, +a_t`` (cos is even).
+    Shapes as :func:`rope_angles` with ``K = D``.
     """
-    signed = torch.stack((-freqs, freqs), dim=-1).flatten(-2)
+    if layout == 'pairs':
+        signed = torch.stack((-freqs, freqs), dim=-1).flatten(-2)
+    else:
+        signed = torch.cat((-freqs, freqs), dim=-1)
     angles = rope_angles(coords, signed)
     return angles.cos(), angles.sin()
 
 
-def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    """Rotate channel pairs ``(2t, 2t+1)`` of ``x`` (Eq. 11).
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor,
+               layout: str = 'pairs') -> Tensor:
+    """Rotate the channel pairs of ``x`` (Eq. 11).
 
-    ``out[2t] = x[2t] cos a_t - x[2t+1] sin a_t`` and
-    ``out[2t+1] = x[2t+1] cos a_t + x[2t] sin a_t``: the complex product
+    For pair ``(r, i)`` (``(2t, 2t+1)`` with ``layout='pairs'``,
+    ``(t, t + D/2)`` with ``'half'``): ``out[r] = x[r] cos a_t - x[i] sin
+    a_t`` and ``out[i] = x[i] cos a_t + x[r] sin a_t``, the complex product
     ``x_bar * exp(i a_t)`` written with real tensors, as
-    ``x * cos + swap_pairs(x) * sin`` with the tables of :func:`rope_tables`.
-    Runs in ``cos.dtype`` (fp32 for fp16/bf16 inputs) and returns
-    ``x.dtype``.
+    ``x * cos + swap(x) * sin`` with the tables of :func:`rope_tables`
+    (``swap`` exchanges the two channels of every pair). Runs in
+    ``cos.dtype`` (fp32 for fp16/bf16 inputs) and returns ``x.dtype``.
 
     Args:
         x: ``(..., N, D)``, e.g. queries and keys stacked as
@@ -164,7 +236,13 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
         cos, sin: ``(..., N, D)`` tables broadcastable against ``x``.
     """
     y = x.to(cos.dtype)
-    swapped = y.unflatten(-1, (-1, 2)).flip(-1).flatten(-2)
+    if layout == 'pairs':
+        # strided slices, not flip: exporters (ONNX -> TensorRT) take them
+        swapped = torch.stack((y[..., 1::2], y[..., 0::2]),
+                              dim=-1).flatten(-2)
+    else:
+        half = y.shape[-1] // 2
+        swapped = torch.cat((y[..., half:], y[..., :half]), dim=-1)
     return torch.addcmul(y * cos, swapped, sin).to(x.dtype)
 
 
@@ -178,14 +256,18 @@ def _cached_grid(h: int, w: int, num_prefix: int,
 
 
 @lru_cache(maxsize=64)
-def _cached_axial_tables(head_dim: int, theta: float, h: int, w: int,
-                         num_prefix: int, device: torch.device,
+def _cached_axial_tables(spec: tuple, h: int, w: int, num_prefix: int,
+                         device: torch.device,
                          dtype: torch.dtype) -> Tuple[Tensor, Tensor]:
-    """RoPE-Axial tables of the grid (angles in fp64, stored in ``dtype``)."""
+    """RoPE-Axial tables of the grid (angles in fp64, stored in ``dtype``);
+    ``spec`` is :attr:`RoPE2D.spec`."""
+    head_dim, theta, periods, axes, layout = spec
     with torch.inference_mode(False), torch.no_grad():
+        freqs = axial_frequencies(head_dim, theta,
+                                  dict(periods) if periods else None, axes)
         cos, sin = rope_tables(
             _cached_grid(h, w, num_prefix, device).double(),
-            axial_frequencies(head_dim, theta).to(device, torch.float64))
+            freqs.to(device, torch.float64), layout)
         return cos.to(dtype), sin.to(dtype)
 
 
@@ -212,6 +294,13 @@ class RoPE2D(nn.Module):
         theta: frequency base; ``None`` picks 100 (axial) or 10 (mixed).
         rotate_init: draw a random direction per head for the mixed
             initialisation (``False``: start from the axial frequencies).
+        periods: axial only: DINOv3's period parametrisation instead of
+            ``theta`` (``dict(base=100)`` or ``dict(min_period=...,
+            max_period=...)``, see :func:`frequency_magnitudes`).
+        axes: ``'xy'`` (first ``D/4`` pairs rotate with ``x``) or ``'yx'``
+            (with ``y``, DINOv3).
+        layout: channel pairs ``'pairs'`` ``(2t, 2t+1)`` or ``'half'``
+            ``(t, t + D/2)`` (rotate-half, DINOv3).
 
     Attributes:
         freqs: ``(2, D/2)`` buffer (axial, not saved in checkpoints) or
@@ -224,27 +313,54 @@ class RoPE2D(nn.Module):
                  num_heads: int = 1,
                  rope_type: str = 'axial',
                  theta: Optional[float] = None,
-                 rotate_init: bool = True):
+                 rotate_init: bool = True,
+                 periods: Optional[dict] = None,
+                 axes: str = 'xy',
+                 layout: str = 'pairs'):
         super().__init__()
-        if rope_type not in ROPE_TYPES:
-            raise ValueError(f'rope_type must be one of {ROPE_TYPES}, '
-                             f'got {rope_type!r}')
+        for name, value, choices in (('rope_type', rope_type, ROPE_TYPES),
+                                     ('axes', axes, ROPE_AXES),
+                                     ('layout', layout, ROPE_LAYOUTS)):
+            if value not in choices:
+                raise ValueError(f'{name} must be one of {choices}, got '
+                                 f'{value!r}')
+        if periods is not None and (theta is not None or
+                                    rope_type != 'axial'):
+            raise ValueError('periods replaces theta and is for axial RoPE '
+                             f'only, got theta={theta}, rope_type='
+                             f'{rope_type!r}')
         self.head_dim = head_dim
         self.num_heads = num_heads
         self.rope_type = rope_type
-        self.theta = float(theta or DEFAULT_THETA[rope_type])
+        self.periods = dict(periods) if periods else None
+        self.theta = None if periods else float(theta or
+                                                DEFAULT_THETA[rope_type])
+        self.axes = axes
+        self.layout = layout
         if rope_type == 'axial':
             self.register_buffer(
-                'freqs', axial_frequencies(head_dim, self.theta),
+                'freqs',
+                axial_frequencies(head_dim, self.theta, self.periods, axes),
                 persistent=False)
         else:
-            self.freqs = nn.Parameter(
-                mixed_frequencies(head_dim, num_heads, self.theta,
-                                  rotate=rotate_init))
+            freqs = mixed_frequencies(head_dim, num_heads, self.theta,
+                                      rotate=rotate_init)
+            self.freqs = nn.Parameter(freqs if axes == 'xy' else
+                                      freqs.flip(0).contiguous())
+
+    @property
+    def spec(self) -> tuple:
+        """Hashable description of the fixed axial tables (cache key)."""
+        periods = tuple(sorted(self.periods.items())) if self.periods \
+            else None
+        return (self.head_dim, self.theta, periods, self.axes, self.layout)
 
     def extra_repr(self) -> str:
+        freqs = (f'periods={self.periods}' if self.periods else
+                 f'theta={self.theta}')
         return (f'head_dim={self.head_dim}, num_heads={self.num_heads}, '
-                f'rope_type={self.rope_type!r}, theta={self.theta}')
+                f'rope_type={self.rope_type!r}, {freqs}, axes={self.axes!r}'
+                f', layout={self.layout!r}')
 
     def tables(self,
                num_tokens: int,
@@ -270,13 +386,15 @@ class RoPE2D(nn.Module):
             raise ValueError(f'{num_tokens - num_prefix} positions given for '
                              f'only {num_tokens} tokens')
         if coords is None and self.rope_type == 'axial':
-            return _cached_axial_tables(self.head_dim, self.theta, h, w,
-                                        num_prefix, device, dtype)
+            return _cached_axial_tables(self.spec, h, w, num_prefix, device,
+                                        dtype)
         if coords is None:
             coords = _cached_grid(h, w, num_prefix, device)
         else:
-            coords = F.pad(coords.to(device), (0, 0, num_prefix, 0))
-        return rope_tables(coords.to(dtype), self.freqs.to(dtype))
+            coords = F.pad(coords.to(device).nan_to_num(0.),
+                           (0, 0, num_prefix, 0))
+        return rope_tables(coords.to(dtype), self.freqs.to(dtype),
+                           self.layout)
 
     def forward(self,
                 x: Tensor,
@@ -299,7 +417,35 @@ class RoPE2D(nn.Module):
         """
         dtype = torch.promote_types(x.dtype, torch.float32)
         cos, sin = self.tables(x.shape[-2], coords, hw, dtype)
-        return apply_rope(x, cos, sin)
+        return apply_rope(x, cos, sin, self.layout)
+
+
+class StaticRoPE(nn.Module):
+    """RoPE with fixed cos/sin tables for one token layout (export).
+
+    Holds :meth:`RoPE2D.tables` for a given input size as buffers, so a
+    traced graph contains only :func:`apply_rope`'s elementwise ops, slices
+    and concatenations (no coordinate grids, caches or trigonometry).
+
+    Args:
+        cos, sin: ``(heads | 1, N, D)`` tables for all ``N`` tokens.
+        layout: the channel layout of the :class:`RoPE2D` they come from.
+    """
+
+    def __init__(self, cos: Tensor, sin: Tensor, layout: str = 'pairs'):
+        super().__init__()
+        self.register_buffer('cos', cos.detach().clone(), persistent=False)
+        self.register_buffer('sin', sin.detach().clone(), persistent=False)
+        self.layout = layout
+
+    def forward(self, x: Tensor, coords: Optional[Tensor] = None,
+                hw: Optional[Sequence[int]] = None) -> Tensor:
+        """Rotate ``x`` ``(..., heads, N, D)``; ``coords`` / ``hw`` must
+        be those the tables were built for (they are not read)."""
+        if x.shape[-2] != self.cos.shape[-2]:
+            raise ValueError(f'static RoPE tables hold {self.cos.shape[-2]} '
+                             f'tokens, got {x.shape[-2]}')
+        return apply_rope(x, self.cos, self.sin, self.layout)
 
 
 def sincos_pos_embed_2d(coords: Tensor,

@@ -190,22 +190,33 @@ class DINOv2(BaseSelfSupervisor):
         """Per-view geometry that positions depend on (none for DINOv2)."""
         return None
 
+    def _rope_coords(self, net: nn.Module, hw: Sequence[int], views: slice,
+                     geometry, masks: Optional[Dict[str, Tensor]] = None
+                     ) -> Optional[Tensor]:
+        """RoPE coordinates of the patches of ``views`` (``None``: each
+        view's own grid; subclasses place or hide positions here)."""
+        return None
+
     @staticmethod
     def _encode(net: nn.Module,
                 img: Tensor,
                 pos: Tensor,
                 content_mask: Optional[Tensor] = None,
-                mask_token: Optional[Tensor] = None) -> Tensor:
+                mask_token: Optional[Tensor] = None,
+                coords: Optional[Tensor] = None) -> Tensor:
         """Embed ``img`` ``(n, 3, H, W)``, replace masked patch embeddings by
-        ``mask_token``, add ``pos`` and run the blocks.
+        ``mask_token``, add ``pos`` and run the blocks (RoPE at ``coords``
+        ``(n, N, 2)``, or the grid).
 
         Returns:
-            ``(n, 1 + N, C)`` class + patch tokens after the final norm.
+            ``(n, 1 + N, C)`` class + patch tokens after the final norm
+            (register tokens left out).
         """
         x, hw = net.backbone.patch_embed(img)
         if content_mask is not None:
             x = torch.where(content_mask[..., None], mask_token.to(x.dtype), x)
-        return net.backbone.forward_tokens(x + pos, hw=hw)[0]
+        return net.backbone.without_registers(
+            net.backbone.forward_tokens(x + pos, coords=coords, hw=hw)[0])
 
     def _grid(self, img: Tensor) -> Tuple[int, int]:
         patch = self.backbone.patch_size
@@ -268,7 +279,8 @@ class DINOv2(BaseSelfSupervisor):
         with torch.no_grad():
             t_tokens = self._encode(
                 teacher, globals_, self._positions(teacher, hw, g_views,
-                                                   geometry))
+                                                   geometry),
+                coords=self._rope_coords(teacher, hw, g_views, geometry))
             t_logits = teacher.head(t_tokens[:, 0])
             t_image = self.image_centering(t_logits, self.teacher_temp)
             t_patch = self.patch_centering(
@@ -278,7 +290,8 @@ class DINOv2(BaseSelfSupervisor):
         s_tokens = self._encode(
             self, globals_,
             self._student_positions(hw, g_views, geometry, masks),
-            masks.get('content'), self.mask_token)
+            masks.get('content'), self.mask_token,
+            self._rope_coords(self, hw, g_views, geometry, masks))
         s_cls = [s_tokens[:, 0]]
         if locals_ is not None:
             l_views = slice(num_g, len(inputs))
@@ -286,7 +299,9 @@ class DINOv2(BaseSelfSupervisor):
             s_cls.append(
                 self._encode(self, locals_,
                              self._student_positions(l_hw, l_views, geometry,
-                                                     {}))[:, 0])
+                                                     {}),
+                             coords=self._rope_coords(self, l_hw, l_views,
+                                                      geometry))[:, 0])
         s_image = self.head(torch.cat(s_cls)).view(len(inputs), batch, -1)
         losses = dict(
             loss_image=self.image_loss(s_image,

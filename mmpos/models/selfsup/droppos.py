@@ -17,11 +17,12 @@ Backbones (``backbone`` config):
   state dict.
 * mmpos' ``RoPEVisionTransformer`` (``out_type='raw'``), with or without
   APE. Anchor patches are rotated with their grid coordinates; a
-  dropped-position patch gets **no rotation** (coordinate ``(0, 0)``, the
-  same identity rotation the class token gets) plus the additive
-  ``pos_mask_token``, which marks it as position-less. No rotation is the
-  RoPE analogue of "no position embedding"; a learnable mask coordinate
-  would only move all dropped patches to one shared learnt place.
+  dropped-position patch gets **no rotation** (a ``NaN`` coordinate: the
+  identity rotation the class token gets, in any coordinate frame) plus the
+  additive ``pos_mask_token``, which marks it as position-less. No rotation
+  is the RoPE analogue of "no position embedding"; a learnable mask coordinate
+  would only move all dropped patches to one shared learnt place. Register
+  tokens, if any, are left out of the features the head sees.
 
 Attentive weights (Eq. 9) use the encoder features of the class token and
 the patches. ``affinity_source='full'`` (default) takes them from an extra
@@ -143,7 +144,8 @@ class DropPos(BaseSelfSupervisor):
         full ``hw`` grid in row-major order)."""
         bb = self.backbone
         if hasattr(bb, 'forward_tokens'):
-            return bb.forward_tokens(tokens, coords=coords, hw=hw)[-1]
+            return bb.without_registers(
+                bb.forward_tokens(tokens, coords=coords, hw=hw)[-1])
         cls_token = bb.cls_token + bb.pos_embed[:, :1]
         x = torch.cat((cls_token.expand(tokens.shape[0], -1, -1), tokens), 1)
         x = bb.pre_norm(bb.drop_after_pos(x))
@@ -183,7 +185,8 @@ class DropPos(BaseSelfSupervisor):
         if self.uses_rope:  # dropped patches: no rotation
             coords = gather_tokens(grid_coords(*hw, device=x.device)[None],
                                    ids_keep)
-            coords = coords.masked_fill(dropped[..., None], 0.)
+            # NaN: no position in any coordinate frame (see rope.py)
+            coords = coords.masked_fill(dropped[..., None], float('nan'))
         feats = self._run_blocks(x, hw, coords)
         return dict(feats=feats, ids_keep=ids_keep, dropped=dropped, hw=hw)
 

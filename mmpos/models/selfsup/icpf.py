@@ -54,6 +54,8 @@ from torch import Tensor
 from mmpos.datasets.transforms.crop_boxes import stack_crop_boxes
 from mmpos.registry import MODELS
 from ..layers.positional_field import sample_scales, scale_shift_boxes
+from ..layers.rope import grid_coords
+from ..layers.rope_positions import box_coords
 from .dinov2 import DINOv2
 
 
@@ -73,6 +75,12 @@ class ICPF(DINOv2):
         pos_masking: ``'cross'`` (Fig. 4) or ``'box'``.
         pos_loss: Eq. 4 loss config.
         boxes_key: data-sample field holding the crop boxes.
+        view_consistent_rope: with a RoPE backbone, rotate every view's
+            patches at their crop-box source coordinates
+            (:func:`~mmpos.models.layers.box_coords`, the boxes the field is
+            cropped with) instead of each view's own grid; ``False``: each
+            view's grid. Either way, position-masked patches get no
+            rotation (``NaN`` coordinates), as they get no field.
         **kwargs: :class:`DINOv2` arguments except ``mask_sample_prob``.
     """
 
@@ -88,6 +96,7 @@ class ICPF(DINOv2):
                  pos_loss: dict = dict(type='iBOTPatchLoss'),
                  boxes_key: str = 'crop_boxes',
                  scale_box: str = 'all',
+                 view_consistent_rope: bool = False,
                  **kwargs):
         if 'mask_sample_prob' in kwargs:
             raise ValueError('ICPF sets the content share with mask_split, '
@@ -108,6 +117,12 @@ class ICPF(DINOv2):
             raise ValueError(f"scale_box must be 'all' or 'globals', got "
                              f'{scale_box!r}')
         self.scale_box = scale_box
+        self.view_consistent_rope = view_consistent_rope
+        if view_consistent_rope and (
+                getattr(self.backbone, 'rope_type', 'none') == 'none'
+                or not pos_field):
+            raise ValueError('view_consistent_rope needs a RoPE backbone and '
+                             'the positional field (crop boxes)')
         self.pos_mask_token = nn.Parameter(
             torch.zeros(1, 1, self.backbone.embed_dims))
         self.pos_field = MODELS.build(
@@ -158,6 +173,29 @@ class ICPF(DINOv2):
             raise ValueError(f'{self.boxes_key} holds {geometry.shape[1]} '
                              f'boxes per image, fewer than the views')
         return field(boxes.transpose(0, 1).reshape(-1, 4), hw)
+
+    def _rope_coords(self, net: nn.Module, hw: Sequence[int], views: slice,
+                     geometry: Optional[Tensor],
+                     masks: Optional[Dict[str, Tensor]] = None
+                     ) -> Optional[Tensor]:
+        """``(n_views * B, N, 2)`` RoPE coordinates (view-major): crop-box
+        source positions with ``view_consistent_rope``, else the grid;
+        ``NaN`` (no rotation) where the position mask is set. ``None`` (each
+        view's grid) when neither applies or the backbone has no RoPE."""
+        pos_mask = (masks or {}).get('pos')
+        if getattr(net.backbone, 'rope_type', 'none') == 'none' or (
+                pos_mask is None and not self.view_consistent_rope):
+            return None
+        if self.view_consistent_rope:
+            boxes = geometry[:, views].transpose(0, 1).reshape(-1, 4)
+            coords = box_coords(boxes, hw)
+        else:
+            n = pos_mask.shape[0]
+            coords = grid_coords(*hw, device=pos_mask.device).expand(
+                n, -1, -1)
+        if pos_mask is not None:
+            coords = coords.masked_fill(pos_mask[..., None], float('nan'))
+        return coords
 
     def _student_positions(self, hw: Sequence[int], views: slice, geometry,
                            masks: Dict[str, Tensor]) -> Tensor:

@@ -1,0 +1,16 @@
+# DINOv3's position scheme for RoPEVisionTransformer (facebookresearch/
+# dinov3, timm's vit_*_patch16_dinov3): axial RoPE with periods
+# 100 ** (t / (D/4)) on patch centres normalised to [-1, 1] per axis, row
+# coordinate first, rotate-half channel layout, training-time coordinate
+# rescale in [1/2, 2] (the released models' rescale_coords=2), 4 register
+# tokens, LayerScale 1e-5, LayerNorm eps 1e-5. Merge into a backbone:
+# backbone=dict(..., **_base_.dinov3_positions).
+dinov3_positions = dict(
+    rope_type='axial',
+    rope_periods=dict(base=100.),
+    rope_axes='yx',
+    rope_layout='half',
+    rope_coords=dict(frame='separate', rescale=2.),
+    num_register_tokens=4,
+    layer_scale_init_value=1e-5,
+    norm_cfg=dict(type='LN', eps=1e-5))

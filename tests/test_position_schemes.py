@@ -1,0 +1,88 @@
+"""Position scheme x method: DINOv3's positions in DropPos and ICPF, and
+ICPF's view-consistent RoPE (views rotated at their crop-box source
+coordinates)."""
+import math
+
+import pytest
+import torch
+from mmengine.config import Config
+from mmengine.registry import DefaultScope
+
+import mmpos  # noqa: F401
+from conftest import read_scalars, run_tool
+from mmpos.models.layers import (RoPE2D, box_coords, frame_coords,
+                                 grid_coords)
+from mmpos.registry import MODELS
+
+DROPPOS = 'configs/droppos/droppos_vit-tiny-dinov3pos_mini.py'
+ICPF = 'configs/icpf/icpf_vit-tiny-dinov3pos_mini.py'
+
+
+def test_box_coords_place_views_at_their_source_positions():
+    # a whole-image view keeps its grid
+    assert torch.allclose(box_coords(torch.tensor([[0., 0., 1., 1.]]),
+                                     (3, 4))[0], grid_coords(3, 4))
+    # the right half at the same resolution: its patch (0, 0) sits where
+    # the whole view's patch column 2 is, in the normalised frame
+    whole = frame_coords(grid_coords(4, 4), (4, 4), 'separate')
+    half = frame_coords(box_coords(torch.tensor([[.5, 0., 1., 1.]]),
+                                   (4, 2))[0], (4, 2), 'separate')
+    # patch centre u = 0.5 + 0.25 / 2 ... in the source: x' = 2u - 1
+    assert torch.allclose(half[:, 0], 2 * (0.5 + (grid_coords(4, 2)[:, 0] +
+                                                  0.5) / 4) - 1)
+    assert torch.allclose(half[:, 1], whole.view(4, 4, 2)[:, :2, 1].flatten())
+    # flipped box (x1 > x2): the first column comes from the right edge
+    flipped = box_coords(torch.tensor([[1., 0., 0., 1.]]), (2, 2))[0]
+    assert torch.allclose(flipped[:, 0], torch.tensor([1., 0., 1., 0.]))
+
+
+def test_nan_coordinates_are_not_rotated_in_any_frame():
+    rope = RoPE2D(16, 2, 'axial', periods=dict(base=100.), axes='yx',
+                  layout='half')
+    coords = frame_coords(torch.tensor([[float('nan')] * 2, [1., 2.]]),
+                          (4, 4), 'separate')
+    cos, sin = rope.tables(3, coords)
+    assert torch.equal(cos[0, 1], torch.ones(16))
+    assert torch.equal(sin[0, 1].abs(), torch.zeros(16))
+    assert not torch.equal(cos[0, 2], torch.ones(16))
+
+
+def build(config):
+    cfg = Config.fromfile(config)
+    with DefaultScope.overwrite_default_scope('mmpretrain'):
+        return MODELS.build(cfg.model)
+
+
+def test_icpf_view_consistent_coordinates_and_hidden_positions():
+    model = build(ICPF)
+    assert model.backbone.num_register_tokens == 4
+    boxes = torch.tensor([[[0., 0., 1., 1.], [1., 0., .5, .5],
+                           [.2, .2, .6, .6], [.5, .5, 1., 1.]]])
+    coords = model._rope_coords(model, (8, 8), slice(0, 2), boxes)
+    assert coords.shape == (2, 64, 2)
+    assert torch.allclose(coords[0], grid_coords(8, 8))
+    assert torch.allclose(coords[1], box_coords(boxes[0, 1:2], (8, 8))[0])
+    pos_mask = torch.zeros(2, 64, dtype=torch.bool)
+    pos_mask[1, :5] = True
+    hidden = model._rope_coords(model, (8, 8), slice(0, 2), boxes,
+                                dict(pos=pos_mask))
+    assert hidden[1, :5].isnan().all() and not hidden[0].isnan().any()
+    model.view_consistent_rope = False
+    assert model._rope_coords(model, (8, 8), slice(0, 2), boxes) is None
+    assert torch.equal(
+        model._rope_coords(model, (8, 8), slice(0, 2), boxes,
+                           dict(pos=pos_mask))[0], grid_coords(8, 8))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('config,iters', [(DROPPOS, 24), (ICPF, 12)])
+def test_mini_runs_train(tmp_path, mini_data, config, iters):
+    """Loss falls without NaN (first vs last three logged losses)."""
+    data = f'train_dataloader.dataset.data_root={mini_data}/unlabeled/'
+    result = run_tool('tools/train.py', config, '--work-dir', tmp_path,
+                      '--cfg-options', data, f'train_cfg.max_iters={iters}',
+                      'default_hooks.logger.interval=2', timeout=900)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    losses = [r['loss'] for r in read_scalars(tmp_path) if 'loss' in r]
+    assert all(math.isfinite(v) for v in losses)
+    assert sum(losses[-3:]) < sum(losses[:3]), losses

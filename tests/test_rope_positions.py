@@ -1,0 +1,157 @@
+"""Position options of the RoPE layer and RoPEVisionTransformer: DINOv3's
+period parametrisation, rotate-half layout, normalised coordinate frames,
+train-time coordinate augmentation and register tokens (parity with timm's
+full models is in test_timm_parity.py)."""
+import math
+
+import pytest
+import torch
+
+import mmpos  # noqa: F401
+from mmpos.models.backbones import RoPEVisionTransformer
+from mmpos.models.layers import (RoPE2D, RoPEPositions, apply_rope,
+                                 axial_frequencies, frame_coords,
+                                 frequency_magnitudes, grid_coords,
+                                 rope_tables)
+
+TINY = dict(embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64)
+DINOV3 = dict(rope_type='axial', rope_periods=dict(base=100.),
+              rope_axes='yx', rope_layout='half')
+
+
+def tiny(**kwargs):
+    torch.manual_seed(0)
+    model = RoPEVisionTransformer(arch=TINY, patch_size=8, img_size=32,
+                                  **kwargs)
+    model.init_weights()
+    return model.eval()
+
+
+def test_period_parametrisation_is_dinov3s():
+    """base: period_t = base ** (2t / (D/2)) (DINOv3's _init_weights), i.e.
+    2 pi times RoPE-ViT's theta frequencies; min/max: geometric, both ends
+    included."""
+    base = frequency_magnitudes(64, periods=dict(base=100.))
+    assert torch.allclose(base, 2 * math.pi * frequency_magnitudes(64, 100.))
+    periods = 2 * math.pi / frequency_magnitudes(
+        64, periods=dict(min_period=0.5, max_period=40.))
+    assert periods[0].item() == pytest.approx(0.5)
+    assert periods[-1].item() == pytest.approx(40.)
+    ratios = periods[1:] / periods[:-1]
+    assert torch.allclose(ratios, ratios[0].expand_as(ratios))
+    with pytest.raises(ValueError, match='either theta or periods'):
+        frequency_magnitudes(64, 100., dict(base=100.))
+    with pytest.raises(ValueError, match='periods replaces theta'):
+        RoPE2D(64, 2, 'mixed', periods=dict(base=100.))
+
+
+def test_yx_axes_swap_the_rows():
+    xy = axial_frequencies(16, 100.)
+    assert torch.equal(axial_frequencies(16, 100., axes='yx'), xy.flip(0))
+
+
+def test_rotate_half_is_pairs_up_to_a_channel_permutation():
+    """Pair t is channels (2t, 2t+1) in 'pairs' and (t, t + D/2) in 'half':
+    rotating the permuted vector gives the permuted rotation."""
+    D = 16
+    perm = torch.arange(D).reshape(D // 2, 2).t().flatten()  # half <- pairs
+    x = torch.randn(2, 3, 10, D, dtype=torch.float64)
+    coords = torch.randn(10, 2, dtype=torch.float64) * 3
+    freqs = torch.randn(2, 3, D // 2, dtype=torch.float64)
+    pairs = apply_rope(x, *rope_tables(coords, freqs, 'pairs'), 'pairs')
+    half = apply_rope(x[..., perm], *rope_tables(coords, freqs, 'half'),
+                      'half')
+    assert torch.allclose(half, pairs[..., perm])
+    # a rotation: norms of every pair are kept
+    assert torch.allclose(half.norm(dim=-1), x.norm(dim=-1))
+
+
+@pytest.mark.parametrize('frame', ['separate', 'max', 'min'])
+def test_normalised_frames_are_dinov3s_patch_centres(frame):
+    timm_layers = pytest.importorskip('timm.layers.pos_embed_sincos')
+    for h, w in [(4, 4), (3, 7)]:
+        ours = frame_coords(grid_coords(h, w), (h, w), frame)
+        theirs = timm_layers.make_coords_dinov3(
+            h, w, normalize_coords=frame, grid_indexing='xy')
+        assert torch.allclose(ours, theirs, atol=1e-6)
+    assert torch.equal(frame_coords(grid_coords(2, 3), (2, 3), 'patch'),
+                       grid_coords(2, 3))
+
+
+def test_augmentation_is_per_sample_training_only_and_seeded():
+    pos = RoPEPositions('separate', shift=0.2, jitter=1.5, rescale=2.)
+    grid = grid_coords(4, 6)
+    base = frame_coords(grid, (4, 6), 'separate')
+    pos.eval()
+    assert torch.equal(pos(None, (4, 6), 3), base)
+    pos.train()
+    torch.manual_seed(0)
+    out = pos(None, (4, 6), 3)
+    assert out.shape == (3, 24, 2)
+    assert not torch.allclose(out[0], out[1])
+    # every sample is one affine map of the grid: x' = a x + b per axis
+    for b in range(3):
+        for axis in range(2):
+            fit = torch.linalg.lstsq(
+                torch.stack((base[:, axis], torch.ones(24)), 1),
+                out[b, :, axis:axis + 1]).solution
+            a = fit[0].item()
+            assert 1 / 3 - 1e-6 <= abs(a) <= 3 + 1e-6  # jitter x rescale
+            assert torch.allclose(
+                base[:, axis] * fit[0] + fit[1], out[b, :, axis], atol=1e-5)
+    torch.manual_seed(0)
+    assert torch.equal(pos(None, (4, 6), 3), out)
+    with pytest.raises(ValueError, match='needs the patch grid'):
+        pos(grid, None, 1)
+    with pytest.raises(ValueError, match='jitter'):
+        RoPEPositions(jitter=0.5)
+
+
+def test_backbone_augmentation_uses_the_global_rng_state():
+    """The draws come from torch's generator, so restoring its state (what
+    RNGStateHook does on resume) replays them exactly."""
+    model = tiny(**DINOV3, rope_coords=dict(frame='separate', shift=0.1,
+                                            jitter=1.2, rescale=2.))
+    model.train()
+    img = torch.randn(2, 3, 32, 48)
+    state = torch.get_rng_state()
+    first = model(img)[0]
+    second = model(img)[0]
+    torch.set_rng_state(state)
+    assert torch.equal(model(img)[0], first)
+    assert not torch.allclose(first, second)
+    model.eval()
+    assert torch.equal(model(img)[0], model(img)[0])
+
+
+def test_explicit_coords_follow_the_frame():
+    """forward_tokens with patch-unit coordinates of the full grid gives
+    forward's result in a normalised frame too (the map is affine)."""
+    model = tiny(**DINOV3, rope_coords=dict(frame='max'), out_type='raw')
+    img = torch.randn(2, 3, 24, 40)
+    tokens, hw = model.embed(img)
+    with torch.no_grad():
+        full = model(img)[0]
+        explicit = model.forward_tokens(tokens, coords=grid_coords(*hw),
+                                        hw=hw)[0]
+    assert torch.allclose(full, explicit, atol=1e-6)
+
+
+def test_register_tokens():
+    plain = tiny()
+    assert 'register_tokens' not in plain.state_dict()
+    model = tiny(num_register_tokens=3, out_type='featmap', use_ape=True)
+    assert model.register_tokens.shape == (1, 3, 32)
+    assert model.pos_embed.shape == (1, 1 + 16, 32)  # registers get no APE
+    assert model.get_layer_depth('register_tokens') == (0, 4)
+    img = torch.randn(2, 3, 32, 40)
+    with torch.no_grad():
+        featmap = model(img)[0]
+        model.out_type = 'raw'
+        raw = model(img)[0]
+    assert raw.shape == (2, 1 + 3 + 20, 32)
+    assert torch.equal(featmap.flatten(2).transpose(1, 2), raw[:, 4:])
+    # registers change what the patches see
+    with torch.no_grad():
+        model.register_tokens.normal_()
+        assert not torch.allclose(model(img)[0][:, 4:], raw[:, 4:])

@@ -1,0 +1,192 @@
+"""Export a ``RoPEVisionTransformer`` backbone to ONNX for one input size.
+
+    python tools/deployment/rope_vit2onnx.py CHECKPOINT OUT.onnx --size H W
+        [--config CONFIG] [--out-type raw|featmap|cls_token|avg_featmap]
+        [--batch-size B] [--opset N] [--check] [--force]
+
+CHECKPOINT holds the backbone (``backbone.*`` keys as written by the
+converters in ``tools/model_converters/``, or bare keys), loaded with
+``torch.load(weights_only=True)`` and strictly. The backbone config comes
+from ``--config`` (``model.backbone`` of an mmpretrain / mmdet / mmseg
+config, or ``model`` itself) or else from the checkpoint's
+``meta['model']`` (written by the converters). Any RoPE scheme (axial,
+mixed, DINOv3 periods / frames / rotate-half), register tokens and APE
+work.
+
+Positions are frozen for ``H x W`` before tracing
+(:func:`freeze_positions`): every layer's RoPE becomes a
+:class:`~mmpos.models.layers.StaticRoPE` holding its cos/sin tables, and
+the APE table is resized once to the patch grid, so the graph has no
+coordinate grids, caches, trigonometry or resizing: only matmuls,
+elementwise ops, slices and concatenations (the RoPE pair swap uses
+strided slices, not ``flip``). The file therefore serves exactly one input
+size; export once per size. ``--check`` runs the file with onnxruntime on a
+random input and prints the largest difference to torch. An existing OUT is
+kept unless ``--force``. Errors exit with status 1 and one line.
+"""
+import argparse
+import copy
+import os
+import os.path as osp
+import sys
+import tempfile
+
+import torch
+
+sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
+    __file__)))))
+
+from mmpos.models.layers import StaticRoPE  # noqa: E402
+from mmpos.utils.checkpoint_convert import (  # noqa: E402
+    ConversionError, load_weights, unwrap_state_dict)
+
+
+def freeze_positions(backbone, size):
+    """Fix ``backbone``'s positions for ``size = (H, W)`` pixels in place.
+
+    Eval mode (no coordinate augmentation); each layer's ``attn.rope`` is
+    replaced by a :class:`StaticRoPE` with the tables the live model uses at
+    that size (class and register tokens unrotated); a ``pos_embed`` is
+    resized to the patch grid (the backbone's own ``interpolate_mode``) and
+    ``patch_resolution`` set to it, so no resize is traced. Outputs are
+    unchanged at that size. Returns ``backbone``.
+    """
+    backbone.eval()
+    ph, pw = backbone.patch_size
+    if size[0] % ph or size[1] % pw:
+        raise ValueError(f'input size {size[0]}x{size[1]} is not divisible '
+                         f'by the patch size {ph}x{pw}')
+    hw = (size[0] // ph, size[1] // pw)
+    num_tokens = (backbone.num_extra_tokens + backbone.num_register_tokens +
+                  hw[0] * hw[1])
+    with torch.no_grad():
+        probe = torch.zeros(1, 1, backbone.embed_dims,
+                            device=backbone.patch_embed.projection.weight.
+                            device)
+        coords = backbone.patch_coords(None, hw, probe)
+        for layer in backbone.layers:
+            rope = layer.attn.rope
+            if rope is not None:
+                cos, sin = rope.tables(num_tokens, coords, hw)
+                layer.attn.rope = StaticRoPE(cos, sin, rope.layout)
+        if backbone.pos_embed is not None:
+            from mmpretrain.models.utils import resize_pos_embed
+            backbone.pos_embed = torch.nn.Parameter(resize_pos_embed(
+                backbone.pos_embed, backbone.patch_resolution, hw,
+                backbone.interpolate_mode, backbone.num_extra_tokens),
+                requires_grad=False)
+            backbone.patch_resolution = hw
+    return backbone
+
+
+def build_backbone(checkpoint, config=None, out_type=None):
+    """The backbone of ``config`` (or of the checkpoint's ``meta['model']``)
+    with the checkpoint's weights, loaded strictly."""
+    import mmpos  # noqa: F401  (registers RoPEVisionTransformer)
+    from mmengine.registry import DefaultScope
+    from mmpretrain.registry import MODELS
+    raw = load_weights(checkpoint)
+    if config is not None:
+        from mmengine.config import Config
+        model = Config.fromfile(config).model
+        cfg = model.get('backbone', model)
+        source = config
+    else:
+        cfg = (raw.get('meta') or {}).get('model', {}) if isinstance(
+            raw, dict) else {}
+        cfg = cfg.get('backbone', cfg)
+        source = f"{checkpoint} meta['model']"
+    cfg = copy.deepcopy(dict(cfg))
+    if cfg.get('type', '').split('.')[-1] != 'RoPEVisionTransformer':
+        raise ConversionError(f'{source} has no RoPEVisionTransformer '
+                              f'backbone config (type={cfg.get("type")!r}); '
+                              'pass --config')
+    cfg['type'] = 'RoPEVisionTransformer'
+    cfg.pop('init_cfg', None)
+    if out_type:
+        cfg['out_type'] = out_type
+    with DefaultScope.overwrite_default_scope('mmpretrain'):
+        backbone = MODELS.build(cfg)
+    state = unwrap_state_dict(raw)
+    if any(k.startswith('backbone.') for k in state):
+        state = {k[len('backbone.'):]: v for k, v in state.items()
+                 if k.startswith('backbone.')}
+    result = backbone.load_state_dict(state, strict=False)
+    if result.missing_keys or result.unexpected_keys:
+        raise ConversionError(
+            f'{checkpoint} does not fit the backbone: missing '
+            f'{result.missing_keys}, unexpected {result.unexpected_keys}')
+    return backbone.eval()
+
+
+def export(backbone, size, out, batch_size=1, opset=18):
+    """Freeze positions for ``size`` and write ``out`` (atomic rename).
+    Input ``images`` ``(B, C, H, W)``; outputs ``out0..`` (one per
+    ``out_indices``). Returns the example input."""
+    freeze_positions(backbone, size)
+    img = torch.randn(batch_size, backbone.patch_embed.projection.in_channels,
+                      *size)
+    names = [f'out{i}' for i in range(len(backbone.out_indices))]
+    out = osp.abspath(out)
+    os.makedirs(osp.dirname(out), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix='.onnx', dir=osp.dirname(out))
+    os.close(fd)
+    try:
+        torch.onnx.export(backbone, (img, ), tmp, input_names=['images'],
+                          output_names=names, opset_version=opset,
+                          dynamo=True, external_data=False)
+        os.replace(tmp, out)
+    finally:
+        if osp.exists(tmp):
+            os.remove(tmp)
+    return img
+
+
+def onnx_max_error(backbone, path, img):
+    """Largest absolute difference between onnxruntime and torch on
+    ``img`` over all outputs."""
+    import onnxruntime as ort
+    session = ort.InferenceSession(path, providers=['CPUExecutionProvider'])
+    ours = session.run(None, {'images': img.numpy()})
+    with torch.no_grad():
+        ref = backbone(img)
+    return max((torch.from_numpy(o) - r).abs().max().item()
+               for o, r in zip(ours, ref))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('checkpoint')
+    parser.add_argument('out', help='ONNX file to write')
+    parser.add_argument('--size', type=int, nargs=2, required=True,
+                        metavar=('H', 'W'), help='input size in pixels')
+    parser.add_argument('--config', help='config with the backbone')
+    parser.add_argument('--out-type',
+                        choices=['raw', 'featmap', 'cls_token',
+                                 'avg_featmap'],
+                        help='override the backbone out_type')
+    parser.add_argument('--batch-size', type=int, default=1)
+    parser.add_argument('--opset', type=int, default=18)
+    parser.add_argument('--check', action='store_true',
+                        help='compare onnxruntime with torch')
+    parser.add_argument('--force', action='store_true',
+                        help='overwrite OUT')
+    args = parser.parse_args(argv)
+    try:
+        if osp.exists(args.out) and not args.force:
+            raise FileExistsError(f'{args.out} exists; pass --force to '
+                                  'overwrite it')
+        backbone = build_backbone(args.checkpoint, args.config,
+                                  args.out_type)
+        img = export(backbone, tuple(args.size), args.out, args.batch_size,
+                     args.opset)
+        print(f'wrote {args.out} for {args.size[0]}x{args.size[1]} inputs')
+        if args.check:
+            err = onnx_max_error(backbone, args.out, img)
+            print(f'onnxruntime vs torch: max abs difference {err:.3g}')
+    except (ConversionError, OSError, ValueError, KeyError) as err:
+        parser.exit(1, f'{parser.prog}: error: {err}\n')
+
+
+if __name__ == '__main__':
+    main()

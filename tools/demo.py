@@ -39,7 +39,7 @@ def run(cmd):
 
 def ensure_mini_data(data_root):
     missing = [
-        name for name in ('coco', 'ade', 'unlabeled')
+        name for name in ('coco', 'ade', 'unlabeled', 'cls')
         if not osp.isdir(osp.join(data_root, name))
     ]
     if missing:

@@ -5,7 +5,8 @@
 # split, queries = its `val` split, every 50 iterations and after the last;
 # logged as knn_cls_top1 / knn_avg_top1 (chance: 33.3%). The set lies
 # beside the pretraining images: python tools/misc/make_mini_data.py
-# data/mini --which cls. Off: --cfg-options default_hooks.online_probe=None
+# data/mini --which cls. Off: --cfg-options
+# default_hooks.online_probe.interval=0
 probe_dataset = dict(type='CustomDataset', data_root='{train_data_root}/../cls')
 online_probe = dict(
     type='OnlineProbeHook',

@@ -69,6 +69,9 @@ class OnlineProbeHook(Hook):
         train_dataset: labelled kNN memory (mmpretrain dataset config).
         val_dataset: labelled queries (mmpretrain dataset config).
         interval: iterations between probes; also probes after the last.
+            ``0`` turns the probe off (nothing is read or run), e.g.
+            ``--cfg-options default_hooks.online_probe.interval=0``
+            (mmengine refuses ``None`` for a hook it does not define).
         img_size: side (or ``(h, w)``) the probe images are resized to;
             default: the backbone's ``img_size``.
         k: neighbours; temperature: ``T`` of the ``exp(s / T)`` votes.
@@ -86,8 +89,8 @@ class OnlineProbeHook(Hook):
                  temperature: float = 0.07,
                  features: Sequence[str] = ('cls', 'avg'),
                  batch_size: int = 64):
-        if interval < 1:
-            raise ValueError(f'interval must be >= 1, got {interval}')
+        if interval < 0:
+            raise ValueError(f'interval must be >= 0, got {interval}')
         unknown = sorted(set(features) - {'cls', 'avg'})
         if unknown or not features:
             raise ValueError(f"features must be among 'cls', 'avg', got "
@@ -116,6 +119,8 @@ class OnlineProbeHook(Hook):
 
     def before_train(self, runner) -> None:
         """Read and preprocess the probe images once."""
+        if not self.interval:
+            return
         from mmpos.evaluation.frozen import dataset_items, load_inputs
         model = runner.model.module if is_model_wrapper(
             runner.model) else runner.model
@@ -153,6 +158,8 @@ class OnlineProbeHook(Hook):
 
     def after_train_iter(self, runner, batch_idx: int, data_batch=None,
                          outputs=None) -> None:
+        if not self.interval:
+            return
         if self.every_n_train_iters(runner, self.interval) or \
                 self.is_last_train_iter(runner):
             self.probe(runner)

@@ -9,13 +9,23 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from conftest import run_tool
+from conftest import REPO
 from mmpos.apis import extract_features, init_backbone
 from mmpos.benchmark.results import read_run
 from mmpos.evaluation.knn import knn_accuracy, knn_scores
 
 DEMO_ROPE = 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'
 MINI_CLS = 'configs/rope_vit/vit-mini_rope-mixed_mini-cls.py'
+
+
+def tool(name):
+    """``tools/analysis_tools/<name>.py`` as a module (``main`` in-process)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        name, REPO / 'tools' / 'analysis_tools' / f'{name}.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def clustered(centres, per_class, noise=0.5, seed=0):
@@ -59,23 +69,20 @@ def test_knn_eval_cli_writes_results_for_tables(tmp_path, mini_data):
                                backbone.state_dict().items()}},
                tmp_path / 'ckpt.pth')
     work_dir = tmp_path / 'knn'
-    result = run_tool('tools/analysis_tools/knn_eval.py', DEMO_ROPE,
-                      tmp_path / 'ckpt.pth', '--data', MINI_CLS,
-                      '--data-root', mini_data / 'cls', '--size', 32,
-                      '--work-dir', work_dir)
-    assert result.returncode == 0, result.stderr[-3000:]
+    knn_eval = tool('knn_eval')
+    knn_eval.main(list(map(str, [
+        DEMO_ROPE, tmp_path / 'ckpt.pth', '--data', MINI_CLS, '--data-root',
+        mini_data / 'cls', '--size', 32, '--work-dir', work_dir])))
     run = read_run(str(work_dir))
     assert run.status == 'done'
     assert set(run.metrics) == {'knn/cls_top1', 'knn/avg_top1'}
     assert all(0 <= v <= 100 for v in run.metrics.values())
     assert '| knn/cls_top1 |' in (work_dir / 'result.md').read_text()
-    again = run_tool('tools/analysis_tools/knn_eval.py', DEMO_ROPE,
-                     tmp_path / 'ckpt.pth', '--data', MINI_CLS,
-                     '--data-root', mini_data / 'cls', '--work-dir',
-                     work_dir)
-    assert again.returncode == 1
-    assert again.stderr.strip().splitlines()[-1].startswith(
-        'knn_eval.py: error:') and 'metrics.json exists' in again.stderr
+    # never over a finished result, refused before anything is computed
+    with pytest.raises(FileExistsError, match='metrics.json exists'):
+        knn_eval.main(list(map(str, [
+            DEMO_ROPE, tmp_path / 'ckpt.pth', '--data', MINI_CLS,
+            '--data-root', tmp_path / 'missing', '--work-dir', work_dir])))
 
 
 def mini_vit_config(**backbone):
@@ -149,10 +156,9 @@ def test_extract_features_cli(tmp_path):
     backbone = init_backbone(DEMO_ROPE)
     torch.save(backbone.state_dict(), tmp_path / 'backbone.pth')
     out = tmp_path / 'feats'
-    result = run_tool('tools/analysis_tools/extract_features.py', DEMO_ROPE,
-                      tmp_path / 'backbone.pth', tmp_path / 'chelsea.png',
-                      '--out-dir', out, '--size', 32, 48, '--layers', 1, 3)
-    assert result.returncode == 0, result.stderr[-3000:]
+    tool('extract_features').main(list(map(str, [
+        DEMO_ROPE, tmp_path / 'backbone.pth', tmp_path / 'chelsea.png',
+        '--out-dir', out, '--size', 32, 48, '--layers', 1, 3])))
     names = sorted(p.name for p in out.iterdir())
     assert names == [f'chelsea.layer{i}.{k}.npy' for i in (1, 3)
                      for k in ('cls_token', 'patch_tokens')]

@@ -65,6 +65,18 @@ def batch_features(backbone, inputs: Tensor, batch_size: int = 64,
     return {name: torch.cat(values) for name, values in parts.items()}
 
 
+def write_markdown(path: str, title: str, metrics: Dict[str, float],
+                   settings: Dict[str, object]) -> str:
+    """``metrics`` and ``settings`` as two Markdown tables under ``title``."""
+    lines = [f'# {title}', '', '| metric | value |', '| --- | --- |']
+    lines += [f'| {k} | {v:.2f} |' for k, v in metrics.items()]
+    lines += ['', '| setting | value |', '| --- | --- |']
+    lines += [f'| {k} | {v} |' for k, v in settings.items()]
+    with open(path, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+    return path
+
+
 def write_result(work_dir: str, metrics: Dict[str, float], title: str,
                  settings: Dict[str, object]) -> Tuple[str, str]:
     """Write ``metrics.json`` and ``result.md`` into ``work_dir``; returns
@@ -77,10 +89,4 @@ def write_result(work_dir: str, metrics: Dict[str, float], title: str,
             raise FileExistsError(f'{path} exists; choose another work dir')
     with open(json_path, 'w') as f:
         json.dump(metrics, f, indent=1)
-    lines = [f'# {title}', '', '| metric | value |', '| --- | --- |']
-    lines += [f'| {k} | {v:.2f} |' for k, v in metrics.items()]
-    lines += ['', '| setting | value |', '| --- | --- |']
-    lines += [f'| {k} | {v} |' for k, v in settings.items()]
-    with open(md_path, 'w') as f:
-        f.write('\n'.join(lines) + '\n')
-    return json_path, md_path
+    return json_path, write_markdown(md_path, title, metrics, settings)

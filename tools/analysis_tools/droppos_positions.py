@@ -44,17 +44,17 @@ def droppos_picture(model, image, gamma, gamma_pos, size, mean, std,
 
     from mmpos.analysis.pictures import draw_positions
     from mmpos.apis.features import preprocess
-    img_size = model.backbone.img_size if hasattr(
-        model.backbone, 'img_size') else model.backbone.patch_embed.init_input_size
-    inputs = preprocess([image], tuple(img_size), mean, std)
+    from mmpos.apis.features import patch_stride
+    img_size = tuple(getattr(model.backbone, 'img_size', None)
+                     or model.backbone.patch_embed.init_input_size)
+    inputs = preprocess([image], img_size, mean, std)
     torch.manual_seed(seed)
     model.eval()
     with torch.no_grad():
         out = model.position_predictions(
             inputs.to(next(model.parameters()).device), gamma, gamma_pos)
-    patch = model.backbone.patch_size
-    patch = patch if isinstance(patch, int) else patch[0]
-    grid = (img_size[0] // patch, img_size[1] // patch)
+    stride = patch_stride(model.backbone)
+    grid = (img_size[0] // stride[0], img_size[1] // stride[1])
     picture = draw_positions(image, grid, out['target'][0].cpu(),
                              out['pred'][0].cpu(), out['dropped'][0].cpu(),
                              size)

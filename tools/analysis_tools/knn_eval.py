@@ -70,6 +70,10 @@ def main(argv=None):
     from mmpos.evaluation.frozen import (batch_features, dataset_items,
                                         load_inputs, write_result)
     from mmpos.evaluation.knn import knn_accuracy
+    for name in ('metrics.json', 'result.md'):
+        if osp.exists(osp.join(args.work_dir, name)):
+            raise FileExistsError(f'{osp.join(args.work_dir, name)} exists; '
+                                  'choose another work dir')
     data_cfg = Config.fromfile(args.data or args.config)
     sets = {split: dataset_items(split_dataset(data_cfg, split,
                                                args.data_root))

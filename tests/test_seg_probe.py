@@ -12,7 +12,7 @@ CONFIGS = [
     'configs/benchmarks/mmseg/'
     'linear-probe_vit-b16-rope-mixed_4xb4-40k_ade20k-512x512.py',
     'configs/benchmarks/mmseg/'
-    'linear-probe_vit-s16-rope-mixed_4xb4-40k_ade20k-512x512.py',
+    'linear-probe_vit-s16-ape_4xb4-40k_ade20k-512x512.py',
 ]
 
 

@@ -2,7 +2,6 @@
 DINO's weighted kNN, ``knn_eval.py`` on a CustomDataset folder with results
 read by the table regenerator, ``init_backbone`` / ``extract_features``
 against the backbones' own output types, and the ``.npy`` CLI."""
-import json
 
 import numpy as np
 import pytest

@@ -7,7 +7,8 @@
 # beside the pretraining images: python tools/misc/make_mini_data.py
 # data/mini --which cls. Off: --cfg-options
 # default_hooks.online_probe.interval=0
-probe_dataset = dict(type='CustomDataset', data_root='{train_data_root}/../cls')
+probe_dataset = dict(
+    type='CustomDataset', data_root='{train_data_root}/../cls')
 online_probe = dict(
     type='OnlineProbeHook',
     train_dataset=dict(probe_dataset, data_prefix='train'),

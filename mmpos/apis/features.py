@@ -33,11 +33,9 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 from torch import Tensor
 
-IMAGENET_MEAN = (123.675, 116.28, 103.53)
-IMAGENET_STD = (58.395, 57.12, 57.375)
+from mmpos.analysis.attention import IMAGENET_MEAN, IMAGENET_STD
 
 
 def _load_config(config):
@@ -240,9 +238,3 @@ def read_images(paths: Sequence[str]) -> List[np.ndarray]:
     naming it)."""
     from PIL import Image
     return [np.asarray(Image.open(p).convert('RGB')) for p in paths]
-
-
-def resize_map(feature_map: Tensor, size: Sequence[int]) -> Tensor:
-    """``(B, C, h, w)`` -> ``(B, C, *size)``, bilinear."""
-    return F.interpolate(feature_map, size=tuple(size), mode='bilinear',
-                         align_corners=False)

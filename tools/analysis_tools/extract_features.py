@@ -10,7 +10,6 @@ the config's ``out_indices``), writes ``DIR/<stem>.layer<i>.cls_token.npy``
 ``(C,)`` and ``DIR/<stem>.layer<i>.patch_tokens.npy`` ``(C, h, w)`` (those
 the backbone has), float32. See :mod:`mmpos.apis.features`.
 """
-import argparse
 import os
 import os.path as osp
 import sys
@@ -18,21 +17,17 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
+from mmpos.apis.cli import backbone_parser  # noqa: E402
 from mmpos.utils.launch import exit_on_bad_input  # noqa: E402
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('config')
-    parser.add_argument('checkpoint')
-    parser.add_argument('images', nargs='+')
+    parser = backbone_parser(__doc__)
     parser.add_argument('--out-dir', required=True)
     parser.add_argument('--size', type=int, nargs='+',
                         help='H [W] (default: the backbone img_size)')
     parser.add_argument('--layers', type=int, nargs='+',
                         help='out_indices (default: the config\'s)')
-    parser.add_argument('--prefix', default='backbone.')
-    parser.add_argument('--device', default='cpu')
     return parser.parse_args(argv)
 
 

@@ -16,7 +16,6 @@ For every image ``<stem>`` writes
 Each tile is ``--tile`` pixels square with a caption strip above its row
 (:mod:`mmpos.analysis.pictures`).
 """
-import argparse
 import os
 import os.path as osp
 import sys
@@ -24,14 +23,12 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
+from mmpos.apis.cli import backbone_parser  # noqa: E402
 from mmpos.utils.launch import exit_on_bad_input  # noqa: E402
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('config')
-    parser.add_argument('checkpoint')
-    parser.add_argument('images', nargs='+')
+    parser = backbone_parser(__doc__)
     parser.add_argument('--out-dir', required=True)
     parser.add_argument('--sizes', type=int, nargs='+', default=[224, 448])
     parser.add_argument('--layers', type=int, nargs='+', default=[-1])
@@ -40,8 +37,6 @@ def parse_args(argv=None):
     parser.add_argument('--no-attention', action='store_true',
                         help='PCA pictures only (backbones without RoPE '
                         'attention)')
-    parser.add_argument('--prefix', default='backbone.')
-    parser.add_argument('--device', default='cpu')
     return parser.parse_args(argv)
 
 

@@ -18,7 +18,6 @@ Features: ``cls`` (the class token) and ``avg`` (mean-pooled patch tokens).
 Writes ``DIR/metrics.json`` (``knn/<feature>_top1``, ``_top5``; read by
 ``tools/benchmark/gen_tables.py``) and ``DIR/result.md``.
 """
-import argparse
 import os.path as osp
 import sys
 import time
@@ -26,13 +25,12 @@ import time
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
+from mmpos.apis.cli import backbone_parser  # noqa: E402
 from mmpos.utils.launch import exit_on_bad_input  # noqa: E402
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('config')
-    parser.add_argument('checkpoint')
+    parser = backbone_parser(__doc__, images=False)
     parser.add_argument('--work-dir', required=True)
     parser.add_argument('--data', help='config with train_dataloader and '
                         'val_dataloader datasets (default: CONFIG)')
@@ -43,9 +41,7 @@ def parse_args(argv=None):
     parser.add_argument('--temperature', type=float, default=0.07)
     parser.add_argument('--features', nargs='+', default=['cls', 'avg'],
                         choices=['cls', 'avg'])
-    parser.add_argument('--prefix', default='backbone.')
     parser.add_argument('--batch-size', type=int, default=64)
-    parser.add_argument('--device', default='cpu')
     return parser.parse_args(argv)
 
 

@@ -24,6 +24,11 @@ So a run with the probe logs the same losses as one without it, and a
 resumed run the same as an uninterrupted one (tested). The probe has no
 state of its own to checkpoint.
 
+The probe feeds whole images through the backbone alone. For ICPF, whose
+positions live in the positional field outside the backbone (converted into
+the APE by ``mmpos2backbone.py``), the probed backbone therefore sees its
+own untrained ``pos_embed``; its numbers track the content features only.
+
 The labelled sets are mmpretrain classification dataset configs
 (``train_dataset``: the kNN memory, ``val_dataset``: the queries). In their
 ``data_root``, ``{train_data_root}`` stands for the ``data_root`` of the

@@ -20,6 +20,8 @@ import subprocess
 import sys
 import time
 
+from mmpos.utils.cli import cli_main
+
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 PRETRAIN = 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'
 STAGES = (
@@ -83,7 +85,8 @@ def pretrain(args, run_dir):
     return backbone, metrics
 
 
-def main():
+@cli_main('demo.py')
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--data-root', default='data/mini')
     parser.add_argument('--work-dir', default='work_dirs/demo')
@@ -96,7 +99,7 @@ def main():
     parser.add_argument(
         '--from-scratch', action='store_true',
         help='skip pretraining: transfer stages start from random weights')
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     ensure_mini_data(args.data_root)
     run_dir = osp.join(args.work_dir, time.strftime('%Y%m%d_%H%M%S'))

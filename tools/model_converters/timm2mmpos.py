@@ -23,6 +23,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
 
 from mmpos.utils.checkpoint_convert import (  # noqa: E402
     convert_timm_vit, infer_vit_config, vit_converter_main)
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def convert(source, args):
@@ -32,6 +33,7 @@ def convert(source, args):
                                         args.rope_type)
 
 
+@cli_main('timm2mmpos.py')
 def main(argv=None):
     vit_converter_main(
         argv, __doc__, 'timm2mmpos', src_help='timm checkpoint',

@@ -29,7 +29,6 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 from .checkpoint_io import check_checkpoint_file, checkpoint_problem
-from .cli import exit_on_bad_input  # noqa: F401  (the tools' entry point)
 from .config_check import config_key_problems, new_option_keys
 from .errors import BadInputError
 
@@ -42,6 +41,12 @@ SAFE_LOAD_IMAGE = 'mmpretrain.SafeLoadImageFromFile'
 
 class LaunchError(BadInputError):
     """A problem with the user's command line or config, reported in one line."""
+
+
+def global_rank() -> int:
+    """This process' rank before any process group exists: ``RANK``
+    (torchrun) or ``SLURM_PROCID`` (srun), else 0."""
+    return int(os.environ.get('RANK', os.environ.get('SLURM_PROCID', 0)))
 
 
 @contextlib.contextmanager
@@ -58,7 +63,7 @@ def remove_partial_output(work_dir: str, keep=lambda: False, existed=None):
     try:
         yield
     except BaseException:
-        if int(os.environ.get('RANK', 0)) == 0 and not keep():
+        if global_rank() == 0 and not keep():
             if not existed:
                 shutil.rmtree(work_dir, ignore_errors=True)
             elif osp.isdir(work_dir):
@@ -128,7 +133,7 @@ def finish_launch_config(cfg, args, splits, train_on_error='raise'):
     # mmpos.datasets imports mmpos.utils: imported here, not at the top.
     from mmpos.datasets.validate import check_config_datasets
     use_safe_image_loading(cfg, train_on_error)
-    if not args.skip_data_check and int(os.environ.get('RANK', 0)) == 0:
+    if not args.skip_data_check and global_rank() == 0:
         check_config_datasets(cfg, splits)
     prepare_cpu_distributed(cfg, args.launcher)
     return cfg
@@ -235,7 +240,7 @@ def work_dir_lock(work_dir, create=True):
     """
     existed = osp.isdir(work_dir)
     path = osp.join(work_dir, LOCK_FILE)
-    if int(os.environ.get('RANK', 0)) != 0 or not (create or
+    if global_rank() != 0 or not (create or
                                                    osp.isfile(path)):
         yield existed
         return

@@ -486,3 +486,73 @@ def test_json_dumps_are_atomic_too(tmp_path):
     mmengine.dump({'a': 1}, str(tmp_path / 'm.json'))
     assert json.loads((tmp_path / 'm.json').read_text()) == {'a': 1}
     assert os.listdir(tmp_path) == ['m.json']
+
+
+# What is not bad input keeps its traceback ----------------------------------
+
+def test_cli_main_keeps_bugs_visible(monkeypatch):
+    from mmpos.utils.cli import cli_main
+    from mmpos.utils.errors import BadInputError
+
+    @cli_main('tool.py')
+    def main(error):
+        raise error
+
+    for bug in (ZeroDivisionError('bug'), KeyError('k'), RuntimeError('x')):
+        with pytest.raises(type(bug)):
+            main(bug)
+    with pytest.raises(SystemExit, match=r'^tool.py: error: bad value 3$'):
+        main(BadInputError('bad\n value 3'))
+    with pytest.raises(SystemExit, match=r'^tool.py: error: no logs$'):
+        main(SystemExit('no logs'))
+    with pytest.raises(SystemExit, match=r'^tool: stopped$'):
+        main(SystemExit('tool: stopped'))
+    with pytest.raises(SystemExit) as exit_:
+        main(SystemExit(2))
+    assert exit_.value.code == 2
+    monkeypatch.setenv('MMPOS_DEBUG', '1')
+    with pytest.raises(BadInputError):
+        main(BadInputError('bad'))
+
+
+def test_blame_config_names_keys_only_for_values_it_can_see():
+    from mmengine.config import Config
+    from mmengine.registry import Registry
+
+    from mmpos.utils.config_check import blame_config
+    from mmpos.utils.errors import BadInputError
+    registry = Registry('sweep_blame')
+
+    @registry.register_module()
+    class Part:
+
+        def __init__(self, size=4, mode='a'):
+            if mode not in ('a', 'b'):
+                raise ValueError(f'mode must be a or b, got {mode!r}')
+            if size == 5:
+                raise RuntimeError('a bug, not the value')
+            if size == 6:
+                raise ValueError('internal check failed')
+
+    @registry.register_module()
+    class Whole:
+
+        def __init__(self, part):
+            self.part = registry.build(part)
+
+    def build(**part):
+        cfg = Config(dict(model=dict(type='Whole',
+                                     part=dict(type='Part', **part))))
+        with blame_config(cfg, {'model.part.mode': part.get('mode')}):
+            registry.build(cfg.model)
+
+    with pytest.raises(BadInputError,
+                       match=r"^model.part.mode='c': Part rejected it: "
+                       r"ValueError: mode must be a or b, got 'c'$"):
+        build(mode='c')
+    with pytest.raises(RuntimeError, match='a bug'):  # not a rejection
+        build(size=5)
+    with pytest.raises(ValueError, match='^internal check failed$') as info:
+        build(size=6)  # no config value in the message: a traceback
+    assert not isinstance(info.value, BadInputError)
+    build(size=4)

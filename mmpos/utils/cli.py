@@ -22,7 +22,7 @@ Then, while ``main`` runs,
   stderr; the message names the file, key or value;
 * ``sys.exit('message')`` / ``raise SystemExit('message')`` inside the tool
   comes out as ``my_tool.py: error: message`` (unless the message already
-  starts with the tool's name);
+  starts with ``my_tool.py:`` or ``my_tool:``);
 * any other exception is a bug and keeps its traceback;
 * ``MMPOS_DEBUG=1`` shows the traceback of bad input too.
 
@@ -70,7 +70,8 @@ def exit_on_bad_input(prog: str, errors=()):
     except SystemExit as exit_:
         code = exit_.code
         stem = prog[:-3] if prog.endswith('.py') else prog
-        if isinstance(code, str) and not code.startswith(stem):
+        if isinstance(code, str) and not code.startswith(
+                (f'{stem}:', f'{prog}:')):
             raise SystemExit(f'{prog}: error: {one_line(exit_)}') from None
         raise
 

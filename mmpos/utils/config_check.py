@@ -197,7 +197,8 @@ def _mentions(message: str, key: str, value) -> bool:
     if isinstance(value, bool) or value is None:
         return False
     if isinstance(value, str):
-        return len(value) > 1 and value in message
+        return repr(value) in message or (len(value) > 2 and
+                                          value in message)
     if isinstance(value, (int, float)):
         shown = {str(value), repr(value)}
         return any(re.search(rf'(?<![\w.]){re.escape(v)}(?![\w]|\.\d)',

@@ -56,11 +56,13 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
+from mmpos.utils.errors import BadInputError
+
 BASE_CROP = 224
 R_STEP = 0.5
 
 
-class ManifestError(ValueError):
+class ManifestError(BadInputError):
     """A manifest entry is malformed; the message names the key."""
 
 

@@ -18,10 +18,13 @@ import math
 from copy import deepcopy
 from typing import Optional, Sequence, Union
 
+import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from mmengine.model import BaseModule
+from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.backbones import SwinTransformer
+from mmpretrain.models.utils.attention import WindowMSA
 from torch import Tensor
 
 from mmpos.registry import MODELS
@@ -44,6 +47,9 @@ class RoPEWindowMSA(BaseModule):
         rope_type: ``'axial'`` or ``'mixed'`` (learnable per-head
             frequencies ``rope.freqs``).
         rope_theta: RoPE base; ``None`` = 100 (axial) / 10 (mixed).
+        use_rpb: also add Swin's relative position bias (Eq. 6), with
+            ``WindowMSA``'s ``relative_position_bias_table`` (RoPE+RPB of
+            the paper's Tables 2 and 4); fixes the window size.
     """
 
     def __init__(self,
@@ -56,6 +62,7 @@ class RoPEWindowMSA(BaseModule):
                  proj_drop: float = 0.,
                  rope_type: str = 'mixed',
                  rope_theta: Optional[float] = None,
+                 use_rpb: bool = False,
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
         self.embed_dims = embed_dims
@@ -68,6 +75,28 @@ class RoPEWindowMSA(BaseModule):
         self.proj = nn.Linear(embed_dims, embed_dims)
         self.proj_drop = nn.Dropout(proj_drop)
         self.rope = RoPE2D(self.head_dims, num_heads, rope_type, rope_theta)
+        self.use_rpb = use_rpb
+        if use_rpb:  # WindowMSA's table and index (same names and layout)
+            Wh, Ww = self.window_size
+            self.relative_position_bias_table = nn.Parameter(
+                torch.zeros((2 * Wh - 1) * (2 * Ww - 1), num_heads))
+            index = WindowMSA.double_step_seq(2 * Ww - 1, Wh, 1, Ww)
+            self.register_buffer('relative_position_index',
+                                 (index + index.T).flip(1).contiguous())
+
+    def init_weights(self):
+        super().init_weights()
+        if self.use_rpb:
+            trunc_normal_(self.relative_position_bias_table, std=0.02)
+
+    def _bias(self, N: int) -> Tensor:
+        """``(heads, N, N)`` relative position bias of a window."""
+        if N != self.window_size[0] * self.window_size[1]:
+            raise ValueError(f'use_rpb: the bias table is for '
+                             f'{self.window_size} windows, got {N} tokens')
+        bias = self.relative_position_bias_table[
+            self.relative_position_index.view(-1)].view(N, N, -1)
+        return bias.permute(2, 0, 1)
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> Tensor:
         """Attend within windows.
@@ -87,14 +116,16 @@ class RoPEWindowMSA(BaseModule):
         qkv = self.qkv(x).reshape(B_, N, 3, self.num_heads,
                                   self.head_dims).permute(2, 0, 3, 1, 4)
         (q, k), v = self.rope(qkv[:2], hw=(side, side)).unbind(0), qkv[2]
-        attn_mask = None
+        attn_mask = self._bias(N).to(q.dtype)[None] if self.use_rpb else None
         if mask is not None:
             # (B, nW * heads, N, D) against a (1, nW * heads, N, N) mask
             nW = mask.shape[0]
             q, k, v = (t.reshape(B_ // nW, nW * self.num_heads, N, -1)
                        for t in (q, k, v))
             attn_mask = mask.to(q.dtype).unsqueeze(1).expand(
-                nW, self.num_heads, N, N).reshape(1, -1, N, N)
+                nW, self.num_heads, N, N) + (0 if attn_mask is None else
+                                             attn_mask)
+            attn_mask = attn_mask.reshape(1, -1, N, N)
         x = F.scaled_dot_product_attention(
             q, k, v, attn_mask=attn_mask,
             dropout_p=self.attn_drop if self.training else 0.,
@@ -114,6 +145,9 @@ class RoPESwinTransformer(SwinTransformer):
         window_size: one side for all stages or one per stage.
         rope_type: ``'axial'`` or ``'mixed'``.
         rope_theta: RoPE base; ``None`` = 100 (axial) / 10 (mixed).
+        use_rpb: keep Swin's relative position bias next to RoPE
+            (RoPE+RPB); its tables load from Swin checkpoints and the window
+            size can then not change.
 
     The RoPE-Mixed frequencies are
     ``stages.<i>.blocks.<j>.attn.w_msa.rope.freqs`` (per block and head).
@@ -126,10 +160,11 @@ class RoPESwinTransformer(SwinTransformer):
                  window_size: Union[int, Sequence[int]] = 7,
                  rope_type: str = 'mixed',
                  rope_theta: Optional[float] = None,
+                 use_rpb: bool = False,
                  stage_cfgs: Union[dict, Sequence[dict]] = dict(),
                  **kwargs):
         rope_attn = dict(window_msa=RoPEWindowMSA, rope_type=rope_type,
-                         rope_theta=rope_theta)
+                         rope_theta=rope_theta, use_rpb=use_rpb)
         if isinstance(stage_cfgs, dict):
             stage_cfgs = _with_attn(stage_cfgs, rope_attn)
         else:
@@ -155,6 +190,12 @@ class RoPESwinTransformer(SwinTransformer):
         if len(sizes) != len(self.stages) or min(sizes) < 1:
             raise ValueError(f'window_size must be a positive int or one per '
                              f'stage ({len(self.stages)}), got {window_size}')
+        msa = self.stages[0].blocks[0].attn.w_msa
+        if msa.use_rpb and any(
+                (s, s) != stage.blocks[0].attn.w_msa.window_size
+                for s, stage in zip(sizes, self.stages)):
+            raise ValueError('use_rpb=True: the bias tables fix the window '
+                             'size; build a new model for another one')
         for stage, size in zip(self.stages, sizes):
             for index, block in enumerate(stage.blocks):
                 block.attn.window_size = size

@@ -133,3 +133,20 @@ def test_rope_plus_rpb_is_swin_window_attention_at_zero_frequency():
                for k in model.state_dict())
     with pytest.raises(ValueError, match='use_rpb'):
         model.set_window_size(2)
+
+
+def test_rpb_without_rope_is_mmpretrain_swin():
+    """rope_type='none', use_rpb=True is Swin (the RPB baseline): a Swin
+    state dict loads strictly and gives Swin's outputs."""
+    from mmpretrain.models.backbones import SwinTransformer
+    torch.manual_seed(0)
+    swin = SwinTransformer(arch=ARCH, window_size=2, drop_path_rate=0.,
+                           out_indices=(0, 1, 2, 3))
+    swin.init_weights()
+    swin.eval()
+    model = tiny(rope_type='none', use_rpb=True, window_size=2)
+    model.load_state_dict(swin.state_dict(), strict=True)
+    img = torch.randn(1, 3, 64, 64)
+    with torch.no_grad():
+        for a, b in zip(model(img), swin(img)):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)

@@ -44,8 +44,8 @@ class RoPEWindowMSA(BaseModule):
             the window side from the token count, so it may change later.
         num_heads: heads; ``C / num_heads`` must be a multiple of 4.
         qkv_bias, qk_scale, attn_drop, proj_drop: as ``WindowMSA``.
-        rope_type: ``'axial'`` or ``'mixed'`` (learnable per-head
-            frequencies ``rope.freqs``).
+        rope_type: ``'axial'``, ``'mixed'`` (learnable per-head
+            frequencies ``rope.freqs``) or ``'none'``.
         rope_theta: RoPE base; ``None`` = 100 (axial) / 10 (mixed).
         use_rpb: also add Swin's relative position bias (Eq. 6), with
             ``WindowMSA``'s ``relative_position_bias_table`` (RoPE+RPB of
@@ -74,7 +74,8 @@ class RoPEWindowMSA(BaseModule):
         self.qkv = nn.Linear(embed_dims, embed_dims * 3, bias=qkv_bias)
         self.proj = nn.Linear(embed_dims, embed_dims)
         self.proj_drop = nn.Dropout(proj_drop)
-        self.rope = RoPE2D(self.head_dims, num_heads, rope_type, rope_theta)
+        self.rope = (None if rope_type == 'none' else RoPE2D(
+            self.head_dims, num_heads, rope_type, rope_theta))
         self.use_rpb = use_rpb
         if use_rpb:  # WindowMSA's table and index (same names and layout)
             Wh, Ww = self.window_size
@@ -115,7 +116,10 @@ class RoPEWindowMSA(BaseModule):
             raise ValueError(f'{N} tokens do not form a square window')
         qkv = self.qkv(x).reshape(B_, N, 3, self.num_heads,
                                   self.head_dims).permute(2, 0, 3, 1, 4)
-        (q, k), v = self.rope(qkv[:2], hw=(side, side)).unbind(0), qkv[2]
+        qk, v = qkv[:2], qkv[2]
+        if self.rope is not None:
+            qk = self.rope(qk, hw=(side, side))
+        q, k = qk.unbind(0)
         attn_mask = self._bias(N).to(q.dtype)[None] if self.use_rpb else None
         if mask is not None:
             # (B, nW * heads, N, D) against a (1, nW * heads, N, N) mask
@@ -143,7 +147,8 @@ class RoPESwinTransformer(SwinTransformer):
 
     Args:
         window_size: one side for all stages or one per stage.
-        rope_type: ``'axial'`` or ``'mixed'``.
+        rope_type: ``'axial'``, ``'mixed'`` or ``'none'`` (with
+            ``use_rpb=True``: Swin itself, the RPB baseline).
         rope_theta: RoPE base; ``None`` = 100 (axial) / 10 (mixed).
         use_rpb: keep Swin's relative position bias next to RoPE
             (RoPE+RPB); its tables load from Swin checkpoints and the window
@@ -151,8 +156,11 @@ class RoPESwinTransformer(SwinTransformer):
 
     The RoPE-Mixed frequencies are
     ``stages.<i>.blocks.<j>.attn.w_msa.rope.freqs`` (per block and head).
-    Checkpoints of this class hold no position table, so the same weights
-    run with any window size (:meth:`set_window_size`).
+    Without ``use_rpb`` the checkpoints hold no position table, so the same
+    weights run with any window size (:meth:`set_window_size`). The paper's
+    five Swin schemes are ``rope_type`` x ``use_rpb``: RPB = ``('none',
+    True)``, Axial / Mixed = ``('axial' | 'mixed', False)``, Axial+RPB /
+    Mixed+RPB = ``('axial' | 'mixed', True)``.
     """
 
     def __init__(self,

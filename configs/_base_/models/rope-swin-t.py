@@ -12,5 +12,6 @@ rope_swin_t = dict(
     rope_type='mixed',
     use_rpb=False,
     drop_path_rate=0.3,
+    pad_small_map=True,  # maps smaller than a window: pad (dense inputs)
     out_indices=(0, 1, 2, 3),
     init_cfg=dict(type='Pretrained', checkpoint=None, prefix='backbone.'))

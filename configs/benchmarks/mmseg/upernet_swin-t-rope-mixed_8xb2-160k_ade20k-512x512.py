@@ -8,6 +8,7 @@ _base_ = [
     '../../_base_/models/rope-swin-t.py'
 ]
 
+checkpoint_file = None  # the base's download; ours is init_cfg.checkpoint
 custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
 model = dict(backbone=_base_.rope_swin_t)
 auto_scale_lr = dict(enable=False, base_batch_size=16)

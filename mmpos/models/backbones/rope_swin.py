@@ -30,6 +30,7 @@ from torch import Tensor
 from mmpos.registry import MODELS
 from ..layers.attention import head_dims
 from ..layers.rope import RoPE2D
+from ..utils.pretrained import load_pretrained, split_pretrained_cfg
 
 
 class RoPEWindowMSA(BaseModule):
@@ -170,7 +171,10 @@ class RoPESwinTransformer(SwinTransformer):
                  rope_theta: Optional[float] = None,
                  use_rpb: bool = False,
                  stage_cfgs: Union[dict, Sequence[dict]] = dict(),
+                 init_cfg=None,
                  **kwargs):
+        # A `Pretrained` entry is loaded by init_weights with mmpos' checks.
+        init_cfg, pretrained_cfg = split_pretrained_cfg(init_cfg, None)
         rope_attn = dict(window_msa=RoPEWindowMSA, rope_type=rope_type,
                          rope_theta=rope_theta, use_rpb=use_rpb)
         if isinstance(stage_cfgs, dict):
@@ -180,9 +184,22 @@ class RoPESwinTransformer(SwinTransformer):
         sizes = ([window_size] * 4 if isinstance(window_size, int) else
                  list(window_size))
         super().__init__(*args, window_size=sizes[0], stage_cfgs=stage_cfgs,
-                         **kwargs)
+                         init_cfg=init_cfg, **kwargs)
+        self.pretrained_cfg = pretrained_cfg
         self.rope_type = rope_type
         self.set_window_size(window_size)
+
+    def init_weights(self):
+        """Swin's init, then the ``Pretrained`` checkpoint of ``init_cfg``
+        (``dict(type='Pretrained', checkpoint=PATH, prefix='backbone.')``)
+        over it with :func:`~mmpos.models.utils.pretrained.load_pretrained`
+        (``checkpoint=None``: random init, logged as a warning)."""
+        super().init_weights()
+        if self.pretrained_cfg is not None:
+            load_pretrained(
+                self,
+                self.pretrained_cfg.get('checkpoint'),
+                prefix=self.pretrained_cfg.get('prefix', 'backbone.'))
 
     @property
     def window_size(self) -> list:

@@ -15,6 +15,7 @@ and the ratios ours / baseline. The timing and memory protocol is
 ``sdpa``              torch SDPA vs naive attention
 ``pipeline``          multi-view pipelines with boxes vs ``MultiView``
 ``rope_scaling``      RoPE ViT forward at 224...1024 px, exponent, cache
+``vitdet_window``     ViTDet window attention (+ checkpointing) vs global
 ====================  =====================================================
 
 Writes ``<out>/<name>.json`` (settings, every row, each benchmark's full
@@ -52,6 +53,7 @@ BENCHMARKS = {
     'sdpa': 'sdpa_attention',
     'pipeline': 'pipeline_throughput',
     'rope_scaling': 'rope_scaling',
+    'vitdet_window': 'vitdet_window',
 }
 DEFAULT_OUT = osp.join(osp.dirname(osp.abspath(__file__)), 'results')
 

@@ -153,3 +153,65 @@ def test_invalid_window_options():
     with pytest.raises(ValueError, match='full patch grid'):
         model.forward_tokens(torch.randn(1, 4, 32), coords=grid_coords(2, 2),
                              hw=(2, 2))
+
+
+DOWNSTREAM = 'configs/demo/vitdet_mask-rcnn_vit-tiny-rope-mixed_mini-coco.py'
+# pretraining mini config, downstream position scheme
+PRETRAINING = {
+    'droppos': ('configs/droppos/droppos_vit-tiny_mini.py',
+                dict(rope_type='none', use_ape=True, img_size=32)),
+    'cr2pq': ('configs/cr2pq/cr2pq_vit-tiny_mini.py', dict(rope_type='axial')),
+    'icpf': ('configs/icpf/icpf_vit-tiny_mini.py',
+             dict(rope_type='none', use_ape=True, img_size=128)),
+}
+
+
+@pytest.mark.parametrize('method', sorted(PRETRAINING))
+def test_pretraining_checkpoint_loads_into_the_windowed_backbone(
+        method, tmp_path, capsys):
+    """The mini pretraining model's checkpoint, extracted (ICPF: its field
+    exported to APE) by mmpos2backbone against the windowed ViTDet config,
+    loads into the windowed backbone with 0 missing keys: window attention
+    adds none; the class token (and its APE slot) are left over."""
+    import importlib.util
+
+    from mmengine.config import Config
+    from mmengine.registry import init_default_scope
+    from mmpretrain.registry import MODELS
+
+    from conftest import REPO
+    from mmpos.models.utils.pretrained import load_pretrained
+    config, scheme = PRETRAINING[method]
+    init_default_scope('mmpretrain')
+    torch.manual_seed(0)
+    model = MODELS.build(Config.fromfile(REPO / config).model)
+    src = tmp_path / 'pretrain.pth'
+    torch.save(dict(state_dict=model.state_dict()), src)
+    downstream = tmp_path / 'windowed.py'
+    downstream.write_text(f"_base_ = ['{REPO / DOWNSTREAM}']\n"
+                          f'model = dict(backbone={scheme!r})\n')
+    spec = importlib.util.spec_from_file_location(
+        'mmpos2backbone', REPO / 'tools/model_converters/mmpos2backbone.py')
+    converter = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(converter)
+    dst = tmp_path / 'backbone.pth'
+    converter.main([str(src), str(dst), '--keep-prefix', '--config',
+                    str(downstream), '--drop-unexpected'])
+    out = capsys.readouterr().out
+    assert '0 missing key(s)' in out
+    if method == 'icpf':  # the field on the 16x16 grid, without class slot
+        assert 'sampled on a 16x16 patch grid' in out
+        assert 'class-token slot dropped' in out
+
+    cfg = Config.fromfile(downstream).model.backbone
+    cfg.init_cfg = None
+    backbone = RoPEVisionTransformer(
+        **{k: v for k, v in cfg.items() if k != 'type'})
+    report = load_pretrained(backbone, str(dst), prefix='backbone.',
+                             resizable=('pos_embed', ))
+    assert report['missing'] == []
+    assert report['unexpected'] == []  # the converter dropped cls_token
+    assert len(report['matched']) == len(backbone.state_dict())
+    with torch.no_grad():
+        out = backbone.eval()(torch.randn(1, 3, 96, 112))[-1]
+    assert out.shape == (1, 96, 12, 14) and torch.isfinite(out).all()

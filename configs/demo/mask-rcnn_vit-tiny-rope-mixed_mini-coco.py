@@ -1,6 +1,6 @@
-# Demo / test config: a tiny RoPE-Mixed ViT + ViTDet-style Mask R-CNN trained
-# from scratch on mini-COCO for a few hundred iterations on CPU, scored by
-# CocoMetric.
+# Demo / test config: a tiny RoPE-Mixed ViT + ViTDet's Mask R-CNN (global
+# attention, LayerNorm RoI heads) trained from scratch on mini-COCO for a few
+# hundred iterations on CPU, scored by CocoMetric.
 _base_ = [
     '../_base_/models/mask-rcnn_vit-b16_simple-fpn.py',
     '../_base_/datasets/mini_coco_instance.py',
@@ -21,7 +21,9 @@ model = dict(
     rpn_head=dict(in_channels=64, feat_channels=64),
     roi_head=dict(
         bbox_roi_extractor=dict(out_channels=64),
-        bbox_head=dict(in_channels=64, fc_out_channels=256, num_classes=3),
+        bbox_head=dict(
+            in_channels=64, conv_out_channels=64, fc_out_channels=256,
+            num_classes=3),
         mask_roi_extractor=dict(out_channels=64),
         mask_head=dict(in_channels=64, conv_out_channels=64, num_classes=3)),
     train_cfg=dict(rcnn=dict(sampler=dict(num=128))))

@@ -1,0 +1,91 @@
+# Demo / test config: DINO-ViTDet (the RoPE-ViT Table 1 protocol) shrunk for
+# CPU: the tiny RoPE-Mixed ViT with stride-8 patches and 6x6 window attention
+# (the 16x16 grid of a 128px image padded to 18x18) in blocks 1 and 3,
+# global blocks 2 and 4, simple feature pyramid at strides 8..64, DINO with
+# 2 encoder + 2 decoder layers (256-d: mmdet's DINO decoder fixes it), 512-d
+# FFNs and 100 queries, trained from scratch on
+# mini-COCO and scored by the real CocoMetric (bbox). Checkpoint:
+#   --cfg-options model.backbone.init_cfg.checkpoint=PATH
+_base_ = [
+    '../benchmarks/mmdet/dino-4scale_vit-b16-rope-mixed_vitdet_8xb2-12e_coco.py',  # noqa: E501
+    '../_base_/models/rope-vit_mini-arch.py',
+    '../_base_/datasets/mini_coco_boxes.py'
+]
+
+dims = 256
+ffn = dict(embed_dims=dims, feedforward_channels=2 * dims)
+model = dict(
+    num_queries=100,
+    backbone=dict(
+        arch=dict(_delete_=True, **_base_.mini_vit_arch),
+        patch_size=8,
+        drop_path_rate=0.,
+        window_size=6,
+        global_attn_indexes=(1, 3)),
+    neck=[
+        dict(
+            type='mmpretrain.SimpleFeaturePyramid',
+            in_channels=_base_.mini_vit_arch['embed_dims'],
+            out_channels=dims,
+            scale_factors=(1.0, 0.5, 0.25),
+            num_outs=4),
+        dict(
+            type='ChannelMapper',
+            in_channels=[dims] * 4,
+            kernel_size=1,
+            out_channels=dims,
+            act_cfg=None,
+            norm_cfg=dict(type='GN', num_groups=32),
+            num_outs=4)
+    ],
+    encoder=dict(
+        num_layers=2,
+        layer_cfg=dict(self_attn_cfg=dict(embed_dims=dims), ffn_cfg=ffn)),
+    decoder=dict(
+        num_layers=2,
+        layer_cfg=dict(
+            self_attn_cfg=dict(embed_dims=dims),
+            cross_attn_cfg=dict(embed_dims=dims),
+            ffn_cfg=ffn)),
+    positional_encoding=dict(num_feats=dims // 2),
+    bbox_head=dict(num_classes=3, embed_dims=dims),
+    dn_cfg=dict(group_cfg=dict(num_dn_queries=20)))
+
+train_dataloader = dict(
+    **_base_.mini_coco_loader,
+    dataset=dict(
+        data_root=_base_.mini_coco_root,
+        metainfo=_base_.mini_coco_metainfo,
+        filter_cfg=dict(filter_empty_gt=True, min_size=4),
+        pipeline=_base_.mini_coco_box_train_pipeline))
+val_dataloader = dict(
+    **_base_.mini_coco_loader,
+    dataset=dict(
+        data_root=_base_.mini_coco_root,
+        metainfo=_base_.mini_coco_metainfo,
+        pipeline=_base_.mini_coco_box_test_pipeline))
+test_dataloader = val_dataloader
+val_evaluator = dict(
+    ann_file=_base_.mini_coco_root + 'annotations/instances_val2017.json')
+test_evaluator = val_evaluator
+
+max_iters = 300
+train_cfg = dict(
+    _delete_=True, type='IterBasedTrainLoop', max_iters=max_iters,
+    val_interval=max_iters)
+param_scheduler = [
+    dict(type='LinearLR', start_factor=0.01, by_epoch=False, begin=0, end=20),
+    dict(type='CosineAnnealingLR', by_epoch=False, begin=20, end=max_iters,
+         T_max=max_iters - 20)
+]
+optim_wrapper = dict(
+    optimizer=dict(lr=5e-4, weight_decay=1e-4),
+    paramwise_cfg=dict(layer_decay_rate=1.0))
+auto_scale_lr = dict(base_batch_size=4)
+default_hooks = dict(
+    logger=dict(interval=10),
+    checkpoint=dict(by_epoch=False, interval=max_iters),
+    visualization=dict(draw=False),
+    check_loss=dict(type='mmpretrain.NonFiniteLossHook'))
+log_processor = dict(by_epoch=False)
+randomness = dict(seed=0)

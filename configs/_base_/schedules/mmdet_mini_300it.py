@@ -23,3 +23,5 @@ default_hooks = dict(
     check_loss=dict(type='mmpretrain.NonFiniteLossHook'))
 log_processor = dict(by_epoch=False)
 randomness = dict(seed=0)
+# The lr above is for the mini dataloaders' batch of 4 on one process.
+auto_scale_lr = dict(enable=False, base_batch_size=4)

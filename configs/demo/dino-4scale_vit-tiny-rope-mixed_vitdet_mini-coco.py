@@ -9,7 +9,8 @@
 _base_ = [
     '../benchmarks/mmdet/dino-4scale_vit-b16-rope-mixed_vitdet_8xb2-12e_coco.py',  # noqa: E501
     '../_base_/models/rope-vit_mini-arch.py',
-    '../_base_/datasets/mini_coco_boxes.py'
+    '../_base_/datasets/mini_coco_boxes.py',
+    '../_base_/schedules/mini_300it_loop.py'
 ]
 
 dims = 256
@@ -69,23 +70,12 @@ val_evaluator = dict(
     ann_file=_base_.mini_coco_root + 'annotations/instances_val2017.json')
 test_evaluator = val_evaluator
 
-max_iters = 300
-train_cfg = dict(
-    _delete_=True, type='IterBasedTrainLoop', max_iters=max_iters,
-    val_interval=max_iters)
-param_scheduler = [
-    dict(type='LinearLR', start_factor=0.01, by_epoch=False, begin=0, end=20),
-    dict(type='CosineAnnealingLR', by_epoch=False, begin=20, end=max_iters,
-         T_max=max_iters - 20)
-]
+train_cfg = _base_.mini_train_cfg
+param_scheduler = _base_.mini_param_scheduler
 optim_wrapper = dict(
     optimizer=dict(lr=5e-4, weight_decay=1e-4),
     paramwise_cfg=dict(layer_decay_rate=1.0))
 auto_scale_lr = dict(base_batch_size=4)
-default_hooks = dict(
-    logger=dict(interval=10),
-    checkpoint=dict(by_epoch=False, interval=max_iters),
-    visualization=dict(draw=False),
-    check_loss=dict(type='mmpretrain.NonFiniteLossHook'))
+default_hooks = _base_.mini_default_hooks
 log_processor = dict(by_epoch=False)
 randomness = dict(seed=0)

@@ -83,3 +83,21 @@ def test_auto_scale_lr_needs_a_base_batch(tmp_path):
                              str(tmp_path / 'run')])
     with pytest.raises(Exception, match='no auto_scale_lr.base_batch_size'):
         train.build_train_config(args)
+
+
+def test_manifest_multi_scale_rows_launch_test_py_with_tta(tmp_path):
+    """RoPE-ViT Table 3's multi-scale rows test the single-scale runs'
+    checkpoints with tools/test.py --tta; tta needs a test_of run."""
+    from mmpos.benchmark.launch import plan
+    from mmpos.benchmark.manifest import ManifestError, _parse_run, \
+        load_manifest
+    manifest = load_manifest(str(REPO / 'tools/benchmark/manifest.yaml'))
+    run = manifest.runs['deit3_vit-b_rope-mixed_upernet_ms']
+    assert run.tta and run.test_of == 'deit3_vit-b_rope-mixed_upernet'
+    assert run.config == manifest.runs[run.test_of].config
+    steps = {s.run.id: s for s in plan(manifest, [run.id], str(tmp_path))}
+    command = steps[run.id].command
+    assert command[1] == 'tools/test.py' and '--tta' in command
+    assert '--tta' not in steps[run.test_of].command
+    with pytest.raises(ManifestError, match='tta'):
+        _parse_run('x', dict(config=run.config, tta=True))

@@ -93,3 +93,17 @@ def free_port():
     with socket.socket() as sock:
         sock.bind(('127.0.0.1', 0))
         return sock.getsockname()[1]
+
+
+def weight_decays(model, optim_wrapper):
+    """``{parameter name: weight decay}`` that a config's ``optim_wrapper``
+    (its optimizer and ``paramwise_cfg``) gives ``model``'s trainable
+    parameters, built with mmengine's default constructor."""
+    from mmengine.optim import build_optim_wrapper
+    wrapper = build_optim_wrapper(model, dict(
+        type='OptimWrapper', optimizer=optim_wrapper.optimizer,
+        paramwise_cfg=optim_wrapper.get('paramwise_cfg')))
+    decay = {id(p): g['weight_decay'] for g in wrapper.optimizer.param_groups
+             for p in g['params']}
+    return {name: decay[id(p)] for name, p in model.named_parameters()
+            if p.requires_grad}

@@ -93,11 +93,21 @@ def test_ibot_patch_loss_per_image_average():
     logits = torch.tensor([[0., 0.]] + [[math.log(3.), 0.]] * 3)
     targets = torch.tensor([[1., 0.]] * 4)
     index = torch.tensor([0, 1, 1, 1])
-    loss = iBOTPatchLoss(student_temp=1.)(logits, targets, index)
+    loss = iBOTPatchLoss(student_temp=1., normalize='masked_images')(
+        logits, targets, index)
     expected = (math.log(2.) - math.log(.75)) / 2
     assert loss.item() == pytest.approx(expected, rel=1e-6)
+    # DINOv2's weighting: the same sum over all 4 images of the batch
+    loss = iBOTPatchLoss(student_temp=1.)(logits, targets, index,
+                                          num_images=4)
+    assert loss.item() == pytest.approx(expected * 2 / 4, rel=1e-6)
+    with pytest.raises(ValueError, match='num_images'):
+        iBOTPatchLoss()(logits, targets, index)
+    with pytest.raises(ValueError, match='normalize'):
+        iBOTPatchLoss(normalize='tokens')
     empty = iBOTPatchLoss()(torch.zeros(0, 2, requires_grad=True),
-                            torch.zeros(0, 2), torch.zeros(0).long())
+                            torch.zeros(0, 2), torch.zeros(0).long(),
+                            num_images=4)
     assert empty.item() == 0 and empty.requires_grad
 
 

@@ -5,9 +5,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-from mmpos.models.backbones.mobile_former import (DynamicReLU, Former,
-                                                  FormerToMobile, MobileFormer,
+from mmpos.models.backbones.mobile_former import (DynamicReLU, MobileFormer,
                                                   MobileToFormer)
+from tools.analysis_tools.mobileformer_madds import (count_madds,
+                                                     flop_analyzer_madds)
 
 
 @pytest.fixture(autouse=True)
@@ -16,34 +17,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-def count_madds(model, size=224):
-    """Multiply-adds of one image: convs and linears by forward hooks, plus
-    the two matmuls of every attention (q k^T and attn v)."""
-    total = []
-
-    def hook(m, args, out):
-        if isinstance(m, nn.Conv2d):
-            k = m.kernel_size[0] * m.kernel_size[1]
-            total.append(out.numel() * k * m.in_channels // m.groups)
-        elif isinstance(m, nn.Linear):
-            total.append(out.numel() * m.in_features)
-        elif isinstance(m, MobileToFormer):  # M queries x HW keys x C
-            x, tokens = args
-            total.append(2 * tokens.shape[1] * x[0].numel())
-        elif isinstance(m, FormerToMobile):  # HW queries x M keys x C
-            x, tokens = args
-            total.append(2 * tokens.shape[1] * x[0].numel())
-        elif isinstance(m, Former):  # M x M x d
-            total.append(2 * args[0].shape[1] * args[0][0].numel())
-
-    handles = [m.register_forward_hook(hook) for m in model.modules()]
-    with torch.no_grad():
-        model(torch.zeros(1, 3, size, size))
-    for h in handles:
-        h.remove()
-    return sum(total)
 
 
 # Tab. 8 MAdds; backbone params of Tab. 5 (with the 1x1 conv, no
@@ -56,17 +29,32 @@ PAPER = {
 }
 
 
+# (hooks, FlopAnalyzer + attention) MAdds in millions at 224^2
+QUOTED_MADDS = {'285m': (275.6, 285.0), '1.0g': (981.9, 1000.5),
+                '3.7g': (3666.9, 3703.8)}
+
+
 @pytest.mark.parametrize('arch', list(PAPER))
 def test_complexity_matches_paper(arch):
     """MAdds at 224^2 within 4% of Tab. 8: this counter (convs, linears,
     attention matmuls; BatchNorm folded) gives 275.6M / 981.9M / 3666.9M;
-    mmengine's FlopAnalyzer, which also counts BatchNorm, gives 285.0M /
-    1000.5M / 3703.8M. Parameters within 4% of Tab. 5 / Tab. 1 (we have
-    4.82M / 11.43M / 24.36M; the paper's ~2-3% more is in details it does
-    not specify, e.g. of the dynamic ReLU or the bridge)."""
+    mmengine's FlopAnalyzer with an attention handle, which also counts
+    BatchNorm and LayerNorm, gives 285.0M / 1000.5M / 3703.8M. Parameters
+    within 4% of Tab. 5 / Tab. 1 (we have 4.82M / 11.43M / 24.36M; the
+    paper's ~2-3% more is in details it does not specify, e.g. of the
+    dynamic ReLU or the bridge)."""
     madds, params, params_cls, concat = PAPER[arch]
     model = MobileFormer(arch).eval()
     assert count_madds(model) == pytest.approx(madds, rel=0.04)
+    # the figures configs/qbheat/README.md quotes, as
+    # tools/analysis_tools/mobileformer_madds.py prints them
+    hooks, analyzer = QUOTED_MADDS[arch]
+    assert round(count_madds(model) / 1e6, 1) == hooks
+    counts = flop_analyzer_madds(model)
+    assert round(counts['total'] / 1e6, 1) == analyzer
+    # FlopAnalyzer = the hook count + BatchNorm + LayerNorm
+    assert counts['total'] - counts['batch_norm'] - counts['layer_norm'] == \
+        count_madds(model)
     n = sum(p.numel() for p in model.parameters())
     assert n == pytest.approx(params, rel=0.04)
     assert model.stage_channels[-1] + model.token_dims == concat

@@ -91,7 +91,8 @@ def _dino(s, t):
 def _ibot(s, t):
     probs = t.flatten(0, 1).float().softmax(-1)
     image_index = torch.arange(s.shape[1]).repeat(s.shape[0])
-    return iBOTPatchLoss()(s.flatten(0, 1), probs, image_index)
+    return iBOTPatchLoss()(s.flatten(0, 1), probs, image_index,
+                           num_images=s.shape[1])
 
 
 def _koleo(s, t):

@@ -33,12 +33,17 @@ model = dict(
         rope_type='none',
         use_ape=True,
         out_type='raw',
+        layer_scale_init_value=1e-5,  # DINOv2's LayerScale (ls1, ls2)
         drop_path_rate=0.1),  # linear over the blocks: [0, 0.1]
     head=head,
     patch_head=head,  # separate heads: True
     image_loss=dict(type='DINOLoss', student_temp=0.1),
-    patch_loss=dict(type='iBOTPatchLoss', student_temp=0.1),
+    # DINOv2's weighting: masked-token losses divided by all 2B global
+    # images, KoLeo summed over the two globals
+    patch_loss=dict(type='iBOTPatchLoss', student_temp=0.1,
+                    normalize='all_images'),
     koleo_loss=dict(type='KoLeoLoss', loss_weight=1.0),
+    koleo_reduction='sum',
     centering=dict(type='TeacherCentering', mode='sinkhorn', n_iters=3),
     teacher_temp=0.04,  # constant (Table 6)
     teacher_momentum=0.992,  # -> 1, cosine
@@ -69,10 +74,14 @@ def blur(prob):
                 magnitude_std='inf', prob=prob)
 
 
+# bicubic resizing, as DINOv2's torchvision RandomResizedCrop (mmpretrain's
+# default is bilinear)
 global_crop = dict(type='RandomResizedCrop', scale=224,
-                   crop_ratio_range=(0.32, 1.), backend='pillow')
+                   crop_ratio_range=(0.32, 1.), backend='pillow',
+                   interpolation='bicubic')
 local_crop = dict(type='RandomResizedCrop', scale=96,
-                  crop_ratio_range=(0.05, 0.32), backend='pillow')
+                  crop_ratio_range=(0.05, 0.32), backend='pillow',
+                  interpolation='bicubic')
 flip = dict(type='RandomFlip', prob=0.5)
 view_pipelines = [
     [global_crop, flip, color_jitter, grayscale, blur(1.0)],
@@ -101,7 +110,10 @@ optim_wrapper = dict(
         type='AdamW', lr=2e-3 * (512 / 1024)**0.5, betas=(0.9, 0.999),
         weight_decay=0.04),
     clip_grad=dict(max_norm=3.0),
-    paramwise_cfg=dict(norm_decay_mult=0., bias_decay_mult=0.))
+    # DINOv2: no weight decay on biases, norms and LayerScale gammas (the
+    # only other 1-D tensors); tokens, APE and field are decayed
+    paramwise_cfg=dict(norm_decay_mult=0., bias_decay_mult=0.,
+                       flat_decay_mult=0.))
 param_scheduler = [
     dict(type='LinearLR', start_factor=1e-4, by_epoch=True, begin=0,
          end=warmup_epochs, convert_to_iter_based=True),

@@ -1,7 +1,9 @@
 # DropPos model (paper §3, Table A): ViT-B/16 with fixed 2-D sin-cos APE
 # (mmpretrain's MAEViT; its own mask_ratio is unused, DropPos masks), a
 # 2-block 512-wide position decoder over the N = 14 x 14 positions,
-# gamma = gamma_pos = 0.75, sigma 1 -> 0 (DropPosSigmaHook), tau = 0.1.
+# gamma = gamma_pos = 0.75, sigma 1 -> 0 (DropPosSigmaHook), tau = 0.1,
+# position smoothing exp(-(dx^2 + dy^2) / sigma^2) as in the authors'
+# engine_pretrain.py (distance='euclidean' is Eq. 5 as printed).
 custom_imports = dict(
     imports=[
         'mmpos', 'mmpos.models.selfsup.droppos',
@@ -21,7 +23,8 @@ model = dict(
         num_layers=2,
         num_heads=16,
         sigma=1.0,
-        tau=0.1),
+        tau=0.1,
+        distance='squared'),
     mask_ratio=0.75,
     pos_mask_ratio=0.75,
     affinity_source='full',

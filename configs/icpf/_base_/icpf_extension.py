@@ -15,7 +15,11 @@ icpf = dict(
     # Table 5b: (0.5, 0.5); (1., 0.) = 100% content; (0., 1.) = 100% position
     mask_split=(0.5, 0.5),
     pos_masking='cross',  # Table 5a: 'box' | 'cross'
-    pos_loss=dict(type='iBOTPatchLoss', student_temp=0.1),
+    # Eq. 4 weighted like DINOv2's iBOT loss (divided by all 2B globals)
+    pos_loss=dict(type='iBOTPatchLoss', student_temp=0.1,
+                  normalize='all_images'),
+    # A of §3.2.2 encloses all 10 views ('globals': the two global views)
+    scale_box='all',
     boxes_key='crop_boxes')
 # Table 3: no field sampling -> model.pos_field=None;
 #          no L_pos          -> model.mask_split=(0.5, 0.)

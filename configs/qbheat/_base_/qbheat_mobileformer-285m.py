@@ -1,7 +1,9 @@
 # QB-Heat model (Sec. 4.2): Mobile-Former-285M encoder (Tab. 8, last stage
-# at stride 16) on the unmasked quarter-block; 512-d projection + 2 explicit
-# linear models (A, B) per scale, corner + centre quarters mixed half/half
-# in every batch (Tab. 2 defaults); MAE-style decoder of 6 transformer
+# at stride 16) on the unmasked quarter-block; 512-d projection + 8 explicit
+# linear models per scale (one per direction; Tab. 2's default row (a)
+# "corner + center" reports the numbers of row (b) "8", as do Tab. 4 and 6;
+# num_explicit=2 is the A, B pair of Eq. 5), corner + centre quarters mixed
+# half/half in every batch (Tab. 2a); MAE-style decoder of 6 transformer
 # blocks, width 512, reconstructing 16x16 pixel patches of the masked
 # quarters.
 custom_imports = dict(
@@ -20,7 +22,7 @@ model = dict(
         type='QBHeatPredictor',
         in_channels=720,
         embed_dims=512,
-        num_explicit=2,
+        num_explicit=8,
         positions=('corner', 'center')),
     head=dict(
         type='QBHeatHead',

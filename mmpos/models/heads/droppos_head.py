@@ -13,7 +13,8 @@ Choices where the paper is open (also in ``configs/droppos/README.md``):
   ``(1 - gamma) N`` upper limit is a typo: the logits are ``N``-way).
 * ``dist(i, j)`` is the Euclidean distance between the patch centres in
   patch units (Eq. 5 as written); ``distance='squared'`` gives the squared
-  distance of the authors' code (a Gaussian kernel).
+  distance of the authors' code (a Gaussian kernel), which the ImageNet
+  configs use.
 * Eq. 8 is a sum; we divide it by ``sum_i (1 - M_pos^i) A_i`` over the
   batch (the authors' code), i.e. a weighted mean that does not scale with
   the batch size or ``N``. With ``tau = inf`` (uniform ``A``) it is the mean

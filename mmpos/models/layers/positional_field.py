@@ -123,20 +123,25 @@ def sample_scales(num: int,
     return s_min + (s_max - s_min) * unit
 
 
-def scale_shift_boxes(boxes: Tensor, scales: Tensor) -> Tensor:
+def scale_shift_boxes(boxes: Tensor, scales: Tensor,
+                      num_ref_views: Optional[int] = None) -> Tensor:
     """Position and scale augmentation ``t_s`` of §3.2.2.
 
-    For each image, ``A`` is the smallest rectangle enclosing all its views'
-    boxes. ``A`` is scaled about its corner by ``sqrt(s / |A|)`` (so its area
-    becomes ``s``) and placed uniformly at random inside the unit (virtual)
-    image; the same map is applied to every view's box. Our choice where the
-    paper is silent: if the scaled ``A`` would be wider or taller than the
-    image, the factor is reduced to ``1 / max(width, height)`` of ``A`` so
-    that all views stay inside the virtual image.
+    For each image, ``A`` is the smallest rectangle enclosing the boxes of
+    its first ``num_ref_views`` views (``None``: all views). ``A`` is scaled
+    about its corner by ``sqrt(s / |A|)`` (so its area becomes ``s``) and
+    placed uniformly at random inside the unit (virtual) image; the same map
+    is applied to every view's box. Our choice where the paper is silent: if
+    the scaled ``A`` would be wider or taller than the image, the factor is
+    reduced to ``1 / max(width, height)`` of ``A`` so that ``A`` stays
+    inside the virtual image. With ``A`` enclosing all views every view
+    stays inside; views outside a smaller ``A`` may leave it (the field is
+    then sampled at its border).
 
     Args:
         boxes: ``(B, V, 4)`` boxes of the ``V`` views in image units.
         scales: ``(B,)`` target areas ``s``.
+        num_ref_views: views (leading) that define ``A``.
 
     Returns:
         ``(B, V, 4)`` transformed boxes (flips preserved).
@@ -144,8 +149,9 @@ def scale_shift_boxes(boxes: Tensor, scales: Tensor) -> Tensor:
     if boxes.dim() != 3 or boxes.shape[-1] != 4:
         raise ValueError(f'boxes must be (B, V, 4), got {tuple(boxes.shape)}')
     corners = boxes.reshape(boxes.shape[0], -1, 2)  # (B, 2V, (x, y))
-    lo = corners.amin(dim=1)
-    size = (corners.amax(dim=1) - lo).clamp_min(1e-6)  # (B, 2)
+    ref = corners[:, :None if num_ref_views is None else 2 * num_ref_views]
+    lo = ref.amin(dim=1)
+    size = (ref.amax(dim=1) - lo).clamp_min(1e-6)  # (B, 2)
     factor = torch.sqrt(scales.to(size) / size.prod(-1))
     factor = torch.minimum(factor, 1. / size.amax(-1))
     new_lo = torch.rand_like(lo) * (1 - factor[:, None] * size).clamp_min(0)

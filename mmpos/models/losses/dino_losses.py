@@ -10,6 +10,8 @@ Teacher targets are made by :class:`TeacherCentering`: Sinkhorn-Knopp
 over all processes when ``torch.distributed`` is initialised (through
 ``mmengine.dist``, a no-op otherwise).
 """
+from typing import Optional
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -163,28 +165,57 @@ class iBOTPatchLoss(DistillationLoss):
     """Masked patch self-distillation: Eq. 2 (iBOT), Eq. 5 (content) and
     Eq. 4 (position) are this loss on different masks.
 
-    Per-token cross entropies are averaged within each image and then over
-    the images that have at least one selected token (our choice: every
-    masked image weighs the same whatever its mask ratio, as DINOv2's
-    per-image weights; unlike DINOv2 the unmasked images do not dilute it).
-    Arguments: see :class:`DistillationLoss`.
+    Per-token cross entropies are averaged within each image (every masked
+    image weighs the same whatever its mask ratio), then summed over the
+    images and divided by
+
+    * ``normalize='all_images'`` (default): ``num_images``, every image of
+      the batch of global views, masked or not -- DINOv2's
+      ``iBOTPatchLoss.forward_masked`` (``-loss.sum() /
+      student_masks_flat.shape[0]``), which ICPF extends;
+    * ``normalize='masked_images'``: the images with at least one selected
+      token (a mean over the masked images; about ``1 / share`` times the
+      DINOv2 value, e.g. x2 with masks on half of the images).
+
+    Args:
+        student_temp, loss_weight: see :class:`DistillationLoss`.
+        normalize: ``'all_images'`` or ``'masked_images'``.
     """
 
+    NORMALIZE = ('all_images', 'masked_images')
+
+    def __init__(self, student_temp: float = 0.1, loss_weight: float = 1.0,
+                 normalize: str = 'all_images'):
+        super().__init__(student_temp, loss_weight)
+        if normalize not in self.NORMALIZE:
+            raise ValueError(f'iBOTPatchLoss: normalize must be one of '
+                             f'{self.NORMALIZE}, got {normalize!r}')
+        self.normalize = normalize
+
     def forward(self, student_logits: Tensor, teacher_probs: Tensor,
-                image_index: Tensor) -> Tensor:
+                image_index: Tensor,
+                num_images: Optional[int] = None) -> Tensor:
         """
         Args:
             student_logits: ``(M, K)`` student logits of the selected tokens.
             teacher_probs: ``(M, K)`` teacher targets of the same tokens.
             image_index: ``(M,)`` index of the image each token belongs to.
+            num_images: images in the batch (all global views); needed for
+                ``normalize='all_images'``.
         """
+        if self.normalize == 'all_images' and num_images is None:
+            raise ValueError("iBOTPatchLoss(normalize='all_images') needs "
+                             'num_images, the number of images the masks '
+                             'were drawn for')
         if student_logits.shape[0] == 0:
             return student_logits.sum() * 0.
         ce = _cross_entropy(student_logits, teacher_probs, self.student_temp)
         _, inverse, counts = torch.unique(
             image_index, return_inverse=True, return_counts=True)
         weights = 1. / counts[inverse].float()
-        return self.loss_weight * (ce * weights).sum() / counts.numel()
+        denom = num_images if self.normalize == 'all_images' \
+            else counts.numel()
+        return self.loss_weight * (ce * weights).sum() / denom
 
 
 @MODELS.register_module()

@@ -142,6 +142,10 @@ class CR2PQNeck(BaseModule):
         local_depth: blocks / layers of the local projector (2).
         hidden_channels: hidden width of the MLP projectors.
         global_depth: layers of the global projector (2).
+        share_weights: Table 5 "Share weights": the global and the local
+            projector are one MLP (``local_projector='mlp'`` with
+            ``local_depth == global_depth``), applied to each of B's tokens
+            and to their mean.
     """
 
     def __init__(self,
@@ -156,6 +160,7 @@ class CR2PQNeck(BaseModule):
                  local_depth: int = 2,
                  hidden_channels: int = 2048,
                  global_depth: int = 2,
+                 share_weights: bool = False,
                  norm_cfg: dict = dict(type='LN', eps=1e-6),
                  init_cfg: Optional[dict] = dict(
                      type='TruncNormal', layer='Linear', std=.02, bias=0.)):
@@ -196,8 +201,15 @@ class CR2PQNeck(BaseModule):
             self.local_blocks = ModuleList()
             self.local_head = _mlp(embed_dims, hidden_channels, out_channels,
                                    local_depth)
-        self.global_projector = _mlp(embed_dims, hidden_channels,
-                                     out_channels, global_depth)
+        if share_weights and (local_projector != 'mlp'
+                              or local_depth != global_depth):
+            raise ValueError(
+                f"share_weights needs local_projector='mlp' with local_depth "
+                f'== global_depth, got {local_projector!r} with '
+                f'{local_depth} / {global_depth}')
+        self.share_weights = share_weights
+        self.global_projector = self.local_head if share_weights else _mlp(
+            embed_dims, hidden_channels, out_channels, global_depth)
 
     def init_weights(self):
         super().init_weights()

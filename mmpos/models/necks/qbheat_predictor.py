@@ -104,13 +104,15 @@ class QBHeatPredictor(nn.Module):
     Args:
         in_channels: encoder output channels.
         embed_dims: predictor width (512 in the paper).
-        num_explicit: 2, 4 or 8 explicit linear models per scale (Fig. 5).
+        num_explicit: 2, 4 or 8 explicit linear models per scale (Fig. 5);
+            8 by default, the setting of Tab. 2's default row (a) "corner +
+            center", whose numbers equal row (b) "8" and Tab. 4 / 6.
         positions: scales with their own models, ``'corner'`` and/or
             ``'center'`` (Fig. 4).
     """
 
     def __init__(self, in_channels: int, embed_dims: int = 512,
-                 num_explicit: int = 2,
+                 num_explicit: int = 8,
                  positions: Sequence[str] = ('corner', 'center')):
         super().__init__()
         if num_explicit not in (2, 4, 8):
@@ -141,8 +143,9 @@ class QBHeatPredictor(nn.Module):
             raise ValueError(f'QBHeatPredictor: layouts need positions '
                              f'{sorted(needed - set(pos))}, missing from '
                              f'positions={pos}')
-        return is_center.long() * pos.index('center') if 'center' in pos \
-            else torch.zeros_like(layouts)
+        index = {p: pos.index(p) for p in pos}
+        return torch.where(is_center, index.get('center', -1),
+                           index.get('corner', -1)).long()
 
     def explicit_models(self, position: str) -> Tuple[Tensor, Tensor]:
         """The right and down generators ``(A1, B1)`` of one scale, each
@@ -186,8 +189,8 @@ class QBHeatPredictor(nn.Module):
 
         Args:
             feats: (B, C_in, h, w) encoder output of the quarter-blocks,
-                ``h`` and ``w`` even (image side divisible by 64 at
-                stride 16).
+                ``h`` and ``w`` even (image side divisible by 4 x
+                stride, 64 at stride 16).
             layouts: (B,) layout ids (0-3 corners, 4 centre).
         Returns:
             canvas (B, C, 2h, 2w): projected unmasked features placed at
@@ -198,7 +201,7 @@ class QBHeatPredictor(nn.Module):
         if h % 2 or w % 2:
             raise ValueError(f'QBHeatPredictor: quarter feature map {h}x{w} '
                              f'must have even sides (image side divisible '
-                             f'by 4 x 2 x encoder stride)')
+                             f'by 4 x encoder stride)')
         z = self.proj(feats)
         C, n = self.embed_dims, h * w // 4
         cells = z.reshape(B, C, 2, h // 2, 2, w // 2).permute(

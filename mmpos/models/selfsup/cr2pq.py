@@ -13,9 +13,10 @@ boxes from :mod:`mmpos.datasets.transforms.crop_boxes`):
      over the run, as BYOL / MoCo v3); ``K_B = K_A`` for equal view sizes.
    * ``target=dict(...)``: a frozen pretrained network built from the
      config (any mmpretrain backbone returning feature maps: ViT with
-     ``out_type='featmap'``, ResNet, ...), loaded through its ``init_cfg``;
-     ``K_B`` is its output grid (7 x 7 for ResNet-50 at 224, i.e. the
-     ``224 / 7 = 32`` scaling of §4.2).
+     ``out_type='featmap'``, ResNet, ...), its weights loaded from
+     ``teacher_checkpoint`` (or through its own ``init_cfg``); ``K_B`` is
+     its output grid (7 x 7 for ResNet-50 at 224, i.e. the ``224 / 7 = 32``
+     scaling of §4.2).
    * ``target='pixel'``: B's normalised pixels patchified with the
      student's patch size (``D_tea = 3 p^2``).
 
@@ -40,6 +41,7 @@ the teacher's tokens of the whole view A at the masked positions. With the
 neck's ``pos_type='rope'`` this is "discrete RoPE", with ``'sincos'`` (and a
 sin-cos APE student) "discrete sin-cos"; view B and the boxes are unused.
 """
+import os.path as osp
 from typing import Dict, List, Optional, Tuple, Union
 
 import torch
@@ -50,7 +52,9 @@ from mmpretrain.structures import DataSample
 from torch import Tensor
 
 from mmpos.datasets.transforms.crop_boxes import stack_crop_boxes
+from mmpos.models.utils.pretrained import load_pretrained
 from mmpos.registry import MODELS
+from mmpos.utils.errors import BadInputError
 from ..layers.masking import gather_tokens, random_masking
 from ..layers.relative_coords import ALIGNS, relative_coords
 from ..layers.rope import grid_coords
@@ -100,6 +104,11 @@ class CR2PQ(BaseSelfSupervisor):
             the single-view discrete variant (module docstring); needs a
             :class:`RoPEVisionTransformer` student with ``out_type='raw'``
             and targets on the student's grid.
+        teacher_checkpoint: weights of a frozen teacher network (``target``
+            a config dict), loaded in ``init_weights`` (``backbone.``
+            prefix stripped when present; every teacher key must be
+            matched). A path that does not exist is a
+            :class:`BadInputError` there.
     """
 
     def __init__(self,
@@ -113,6 +122,7 @@ class CR2PQ(BaseSelfSupervisor):
                  boxes_key: str = 'crop_boxes',
                  symmetric: bool = False,
                  mask_ratio: Optional[float] = None,
+                 teacher_checkpoint: Optional[str] = None,
                  data_preprocessor: Optional[dict] = None,
                  init_cfg: Optional[dict] = None):
         if align not in ALIGNS:
@@ -140,6 +150,31 @@ class CR2PQ(BaseSelfSupervisor):
         self.mask_ratio = mask_ratio
         if mask_ratio is not None:
             self._check_masked_student()
+        self.teacher_checkpoint = teacher_checkpoint
+        if teacher_checkpoint is not None and self.target != 'teacher':
+            raise BadInputError(
+                f'CR2PQ: model.teacher_checkpoint is set but target='
+                f'{target!r} is not a teacher network config')
+
+    def init_weights(self):
+        """Random init, then the frozen teacher's weights from
+        ``teacher_checkpoint`` (checked here, so that a config builds and
+        is inspected without the file)."""
+        super().init_weights()
+        path = self.teacher_checkpoint
+        if path is None:
+            return
+        if not osp.isfile(path):
+            raise BadInputError(
+                f'CR2PQ: model.teacher_checkpoint={path!r} does not exist '
+                f'(set it with --cfg-options model.teacher_checkpoint=PATH)')
+        info = load_pretrained(self.target_generator, path)
+        if info['missing']:
+            raise BadInputError(
+                f'CR2PQ: model.teacher_checkpoint={self.teacher_checkpoint!r}'
+                f' lacks {len(info["missing"])} teacher weights, e.g. '
+                f'{info["missing"][0]}')
+        self.target_generator.requires_grad_(False)
 
     def _check_masked_student(self):
         bb = self.backbone

@@ -15,7 +15,11 @@ backbone + heads, :class:`mmpretrain.models.utils.CosineEMA`, momentum
   student's patch-head outputs there are distilled from the unmasked
   teacher's (:class:`iBOTPatchLoss`).
 * KoLeo on the student's class tokens (backbone output), per global view,
-  averaged over the global views (our choice; DINOv2 sums them).
+  summed over the global views as DINOv2 does (``koleo_reduction='sum'``;
+  ``'mean'`` averages them, half the weight with two globals).
+* Masked-token losses are divided by all ``num_global_crops * B`` global
+  images, masked or not, as DINOv2 (``iBOTPatchLoss(normalize=
+  'all_images')``; ``'masked_images'`` averages over the masked images).
 * Teacher targets: :class:`TeacherCentering` (Sinkhorn-Knopp by default)
   with ``teacher_temp`` (set by ``TeacherTempHook`` when warmed up).
 
@@ -62,6 +66,8 @@ class DINOv2(BaseSelfSupervisor):
         mask_sample_prob: share of global-view images with content masks.
         mask_ratio_range: per-image mask ratio range.
         content_masking: ``'box'`` (default) or ``'cross'``.
+        koleo_reduction: ``'sum'`` (DINOv2) or ``'mean'`` of the per-global-
+            view KoLeo losses.
     """
 
     def __init__(self,
@@ -79,6 +85,7 @@ class DINOv2(BaseSelfSupervisor):
                  mask_sample_prob: float = 0.5,
                  mask_ratio_range: Tuple[float, float] = (0.1, 0.5),
                  content_masking: str = 'box',
+                 koleo_reduction: str = 'sum',
                  data_preprocessor: Optional[dict] = None,
                  init_cfg: Optional[dict] = None):
         super().__init__(
@@ -97,6 +104,10 @@ class DINOv2(BaseSelfSupervisor):
         if not 0 <= mask_sample_prob <= 1:
             raise ValueError(f'mask_sample_prob must lie in [0, 1], got '
                              f'{mask_sample_prob}')
+        if koleo_reduction not in ('sum', 'mean'):
+            raise ValueError(f"koleo_reduction must be 'sum' or 'mean', got "
+                             f'{koleo_reduction!r}')
+        self.koleo_reduction = koleo_reduction
         if num_global_crops < 2:
             raise ValueError(f'num_global_crops must be >= 2, got '
                              f'{num_global_crops}')
@@ -287,13 +298,14 @@ class DINOv2(BaseSelfSupervisor):
             token_sel = mask[selected]
             losses[f'loss_{key}'] = self._masked_losses()[key](
                 s_patch[token_sel], t_patch[token_sel],
-                image_index[token_sel])
+                image_index[token_sel], num_images=num_g * batch)
         losses['teacher_entropy'] = self.teacher_entropy(
             t_logits, self.teacher_temp)
         if self.koleo_loss is not None:
             cls = s_tokens[:, 0].view(num_g, batch, -1)
-            losses['loss_koleo'] = torch.stack(
-                [self.koleo_loss(c) for c in cls]).mean()
+            koleo = torch.stack([self.koleo_loss(c) for c in cls])
+            losses['loss_koleo'] = koleo.sum() \
+                if self.koleo_reduction == 'sum' else koleo.mean()
         return losses
 
     @staticmethod

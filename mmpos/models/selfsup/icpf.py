@@ -10,9 +10,12 @@ On top of :class:`DINOv2`:
   teacher averages the field too). The class token keeps the backbone's
   ``pos_embed[:, :1]``.
 * Position / scale augmentation (§3.2.2): per image, the rectangle ``A``
-  enclosing all its views' boxes is rescaled to area ``s`` (Beta(2, 5) on
-  ``[0.2, 1]`` by default) and moved uniformly inside the virtual image; the
-  same map moves every view's box (:func:`scale_shift_boxes`). Training only.
+  enclosing its views' boxes (``scale_box='all'``: all views, our default,
+  so that every view stays inside the virtual image; ``'globals'``: the
+  global views only, the two views ``p_u, p_v`` of the paper's text) is
+  rescaled to area ``s`` (Beta(2, 5) on ``[0.2, 1]`` by default) and moved
+  uniformly inside the virtual image; the same map moves every view's box
+  (:func:`scale_shift_boxes`). Training only.
 * Masked position prediction (Eq. 4): on the global views of the images
   picked for it, the position embeddings of cross-wise masked patches are
   replaced by ``pos_mask_token``; the student's patch-head outputs there are
@@ -63,6 +66,8 @@ class ICPF(DINOv2):
             ``None`` keeps the backbone's APE (Table 3, no sampling).
         scale_aug: ``dict(distribution, scale_range, beta)`` for
             :func:`sample_scales`; ``None`` disables §3.2.2.
+        scale_box: views whose boxes define ``A`` of §3.2.2: ``'all'`` or
+            ``'globals'`` (module docstring).
         mask_split: shares ``(content, position)`` of the global-view images
             with content / position masking; disjoint, sum <= 1.
         pos_masking: ``'cross'`` (Fig. 4) or ``'box'``.
@@ -82,6 +87,7 @@ class ICPF(DINOv2):
                  pos_masking: str = 'cross',
                  pos_loss: dict = dict(type='iBOTPatchLoss'),
                  boxes_key: str = 'crop_boxes',
+                 scale_box: str = 'all',
                  **kwargs):
         if 'mask_sample_prob' in kwargs:
             raise ValueError('ICPF sets the content share with mask_split, '
@@ -98,6 +104,10 @@ class ICPF(DINOv2):
         if self.scale_aug:  # fail at build time on a bad distribution/range
             sample_scales(1, **self.scale_aug)
         self.boxes_key = boxes_key
+        if scale_box not in ('all', 'globals'):
+            raise ValueError(f"scale_box must be 'all' or 'globals', got "
+                             f'{scale_box!r}')
+        self.scale_box = scale_box
         self.pos_mask_token = nn.Parameter(
             torch.zeros(1, 1, self.backbone.embed_dims))
         self.pos_field = MODELS.build(
@@ -131,7 +141,9 @@ class ICPF(DINOv2):
         if self.training and self.scale_aug:
             boxes = scale_shift_boxes(
                 boxes, sample_scales(batch_size, device=device,
-                                     **self.scale_aug))
+                                     **self.scale_aug),
+                self.num_global_crops if self.scale_box == 'globals'
+                else None)
         return boxes
 
     def _positions(self, net: nn.Module, hw: Sequence[int], views: slice,

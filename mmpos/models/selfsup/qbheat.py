@@ -12,8 +12,12 @@ scales is exact per batch: ``position='mixed'`` (paper default, Tab. 2a)
 gives the first ``B // 2`` images of the batch a corner quarter (one of the
 four, uniformly) and the rest the centre quarter; ``'corner'`` and
 ``'center'`` use one scale only. Image sides must be divisible by
-``4 * 2 * stride`` (64 for the stride-16 Mobile-Former, hence 256^2 in the
-paper) so that the centre quarter splits into four whole sub-blocks.
+``4 * stride`` (64 for the stride-16 Mobile-Former; the paper uses 256^2):
+the quarter is half the side and each of its 2 x 2 cells (side / 4) must be
+a whole number of encoder positions, so that the centre quarter splits into
+four whole sub-blocks; the
+encoder stride is the decoder's ``patch_size`` (one decoded patch per
+encoder position).
 """
 from typing import Dict, List
 
@@ -77,10 +81,14 @@ class QBHeat(BaseSelfSupervisor):
         if isinstance(inputs, (list, tuple)):
             inputs = inputs[0]
         H, W = inputs.shape[-2:]
-        if H % 4 or W % 4:
-            raise ValueError(f'QBHeat: image size {H}x{W} must be divisible '
-                             f'by 4 x 2 x encoder stride (64 for '
-                             f'MobileFormer)')
+        unit = 4 * self.head.patch_size
+        if H % unit or W % unit:
+            raise ValueError(
+                f'QBHeat: image size {H}x{W} must be divisible by 4 x '
+                f'encoder stride = {unit}: each of the 4 x 4 cells (side / 4) '
+                f'must be a whole number of {self.head.patch_size}-px '
+                f'encoder positions (the encoder stride is '
+                f'head.patch_size)')
         layouts = self.sample_layouts(inputs.shape[0], inputs.device)
         feats = self.backbone(crop_quarter_blocks(inputs, layouts))[-1]
         canvas, mask = self.neck(feats, layouts)

@@ -1,6 +1,6 @@
 # DropPos ViT-B/16, 800 epochs (Tables 5-6): the 200-epoch recipe, longer
 # (sigma still decays 1 -> 0 over the whole run).
-_base_ = ['./droppos_vit-base-p16_8xb512-amp-coslr-200e_in1k.py']
+_base_ = ['./droppos_vit-base-p16_8xb512-coslr-200e_in1k.py']
 
 max_epochs = 800
 param_scheduler = [

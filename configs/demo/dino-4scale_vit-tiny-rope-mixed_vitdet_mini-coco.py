@@ -13,8 +13,7 @@ _base_ = [
     '../_base_/schedules/mini_300it_loop.py'
 ]
 
-dims = 256
-ffn = dict(embed_dims=dims, feedforward_channels=dims)
+ffn = dict(feedforward_channels=256)  # DINO's widths stay 256
 model = dict(
     num_queries=30,
     backbone=dict(
@@ -23,33 +22,13 @@ model = dict(
         drop_path_rate=0.,
         window_size=6,
         global_attn_indexes=(1, 3)),
-    neck=[
-        dict(
-            type='mmpretrain.SimpleFeaturePyramid',
-            in_channels=_base_.mini_vit_arch['embed_dims'],
-            out_channels=dims,
-            scale_factors=(1.0, 0.5, 0.25),
-            num_outs=4),
-        dict(
-            type='ChannelMapper',
-            in_channels=[dims] * 4,
-            kernel_size=1,
-            out_channels=dims,
-            act_cfg=None,
-            norm_cfg=dict(type='GN', num_groups=32),
-            num_outs=4)
-    ],
-    encoder=dict(
-        num_layers=1,
-        layer_cfg=dict(self_attn_cfg=dict(embed_dims=dims), ffn_cfg=ffn)),
-    decoder=dict(
-        num_layers=2,
-        layer_cfg=dict(
-            self_attn_cfg=dict(embed_dims=dims),
-            cross_attn_cfg=dict(embed_dims=dims),
-            ffn_cfg=ffn)),
-    positional_encoding=dict(num_feats=dims // 2),
-    bbox_head=dict(num_classes=3, embed_dims=dims),
+    # stride-8 patches: scales (1, 1/2, 1/4) + max-pool give strides 8..64
+    neck=[dict(_base_.model.neck[0],
+               in_channels=_base_.mini_vit_arch['embed_dims'],
+               scale_factors=(1.0, 0.5, 0.25)), _base_.model.neck[1]],
+    encoder=dict(num_layers=1, layer_cfg=dict(ffn_cfg=ffn)),
+    decoder=dict(num_layers=2, layer_cfg=dict(ffn_cfg=ffn)),
+    bbox_head=dict(num_classes=3),
     dn_cfg=dict(group_cfg=dict(num_dn_queries=10)))
 
 train_dataloader = dict(

@@ -65,7 +65,7 @@ def test_windowed_vitdet_mask_rcnn_on_mini_coco(tmp_path, mini_data):
     absolute coordinates) trains through the Runner; CocoMetric reports box
     and mask AP."""
     losses, metrics = train(WINDOW_DET_CONFIG, tmp_path / 'det',
-                            data_root_options(mini_data, 'coco'), iters=60,
+                            data_root_options(mini_data, 'coco'), iters=40,
                             log_interval=5)
     assert mean(losses[-3:]) < 0.8 * mean(losses[:3]), losses
     for key in COCO_KEYS + ('coco/segm_mAP', 'coco/segm_mAP_50'):

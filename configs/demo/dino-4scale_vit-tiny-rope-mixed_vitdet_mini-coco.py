@@ -49,12 +49,12 @@ val_evaluator = dict(
     ann_file=_base_.mini_coco_root + 'annotations/instances_val2017.json')
 test_evaluator = val_evaluator
 
-train_cfg = _base_.mini_train_cfg
-param_scheduler = _base_.mini_param_scheduler
+train_cfg = _base_.mini_300it.train_cfg
+param_scheduler = _base_.mini_300it.param_scheduler
 optim_wrapper = dict(
     optimizer=dict(lr=5e-4, weight_decay=1e-4),
     paramwise_cfg=dict(layer_decay_rate=1.0))
 auto_scale_lr = dict(base_batch_size=4)
-default_hooks = _base_.mini_default_hooks
+default_hooks = _base_.mini_300it.default_hooks
 log_processor = dict(by_epoch=False)
 randomness = dict(seed=0)

@@ -6,14 +6,14 @@ _base_ = [
     './mini_300it_loop.py'
 ]
 
-max_iters = _base_.mini_max_iters
-train_cfg = _base_.mini_train_cfg
-param_scheduler = _base_.mini_param_scheduler
+max_iters = _base_.mini_300it.train_cfg.max_iters
+train_cfg = _base_.mini_300it.train_cfg
+param_scheduler = _base_.mini_300it.param_scheduler
 optim_wrapper = dict(
     optimizer=dict(lr=1e-3),
     paramwise_cfg=dict(layer_decay_rate=1.0),
     clip_grad=dict(max_norm=1.0))
-default_hooks = _base_.mini_default_hooks
+default_hooks = _base_.mini_300it.default_hooks
 log_processor = dict(by_epoch=False)
 randomness = dict(seed=0)
 # The lr above is for the mini dataloaders' batch of 4 on one process.

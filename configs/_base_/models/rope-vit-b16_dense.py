@@ -35,4 +35,6 @@ mln_fpn_vit_s16 = dict(
 # APE table with a class slot still loads). Merged into the backbone by the
 # windowed ViTDet protocols (ICPF B.2 keeps global attention).
 vitdet_window = dict(
-    window_size=14, global_attn_indexes=(2, 5, 8, 11), with_cls_token=False)
+    window_size=14,
+    global_attn_indexes=(2, 5, 8, 11),
+    with_cls_token=False)

@@ -9,6 +9,7 @@ _base_ = [
 ]
 
 pretrained = None  # the base's download; ours is init_cfg.checkpoint
-custom_imports = dict(imports=['mmdet.models', 'mmpos'], allow_failed_imports=False)
+custom_imports = dict(
+    imports=['mmdet.models', 'mmpos'], allow_failed_imports=False)
 model = dict(backbone=_base_.rope_swin_t)
 auto_scale_lr = dict(enable=False, base_batch_size=16)

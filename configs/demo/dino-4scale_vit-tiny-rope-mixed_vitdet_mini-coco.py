@@ -29,7 +29,8 @@ model = dict(
     encoder=dict(num_layers=1, layer_cfg=dict(ffn_cfg=ffn)),
     decoder=dict(num_layers=2, layer_cfg=dict(ffn_cfg=ffn)),
     bbox_head=dict(num_classes=3),
-    dn_cfg=dict(group_cfg=dict(num_dn_queries=10)))
+    dn_cfg=dict(group_cfg=dict(num_dn_queries=10)),
+    test_cfg=dict(max_per_img=50))  # top-k of the 30 x 3 (query, class)
 
 train_dataloader = dict(
     **_base_.mini_coco_loader,

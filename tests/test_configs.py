@@ -291,9 +291,9 @@ def test_transfer_config_takes_one_checkpoint_variable(config):
 # ViT-S/16 and ViT-B/16, each APE and RoPE-Mixed.
 PAPER_PROTOCOLS = {
     'vitdet_mask-rcnn_*_simple-fpn_lsj-1024_8xb8-12e_coco.py':
-    {'vit-b16-rope-mixed', 'vit-b16-ape'},
-    'vitdet_mask-rcnn_*_mln-fpn_lsj-1024_8xb2-12e_coco.py': {'vit-b16-ape'},
-    'dino-4scale_*_vitdet_8xb2-12e_coco.py': {'vit-b16-rope-mixed'},
+    {'vit-base-p16-rope-mixed', 'vit-base-p16-ape'},
+    'vitdet_mask-rcnn_*_mln-fpn_lsj-1024_8xb2-12e_coco.py': {'vit-base-p16-ape'},
+    'dino-4scale_*_vitdet_8xb2-12e_coco.py': {'vit-base-p16-rope-mixed'},
 }
 
 
@@ -303,8 +303,8 @@ def test_transfer_grid_is_complete():
     protocols = {}
     for config in TRANSFER_CONFIGS:
         name = Path(config).name
-        for variant in ('vit-b16-rope-mixed', 'vit-s16-rope-mixed',
-                        'vit-b16-ape', 'vit-s16-ape'):
+        for variant in ('vit-base-p16-rope-mixed', 'vit-small-p16-rope-mixed',
+                        'vit-base-p16-ape', 'vit-small-p16-ape'):
             if variant in name:
                 protocols.setdefault(name.replace(variant, '*'),
                                      set()).add(variant)

@@ -93,9 +93,13 @@ def mini_vit_config(**backbone):
         **backbone))))
 
 
-@pytest.mark.parametrize('pos', [dict(rope_type='mixed'),
-                                 dict(rope_type='axial'),
-                                 dict(rope_type='none', use_ape=True)])
+@pytest.mark.parametrize('pos', [
+    dict(rope_type='mixed'),
+    dict(rope_type='axial'),
+    dict(rope_type='none', use_ape=True),
+    dict(rope_type='axial', rope_layout='half', rope_axes='yx',
+         rope_periods=dict(base=100.), rope_coords=dict(frame='separate'),
+         num_register_tokens=4)])
 @pytest.mark.parametrize('hw', [(224, 224), (160, 224)])
 def test_extract_features_shapes_and_peer_outputs(pos, hw):
     """Class token and patch map equal the backbone's own ``cls_token`` /
@@ -120,6 +124,26 @@ def test_extract_features_shapes_and_peer_outputs(pos, hw):
             outs = peer(images)
         for out, layer in zip(outs, feats['layers']):
             torch.testing.assert_close(layer[key], out)
+
+
+@pytest.mark.parametrize('hw', [(224, 224), (160, 224)])
+def test_extract_features_of_a_windowed_backbone(hw):
+    """ViTDet window attention (no class token): the patch map equals the
+    backbone's own ``featmap``; 160 px is not a multiple of the window."""
+    pos = dict(rope_type='mixed', with_cls_token=False, window_size=4,
+               global_attn_indexes=(1, ))
+    torch.manual_seed(0)
+    backbone = init_backbone(mini_vit_config(**pos), out_indices=(0, 2))
+    images = torch.randn(2, 3, *hw)
+    feats = extract_features(backbone, images)
+    assert feats['cls_token'] is None
+    assert feats['patch_tokens'].shape == (2, 64, hw[0] // 16, hw[1] // 16)
+    peer = init_backbone(mini_vit_config(**pos, out_type='featmap'),
+                         raw_tokens=False, out_indices=(0, 2))
+    peer.load_state_dict(backbone.state_dict())
+    with torch.no_grad():
+        for out, layer in zip(peer(images), feats['layers']):
+            torch.testing.assert_close(layer['patch_tokens'], out)
 
 
 def test_init_backbone_reads_training_checkpoints(tmp_path):

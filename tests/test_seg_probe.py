@@ -10,9 +10,9 @@ MINI = 'configs/demo/linear-probe_vit-tiny-rope-mixed_mini-ade.py'
 CONFIGS = [
     MINI,
     'configs/transfer/mmseg/'
-    'linear-probe_vit-b16-rope-mixed_4xb4-40k_ade20k-512x512.py',
+    'linear-probe_vit-base-p16-rope-mixed_4xb4-40k_ade20k-512x512.py',
     'configs/transfer/mmseg/'
-    'linear-probe_vit-s16-ape_4xb4-40k_ade20k-512x512.py',
+    'linear-probe_vit-small-p16-ape_4xb4-40k_ade20k-512x512.py',
 ]
 
 

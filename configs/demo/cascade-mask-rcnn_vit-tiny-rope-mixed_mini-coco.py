@@ -3,7 +3,7 @@
 # mini-COCO for a few hundred iterations on CPU, scored by CocoMetric.
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [
-    '../_base_/models/cascade-mask-rcnn_vit-b16_mln-fpn.py',
+    '../_base_/models/cascade-mask-rcnn_vit-base-p16_mln-fpn.py',
     '../_base_/datasets/mini_coco_instance.py',
     '../_base_/schedules/mmdet_mini_300it.py',
     '../_base_/models/rope-vit_mini-arch.py',

@@ -3,7 +3,7 @@
 # on mini-ADE for a few hundred iterations on CPU, scored by IoUMetric.
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [
-    '../_base_/models/fpn_vit-b16_mln.py',
+    '../_base_/models/fpn_vit-base-p16_mln.py',
     '../_base_/datasets/mini_ade.py',
     '../_base_/schedules/mmseg_mini_300it.py',
     '../_base_/models/rope-vit_mini-arch.py',

@@ -3,7 +3,7 @@
 # 300 iterations. Pretrained backbone:
 # --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [
-    '../_base_/models/linear-probe_vit-b16.py',
+    '../_base_/models/linear-probe_vit-base-p16.py',
     '../_base_/datasets/mini_ade.py',
     '../_base_/schedules/mmseg_mini_300it.py',
     '../_base_/models/rope-vit_mini-arch.py',

@@ -4,7 +4,7 @@
 # box head and norm-free mask head (the README's demo numbers were measured
 # with them); the windowed demo uses ViTDet's LayerNorm heads.
 _base_ = [
-    '../_base_/models/mask-rcnn_vit-b16_simple-fpn.py',
+    '../_base_/models/mask-rcnn_vit-base-p16_simple-fpn.py',
     '../_base_/datasets/mini_coco_instance.py',
     '../_base_/schedules/mmdet_mini_300it.py',
     '../_base_/models/rope-vit_mini-arch.py',

@@ -1,7 +1,7 @@
 # Demo / test config: a tiny RoPE-Mixed ViT + UperNet trained from scratch on
 # mini-ADE for a few hundred iterations on CPU, scored by IoUMetric.
 _base_ = [
-    '../_base_/models/upernet_vit-b16_mln.py',
+    '../_base_/models/upernet_vit-base-p16_mln.py',
     '../_base_/datasets/mini_ade.py',
     '../_base_/schedules/mmseg_mini_300it.py',
     '../_base_/models/rope-vit_mini-arch.py',

@@ -151,12 +151,14 @@ def split_output(backbone: nn.Module, out: Tensor,
             f'{tuple(out.shape)} is neither tokens nor a map')
     sh, sw = patch_stride(backbone)
     h, w = image_hw[0] // sh, image_hw[1] // sw
-    extra = out.shape[1] - h * w
-    if extra < 0 or extra != getattr(backbone, 'num_extra_tokens', extra):
+    extra = out.shape[1] - h * w  # class token, then register tokens
+    num_cls = getattr(backbone, 'num_extra_tokens', extra)
+    if extra < 0 or extra != num_cls + getattr(backbone,
+                                               'num_register_tokens', 0):
         raise BadInputError(f'{type(backbone).__name__}: {out.shape[1]} '
                             f'tokens for a {h}x{w} patch grid')
     patches = out[:, extra:].reshape(out.shape[0], h, w, -1)
-    return dict(cls_token=out[:, 0] if extra else None,
+    return dict(cls_token=out[:, 0] if num_cls else None,
                 patch_tokens=patches.permute(0, 3, 1, 2))
 
 

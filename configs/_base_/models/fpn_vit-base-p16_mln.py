@@ -1,0 +1,19 @@
+# Semantic FPN with a plain ViT-B/16 (CR2PQ Table 2 protocol): blocks
+# 4/6/8/12 -> MultiLevelNeck (strides 4..32) -> FPN -> mmseg's FPNHead.
+# ViT-S/16 leaves merge `vit_s16` into `model`.
+_base_ = ['mmseg::_base_/models/fpn_r50.py', './rope-vit-base-p16_dense.py']
+
+model = dict(
+    pretrained=None,  # the backbone loads through its init_cfg
+    backbone=dict(_delete_=True, **_base_.mln_backbone),
+    neck=[
+        dict(type='mmpretrain.MultiLevelNeck', in_channels=768),
+        dict(type='FPN', in_channels=[768] * 4, out_channels=256, num_outs=4)
+    ],
+    decode_head=dict(num_classes=150))
+vit_s16 = dict(
+    backbone=dict(arch='small'),
+    neck=[
+        dict(type='mmpretrain.MultiLevelNeck', in_channels=384),
+        dict(type='FPN', in_channels=[384] * 4, out_channels=256, num_outs=4)
+    ])

@@ -1,0 +1,19 @@
+# UperNet with a plain ViT-B/16 (CR2PQ Table 2, RoPE-ViT Table 3, DropPos
+# A.3 protocol): blocks 4/6/8/12 -> MultiLevelNeck -> UPerHead + FCN
+# auxiliary head. ViT-S/16 leaves merge `vit_s16` into `model`.
+_base_ = ['mmseg::_base_/models/upernet_mae.py', './rope-vit-base-p16_dense.py']
+
+model = dict(
+    backbone=dict(_delete_=True, **_base_.mln_backbone),
+    neck=dict(
+        _delete_=True,
+        type='mmpretrain.MultiLevelNeck',
+        in_channels=768,
+        norm_cfg=dict(type='SyncBN', requires_grad=True)),
+    decode_head=dict(in_channels=[768] * 4, channels=512, num_classes=150),
+    auxiliary_head=dict(in_channels=768, num_classes=150))
+vit_s16 = dict(
+    backbone=dict(arch='small'),
+    neck=dict(in_channels=384),
+    decode_head=dict(in_channels=[384] * 4),
+    auxiliary_head=dict(in_channels=384))

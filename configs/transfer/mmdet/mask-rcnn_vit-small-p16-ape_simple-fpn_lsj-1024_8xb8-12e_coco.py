@@ -1,0 +1,7 @@
+# ICPF B.2 Mask R-CNN (global attention), LSJ 1024, 12 epochs, with an APE
+# ViT-S/16 (learnable absolute position embedding, no RoPE) instead of RoPE-
+# Mixed.
+# Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
+_base_ = './mask-rcnn_vit-small-p16-rope-mixed_simple-fpn_lsj-1024_8xb8-12e_coco.py'
+
+model = dict(backbone=dict(rope_type='none', use_ape=True))

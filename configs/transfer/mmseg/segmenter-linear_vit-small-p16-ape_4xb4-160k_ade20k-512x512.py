@@ -1,0 +1,7 @@
+# Segmenter linear decoder 160k, ADE20K 512x512 (ICPF B.3) with an APE
+# ViT-S/16 (learnable absolute position embedding, no RoPE) instead of RoPE-
+# Mixed.
+# Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
+_base_ = './segmenter-linear_vit-small-p16-rope-mixed_4xb4-160k_ade20k-512x512.py'
+
+model = dict(backbone=dict(rope_type='none', use_ape=True))

@@ -1,7 +1,0 @@
-# UperNet 160k, ADE20K 512x512 (CR2PQ Table 2, RoPE-ViT Table 3) with an APE
-# ViT-S/16 (learnable absolute position embedding, no RoPE) instead of RoPE-
-# Mixed.
-# Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
-_base_ = './upernet_vit-s16-rope-mixed_mln_4xb4-160k_ade20k-512x512.py'
-
-model = dict(backbone=dict(rope_type='none', use_ape=True))

@@ -1,0 +1,6 @@
+# UperNet 80k, ADE20K 512x512 (DropPos A.3) with ViT-S/16 (384 wide) instead
+# of ViT-B/16.
+# Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
+_base_ = './upernet_vit-base-p16-rope-mixed_mln_4xb4-80k_ade20k-512x512.py'
+
+model = _base_.vit_s16

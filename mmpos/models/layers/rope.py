@@ -272,9 +272,10 @@ def rope_phasors(coords: Tensor, freqs: Tensor) -> Tensor:
 
 def _complex_view(y: Tensor) -> Tensor:
     """``y`` ``(..., D)`` as ``(..., D/2)`` complex pairs ``(2t, 2t+1)``; a
-    view when the strides allow it, else of a contiguous copy."""
-    pairs = y.unflatten(-1, (-1, 2))
-    if pairs.storage_offset() % 2 or any(
+    view when the strides allow it, else of a contiguous copy (always in a
+    compiled graph, where the compiler picks the layout and fuses it)."""
+    pairs = y.unflatten(-1, (y.shape[-1] // 2, 2))
+    if torch.compiler.is_compiling() or pairs.storage_offset() % 2 or any(
             st % 2 for st in pairs.stride()[:-1]):
         pairs = pairs.contiguous()
     return torch.view_as_complex(pairs)
@@ -321,20 +322,21 @@ def _cached_grid(h: int, w: int, num_prefix: int,
 @lru_cache(maxsize=64)
 def _cached_axial_tables(spec: tuple, h: int, w: int, num_prefix: int,
                          device: torch.device,
-                         dtype: torch.dtype) -> Tuple[Tensor, Tensor, Tensor]:
+                         dtype: torch.dtype) -> Tuple[Tensor, ...]:
     """RoPE-Axial tables of the grid, angles in fp64, stored in ``dtype``:
-    ``(cos, sin)`` of :func:`rope_tables` and the :func:`rope_phasors`
-    (complex of ``dtype``); ``spec`` is :attr:`RoPE2D.spec`."""
+    ``(cos, sin)`` of :func:`rope_tables` and the real and imaginary parts
+    of :func:`rope_phasors` (real tensors, so that a compiled graph never
+    takes a complex constant); ``spec`` is :attr:`RoPE2D.spec`."""
     head_dim, theta, periods, axes, layout = spec
     with torch.inference_mode(False), torch.no_grad():
         freqs = axial_frequencies(head_dim, theta,
                                   dict(periods) if periods else None,
                                   axes).to(device, torch.float64)
         grid = _cached_grid(h, w, num_prefix, device).double()
-        cos, sin = rope_tables(grid, freqs, layout)
         phasors = rope_phasors(grid, freqs)
-        return (cos.to(dtype), sin.to(dtype),
-                phasors.to(dtype.to_complex()))
+        return tuple(
+            t.to(dtype) for t in (*rope_tables(grid, freqs, layout),
+                                  phasors.real, phasors.imag))
 
 
 def clear_rope_cache() -> None:
@@ -487,8 +489,8 @@ class RoPE2D(nn.Module):
         ``(B, heads | 1, N, D/2)``."""
         coords, grid = self._positions(num_tokens, coords, hw)
         if grid is not None:
-            return _cached_axial_tables(self.spec, *grid, self.freqs.device,
-                                        dtype)[2]
+            return torch.complex(*_cached_axial_tables(
+                self.spec, *grid, self.freqs.device, dtype)[2:])
         return rope_phasors(coords.to(dtype), self.freqs.to(dtype))
 
     def forward(self,

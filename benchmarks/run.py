@@ -16,6 +16,7 @@ and the ratios ours / baseline. The timing and memory protocol is
 ``pipeline``          multi-view pipelines with boxes vs ``MultiView``
 ``rope_scaling``      RoPE ViT forward at 224...1024 px, exponent, cache
 ``coord_aug``         DINOv3 coordinate augmentation vs none, RoPE ViT step
+``online_probe``      pretraining step with vs without the online kNN probe
 ``rope_fast``         RoPE attention / ViT-S step, fast and eager RoPE paths
 ====================  =====================================================
 
@@ -55,6 +56,7 @@ BENCHMARKS = {
     'pipeline': 'pipeline_throughput',
     'rope_scaling': 'rope_scaling',
     'coord_aug': 'rope_coord_aug',
+    'online_probe': 'online_probe_overhead',
     'rope_fast': 'rope_fast',
 }
 DEFAULT_OUT = osp.join(osp.dirname(osp.abspath(__file__)), 'results')

@@ -35,11 +35,13 @@ def isolate_default_scope():
 
 @pytest.fixture(scope='session')
 def mini_data(tmp_path_factory):
-    """``{coco,ade,unlabeled}`` mini datasets, small enough for CPU tests."""
+    """``{coco,ade,unlabeled,cls}`` mini datasets, small enough for CPU
+    tests (``cls``: the online kNN probe set of the mini pretraining
+    configs)."""
     from mmpos.datasets.mini_data import make_all
     root = tmp_path_factory.mktemp('mini') / 'data'
-    make_all(str(root), num_train=48, num_val=16, num_unlabeled=64,
-             img_size=128, seed=0)
+    make_all(str(root), ('coco', 'ade', 'unlabeled', 'cls'), num_train=48,
+             num_val=16, num_unlabeled=64, img_size=128, seed=0)
     return root
 
 

@@ -272,5 +272,5 @@ def test_benchmark_grid_is_complete():
             if variant in name:
                 protocols.setdefault(name.replace(variant, '*'),
                                      set()).add(variant)
-    assert len(protocols) == 9, sorted(protocols)
+    assert len(protocols) == 10, sorted(protocols)
     assert all(len(v) == 4 for v in protocols.values()), protocols

@@ -2,7 +2,11 @@
 ViT on the unlabeled mini images -> backbone extracted from the checkpoint ->
 transfer to Mask R-CNN (mini-COCO) and UperNet (mini-ADE) on CPU -> metrics
 from the real COCO and mmseg evaluators -> the table regenerated from the
-finished work dirs.
+finished work dirs -> pictures of the models on a real photograph
+(scikit-image's ``chelsea``): PCA of the pretrained patch features and class
+attention maps at several input sizes, DropPos' predicted patch positions,
+and the detector's and segmenter's predictions drawn by mmdet's and mmseg's
+visualizers, all under ``<run>/pictures/``.
 
     python tools/demo.py [--data-root data/mini] [--work-dir work_dirs/demo]
         [--from-scratch] [--pretrain-iters N] [--iters N]
@@ -39,7 +43,7 @@ def run(cmd):
 
 def ensure_mini_data(data_root):
     missing = [
-        name for name in ('coco', 'ade', 'unlabeled')
+        name for name in ('coco', 'ade', 'unlabeled', 'cls')
         if not osp.isdir(osp.join(data_root, name))
     ]
     if missing:
@@ -60,7 +64,7 @@ def last_scalars(work_dir, keys, window=10):
 
 def pretrain(args, run_dir):
     """DropPos on the unlabeled mini images; returns the extracted backbone
-    checkpoint and the pretraining metrics."""
+    checkpoint, the training checkpoint and the pretraining metrics."""
     work_dir = osp.join(run_dir, 'pretraining')
     options = [
         'train_dataloader.dataset.data_root='
@@ -79,8 +83,34 @@ def pretrain(args, run_dir):
          checkpoint, backbone, '--config', STAGES[0][1]])
     metrics = last_scalars(work_dir, ('loss', 'acc_pos'))
     metrics['chance'] = round(1 / 16, 4)
+    probe = last_scalars(work_dir, ('knn_cls_top1', 'knn_avg_top1'),
+                         window=1)  # the online probe after the last iter
+    metrics.update(probe)
     metrics['minutes'] = round((time.time() - start) / 60, 2)
-    return backbone, metrics
+    return backbone, checkpoint, metrics
+
+
+def pictures(run_dir, backbone, pretrained, transfer_checkpoints):
+    """PNGs of the models on scikit-image's ``chelsea`` photograph; returns
+    their paths."""
+    from PIL import Image
+    from skimage import data
+    out_dir = osp.join(run_dir, 'pictures')
+    os.makedirs(out_dir, exist_ok=True)
+    image = osp.join(out_dir, 'chelsea.png')
+    Image.fromarray(data.chelsea()).save(image)
+    if backbone:
+        run([sys.executable, 'tools/analysis_tools/feature_pictures.py',
+             PRETRAIN, backbone, image, '--out-dir', out_dir, '--sizes', '32',
+             '64', '128', '--layers', '1', '3', '--heads', '0', '1', '2'])
+        run([sys.executable, 'tools/analysis_tools/droppos_positions.py',
+             PRETRAIN, pretrained, image, '--out',
+             osp.join(out_dir, 'chelsea_droppos.png')])
+    for name, (config, checkpoint) in transfer_checkpoints.items():
+        run([sys.executable, 'tools/infer.py', config, checkpoint, image,
+             '--out-dir', osp.join(out_dir, name), '--score-thr', '0.3'])
+    return sorted(osp.join(root, f) for root, _, files in os.walk(out_dir)
+                  for f in files if f.endswith('.png') and f != 'chelsea.png')
 
 
 def main():
@@ -101,9 +131,10 @@ def main():
     ensure_mini_data(args.data_root)
     run_dir = osp.join(args.work_dir, time.strftime('%Y%m%d_%H%M%S'))
     results = {}
-    backbone = None
+    backbone = pretrained = None
     if not args.from_scratch:
-        backbone, results['pretraining'] = pretrain(args, run_dir)
+        backbone, pretrained, results['pretraining'] = pretrain(args, run_dir)
+    transfer_checkpoints = {}
     for name, config, keys in STAGES:
         work_dir = osp.join(run_dir, name)
         data_root = osp.join(args.data_root, 'coco' if name == 'detection'
@@ -132,6 +163,7 @@ def main():
              work_dir, '--cfg-options', *options])
         with open(osp.join(work_dir, 'last_checkpoint')) as f:
             checkpoint = f.read().strip()
+        transfer_checkpoints[name] = (config, checkpoint)
         metrics_file = osp.join(work_dir, 'metrics.json')
         run([sys.executable, 'tools/test.py', config, checkpoint,
              '--work-dir', work_dir, '--out', metrics_file, '--cfg-options',
@@ -152,6 +184,8 @@ def main():
     run([sys.executable, 'tools/benchmark/gen_tables.py',
          'tools/benchmark/demo_manifest.yaml', '--work-root', run_dir,
          '--out-dir', osp.join(run_dir, 'tables'), '--print'])
+    written = pictures(run_dir, backbone, pretrained, transfer_checkpoints)
+    print('pictures: ' + ', '.join(written))
 
 
 if __name__ == '__main__':

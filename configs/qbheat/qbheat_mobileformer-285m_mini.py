@@ -41,4 +41,5 @@ param_scheduler = [
 ]
 train_cfg = dict(max_iters=max_iters)
 default_hooks = dict(
-    logger=dict(interval=10), checkpoint=dict(interval=max_iters))
+    logger=dict(interval=10), checkpoint=dict(interval=max_iters),
+    online_probe=dict(img_size=img_size))  # Mobile-Former has no img_size

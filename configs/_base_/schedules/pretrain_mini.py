@@ -1,10 +1,11 @@
 # Runtime and schedule of the mini pretraining configs (CPU, tens to
-# hundreds of iterations on the mini unlabeled images): AdamW without decay
+# hundreds of iterations on the mini unlabeled images), with the online kNN
+# probe of ../online_probe_mini.py: AdamW without decay
 # on norms and biases, gradient clipping, linear warm-up then cosine, an
 # iteration-based loop logging every few iterations and one checkpoint at
 # the end. A config with another `max_iters` / `warmup_iters` restates
 # `param_scheduler`, `train_cfg.max_iters` and the checkpoint interval.
-_base_ = ['../default_runtime_pretrain.py']
+_base_ = ['../default_runtime_pretrain.py', '../online_probe_mini.py']
 
 max_iters, warmup_iters = 60, 10
 optim_wrapper = dict(
@@ -23,5 +24,6 @@ train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=5),
     checkpoint=dict(type='CheckpointHook', by_epoch=False,
-                    interval=max_iters, max_keep_ckpts=1))
+                    interval=max_iters, max_keep_ckpts=1),
+    online_probe=_base_.online_probe)
 log_processor = dict(by_epoch=False)

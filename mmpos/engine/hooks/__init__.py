@@ -2,9 +2,10 @@ from .checkpoint_fit import CheckpointFitHook
 from .dino_schedules_hook import TeacherTempHook
 from .droppos_sigma_hook import DropPosSigmaHook
 from .nonfinite_loss import NonFiniteLossError, NonFiniteLossHook
+from .online_probe import OnlineProbeHook
 from .rng_state import RNGStateHook
 
 __all__ = [
     'CheckpointFitHook', 'DropPosSigmaHook', 'NonFiniteLossError',
-    'NonFiniteLossHook', 'RNGStateHook', 'TeacherTempHook'
+    'NonFiniteLossHook', 'OnlineProbeHook', 'RNGStateHook', 'TeacherTempHook'
 ]

@@ -1,0 +1,27 @@
+# Linear segmentation probe (DINOv2 §7.3 "linear"): the frozen ViT-B/16
+# (every block, the patch embedding and the final norm frozen, eval mode) ->
+# normalised last-block patch tokens -> BatchNorm + 1x1 conv to the classes
+# (BNLinearHead) -> bilinear upsampling to the labels. Only the head trains.
+# ViT-S/16 leaves merge `linear_probe_vit_s16` into `model`.
+_base_ = ['./segmenter-linear_vit-b16.py']
+
+custom_imports = dict(
+    imports=['mmpos', 'mmpos.evaluation.seg_probe'],
+    allow_failed_imports=False)
+model = dict(
+    backbone=dict(frozen_stages=12, drop_path_rate=0.),
+    decode_head=dict(
+        _delete_=True,
+        type='mmpretrain.BNLinearHead',
+        in_channels=768,
+        channels=768,
+        dropout_ratio=0.,
+        num_classes=150,
+        norm_cfg=dict(type='SyncBN', requires_grad=True),
+        align_corners=False,
+        loss_decode=dict(
+            type='mmseg.CrossEntropyLoss', use_sigmoid=False,
+            loss_weight=1.0)))
+linear_probe_vit_s16 = dict(
+    backbone=dict(arch='small'),
+    decode_head=dict(in_channels=384, channels=384))

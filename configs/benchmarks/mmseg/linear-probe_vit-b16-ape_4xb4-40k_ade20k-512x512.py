@@ -1,0 +1,6 @@
+# The linear segmentation probe with a frozen APE ViT-B/16 (learnable
+# absolute position embedding, no RoPE) instead of RoPE-Mixed.
+# Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
+_base_ = './linear-probe_vit-b16-rope-mixed_4xb4-40k_ade20k-512x512.py'
+
+model = dict(backbone=dict(rope_type='none', use_ape=True))

@@ -1,0 +1,5 @@
+# The linear segmentation probe with a frozen ViT-S/16 (384 wide).
+# Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
+_base_ = './linear-probe_vit-b16-rope-mixed_4xb4-40k_ade20k-512x512.py'
+
+model = _base_.linear_probe_vit_s16

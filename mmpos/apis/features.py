@@ -1,0 +1,240 @@
+"""Frozen features of any mmpos / mmpretrain backbone.
+
+    >>> from mmpos.apis import init_backbone, extract_features
+    >>> backbone = init_backbone('configs/droppos/droppos_vit-tiny_mini.py',
+    ...                          'work_dirs/droppos/iter_300.pth',
+    ...                          out_indices=(1, 3))
+    >>> feats = extract_features(backbone, images)   # (B, 3, H, W)
+    >>> feats['cls_token'].shape, feats['patch_tokens'].shape
+    (torch.Size([B, 96]), torch.Size([B, 96, H // 8, W // 8]))
+    >>> [f['patch_tokens'].shape for f in feats['layers']]  # blocks 1 and 3
+
+The backbone of ``model.backbone`` (or a top-level ``backbone``) of an
+mmpretrain, mmdet or mmseg config is built with every output it has
+(``out_type='raw'`` where the backbone offers it: class token and patch
+tokens of each ``out_indices`` block) and loaded with
+:func:`mmpos.models.utils.pretrained.load_pretrained` (training checkpoints,
+``mmpos2backbone.py`` outputs with or without the ``backbone.`` prefix; no
+silent random init). :func:`split_output` turns one backbone output into
+``cls_token`` ``(B, C)`` (``None`` for backbones without one) and
+``patch_tokens`` ``(B, C, h, w)``:
+
+* ``(B, N, C)`` tokens (ViT ``'raw'``): the first ``num_extra_tokens`` are
+  the class (and register) tokens, the rest a row-major ``h x w`` grid with
+  ``h = H / patch``, ``w = W / patch``;
+* ``(B, C, h, w)`` maps (``'featmap'``, CNNs, windowed / hierarchical
+  backbones) are the patch tokens as they are;
+* ``(B, C)`` vectors (``'cls_token'`` / ``'avg_featmap'``) are the image
+  feature (``cls_token``), without patch tokens.
+"""
+import inspect
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+import torch.nn as nn
+from torch import Tensor
+
+from mmpos.analysis.attention import IMAGENET_MEAN, IMAGENET_STD
+
+
+def _load_config(config):
+    from mmengine.config import Config
+    from mmengine.utils import import_modules_from_strings
+
+    import mmpos  # noqa: F401  (registers the mmpos modules)
+    cfg = config if isinstance(config, Config) else Config.fromfile(config)
+    if cfg.get('custom_imports'):
+        import_modules_from_strings(**cfg.custom_imports)
+    return cfg
+
+
+def backbone_config(config) -> dict:
+    """``model.backbone`` (or a top-level ``backbone``) of ``config`` (path
+    or :class:`mmengine.Config`), scope prefix removed."""
+    cfg = _load_config(config)
+    if 'model' in cfg and 'backbone' in cfg.model:
+        backbone_cfg = cfg.model.backbone
+    elif 'backbone' in cfg:
+        backbone_cfg = cfg.backbone
+    else:
+        from mmpos.utils.errors import BadInputError
+        raise BadInputError(f'{getattr(cfg, "filename", config)}: has '
+                            'neither model.backbone nor backbone')
+    backbone_cfg = dict(backbone_cfg)
+    backbone_cfg['type'] = backbone_cfg['type'].split('.')[-1]
+    return backbone_cfg
+
+
+def data_mean_std(config) -> Tuple[tuple, tuple]:
+    """``mean``/``std`` (RGB, 0-255) of the config's data preprocessor; the
+    ImageNet values when it has none."""
+    cfg = _load_config(config)
+    pre = cfg.get('model', {}).get('data_preprocessor') or cfg.get(
+        'data_preprocessor') or {}
+    return (tuple(pre.get('mean', IMAGENET_MEAN)),
+            tuple(pre.get('std', IMAGENET_STD)))
+
+
+def init_backbone(config,
+                  checkpoint: Optional[str] = None,
+                  device: Union[str, torch.device] = 'cpu',
+                  out_indices: Optional[Sequence[int]] = None,
+                  prefix: str = 'backbone.',
+                  raw_tokens: bool = True) -> nn.Module:
+    """Build the backbone of ``config`` and load ``checkpoint`` into it.
+
+    Args:
+        config: config path or :class:`mmengine.Config` (mmpretrain, mmdet
+            or mmseg; pretraining configs included).
+        checkpoint: a training checkpoint (its ``prefix`` part is used), a
+            bare backbone state dict or an ``mmpos2backbone.py`` output.
+            ``None`` keeps the random init (logged as a warning).
+        device: where the backbone goes.
+        out_indices: blocks / stages to output (default: the config's).
+        prefix: key prefix of the backbone in the checkpoint, e.g.
+            ``'teacher.module.backbone.'`` for a DINOv2 EMA teacher.
+        raw_tokens: use ``out_type='raw'`` where the backbone has it, so that
+            class and patch tokens both come out.
+
+    Returns:
+        The backbone, in eval mode, without gradients.
+    """
+    from mmpos.models.utils.pretrained import load_pretrained
+    from mmpos.registry import MODELS
+
+    backbone_cfg = backbone_config(config)
+    backbone_cfg.pop('init_cfg', None)
+    if out_indices is not None:
+        backbone_cfg['out_indices'] = tuple(out_indices)
+    cls = MODELS.get(backbone_cfg['type'])
+    if cls is None:
+        from mmpos.utils.errors import BadInputError
+        raise BadInputError(f'{config}: backbone type '
+                            f'{backbone_cfg["type"]!r} is not registered')
+    if raw_tokens and 'raw' in getattr(cls, 'OUT_TYPES', ()):
+        backbone_cfg['out_type'] = 'raw'
+    backbone = MODELS.build(backbone_cfg)
+    backbone.init_weights()
+    load_pretrained(backbone, checkpoint, prefix=prefix)
+    backbone.to(device).requires_grad_(False)
+    backbone.eval()  # some backbones' train() returns None
+    return backbone
+
+
+def patch_stride(backbone: nn.Module) -> Tuple[int, int]:
+    """Pixels per patch ``(sh, sw)`` of a token backbone."""
+    size = getattr(backbone, 'patch_size', None)
+    if size is None:
+        proj = getattr(getattr(backbone, 'patch_embed', None), 'projection',
+                       None)
+        size = getattr(proj, 'stride', None)
+    if size is None:
+        raise TypeError(f'{type(backbone).__name__}: outputs tokens but has '
+                        'no patch_size or patch_embed.projection.stride')
+    return (size, size) if isinstance(size, int) else tuple(size[:2])
+
+
+def split_output(backbone: nn.Module, out: Tensor,
+                 image_hw: Sequence[int]) -> Dict[str, Optional[Tensor]]:
+    """One backbone output -> ``dict(cls_token=(B, C) or None,
+    patch_tokens=(B, C, h, w) or None)`` (see the module docstring)."""
+    if out.dim() == 4:
+        return dict(cls_token=None, patch_tokens=out)
+    if out.dim() == 2:
+        return dict(cls_token=out, patch_tokens=None)
+    if out.dim() != 3:
+        raise TypeError(f'{type(backbone).__name__}: output of shape '
+                        f'{tuple(out.shape)} is neither tokens nor a map')
+    sh, sw = patch_stride(backbone)
+    h, w = image_hw[0] // sh, image_hw[1] // sw
+    extra = out.shape[1] - h * w
+    if extra < 0 or extra != getattr(backbone, 'num_extra_tokens', extra):
+        raise ValueError(f'{type(backbone).__name__}: {out.shape[1]} tokens '
+                         f'for a {h}x{w} patch grid')
+    patches = out[:, extra:].reshape(out.shape[0], h, w, -1)
+    return dict(cls_token=out[:, 0] if extra else None,
+                patch_tokens=patches.permute(0, 3, 1, 2))
+
+
+def forward_backbone(backbone: nn.Module, images: Tensor):
+    """``backbone(images)`` as a tuple of outputs; backbones whose forward
+    masks by default (mmpretrain's ``MAEViT``) are called unmasked."""
+    params = inspect.signature(backbone.forward).parameters
+    outs = backbone(images, mask=None) if 'mask' in params else backbone(
+        images)
+    return outs if isinstance(outs, (tuple, list)) else (outs, )
+
+
+def extract_features(backbone: nn.Module, images: Tensor) -> dict:
+    """Features of normalised ``images`` ``(B, 3, H, W)`` (no gradients).
+
+    Returns:
+        dict: ``cls_token`` ``(B, C)`` or ``None`` and ``patch_tokens``
+        ``(B, C, h, w)`` or ``None`` of the last output, and ``layers``,
+        one such dict per output (``out_indices`` order), each with its
+        block / stage ``index``.
+    """
+    was_training = backbone.training
+    backbone.eval()
+    try:
+        with torch.no_grad():
+            outs = forward_backbone(backbone, images)
+    finally:
+        backbone.train(was_training)
+    indices = getattr(backbone, 'out_indices', None)
+    indices = list(indices) if isinstance(
+        indices, (list, tuple)) and len(indices) == len(outs) else list(
+            range(len(outs)))
+    layers = [dict(split_output(backbone, out, images.shape[-2:]), index=i)
+              for i, out in zip(indices, outs)]
+    return dict(cls_token=layers[-1]['cls_token'],
+                patch_tokens=layers[-1]['patch_tokens'], layers=layers)
+
+
+def image_features(feats: dict) -> Dict[str, Tensor]:
+    """Image-level vectors of :func:`extract_features`' last output:
+    ``cls`` (the class token) and ``avg`` (mean of the patch tokens), each
+    ``(B, C)``, where the backbone has them."""
+    out = {}
+    if feats['cls_token'] is not None:
+        out['cls'] = feats['cls_token']
+    if feats['patch_tokens'] is not None:
+        out['avg'] = feats['patch_tokens'].mean(dim=(2, 3))
+    return out
+
+
+def preprocess(images: Sequence[np.ndarray],
+               size: Union[int, Sequence[int]],
+               mean: Sequence[float] = IMAGENET_MEAN,
+               std: Sequence[float] = IMAGENET_STD,
+               center_crop: Optional[float] = None) -> Tensor:
+    """uint8 RGB arrays ``(H, W, 3)`` -> normalised ``(B, 3, h, w)``.
+
+    ``size``: ``h = w = size`` or ``(h, w)``. Images are resized to it
+    (bicubic); with ``center_crop`` (e.g. ``224 / 256`` as DINO's kNN), each
+    is first resized to ``size / center_crop`` and centre-cropped.
+    """
+    from PIL import Image
+    h, w = (size, size) if isinstance(size, int) else tuple(size)
+    arrays = []
+    for img in images:
+        pil = Image.fromarray(np.ascontiguousarray(img[..., :3]))
+        if center_crop:
+            rh, rw = round(h / center_crop), round(w / center_crop)
+            pil = pil.resize((rw, rh), Image.BICUBIC)
+            top, left = (rh - h) // 2, (rw - w) // 2
+            pil = pil.crop((left, top, left + w, top + h))
+        else:
+            pil = pil.resize((w, h), Image.BICUBIC)
+        arrays.append(np.asarray(pil, dtype=np.float32))
+    x = torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2)
+    return (x - torch.tensor(mean).view(1, 3, 1, 1)) / torch.tensor(
+        std).view(1, 3, 1, 1)
+
+
+def read_images(paths: Sequence[str]) -> List[np.ndarray]:
+    """uint8 RGB arrays of image files (a missing file: FileNotFoundError
+    naming it)."""
+    from PIL import Image
+    return [np.asarray(Image.open(p).convert('RGB')) for p in paths]

@@ -1,0 +1,86 @@
+"""Train and test a linear segmentation probe of a frozen backbone.
+
+    python tools/analysis_tools/linear_seg_probe.py CONFIG BACKBONE
+        --work-dir DIR [--cfg-options KEY=VALUE ...]
+
+CONFIG is a linear-probe config (``configs/benchmarks/mmseg/linear-probe_*``
+or ``configs/demo/linear-probe_*``: frozen backbone, BN + 1x1 conv head),
+BACKBONE the pretrained checkpoint (``model.backbone.init_cfg.checkpoint``).
+Runs ``tools/train.py`` and then ``tools/test.py --out DIR/metrics.json`` on
+the last checkpoint, and writes ``DIR/result.md`` (mIoU, mAcc, aAcc and the
+training seconds per 1k images: median logged iteration time / batch
+size). ``metrics.json`` is what ``tools/benchmark/gen_tables.py`` reads.
+"""
+import argparse
+import json
+import os.path as osp
+import statistics
+import subprocess
+import sys
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+from mmpos.utils.launch import exit_on_bad_input  # noqa: E402
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('config')
+    parser.add_argument('backbone')
+    parser.add_argument('--work-dir', required=True)
+    parser.add_argument('--cfg-options', nargs='+', default=[])
+    return parser.parse_args(argv)
+
+
+def run(cmd):
+    proc = subprocess.run([sys.executable, *cmd], cwd=ROOT)
+    if proc.returncode:
+        sys.exit(proc.returncode)  # the tool printed its one-line error
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    from mmengine.config import Config, DictAction
+
+    from mmpos.benchmark.results import training_records
+    from mmpos.evaluation.frozen import write_markdown
+    if not osp.isfile(args.backbone):
+        raise FileNotFoundError(f'backbone checkpoint not found: '
+                                f'{args.backbone}')
+    if osp.exists(osp.join(args.work_dir, 'metrics.json')):
+        raise FileExistsError(f'{args.work_dir}/metrics.json exists; choose '
+                              'another work dir')
+    options = [f'model.backbone.init_cfg.checkpoint={args.backbone}',
+               *args.cfg_options]
+    run(['tools/train.py', args.config, '--work-dir', args.work_dir,
+         '--cfg-options', *options])
+    with open(osp.join(args.work_dir, 'last_checkpoint')) as f:
+        checkpoint = f.read().strip()
+    metrics_file = osp.join(args.work_dir, 'metrics.json')
+    run(['tools/test.py', args.config, checkpoint, '--work-dir',
+         args.work_dir, '--out', metrics_file, '--cfg-options', *options])
+    with open(metrics_file) as f:
+        metrics = json.load(f)
+    cfg = Config.fromfile(args.config)
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--o', nargs='+', action=DictAction, default={})
+    cfg.merge_from_dict(parser.parse_args(['--o', *options]).o)
+    batch = cfg.train_dataloader.batch_size
+    step = statistics.median(r['time'] for r in training_records(
+        args.work_dir) if 'time' in r)  # s per iteration, as logged
+    settings = dict(config=args.config, backbone=args.backbone,
+                    checkpoint=checkpoint, train_iters=cfg.train_cfg.max_iters,
+                    batch_size=batch,
+                    train_seconds_per_1k_images=round(1000 * step / batch, 1))
+    keys = [k for k in ('mIoU', 'mAcc', 'aAcc') if k in metrics]
+    path = write_markdown(osp.join(args.work_dir, 'result.md'),
+                          'Linear segmentation probe (frozen backbone)',
+                          {k: metrics[k] for k in keys}, settings)
+    print(', '.join(f'{k} {metrics[k]:.2f}' for k in keys) +
+          f'; written {metrics_file}, {path}')
+
+
+if __name__ == '__main__':
+    with exit_on_bad_input('linear_seg_probe.py', (FileExistsError, )):
+        main()

@@ -1,8 +1,13 @@
 """Cost of RoPE with the fast path (``impl='fast'``) and the eager reference.
 
-Two comparisons, every model of one comparison measured in this process on
+Three comparisons, everything of one comparison measured in this process on
 the same input with interleaved rounds (``_timing.measure``):
 
+* ``rotation``: the RoPE ops alone, forward + backward, at one ViT-S
+  layer's size (queries and keys ``(2, B, 6, 197, 64)``, a strided view of
+  a qkv tensor as in the layer): the tables from the frequencies (RoPE-Mixed:
+  recomputed each step, gradient to the frequencies) and the rotation,
+  fast against eager.
 * ``attention``: one :class:`~mmpos.models.layers.RoPEAttention` layer at
   ViT-S width (384 channels, 6 heads, 14 x 14 patches + class token),
   forward + backward, without RoPE (``rope_type='none'``), RoPE-Axial and
@@ -41,6 +46,29 @@ def set_impl(model: torch.nn.Module, impl: str) -> torch.nn.Module:
         if isinstance(module, RoPE2D):
             module.impl = impl
     return model
+
+
+def rotation_steps(batch: int, device) -> dict:
+    """``{'mixed fast' | 'mixed eager': step}``: RoPE-Mixed tables and
+    rotation of one ViT-S layer's queries and keys, forward + backward."""
+    from mmpos.models.layers import RoPE2D
+    heads, dims, hw = ARCHS['ViT-S']['num_heads'], ARCHS['ViT-S'][
+        'embed_dims'], (14, 14)
+    tokens = 1 + hw[0] * hw[1]
+    qkv = torch.randn(batch, tokens, 3, heads, dims // heads, device=device)
+    qk = qkv.permute(2, 0, 3, 1, 4)[:2].requires_grad_()
+    grad = torch.randn(qk.shape, device=device)
+    steps = {}
+    for impl in ('fast', 'eager'):
+        torch.manual_seed(0)
+        rope = RoPE2D(dims // heads, heads, 'mixed', impl=impl).to(device)
+
+        def step(rope=rope):
+            rope(qk, hw=hw).backward(grad)
+            rope.freqs.grad = qk.grad = None
+
+        steps[f'mixed {impl}'] = step
+    return steps
 
 
 def attention_steps(batch: int, device, amp) -> dict:
@@ -96,15 +124,19 @@ def vit_models(arch: dict, compile: bool) -> dict:
 def run(quick: bool = False, batch_size: int = None, iters: int = None,
         warmup: int = None, threads: int = None, compile: bool = False,
         device: str = 'auto', amp: str = 'auto') -> dict:
-    """``{'settings', 'attention': {variant: stats}, 'vit_step': {model:
-    stats}}``, stats with ``step_ms``, ``peak_mib``, ``time_ratio``,
-    ``mem_ratio`` against ``none`` / ``APE``."""
+    """``{'settings', 'rotation' | 'attention': {variant: stats},
+    'vit_step': {model: stats}}``, stats with ``step_ms``, ``peak_mib``,
+    ``time_ratio``, ``mem_ratio`` against ``mixed eager`` / ``none`` /
+    ``APE``."""
     device, amp = _timing.setup(device, amp, threads)
     batch_size = batch_size or (2 if quick else 8)
     iters = iters or (5 if quick else 20)
     warmup = warmup if warmup is not None else (1 if quick else 3)
     load_start = _load()
     torch.manual_seed(0)
+    rotation = _timing.measure(rotation_steps(batch_size, device), device,
+                               warmup, iters, batch_size)
+    _timing.add_ratios(rotation, 'mixed eager')
     attention = _timing.measure(attention_steps(batch_size, device, amp),
                                 device, warmup, iters, batch_size)
     _timing.add_ratios(attention, 'none')
@@ -125,13 +157,18 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
             warmup=warmup, compile=compile, load_start=load_start,
             load_end=_load(),
             vit='ViT-S' + (' (2 blocks)' if quick else '')),
-        attention=attention, vit_step=vit_step)
+        rotation=rotation, attention=attention, vit_step=vit_step)
 
 
 def summarize(result: dict) -> list:
     """Summary rows: every RoPE variant against its baseline."""
     targets = {'axial': '<= 1.03 (CPU fp32)', 'mixed': '<= 1.05 (CPU fp32)'}
     rows = [
+        _timing.comparison('rope_fast RoPE-Mixed ops ViT-S layer fwd+bwd',
+                           'mixed fast', result['rotation']['mixed fast'],
+                           'mixed eager', result['rotation']['mixed eager'])
+    ]
+    rows += [
         _timing.comparison('rope_fast attention ViT-S layer fwd+bwd', name,
                            stats, 'same layer without RoPE',
                            result['attention']['none'],
@@ -153,7 +190,7 @@ def markdown(result: dict) -> str:
     lines = [f"Load average {s['load_start']} -> {s['load_end']}; batch "
              f"{s['batch_size']}, {s['iters']} interleaved rounds.", '',
              '| comparison | variant | ms | x baseline |', '|---|---|---|---|']
-    for part in ('attention', 'vit_step'):
+    for part in ('rotation', 'attention', 'vit_step'):
         for name, stats in result[part].items():
             lines.append(f"| {part} | {name} | {stats['step_ms']:.1f} | "
                          f"{stats['time_ratio']:.3f} |")

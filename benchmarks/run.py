@@ -47,6 +47,8 @@ import time
 
 import _timing
 
+from mmpos.utils.cli import cli_main
+
 BENCHMARKS = {
     'droppos': 'droppos_step',
     'qbheat': 'qbheat_step',
@@ -196,6 +198,7 @@ def write_summary(entries: dict, settings: dict, out_dir: str,
     return summary
 
 
+@cli_main('run.py')
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--quick', action='store_true',

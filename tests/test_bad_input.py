@@ -23,8 +23,9 @@ from mmpos.datasets.transforms.crop_boxes import (CropBoxError,
                                                   check_crop_boxes)
 from mmpos.datasets.validate import coco_problems, seg_label_problems
 from mmpos.engine.hooks import CheckpointFitHook
+from mmpos.utils.cli import one_line
 from mmpos.utils.errors import BadInputError, CheckpointMismatchError
-from mmpos.utils.launch import (LaunchError, load_config, one_line,
+from mmpos.utils.launch import (LaunchError, load_config,
                                 use_safe_image_loading)
 
 SEG_CONFIG = 'configs/demo/upernet_vit-tiny-rope-mixed_mini-ade.py'
@@ -265,7 +266,8 @@ def test_validate_dataset_cli_lists_label_problems(ade_copy, capsys):
     values[0, 0] = 200
     Image.fromarray(values).save(label)
     tool = _tool('misc/validate_dataset')
-    with pytest.raises(SystemExit, match=r'^1 problem\(s\)$'):
+    with pytest.raises(SystemExit,
+                       match=r'^validate_dataset.py: error: 1 problem\(s\)$'):
         tool.main([SEG_CONFIG, '--cfg-options',
                    *data_root_options(ade_copy, 'ade')])
     out = capsys.readouterr().out.splitlines()

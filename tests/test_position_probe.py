@@ -124,7 +124,8 @@ def test_tool_on_mini_images_with_a_droppos_checkpoint(mini_data, tmp_path):
     assert saved['num_positions'] == 16 and saved['val_images'] == 8
     assert 0 <= saved['val_top1'] <= 100
     assert saved['chance'] == pytest.approx(6.25)
-    with pytest.raises(FileNotFoundError, match='missing.pth'):
+    with pytest.raises(SystemExit, match=r'^position_linear_probe.py: error: '
+                       r'.*missing.pth'):
         tool.main([str(ROOT / config), str(tmp_path / 'missing.pth'),
                    '--images', str(mini_data / 'unlabeled'),
                    '--img-size', '32', '--iters', '1'])

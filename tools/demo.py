@@ -24,6 +24,8 @@ import subprocess
 import sys
 import time
 
+from mmpos.utils.cli import cli_main
+
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 PRETRAIN = 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'
 STAGES = (
@@ -113,7 +115,8 @@ def pictures(run_dir, backbone, pretrained, transfer_checkpoints):
                   for f in files if f.endswith('.png') and f != 'chelsea.png')
 
 
-def main():
+@cli_main('demo.py')
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--data-root', default='data/mini')
     parser.add_argument('--work-dir', default='work_dirs/demo')
@@ -126,7 +129,7 @@ def main():
     parser.add_argument(
         '--from-scratch', action='store_true',
         help='skip pretraining: transfer stages start from random weights')
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     ensure_mini_data(args.data_root)
     run_dir = osp.join(args.work_dir, time.strftime('%Y%m%d_%H%M%S'))

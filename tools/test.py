@@ -10,11 +10,11 @@ The checkpoint must fit the model (every model tensor present with its
 shape); bad input is reported as one line ``test.py: error: ...`` as in
 ``tools/train.py``.
 """
-import os
-
 import mmpos  # noqa: F401  (registers mmpos modules)
 from mmpos.engine.hooks import CheckpointFitHook
-from mmpos.utils.launch import (LaunchError, build_runner, exit_on_bad_input,
+from mmpos.utils.cli import exit_on_bad_input
+from mmpos.utils.config_check import blame_config
+from mmpos.utils.launch import (build_runner, check_checkpoint_paths,
                                 finish_launch_config, launcher_parser,
                                 load_launch_config, parse_common,
                                 remove_partial_output)
@@ -30,10 +30,9 @@ def parse_args(argv=None):
 
 
 def build_test_config(args):
-    if not os.path.isfile(args.checkpoint):
-        raise LaunchError(f'checkpoint not found: {args.checkpoint}')
     cfg = load_launch_config(args)
     cfg.load_from = args.checkpoint
+    check_checkpoint_paths(cfg, 'checkpoint')
     return finish_launch_config(cfg, args, ('test', ))
 
 
@@ -41,7 +40,8 @@ def main(argv=None):
     args = parse_args(argv)
     with exit_on_bad_input('test.py'):
         cfg = build_test_config(args)
-        with remove_partial_output(cfg.work_dir):
+        with remove_partial_output(cfg.work_dir), \
+                blame_config(cfg, args.cfg_options):
             runner = build_runner(cfg, CheckpointFitHook(args.checkpoint))
             metrics = runner.test()
     if args.out and runner.rank == 0:

@@ -9,24 +9,25 @@ mmpretrain's registry. Examples::
     bash tools/dist_train.sh CONFIG 8 [same options]
 
 Bad input (a misspelled config key, a missing or unfitting checkpoint, bad
-annotations, an unreadable image, an input size the backbone cannot take) is
+annotations, an unreadable image, an input size the backbone cannot take, a
+config value a constructor rejects, a work dir another run holds) is
 reported as one line ``train.py: error: ...`` with exit status 1, and a run
 that fails before its first iteration leaves nothing behind in the work dir
 (see README, "Bad input and failure behaviour"; ``MMPOS_DEBUG=1`` shows the
 traceback).
 """
-import os
-
 import torch
-from mmengine.runner import find_latest_checkpoint
 
 import mmpos  # noqa: F401  (registers mmpos modules)
 from mmpos.engine.hooks import CheckpointFitHook, NonFiniteLossError
+from mmpos.utils.cli import exit_on_bad_input
+from mmpos.utils.config_check import blame_config
 from mmpos.utils.launch import (LaunchError, build_runner,
                                 check_checkpoint_paths, check_work_dir,
-                                exit_on_bad_input, finish_launch_config,
-                                launcher_parser, load_launch_config,
-                                parse_common, remove_partial_output)
+                                finish_launch_config, launcher_parser,
+                                load_launch_config, parse_common,
+                                remove_partial_output, resume_checkpoint,
+                                work_dir_lock)
 
 
 def parse_args(argv=None):
@@ -52,14 +53,13 @@ def parse_args(argv=None):
 def build_train_config(args):
     cfg = load_launch_config(args)
 
-    if args.resume == 'auto':
-        cfg.resume, cfg.load_from = True, None
-    elif args.resume is not None:
-        if not os.path.isfile(args.resume):
-            raise LaunchError(f'--resume checkpoint not found: {args.resume}')
-        cfg.resume, cfg.load_from = True, args.resume
     check_work_dir(cfg.work_dir, resume=args.resume is not None)
-    check_checkpoint_paths(cfg)
+    if args.resume == 'auto':
+        cfg.resume, cfg.load_from = True, resume_checkpoint(cfg.work_dir)
+    elif args.resume is not None:
+        cfg.resume, cfg.load_from = True, args.resume
+    check_checkpoint_paths(cfg, '--resume checkpoint' if args.resume
+                           else 'load_from checkpoint')
 
     if args.amp:
         if not torch.cuda.is_available():
@@ -73,11 +73,8 @@ def build_train_config(args):
 def checkpoint_fit_hook(cfg, args):
     """The checkpoint the runner will load, checked against the model:
     strictly when resuming, leniently for ``load_from`` (fine-tuning)."""
-    if args.resume == 'auto':
-        path = find_latest_checkpoint(cfg.work_dir)
-    else:
-        path = cfg.get('load_from')
-    return CheckpointFitHook(path, strict=args.resume is not None)
+    return CheckpointFitHook(cfg.get('load_from'),
+                             strict=args.resume is not None)
 
 
 def main(argv=None):
@@ -90,7 +87,9 @@ def main(argv=None):
 
     with exit_on_bad_input('train.py', (NonFiniteLossError, )):
         cfg = build_train_config(args)
-        with remove_partial_output(cfg.work_dir, keep=trained):
+        with work_dir_lock(cfg.work_dir) as existed, \
+                remove_partial_output(cfg.work_dir, trained, existed), \
+                blame_config(cfg, args.cfg_options):
             runner = build_runner(cfg, checkpoint_fit_hook(cfg, args))
             runner.train()
 

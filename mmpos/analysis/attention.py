@@ -24,6 +24,9 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import Tensor
 
+from mmpos.utils.checkpoint_io import load_local_checkpoint
+from mmpos.utils.errors import BadInputError, CheckpointMismatchError
+
 IMAGENET_MEAN = (123.675, 116.28, 103.53)
 IMAGENET_STD = (58.395, 57.12, 57.375)
 IMAGE_EXTS = ('.jpg', '.jpeg', '.png', '.bmp')
@@ -130,7 +133,8 @@ def build_backbone(config: str, checkpoint: Optional[str] = None,
     elif 'backbone' in cfg:
         backbone_cfg = cfg.backbone
     else:
-        raise KeyError(f'{config}: has neither model.backbone nor backbone')
+        raise BadInputError(
+            f'{config}: has neither model.backbone nor backbone')
     backbone_cfg = dict(backbone_cfg)
     backbone_cfg['type'] = backbone_cfg['type'].split('.')[-1]
     backbone_cfg.pop('init_cfg', None)
@@ -138,18 +142,19 @@ def build_backbone(config: str, checkpoint: Optional[str] = None,
     if not hasattr(backbone, 'layers') or not all(
             hasattr(layer, 'attn') and hasattr(layer.attn, 'qkv')
             for layer in backbone.layers):
-        raise TypeError(f'{config}: backbone {backbone_cfg["type"]} has no '
-                        '`layers[i].attn.qkv`; a RoPEVisionTransformer is '
-                        'expected')
+        raise BadInputError(
+            f'{config}: backbone {backbone_cfg["type"]} has no '
+            '`layers[i].attn.qkv`; a RoPEVisionTransformer is expected')
     if checkpoint:
-        state = torch.load(checkpoint, map_location='cpu', weights_only=False)
+        state = load_local_checkpoint(checkpoint, map_location='cpu')
         state = state.get('state_dict', state)
         sub = {k[len('backbone.'):]: v for k, v in state.items()
                if k.startswith('backbone.')}
         missing, unexpected = backbone.load_state_dict(sub or state,
                                                        strict=False)
         if len(missing) == len(backbone.state_dict()):
-            raise KeyError(f'{checkpoint}: no backbone weights found')
+            raise CheckpointMismatchError(
+                f'{checkpoint}: no backbone weights found')
     return backbone.to(device).eval()
 
 

@@ -328,7 +328,11 @@ def load_manifest(path: str, root: Optional[str] = None) -> Manifest:
     Raises :class:`ManifestError` naming the offending key.
     """
     with open(path) as f:
-        data = yaml.safe_load(f) or {}
+        try:
+            data = yaml.safe_load(f) or {}
+        except yaml.YAMLError as err:
+            raise ManifestError(f'{path}: not valid YAML: '
+                                f'{" ".join(str(err).split())}') from None
     if root is None:
         here = osp.dirname(osp.abspath(path))
         parts = here.split(osp.sep)

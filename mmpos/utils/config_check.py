@@ -12,9 +12,16 @@ registry. :func:`config_key_problems` finds both, with a close match from
 * an argument of ``model.backbone``, and any key that ``--cfg-options`` adds
   to a dict with a ``type``, that the registered class's ``__init__`` does
   not take (classes taking ``**kwargs`` are not checked).
+
+A value that a constructor rejects while the runner builds (e.g.
+``model.backbone.rope_type='spiral'``, ``optim_wrapper.optimizer.lr=-1``)
+is reported with the config key that carried it by :func:`blame_config`.
 """
+import contextlib
 import difflib
+import functools
 import inspect
+import re
 from typing import Iterable, List, Optional
 
 from mmengine.registry import (DATA_SAMPLERS, DATASETS, EVALUATOR, HOOKS,
@@ -22,8 +29,10 @@ from mmengine.registry import (DATA_SAMPLERS, DATASETS, EVALUATOR, HOOKS,
                                OPTIM_WRAPPER_CONSTRUCTORS, OPTIM_WRAPPERS,
                                OPTIMIZERS, PARAM_SCHEDULERS, RUNNERS,
                                TASK_UTILS, TRANSFORMS, VISBACKENDS,
-                               VISUALIZERS)
+                               VISUALIZERS, Registry)
 from mmengine.runner import Runner
+
+from .errors import BadInputError
 
 # Top-level keys read by something other than Runner.__init__'s arguments.
 OTHER_TOP_LEVEL_KEYS = frozenset({
@@ -157,7 +166,142 @@ def config_key_problems(cfg, new_keys: Iterable[str] = ()) -> List[str]:
     return problems
 
 
+# What a constructor raises for an argument it rejects.
+CONSTRUCTOR_ERRORS = (ValueError, TypeError, AssertionError, KeyError)
+_FAILED_BUILD = '_mmpos_failed_build'  # attribute set on the exception
+
+
+def _type_name(type_) -> Optional[str]:
+    """``'mmdet.FPN'`` -> ``'FPN'``; a class -> its name."""
+    if inspect.isclass(type_) or inspect.isfunction(type_):
+        return type_.__name__
+    return type_.rsplit('.', 1)[-1] if isinstance(type_, str) else None
+
+
+def _typed_dicts(node, where):
+    """``(where, dict)`` of every dict with a ``type`` under ``node``."""
+    if isinstance(node, dict):
+        if 'type' in node:
+            yield where, node
+        for key, value in node.items():
+            yield from _typed_dicts(value, f'{where}.{key}' if where else key)
+    elif isinstance(node, (list, tuple)):
+        for i, value in enumerate(node):
+            yield from _typed_dicts(value, f'{where}.{i}')
+
+
+def _mentions(message: str, key: str, value) -> bool:
+    """Whether ``message`` names ``key`` (quoted) or shows ``value``."""
+    if f"'{key}'" in message:
+        return True
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, str):
+        return repr(value) in message or (len(value) > 2 and
+                                          value in message)
+    if isinstance(value, (int, float)):
+        shown = {str(value), repr(value)}
+        return any(re.search(rf'(?<![\w.]){re.escape(v)}(?![\w]|\.\d)',
+                             message) for v in shown)
+    return False
+
+
+def _equal(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # e.g. tensors of several elements
+        return False
+
+
+def blamed_keys(cfg_dict: dict, built: dict, message: str,
+                option_keys: Iterable[str] = ()) -> List[str]:
+    """Config keys (dotted) that may carry the value ``message`` rejects.
+
+    Args:
+        cfg_dict: the config as a plain dict.
+        built: the dict whose build raised (its ``type`` and arguments).
+        message: the error message.
+        option_keys: ``--cfg-options`` keys, listed first when they match.
+
+    Returns:
+        Keys of the config dicts of the same class whose value is the one
+        passed to the build and is shown (or whose name is quoted) in the
+        message.
+    """
+    name = _type_name(built.get('type'))
+    found = []
+    for where, node in _typed_dicts(cfg_dict, ''):
+        if _type_name(node.get('type')) != name:
+            continue
+        for key, value in node.items():
+            if key == 'type' or isinstance(value, (dict, list, tuple)):
+                continue
+            if key in built and not _equal(built[key], value):
+                continue
+            if _mentions(message, key, value):
+                found.append(f'{where}.{key}')
+    options = set(option_keys)
+    return sorted(found, key=lambda k: k not in options)
+
+
+def _tag_failed_builds(build):
+    """Wrap ``Registry.build`` so that an exception remembers the innermost
+    config dict whose build raised it."""
+
+    @functools.wraps(build)
+    def wrapper(self, cfg, *args, **kwargs):
+        try:
+            return build(self, cfg, *args, **kwargs)
+        except Exception as err:
+            if not hasattr(err, _FAILED_BUILD) and isinstance(cfg, dict):
+                try:
+                    setattr(err, _FAILED_BUILD, dict(cfg))
+                except AttributeError:  # exceptions without a __dict__
+                    pass
+            raise
+
+    return wrapper
+
+
+@contextlib.contextmanager
+def blame_config(cfg, cfg_options: Optional[dict] = None):
+    """Report a value that a constructor rejects with its config key.
+
+    While the block runs (building the runner, training, testing), an error
+    of :data:`CONSTRUCTOR_ERRORS` raised by building a config dict through a
+    registry becomes a :class:`~mmpos.utils.errors.BadInputError`
+    ``<key>=<value>: <Class> rejected it: <message>`` when a key of that
+    dict in ``cfg`` can be named (:func:`blamed_keys`). Anything else, e.g.
+    an error no config value explains, keeps its traceback.
+    """
+    cfg_dict = cfg.to_dict() if hasattr(cfg, 'to_dict') else dict(cfg)
+    build = Registry.build
+    Registry.build = _tag_failed_builds(build)
+    try:
+        yield
+    except CONSTRUCTOR_ERRORS as err:
+        built = getattr(err, _FAILED_BUILD, None)
+        if built is None or isinstance(err, BadInputError):
+            raise
+        message = ' '.join(str(err).split())
+        keys = blamed_keys(cfg_dict, built, message, cfg_options or {})
+        if not keys:
+            raise
+        value = _lookup_value(cfg_dict, keys[0])
+        raise BadInputError(
+            f'{keys[0]}={value!r}: {_type_name(built.get("type"))} rejected '
+            f'it: {type(err).__name__}: {message}') from err
+    finally:
+        Registry.build = build
+
+
+def _lookup_value(cfg_dict, key):
+    parent, _ = _lookup(cfg_dict, key.split('.'))
+    return parent[key.rsplit('.', 1)[-1]]
+
+
 __all__ = [
-    'accepted_arguments', 'config_key_problems', 'new_option_keys',
-    'resolve_type', 'top_level_keys', 'unknown_arguments'
+    'accepted_arguments', 'blame_config', 'blamed_keys',
+    'config_key_problems', 'new_option_keys', 'resolve_type',
+    'top_level_keys', 'unknown_arguments'
 ]

@@ -1,8 +1,9 @@
 """Errors caused by what the user gave mmpos: data, configs, checkpoints.
 
-``tools/train.py`` and ``tools/test.py`` print these as one line,
-``<tool>: error: <message>``, and exit with status 1 (set ``MMPOS_DEBUG=1``
-for the traceback). Every message names the file, key or value at fault.
+Every tool prints these as one line, ``<tool>: error: <message>``, and exits
+with status 1 (set ``MMPOS_DEBUG=1`` for the traceback; see
+:func:`mmpos.utils.cli.cli_main`). Every message names the file, key or
+value at fault.
 """
 
 
@@ -15,4 +16,9 @@ class CheckpointMismatchError(BadInputError, RuntimeError):
     ``RuntimeError``, what mmengine raises for strict loading)."""
 
 
-__all__ = ['BadInputError', 'CheckpointMismatchError']
+class CheckpointReadError(BadInputError):
+    """A file that is not a complete PyTorch checkpoint (truncated by an
+    interrupted write or a full disk, empty, or another format)."""
+
+
+__all__ = ['BadInputError', 'CheckpointMismatchError', 'CheckpointReadError']

@@ -4,19 +4,23 @@ They make one launcher serve mmpretrain, mmdet and mmseg configs (the
 config's ``default_scope`` decides which library's registries are used) and
 let the same command run distributed on CPU-only machines, where mmengine's
 own ``init_dist`` would call ``torch.cuda.set_device`` and fail. They also
-turn bad input into one line (:func:`exit_on_bad_input`), check configs and
-checkpoint paths before anything is built, load images with
+turn bad input into one line (:func:`~mmpos.utils.cli.exit_on_bad_input`),
+check configs and checkpoints before anything is built, keep a second run
+off a work dir in use (:func:`work_dir_lock`), load images with
 ``SafeLoadImageFromFile`` (:func:`use_safe_image_loading`) and clean up after
 a run that failed before training (:func:`remove_partial_output`).
 """
 import argparse
 import contextlib
+import fcntl
 import os
 import os.path as osp
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import time
 
 import torch
 import torch.distributed as torch_dist
@@ -24,7 +28,7 @@ from mmengine.config import Config, DictAction
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
-from .checkpoint_io import UnsafeCheckpointError
+from .checkpoint_io import check_checkpoint_file, checkpoint_problem
 from .config_check import config_key_problems, new_option_keys
 from .errors import BadInputError
 
@@ -35,56 +39,31 @@ LOAD_IMAGE_TYPES = frozenset(
 SAFE_LOAD_IMAGE = 'mmpretrain.SafeLoadImageFromFile'
 
 
-class LaunchError(RuntimeError):
+class LaunchError(BadInputError):
     """A problem with the user's command line or config, reported in one line."""
 
 
-# Errors that the tools print as one line (MMPOS_DEBUG=1: traceback).
-USER_ERRORS = (LaunchError, BadInputError, UnsafeCheckpointError,
-               FileNotFoundError)
-
-
-def one_line(err: BaseException) -> str:
-    """The message of ``err`` on one line.
-
-    An exception raised in a DataLoader worker comes back as ``Caught X in
-    DataLoader worker process 0. Original Traceback ... X: message``; only
-    the original message is kept.
-    """
-    text = str(err).strip()
-    if 'Original Traceback' in text:  # last line: 'pkg.mod.Error: message'
-        text = re.sub(r'^[A-Za-z_][\w.]*: ', '', text.splitlines()[-1])
-    return ' '.join(text.split())
+def global_rank() -> int:
+    """This process' rank before any process group exists: ``RANK``
+    (torchrun) or ``SLURM_PROCID`` (srun), else 0."""
+    return int(os.environ.get('RANK', os.environ.get('SLURM_PROCID', 0)))
 
 
 @contextlib.contextmanager
-def exit_on_bad_input(prog: str, errors=()):
-    """Turn :data:`USER_ERRORS` (and ``errors``) into ``sys.exit`` with the
-    one-line message ``<prog>: error: <message>``, unless ``MMPOS_DEBUG``
-    is set (then the traceback is shown)."""
-    try:
-        yield
-    except USER_ERRORS + tuple(errors) as err:
-        if os.environ.get('MMPOS_DEBUG'):
-            raise
-        sys.exit(f'{prog}: error: {one_line(err)}')
-
-
-@contextlib.contextmanager
-def remove_partial_output(work_dir: str, keep=lambda: False):
+def remove_partial_output(work_dir: str, keep=lambda: False, existed=None):
     """On any failure, delete what the run created in ``work_dir`` unless
     ``keep()`` says it produced something (e.g. trained an iteration).
 
-    A work dir that did not exist is removed as a whole; in an existing one
-    only the entries that are new are removed, never what was there before.
-    Only rank 0 deletes.
+    A work dir that did not exist (``existed``; default: whether it exists
+    now) is removed as a whole; in an existing one only the entries that are
+    new are removed, never what was there before. Only rank 0 deletes.
     """
-    existed = osp.isdir(work_dir)
+    existed = osp.isdir(work_dir) if existed is None else existed
     before = set(os.listdir(work_dir)) if existed else set()
     try:
         yield
     except BaseException:
-        if int(os.environ.get('RANK', 0)) == 0 and not keep():
+        if global_rank() == 0 and not keep():
             if not existed:
                 shutil.rmtree(work_dir, ignore_errors=True)
             elif osp.isdir(work_dir):
@@ -154,7 +133,7 @@ def finish_launch_config(cfg, args, splits, train_on_error='raise'):
     # mmpos.datasets imports mmpos.utils: imported here, not at the top.
     from mmpos.datasets.validate import check_config_datasets
     use_safe_image_loading(cfg, train_on_error)
-    if not args.skip_data_check and int(os.environ.get('RANK', 0)) == 0:
+    if not args.skip_data_check and global_rank() == 0:
         check_config_datasets(cfg, splits)
     prepare_cpu_distributed(cfg, args.launcher)
     return cfg
@@ -219,11 +198,14 @@ def resolve_work_dir(cfg, config_path, work_dir=None):
 
 
 def check_work_dir(work_dir, resume):
-    """Refuse to start a fresh run on top of another run's checkpoints.
+    """Refuse a work dir that a running run holds (:func:`work_dir_lock`),
+    and a fresh run on top of another run's checkpoints.
 
     mmengine names checkpoints ``iter_N.pth``/``epoch_N.pth``, so a second
     fresh run in the same work dir would silently overwrite the first one's.
     """
+    with work_dir_lock(work_dir, create=False):
+        pass
     marker = osp.join(work_dir, 'last_checkpoint')
     if resume or not osp.isfile(marker):
         return
@@ -232,6 +214,105 @@ def check_work_dir(work_dir, resume):
     raise LaunchError(
         f'work dir {work_dir} already holds checkpoints (last: {last}); '
         'pass --resume to continue that run or choose another --work-dir')
+
+
+LOCK_FILE = '.mmpos_run.lock'
+
+
+@contextlib.contextmanager
+def work_dir_lock(work_dir, create=True):
+    """Hold ``work_dir``'s lock while a run writes into it.
+
+    The lock is an ``flock`` on ``<work_dir>/.mmpos_run.lock``, which holds
+    the PID, host, start time and command line of its owner; a second run
+    on the same work dir is refused with :class:`LaunchError` naming them.
+    The kernel drops the lock when its process ends, so a crashed or
+    killed run never leaves a stuck lock (flock is local to a machine:
+    runs on two hosts sharing a network file system are not excluded).
+    Only rank 0 locks; the file is removed when the block ends.
+
+    Args:
+        create: create the work dir (and the lock file) if missing;
+            ``False`` only checks that no run holds an existing lock.
+
+    Yields:
+        bool: whether the work dir existed before.
+    """
+    existed = osp.isdir(work_dir)
+    path = osp.join(work_dir, LOCK_FILE)
+    if global_rank() != 0 or not (create or
+                                                   osp.isfile(path)):
+        yield existed
+        return
+    os.makedirs(work_dir, exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            with os.fdopen(fd) as f:
+                owner = ' '.join(f.read().split()) or 'unknown'
+            raise LaunchError(
+                f'work dir {work_dir} is in use by another run ({owner}; '
+                f'lock {path}); wait for it to end or choose another '
+                '--work-dir') from None
+        try:  # the owner may have removed the file while we opened it
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    try:
+        if create:
+            owner = (f'pid {os.getpid()} on {socket.gethostname()}, started '
+                     f'{time.strftime("%Y-%m-%d %H:%M:%S")}: '
+                     f'{" ".join(sys.argv)}')
+            os.ftruncate(fd, 0)
+            os.write(fd, owner.encode())
+        yield existed
+    finally:
+        if create and osp.isfile(path) and \
+                os.stat(path).st_ino == os.fstat(fd).st_ino:
+            os.remove(path)
+        os.close(fd)
+
+
+def saved_checkpoints(folder):
+    """``iter_N.pth`` / ``epoch_N.pth`` in ``folder``, newest (largest N)
+    first."""
+    found = []
+    for name in os.listdir(folder) if osp.isdir(folder) else []:
+        match = re.fullmatch(r'(?:iter|epoch)_(\d+)\.pth', name)
+        if match:
+            found.append((int(match.group(1)), osp.join(folder, name)))
+    return [path for _, path in sorted(found, reverse=True)]
+
+
+def resume_checkpoint(work_dir):
+    """The checkpoint ``--resume`` without a value continues from: the one
+    ``<work_dir>/last_checkpoint`` names (``None`` without that file).
+
+    Raises:
+        LaunchError: when that checkpoint cannot be read
+            (:func:`~mmpos.utils.checkpoint_io.checkpoint_problem`), naming
+            it and the newest intact checkpoint beside it.
+    """
+    marker = osp.join(work_dir, 'last_checkpoint')
+    if not osp.isfile(marker):
+        return None
+    with open(marker) as f:
+        latest = f.read().strip()
+    problem = checkpoint_problem(latest) if latest else \
+        f'{marker} is empty'
+    if problem is None:
+        return latest
+    folder = osp.dirname(latest) if latest else work_dir
+    intact = [p for p in saved_checkpoints(folder)
+              if p != latest and checkpoint_problem(p) is None]
+    hint = (f'the newest intact one is {intact[0]}: pass --resume '
+            f'{intact[0]}' if intact else f'no intact checkpoint in {folder}')
+    raise LaunchError(f'--resume: the newest checkpoint {latest or "?"} '
+                      f'cannot be read ({problem}); {hint}')
 
 
 def _is_local(path) -> bool:
@@ -250,19 +331,28 @@ def _pretrained_inits(node, where):
             yield from _pretrained_inits(value, f'{where}.{i}')
 
 
-def check_checkpoint_paths(cfg):
-    """Refuse local checkpoints that do not exist before anything is built:
-    ``load_from`` and every ``init_cfg=dict(type='Pretrained', ...)``
-    (mmengine would fail after creating the work dir, or, for a Pretrained
-    init of a module that is not mmpos', warn and train from random)."""
+def check_checkpoint_paths(cfg, load_from_what='load_from checkpoint'):
+    """Refuse local checkpoints that do not exist or are no complete
+    checkpoint files (:func:`~mmpos.utils.checkpoint_io.checkpoint_problem`)
+    before anything is built: ``load_from`` (named ``load_from_what``) and
+    every ``init_cfg=dict(type='Pretrained', ...)`` (mmengine would fail
+    after creating the work dir, or, for a Pretrained init of a module that
+    is not mmpos', warn and train from random)."""
     load_from = cfg.get('load_from')
-    if _is_local(load_from) and not osp.isfile(osp.expanduser(load_from)):
-        raise LaunchError(f'load_from checkpoint not found: {load_from}')
+    if _is_local(load_from):
+        _check_checkpoint(load_from, load_from_what)
     for where, init in _pretrained_inits(cfg.get('model'), 'model'):
         path = init.get('checkpoint')
-        if _is_local(path) and not osp.isfile(osp.expanduser(path)):
-            raise LaunchError(f'{where}.checkpoint: pretrained checkpoint '
-                              f'not found: {path}')
+        if _is_local(path):
+            _check_checkpoint(path, f'{where}.checkpoint: pretrained '
+                              'checkpoint')
+
+
+def _check_checkpoint(path, what):
+    try:
+        check_checkpoint_file(osp.expanduser(path), what)
+    except FileNotFoundError as err:  # a launch problem, not an OSError
+        raise LaunchError(str(err)) from None
 
 
 def _use_safe_loader(node, on_error) -> int:

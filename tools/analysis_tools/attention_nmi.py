@@ -32,6 +32,7 @@ from mmpos.analysis.attention import (IMAGENET_MEAN, IMAGENET_STD,  # noqa
                                       resize_for, upsample_map,
                                       write_rows)
 from mmpos.analysis.metrics import attention_distance, attention_nmi  # noqa
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def parse_point(text):
@@ -61,6 +62,7 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+@cli_main('attention_nmi.py')
 def main(argv=None):
     args = parse_args(argv)
     backbone = build_backbone(args.config, args.checkpoint)

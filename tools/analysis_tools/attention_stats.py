@@ -27,6 +27,7 @@ from mmpos.analysis.attention import (build_backbone, list_images,  # noqa
                                       load_images, record_attention,
                                       resize_for, write_rows)
 from mmpos.analysis.metrics import attention_distance, attention_entropy  # noqa
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -59,6 +60,7 @@ def layer_stats(backbone, paths, size, batch_size):
     return (sums / len(paths)).tolist()
 
 
+@cli_main('attention_stats.py')
 def main(argv=None):
     args = parse_args(argv)
     backbone = build_backbone(args.config, args.checkpoint)

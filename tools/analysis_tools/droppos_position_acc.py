@@ -28,6 +28,8 @@ from typing import Dict, Iterable, Sequence, Tuple
 
 import torch
 
+from mmpos.utils.cli import cli_main
+
 GAMMAS = (0., .25, .5, .75)
 GAMMAS_POS = (.25, .5, .75, .95)
 
@@ -140,7 +142,8 @@ def build_batches(cfg, args, model):
         yield model.data_preprocessor(data, False)['inputs']
 
 
-def main():
+@cli_main('droppos_position_acc.py')
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')
     parser.add_argument('checkpoint')
@@ -154,7 +157,7 @@ def main():
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--out', help='write the table (.md or .csv)')
     parser.add_argument('--plot', help='write a heatmap PNG of the table')
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     from mmengine.config import Config
     from mmengine.registry import init_default_scope

@@ -29,6 +29,7 @@ import sys
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, ROOT)
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 PAPER_RESOLUTIONS = (96, 128, 160, 192, 224, 288, 384, 448, 512)
 RESIZES = ('ResizeEdge', 'Resize')
@@ -236,6 +237,7 @@ def run(args):
     return rows
 
 
+@cli_main('multires_eval.py')
 def main(argv=None):
     parser, args = parse_args(argv)
     try:

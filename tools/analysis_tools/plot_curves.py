@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 from mmpos.benchmark.results import load_scalars, scalar_files  # noqa: E402
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -42,6 +43,7 @@ def series(work_dir, key):
             for f in files for i, r in enumerate(load_scalars(f)) if key in r]
 
 
+@cli_main('plot_curves.py')
 def main(argv=None):
     args = parse_args(argv)
     labels = args.labels or [osp.basename(osp.normpath(d))

@@ -25,6 +25,8 @@ import sys
 
 import torch
 
+from mmpos.utils.cli import cli_main
+
 
 def build_probe(config: str, checkpoint: str, img_size: int,
                 pos_mask_ratio: float):
@@ -55,6 +57,7 @@ def build_probe(config: str, checkpoint: str, img_size: int,
                                pos_mask_ratio)
 
 
+@cli_main('position_linear_probe.py')
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')

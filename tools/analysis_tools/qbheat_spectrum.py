@@ -23,6 +23,9 @@ from typing import Dict
 
 import torch
 
+from mmpos.utils.checkpoint_io import load_local_checkpoint
+from mmpos.utils.cli import cli_main
+
 
 def load_models(state: Dict[str, torch.Tensor], num_explicit=None,
                 positions=('corner', 'center'), prefix='neck.'):
@@ -102,6 +105,7 @@ def plot(spec: Dict[str, dict], path: str):
     plt.close(fig)
 
 
+@cli_main('qbheat_spectrum.py')
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('checkpoint', help='QB-Heat checkpoint (.pth)')
@@ -116,8 +120,7 @@ def main(argv=None):
                         help="the predictor's `positions`, in order")
     args = parser.parse_args(argv)
     try:
-        ckpt = torch.load(args.checkpoint, map_location='cpu',
-                          weights_only=False)
+        ckpt = load_local_checkpoint(args.checkpoint, map_location='cpu')
     except (OSError, RuntimeError) as e:
         parser.error(f'cannot read checkpoint {args.checkpoint}: {e}')
     state = ckpt.get('state_dict', ckpt)

@@ -31,6 +31,7 @@ from mmpos.analysis.fourier import (frequency_mask, point_target,  # noqa
                                     reconstruct, reconstruction_error)
 from mmpos.models.layers.rope import (axial_frequencies,  # noqa: E402
                                       mixed_frequencies)
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -69,6 +70,7 @@ def learnt_frequencies(args):
             rope.head_dim)
 
 
+@cli_main('rope_fourier.py')
 def main(argv=None):
     args = parse_args(argv)
     if args.config:

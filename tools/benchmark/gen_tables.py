@@ -24,6 +24,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 from mmpos.benchmark.manifest import ManifestError, load_manifest  # noqa: E402
 from mmpos.benchmark.tables import (generate, model_zoo_markdown,  # noqa
                                     update_readmes)
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -46,6 +47,7 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+@cli_main('gen_tables.py')
 def main(argv=None):
     args = parse_args(argv)
     try:

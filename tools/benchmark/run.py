@@ -25,6 +25,7 @@ sys.path.insert(0, ROOT)
 
 from mmpos.benchmark.launch import plan, shell_line  # noqa: E402
 from mmpos.benchmark.manifest import ManifestError, load_manifest  # noqa
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -42,6 +43,7 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+@cli_main('run.py')
 def main(argv=None):
     args = parse_args(argv)
     try:

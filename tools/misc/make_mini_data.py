@@ -18,6 +18,7 @@ ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 from mmpos.datasets.mini_data import make_all  # noqa: E402
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 DATASETS = ('coco', 'ade', 'unlabeled')
 CHOICES = DATASETS + ('cls', )
@@ -47,6 +48,7 @@ def parse_args(argv=None):
     return parser, parser.parse_args(argv)
 
 
+@cli_main('make_mini_data.py')
 def main(argv=None):
     parser, args = parse_args(argv)
     start = time.time()

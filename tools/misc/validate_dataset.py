@@ -21,7 +21,8 @@ from mmengine.config import DictAction  # noqa: E402
 
 import mmpos  # noqa: F401,E402  (registers mmpos modules)
 from mmpos.datasets.validate import config_problems  # noqa: E402
-from mmpos.utils.launch import exit_on_bad_input, load_config  # noqa: E402
+from mmpos.utils.launch import load_config  # noqa: E402
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -38,12 +39,12 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+@cli_main('validate_dataset.py')
 def main(argv=None):
     args = parse_args(argv)
-    with exit_on_bad_input('validate_dataset.py'):
-        cfg = load_config(args.config, args.cfg_options)
-        problems = list(islice(config_problems(cfg, args.splits),
-                               args.max_problems))
+    cfg = load_config(args.config, args.cfg_options)
+    problems = list(islice(config_problems(cfg, args.splits),
+                           args.max_problems))
     for problem in problems:
         print(problem)
     if problems:

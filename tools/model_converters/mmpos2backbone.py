@@ -45,6 +45,7 @@ from mmpos.utils.checkpoint_convert import (  # noqa: E402
     ConversionError, check_and_save, extract_backbone, find_positional_field,
     load_training_checkpoint, positional_field_to_ape, save_state_dict,
     unwrap_state_dict)
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -106,6 +107,7 @@ def export_field(state_dict, backbone, args, model):
     return backbone, list(grid)
 
 
+@cli_main('mmpos2backbone.py')
 def main(argv=None):
     parser, args = parse_args(argv)
     try:

@@ -27,6 +27,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
 from mmpos.utils.checkpoint_convert import (  # noqa: E402
     convert_official_rope_vit, infer_vit_config, resolve_rope_type,
     vit_converter_main)
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def convert(source, args):
@@ -42,6 +43,7 @@ def convert(source, args):
     return state_dict, infer_vit_config(state_dict, num_heads, rope_type)
 
 
+@cli_main('rope_vit_official2mmpos.py')
 def main(argv=None):
     vit_converter_main(
         argv, __doc__, 'rope_vit_official2mmpos',

@@ -37,6 +37,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
 from mmpos.utils.checkpoint_convert import (  # noqa: E402
     convert_timm_vit, infer_vit_config, resolve_rope_type,
     vit_converter_main)
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def convert(source, args):
@@ -48,6 +49,7 @@ def convert(source, args):
                                         rope_type)
 
 
+@cli_main('timm2mmpos.py')
 def main(argv=None):
     vit_converter_main(
         argv, __doc__, 'timm2mmpos', src_help='timm checkpoint',

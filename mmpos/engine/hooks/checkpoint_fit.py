@@ -65,7 +65,13 @@ class CheckpointFitHook(Hook):
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
         model = runner.model.module if is_model_wrapper(
             runner.model) else runner.model
-        state = checkpoint.get('state_dict', checkpoint)
+        name = f'{self.checkpoint or "the checkpoint"}'
+        state = checkpoint.get('state_dict', checkpoint) if isinstance(
+            checkpoint, dict) else checkpoint
+        if not isinstance(state, dict):
+            raise CheckpointMismatchError(
+                f'{name} holds a {type(state).__name__}, not a checkpoint '
+                '(a dict of tensors, or one under state_dict)')
         # The Runner strips DDP's 'module.' prefix (its revise_keys).
         state = {re.sub(r'^module\.', '', k): v for k, v in state.items()
                  if isinstance(v, torch.Tensor)}
@@ -74,7 +80,6 @@ class CheckpointFitHook(Hook):
                  if state[k].shape != own[k]]
         fits = set(state) & set(own) - set(wrong)
         missing = set(own) - set(state)
-        name = f'{self.checkpoint or "the checkpoint"}'
         what = type(model).__name__
         if not fits:
             raise CheckpointMismatchError(

@@ -8,12 +8,14 @@ initialised backbone that trains and evaluates as if nothing were wrong (the
 classic silent failure of transfer benchmarks). :func:`load_pretrained` is
 used instead; it
 
-1. refuses a path that does not exist (``checkpoint=None`` is an explicit
+1. refuses a path that does not exist or is not a complete checkpoint file
+   (truncated, empty, another format; ``checkpoint=None`` is an explicit
    random initialisation and is logged as a warning);
-2. loads with ``torch.load(weights_only=True)``; an mmengine training
-   checkpoint (what every pretraining run writes) needs its message hub
-   unpickled and goes through :func:`mmpos.utils.checkpoint_io.
-   load_local_checkpoint`, which accepts only mmengine's own classes;
+2. loads with :func:`mmpos.utils.checkpoint_io.load_local_checkpoint`:
+   ``torch.load(weights_only=True)``, or for an mmengine training
+   checkpoint (what every pretraining run writes, its message hub needs
+   unpickling) ``weights_only=False`` after checking that it pickles only
+   mmengine's own classes;
 3. unwraps ``state_dict`` / ``model`` and strips ``prefix`` (keys without it
    are dropped: ``backbone.`` keeps the student backbone of a pretraining
    checkpoint and leaves heads, necks and teachers out); a checkpoint in
@@ -24,15 +26,14 @@ used instead; it
 """
 import logging
 import os.path as osp
-import pickle
 from typing import Iterable, Optional, Tuple
 
 import torch
 import torch.nn as nn
 from mmengine.logging import print_log
 
-from mmpos.utils.checkpoint_io import load_local_checkpoint
-from mmpos.utils.errors import CheckpointMismatchError
+from mmpos.utils.checkpoint_io import checkpoint_problem, load_local_checkpoint
+from mmpos.utils.errors import CheckpointMismatchError, CheckpointReadError
 
 # `map_location` is accepted for mmengine compatibility; loading is on CPU.
 PRETRAINED_KEYS = ('type', 'checkpoint', 'prefix', 'map_location')
@@ -65,19 +66,14 @@ def split_pretrained_cfg(init_cfg, default) -> Tuple[object, Optional[dict]]:
 
 def _read(path: str) -> dict:
     """State dict of ``path`` (see the module docstring, steps 2 and 3)."""
-    try:
-        ckpt = torch.load(path, map_location='cpu', weights_only=True)
-        print_log(f'Read {path} with torch.load(weights_only=True)',
-                  logger='current')
-    except pickle.UnpicklingError:
-        ckpt = load_local_checkpoint(path, map_location='cpu')
+    ckpt = load_local_checkpoint(path, map_location='cpu')
     for wrapper in ('state_dict', 'model'):
         if isinstance(ckpt, dict) and isinstance(ckpt.get(wrapper), dict):
             ckpt = ckpt[wrapper]
             break
     if not isinstance(ckpt, dict):
-        raise TypeError(f'{path} holds a {type(ckpt).__name__}, not a state '
-                        'dict')
+        raise CheckpointReadError(f'{path} holds a {type(ckpt).__name__}, '
+                                  'not a state dict')
     return {k: v for k, v in ckpt.items() if isinstance(v, torch.Tensor)}
 
 
@@ -104,6 +100,7 @@ def load_pretrained(module: nn.Module,
 
     Raises:
         FileNotFoundError: no file at ``checkpoint``.
+        CheckpointReadError: the file is not a complete checkpoint.
         CheckpointMismatchError: (a ``RuntimeError`` and ``ValueError``)
             no checkpoint key matches a key of ``module``, or a matching key
             has another shape.
@@ -120,6 +117,11 @@ def load_pretrained(module: nn.Module,
         raise FileNotFoundError(
             f'{name}: pretrained checkpoint not found: {checkpoint!r} '
             '(model.backbone.init_cfg.checkpoint)')
+    problem = checkpoint_problem(path)
+    if problem:
+        raise CheckpointReadError(
+            f'{name}: pretrained checkpoint {checkpoint!r} '
+            f'(model.backbone.init_cfg.checkpoint) cannot be read: {problem}')
     state = _read(path)
     fields = [k for k in state if k.endswith('pos_field.field')]
     if fields and 'pos_embed' in module.state_dict():

@@ -1,0 +1,558 @@
+"""Bad input into every tool: one line, a non-zero exit, nothing changed
+(issue 19).
+
+``CASES`` is the table of the README's "Bad input and failure behaviour"
+section: each row runs one tool's ``main(argv)`` in this process (what the
+command line calls, with ``sys.argv[0]`` set so that argparse names the
+tool) and asserts
+
+* the exit status (1; 2 where argparse reports a bad argument),
+* that the error is one line ``<tool>: error: ...`` naming the file, key or
+  value at fault, and no traceback,
+* that every file under the test's folder (the inputs, an existing work dir
+  or output) is unchanged and that nothing was added or removed.
+
+The exit behaviour of the real processes, ``MMPOS_DEBUG=1``, the lock of a
+killed run and atomic checkpoint saves are tested after the table.
+"""
+import hashlib
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+import torch.nn as nn
+
+from mmengine.logging import MMLogger
+
+from conftest import REPO, data_root_options, run_tool
+from mmpos.utils.launch import work_dir_lock
+
+SEG = 'configs/demo/upernet_vit-tiny-rope-mixed_mini-ade.py'
+DROPPOS = 'configs/droppos/droppos_vit-tiny_mini.py'
+CLS = 'configs/rope_vit/vit-mini_rope-mixed_mini-cls.py'
+QUIET = {'OMP_NUM_THREADS': '1'}
+
+
+class RunsCommand:
+    """Unpickling it would run a shell command."""
+
+    def __reduce__(self):
+        return os.system, ('true', )
+
+
+def truncated(path, obj):
+    torch.save(obj, path)
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])  # a save cut short
+    return path
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    """Bad (and some good) inputs, all under ``tmp_path``."""
+    d = SimpleNamespace(root=tmp_path)
+    backbone = {f'backbone.w{i}': torch.rand(8, 8) for i in range(4)}
+    d.trunc = truncated(tmp_path / 'trunc.pth', {'state_dict': backbone})
+    d.text = tmp_path / 'notes.pth'
+    d.text.write_text('{"lr": 0.1}')
+    d.empty = tmp_path / 'empty.pth'
+    d.empty.write_bytes(b'')
+    d.evil = tmp_path / 'evil.pth'
+    torch.save({'state_dict': backbone, 'x': RunsCommand()}, d.evil)
+    d.as_list = tmp_path / 'list.pth'
+    torch.save([torch.ones(2)], d.as_list)
+    d.train_ckpt = tmp_path / 'train.pth'
+    torch.save({'state_dict': backbone, 'meta': {}}, d.train_ckpt)
+    d.heads_only = tmp_path / 'heads.pth'
+    torch.save({'state_dict': {'head.w': torch.ones(2)}}, d.heads_only)
+    d.exists = tmp_path / 'exists.pth'
+    d.exists.write_bytes(b'user data')
+    d.missing = tmp_path / 'nowhere.pth'
+    d.syntax = tmp_path / 'broken.py'
+    d.syntax.write_text('model = dict(type="X"\n')
+    # a work dir whose newest checkpoint was cut short, an older intact one
+    d.cut = tmp_path / 'cut'
+    d.cut.mkdir()
+    torch.save({'state_dict': {}}, d.cut / 'iter_4.pth')
+    truncated(d.cut / 'iter_8.pth', {'state_dict': backbone})
+    (d.cut / 'last_checkpoint').write_text(str(d.cut / 'iter_8.pth'))
+    d.used = tmp_path / 'used'
+    d.used.mkdir()
+    torch.save({'state_dict': {}}, d.used / 'iter_8.pth')
+    (d.used / 'last_checkpoint').write_text(str(d.used / 'iter_8.pth'))
+    d.busy = tmp_path / 'busy'
+    d.busy.mkdir()
+    d.target = tmp_path / 'mini'  # coco/ holds the user's own files
+    (d.target / 'coco').mkdir(parents=True)
+    (d.target / 'coco/mine.txt').write_text('user data')
+    d.logs = tmp_path / 'logs'
+    d.logs.mkdir()
+    d.manifest = tmp_path / 'manifest.yaml'
+    d.manifest.write_text('tables: [1, 2\n')
+    d.run = tmp_path / 'run'  # work dir of train/test, must not remain
+    return d
+
+
+def train(*args):
+    return ('tools/train.py', SEG, '--work-dir', '{run}', *args)
+
+
+def evaluate(checkpoint, *args):
+    return ('tools/test.py', SEG, checkpoint, '--work-dir', '{run}', *args)
+
+
+OPT = '--cfg-options'
+# (id, argv (``{name}``: a path of ``inputs``; ``{data}``: mini-ADE options
+#  go after --cfg-options), what the line must name, exit status)
+CASES = [
+    ('train-missing-config', ('tools/train.py', '{missing}.py'),
+     ['config file not found: {missing}.py']),
+    ('train-config-syntax', ('tools/train.py', '{syntax}'),
+     ['cannot read config {syntax}']),
+    ('train-misspelled-option', train(OPT, 'model.backbone.arhc=tiny'),
+     ["model.backbone.arhc", "did you mean 'arch'"]),
+    ('train-unknown-top-level-key', train(OPT, 'trian_cfg.max_iters=2'),
+     ["'trian_cfg'", "did you mean 'train_cfg'"]),
+    ('train-rope-type-rejected',
+     train(OPT, '{data}', 'model.backbone.rope_type=spiral'),
+     ["model.backbone.rope_type='spiral'", 'RoPEVisionTransformer']),
+    ('train-negative-lr',
+     train(OPT, '{data}', 'optim_wrapper.optimizer.lr=-1'),
+     ['optim_wrapper.optimizer.lr=-1', 'AdamW', 'Invalid learning rate']),
+    ('train-load-from-missing', train(OPT, 'load_from={missing}'),
+     ['load_from checkpoint not found: {missing}']),
+    ('train-load-from-truncated', train(OPT, 'load_from={trunc}'),
+     ['load_from checkpoint {trunc} cannot be read: truncated']),
+    ('train-load-from-text', train(OPT, 'load_from={text}'),
+     ['{text} cannot be read: not a PyTorch checkpoint']),
+    ('train-pretrained-empty',
+     train(OPT, 'model.backbone.init_cfg.checkpoint={empty}'),
+     ['model.backbone.init_cfg.checkpoint', '{empty}', 'empty']),
+    ('train-pretrained-truncated',
+     train(OPT, 'model.backbone.init_cfg.checkpoint={trunc}'),
+     ['model.backbone.init_cfg.checkpoint', '{trunc}', 'truncated']),
+    ('train-pretrained-untrusted',
+     train(OPT, '{data}', 'model.backbone.init_cfg.checkpoint={evil}'),
+     ['refusing to load {evil}', 'posix.system']),
+    ('train-resume-truncated', train('--resume', '{trunc}'),
+     ['--resume checkpoint {trunc} cannot be read']),
+    ('train-resume-newest-cut',
+     ('tools/train.py', SEG, '--work-dir', '{cut}', '--resume'),
+     ['newest checkpoint {cut}/iter_8.pth cannot be read',
+      'newest intact one is {cut}/iter_4.pth']),
+    ('train-work-dir-holds-checkpoints',
+     ('tools/train.py', SEG, '--work-dir', '{used}'),
+     ['work dir {used} already holds checkpoints', '--resume']),
+    ('train-work-dir-in-use',
+     ('tools/train.py', SEG, '--work-dir', '{busy}'),
+     ['work dir {busy} is in use by another run (pid {pid}']),
+    ('train-data-root-missing',
+     train(OPT, 'train_dataloader.dataset.data_root={missing}/'),
+     ['{missing}']),
+    ('test-missing-checkpoint', evaluate('{missing}'),
+     ['checkpoint not found: {missing}']),
+    ('test-truncated-checkpoint', evaluate('{trunc}'),
+     ['checkpoint {trunc} cannot be read: truncated']),
+    ('test-text-checkpoint', evaluate('{text}'),
+     ['checkpoint {text} cannot be read: not a PyTorch checkpoint']),
+    ('test-empty-checkpoint', evaluate('{empty}'),
+     ['checkpoint {empty} cannot be read: the file is empty']),
+    ('test-untrusted-checkpoint', evaluate('{evil}', OPT, '{data}'),
+     ['refusing to load {evil}', 'posix.system']),
+    ('test-list-checkpoint', evaluate('{as_list}', OPT, '{data}'),
+     ['{as_list} holds a list, not a checkpoint']),
+    ('test-rope-type-rejected',
+     evaluate('{train_ckpt}', OPT, '{data}', 'model.backbone.rope_type=spiral'),
+     ["model.backbone.rope_type='spiral'"]),
+    ('mmpos2backbone-truncated',
+     ('tools/model_converters/mmpos2backbone.py', '{trunc}', '{root}/o.pth'),
+     ['checkpoint {trunc} cannot be read: truncated']),
+    ('mmpos2backbone-text',
+     ('tools/model_converters/mmpos2backbone.py', '{text}', '{root}/o.pth'),
+     ['{text} cannot be read: not a PyTorch checkpoint']),
+    ('mmpos2backbone-untrusted',
+     ('tools/model_converters/mmpos2backbone.py', '{evil}', '{root}/o.pth'),
+     ['refusing to load {evil}']),
+    ('mmpos2backbone-output-exists',
+     ('tools/model_converters/mmpos2backbone.py', '{train_ckpt}',
+      '{exists}'), ['{exists} exists; pass --force']),
+    ('mmpos2backbone-no-backbone',
+     ('tools/model_converters/mmpos2backbone.py', '{heads_only}',
+      '{root}/o.pth'), ["no 'backbone.' keys", "['head']"]),
+    ('timm2mmpos-truncated',
+     ('tools/model_converters/timm2mmpos.py', '{trunc}', '{root}/o.pth'),
+     ['cannot load {trunc}']),
+    ('timm2mmpos-missing',
+     ('tools/model_converters/timm2mmpos.py', '{missing}', '{root}/o.pth'),
+     ['checkpoint not found: {missing}']),
+    ('rope_vit_official2mmpos-empty',
+     ('tools/model_converters/rope_vit_official2mmpos.py', '{empty}',
+      '{root}/o.pth'), ['cannot load {empty}']),
+    ('make_mini_data-non-empty-target',
+     ('tools/misc/make_mini_data.py', '{target}'),
+     ['{target}/coco', '--force']),
+    ('validate_dataset-missing-config',
+     ('tools/misc/validate_dataset.py', '{missing}.py'),
+     ['config file not found: {missing}.py']),
+    ('gen_tables-missing-manifest',
+     ('tools/benchmark/gen_tables.py', '{missing}.yaml'),
+     ['{missing}.yaml']),
+    ('benchmark-run-broken-manifest',
+     ('tools/benchmark/run.py', '{manifest}', '--dry-run'),
+     ['{manifest}']),
+    ('attention_stats-truncated',
+     ('tools/analysis_tools/attention_stats.py', SEG, '--checkpoint',
+      '{trunc}', '--img-dir', '{logs}', '--out-dir', '{root}/out'),
+     ['checkpoint {trunc} cannot be read: truncated']),
+    ('attention_nmi-untrusted',
+     ('tools/analysis_tools/attention_nmi.py', SEG, '--checkpoint', '{evil}',
+      '--img-dir', '{logs}', '--out-dir', '{root}/out'),
+     ['refusing to load {evil}']),
+    ('rope_fourier-layer-out-of-range',
+     ('tools/analysis_tools/rope_fourier.py', '--config', SEG, '--layer',
+      '99', '--out-dir', '{root}/out'), ['--layer 99']),
+    ('qbheat_spectrum-truncated',
+     ('tools/analysis_tools/qbheat_spectrum.py', '{trunc}', '--out',
+      '{root}/s.png'), ['checkpoint {trunc} cannot be read: truncated']),
+    ('multires_eval-text',
+     ('tools/analysis_tools/multires_eval.py', CLS, '{text}', '--out-dir',
+      '{root}/out'), ['{text} cannot be read: not a PyTorch checkpoint']),
+    ('position_linear_probe-empty',
+     ('tools/analysis_tools/position_linear_probe.py', DROPPOS, '{empty}',
+      '--images', '{mini}/unlabeled'), ['{empty}', 'the file is empty']),
+    ('droppos_position_acc-truncated',
+     ('tools/analysis_tools/droppos_position_acc.py', DROPPOS, '{trunc}'),
+     ['checkpoint {trunc} cannot be read: truncated']),
+    ('plot_curves-no-logs',
+     ('tools/analysis_tools/plot_curves.py', '{logs}', '--out-dir',
+      '{root}/out'), ['{logs}: no <timestamp>/vis_data/scalars.json']),
+]
+if not torch.cuda.is_available():
+    CASES += [
+        ('train-amp-without-cuda', train('--amp'), ['--amp needs a CUDA']),
+        ('benchmarks-run-cuda-device',
+         ('benchmarks/run.py', '--device', 'cuda', '--out', '{root}/b'),
+         ['device cuda: CUDA is not available'], 2),
+    ]
+
+_MODULES = {}
+
+
+def tool_module(path):
+    """The tool at ``path`` imported once (as ``python path`` would run
+    it, minus ``__main__``)."""
+    if path not in _MODULES:
+        folder = str(REPO / os.path.dirname(path))
+        if folder not in sys.path:  # benchmarks/run.py imports _timing
+            sys.path.insert(0, folder)
+        spec = importlib.util.spec_from_file_location(
+            'sweep_' + path.replace('/', '_')[:-3], REPO / path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _MODULES[path] = module
+    return _MODULES[path]
+
+
+def snapshot(root):
+    """Every file and folder under ``root`` with a digest of its bytes."""
+    state = {}
+    for folder, dirs, files in os.walk(root):
+        state[folder] = 'dir'
+        for name in files:
+            path = os.path.join(folder, name)
+            with open(path, 'rb') as f:
+                state[path] = hashlib.sha1(f.read()).hexdigest()
+    return state
+
+
+def run_in_process(argv, capsys, monkeypatch):
+    """``(exit status, stderr lines)`` of ``main(argv[1:])`` of the tool
+    ``argv[0]``; a message passed to ``SystemExit`` counts as stderr."""
+    monkeypatch.setattr(sys, 'argv', [str(REPO / argv[0])])
+    try:
+        tool_module(argv[0]).main(list(argv[1:]))
+        status, message = 0, None
+    except SystemExit as exit_:
+        status = 1 if isinstance(exit_.code, str) else exit_.code
+        message = exit_.code if isinstance(exit_.code, str) else None
+    err = capsys.readouterr().err
+    lines = err.splitlines() + ([message] if message else [])
+    return status, lines
+
+
+@pytest.mark.parametrize('case', CASES, ids=[c[0] for c in CASES])
+def test_bad_input_table(case, inputs, mini_data, capsys, monkeypatch):
+    name, argv, names, *status = case
+    expected_status = status[0] if status else 1
+    values = dict(vars(inputs), pid=os.getpid(), mini=mini_data)
+    data = [f'{o}' for o in data_root_options(mini_data, 'ade')] + [
+        f'experiment_name=sweep_{name}', f'visualizer.name=sweep_{name}']
+    args = []
+    for arg in argv:
+        args += data if arg == '{data}' else [arg.format(**values)]
+    # mmengine logs to the 'current' logger, whose stream is the sys.stdout
+    # of the test that made it; a fresh one writes to this test's.
+    MMLogger.get_instance(f'sweep_{name}')
+    before = snapshot(inputs.root)
+    with work_dir_lock(str(inputs.busy)):  # a run holding busy/
+        status, lines = run_in_process(args, capsys, monkeypatch)
+
+    prog = os.path.basename(argv[0])
+    errors = [line for line in lines if line.startswith(f'{prog}: error: ')]
+    assert status == expected_status, lines
+    assert len(errors) == 1, lines
+    assert not any("Traceback" in line for line in lines), lines
+    if expected_status == 1:  # argparse adds its usage lines to exit 2
+        assert lines[-1] == errors[0] and '\n' not in errors[0]
+    for part in names:
+        assert part.format(**values) in errors[0]
+    assert snapshot(inputs.root) == before
+
+
+# The real processes ------------------------------------------------------
+
+def test_processes_exit_with_one_line(inputs):
+    """``python tools/test.py`` on a truncated checkpoint (the issue's
+    659-line traceback): one line, status 1; ``MMPOS_DEBUG=1`` shows the
+    traceback."""
+    command = ('tools/test.py', SEG, inputs.trunc, '--work-dir', inputs.run)
+    result = run_tool(*command, env=QUIET)
+    assert result.returncode == 1
+    assert 'Traceback' not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f'test.py: error: checkpoint {inputs.trunc} cannot be read: '
+        'truncated: a zip archive without its end '
+        f'({inputs.trunc.stat().st_size} bytes; an interrupted save or a '
+        'full disk?)')
+    result = run_tool(*command, env=dict(QUIET, MMPOS_DEBUG='1'))
+    assert result.returncode == 1
+    assert 'Traceback' in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        'mmpos.utils.errors.CheckpointReadError: checkpoint ')
+    assert not inputs.run.exists()
+
+
+def test_a_killed_run_leaves_no_stuck_lock(tmp_path):
+    """A run holding the lock refuses a second one; SIGKILLed, it leaves
+    the lock file behind, and the next run takes it."""
+    work_dir = tmp_path / 'run'
+    holder = subprocess.Popen(
+        [sys.executable, '-c',
+         'import sys, time\n'
+         'from mmpos.utils.launch import work_dir_lock\n'
+         f'with work_dir_lock({str(work_dir)!r}):\n'
+         '    print("locked", flush=True)\n'
+         '    time.sleep(600)\n'],
+        cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == 'locked'
+        with pytest.raises(Exception, match=rf'work dir {work_dir} is in use '
+                           rf'by another run \(pid {holder.pid} on '):
+            with work_dir_lock(str(work_dir)):
+                pass
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    assert (work_dir / '.mmpos_run.lock').is_file()  # stale, not held
+    with work_dir_lock(str(work_dir)) as existed:
+        assert existed
+        assert f'pid {os.getpid()} on' in (work_dir /
+                                           '.mmpos_run.lock').read_text()
+    assert os.listdir(work_dir) == []
+
+
+# Atomic checkpoint saves ---------------------------------------------------
+
+class Toy(nn.Module):
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 64)
+
+
+def test_full_disk_during_a_save_keeps_the_old_checkpoint(tmp_path,
+                                                          monkeypatch):
+    """mmengine's save_checkpoint (what Runner.save_checkpoint calls) on a
+    disk that fills up: the previous file stays intact, no partial file."""
+    import errno
+
+    from mmengine.runner.checkpoint import save_checkpoint
+
+    import mmpos.utils.checkpoint_io as checkpoint_io
+    path = tmp_path / 'iter_8.pth'
+    save_checkpoint({'state_dict': Toy().state_dict()}, str(path))
+    before = path.read_bytes()
+
+    def full_disk(fd):
+        raise OSError(errno.ENOSPC, 'No space left on device')
+
+    monkeypatch.setattr(checkpoint_io.os, 'fsync', full_disk)
+    with pytest.raises(OSError, match='No space left'):
+        save_checkpoint({'state_dict': Toy().state_dict()}, str(path))
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ['iter_8.pth']
+
+
+KILLED_SAVE = '''
+import os, signal, sys
+import torch
+from mmengine.model import BaseModel
+from mmengine.runner import Runner
+import mmpos.utils.checkpoint_io as checkpoint_io
+
+
+class Model(BaseModel):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(256, 256))
+
+    def forward(self, inputs, data_samples=None, mode='loss'):
+        return dict(loss=(self.w * inputs.mean()).square().mean())
+
+
+replace = os.replace
+saves = []
+
+
+def killed_on_second_save(src, dst):
+    saves.append(dst)
+    if len(saves) == 2:  # the data is written, the rename has not happened
+        os.kill(os.getpid(), signal.SIGKILL)
+    replace(src, dst)
+
+
+checkpoint_io.os.replace = killed_on_second_save
+Runner(model=Model(), work_dir=sys.argv[1],
+       train_dataloader=dict(dataset=[torch.ones(1)] * 8, batch_size=1,
+                             sampler=dict(type='DefaultSampler')),
+       train_cfg=dict(by_epoch=False, max_iters=4),
+       optim_wrapper=dict(optimizer=dict(type='SGD', lr=0.1)),
+       default_hooks=dict(checkpoint=dict(type='CheckpointHook', interval=1,
+                                          by_epoch=False))).train()
+'''
+
+
+def test_a_run_killed_during_a_save_resumes_from_the_last_complete_one(
+        tmp_path):
+    """SIGKILL while ``iter_2.pth`` is being saved by a real Runner: the
+    newest checkpoint on disk and in ``last_checkpoint`` is the complete
+    ``iter_1.pth``, which ``--resume`` takes."""
+    from mmpos.utils.checkpoint_io import checkpoint_problem
+    from mmpos.utils.launch import resume_checkpoint
+    work_dir = tmp_path / 'run'
+    result = subprocess.run([sys.executable, '-c', KILLED_SAVE, work_dir],
+                            cwd=REPO, capture_output=True, text=True,
+                            env={**os.environ, **QUIET}, timeout=300)
+    assert result.returncode == -signal.SIGKILL, result.stderr[-2000:]
+    checkpoints = sorted(p.name for p in work_dir.glob('iter_*.pth'))
+    assert checkpoints == ['iter_1.pth']
+    assert checkpoint_problem(work_dir / 'iter_1.pth') is None
+    # the killed save's temporary file: hidden, never the newest checkpoint
+    assert [p.name.startswith('.iter_2.pth.') for p in work_dir.glob('.*')
+            ] == [True]
+    assert resume_checkpoint(str(work_dir)) == str(work_dir / 'iter_1.pth')
+
+
+def test_resume_points_to_the_newest_intact_checkpoint(tmp_path):
+    """``last_checkpoint`` naming a truncated file or left empty."""
+    from mmpos.utils.launch import LaunchError, resume_checkpoint
+    for i in (2, 4):
+        torch.save({'i': i}, tmp_path / f'iter_{i}.pth')
+    truncated(tmp_path / 'iter_6.pth', {'w': torch.rand(64, 64)})
+    marker = tmp_path / 'last_checkpoint'
+    marker.write_text(str(tmp_path / 'iter_6.pth'))
+    with pytest.raises(LaunchError,
+                       match=rf'newest intact one is {tmp_path}/iter_4.pth'):
+        resume_checkpoint(str(tmp_path))
+    marker.write_text('')  # killed while writing the marker itself
+    with pytest.raises(LaunchError, match=rf'{marker} is empty\); the newest '
+                       rf'intact one is {tmp_path}/iter_4.pth'):
+        resume_checkpoint(str(tmp_path))
+
+
+def test_json_dumps_are_atomic_too(tmp_path):
+    """mmengine.dump writes through the same backend."""
+    import mmengine
+    from mmengine.fileio import get_file_backend
+
+    from mmpos.utils.checkpoint_io import AtomicLocalBackend
+    assert isinstance(get_file_backend(str(tmp_path)), AtomicLocalBackend)
+    mmengine.dump({'a': 1}, str(tmp_path / 'm.json'))
+    assert json.loads((tmp_path / 'm.json').read_text()) == {'a': 1}
+    assert os.listdir(tmp_path) == ['m.json']
+
+
+# What is not bad input keeps its traceback ----------------------------------
+
+def test_cli_main_keeps_bugs_visible(monkeypatch):
+    from mmpos.utils.cli import cli_main
+    from mmpos.utils.errors import BadInputError
+
+    @cli_main('tool.py')
+    def main(error):
+        raise error
+
+    for bug in (ZeroDivisionError('bug'), KeyError('k'), RuntimeError('x')):
+        with pytest.raises(type(bug)):
+            main(bug)
+    with pytest.raises(SystemExit, match=r'^tool.py: error: bad value 3$'):
+        main(BadInputError('bad\n value 3'))
+    with pytest.raises(SystemExit, match=r'^tool.py: error: no logs$'):
+        main(SystemExit('no logs'))
+    with pytest.raises(SystemExit, match=r'^tool: stopped$'):
+        main(SystemExit('tool: stopped'))
+    with pytest.raises(SystemExit) as exit_:
+        main(SystemExit(2))
+    assert exit_.value.code == 2
+    monkeypatch.setenv('MMPOS_DEBUG', '1')
+    with pytest.raises(BadInputError):
+        main(BadInputError('bad'))
+
+
+def test_blame_config_names_keys_only_for_values_it_can_see():
+    from mmengine.config import Config
+    from mmengine.registry import Registry
+
+    from mmpos.utils.config_check import blame_config
+    from mmpos.utils.errors import BadInputError
+    registry = Registry('sweep_blame')
+
+    @registry.register_module()
+    class Part:
+
+        def __init__(self, size=4, mode='a'):
+            if mode not in ('a', 'b'):
+                raise ValueError(f'mode must be a or b, got {mode!r}')
+            if size == 5:
+                raise RuntimeError('a bug, not the value')
+            if size == 6:
+                raise ValueError('internal check failed')
+
+    @registry.register_module()
+    class Whole:
+
+        def __init__(self, part):
+            self.part = registry.build(part)
+
+    def build(**part):
+        cfg = Config(dict(model=dict(type='Whole',
+                                     part=dict(type='Part', **part))))
+        with blame_config(cfg, {'model.part.mode': part.get('mode')}):
+            registry.build(cfg.model)
+
+    with pytest.raises(BadInputError,
+                       match=r"^model.part.mode='c': Part rejected it: "
+                       r"ValueError: mode must be a or b, got 'c'$"):
+        build(mode='c')
+    with pytest.raises(RuntimeError, match='a bug'):  # not a rejection
+        build(size=5)
+    with pytest.raises(ValueError, match='^internal check failed$') as info:
+        build(size=6)  # no config value in the message: a traceback
+    assert not isinstance(info.value, BadInputError)
+    build(size=4)

@@ -19,7 +19,7 @@ import os
 import _timing
 import torch
 
-from rope_overhead import ARCHS
+from rope_overhead import ARCHS, class_token_steps
 
 
 def run(quick: bool = False, batch_size: int = None, iters: int = None,
@@ -44,12 +44,7 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
         for name, with_cp in (('no checkpointing', False), ('with_cp', True))
     }
     models['with_cp'].load_state_dict(models['no checkpointing'].state_dict())
-    steps = {}
-    for name, model in models.items():
-        model.to(device).train()
-        steps[name] = _timing.train_step(
-            model, lambda m=model: m(images)[-1].float().square().mean(),
-            device, amp)
+    steps = class_token_steps(models, images, device, amp)
     stats = _timing.measure(steps, device, warmup, iters, batch_size)
     _timing.add_ratios(stats, 'no checkpointing')
     return dict(

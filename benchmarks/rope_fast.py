@@ -32,7 +32,7 @@ import os
 import _timing
 import torch
 
-from rope_overhead import ARCHS
+from rope_overhead import ARCHS, class_token_steps
 
 
 def _load():
@@ -142,12 +142,7 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
     _timing.add_ratios(attention, 'none')
     arch = dict(ARCHS['ViT-S'], num_layers=2) if quick else ARCHS['ViT-S']
     images = torch.randn(batch_size, 3, 224, 224, device=device)
-    steps = {}
-    for name, model in vit_models(arch, compile).items():
-        model.to(device).train()
-        steps[name] = _timing.train_step(
-            model, lambda m=model: m(images)[-1].float().square().mean(),
-            device, amp)
+    steps = class_token_steps(vit_models(arch, compile), images, device, amp)
     vit_step = _timing.measure(steps, device, warmup + 2 * compile, iters,
                                batch_size)
     _timing.add_ratios(vit_step, 'APE')

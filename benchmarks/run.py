@@ -17,6 +17,7 @@ and the ratios ours / baseline. The timing and memory protocol is
 ``rope_scaling``      RoPE ViT forward at 224...1024 px, exponent, cache
 ``coord_aug``         DINOv3 coordinate augmentation vs none, RoPE ViT step
 ``online_probe``      pretraining step with vs without the online kNN probe
+``vitdet_window``     ViTDet window attention (+ checkpointing) vs global
 ``rope_fast``         RoPE attention / ViT-S step, fast and eager RoPE paths
 ``checkpointing``     RoPE ViT-B step with vs without ``with_cp``
 ====================  =====================================================
@@ -60,6 +61,7 @@ BENCHMARKS = {
     'rope_scaling': 'rope_scaling',
     'coord_aug': 'rope_coord_aug',
     'online_probe': 'online_probe_overhead',
+    'vitdet_window': 'vitdet_window',
     'rope_fast': 'rope_fast',
     'checkpointing': 'checkpointing',
 }

@@ -27,6 +27,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 import torch.nn as nn
+from PIL import Image
 
 from mmengine.logging import MMLogger
 
@@ -96,6 +97,8 @@ def inputs(tmp_path):
     d.manifest = tmp_path / 'manifest.yaml'
     d.manifest.write_text('tables: [1, 2\n')
     d.run = tmp_path / 'run'  # work dir of train/test, must not remain
+    d.photo = tmp_path / 'photo.png'
+    Image.new('RGB', (48, 32), (120, 80, 40)).save(d.photo)
     return d
 
 
@@ -229,6 +232,37 @@ CASES = [
     ('droppos_position_acc-truncated',
      ('tools/analysis_tools/droppos_position_acc.py', DROPPOS, '{trunc}'),
      ['checkpoint {trunc} cannot be read: truncated']),
+    ('infer-missing-image',
+     ('tools/infer.py', SEG, '{train_ckpt}', '{missing}.jpg', '--out-dir',
+      '{root}/out'), ['image not found: {missing}.jpg']),
+    ('infer-truncated-checkpoint',
+     ('tools/infer.py', SEG, '{trunc}', '{photo}', '--out-dir',
+      '{root}/out'), ['{trunc}', 'truncated']),
+    ('knn_eval-truncated',
+     ('tools/analysis_tools/knn_eval.py', CLS, '{trunc}', '--data-root',
+      '{mini}/cls', '--work-dir', '{root}/out'), ['{trunc}', 'truncated']),
+    ('extract_features-empty',
+     ('tools/analysis_tools/extract_features.py', CLS, '{empty}', '{photo}',
+      '--out-dir', '{root}/out'), ['{empty}', 'empty']),
+    ('feature_pictures-untrusted',
+     ('tools/analysis_tools/feature_pictures.py', CLS, '{evil}', '{photo}',
+      '--out-dir', '{root}/out'), ['refusing to load {evil}']),
+    ('droppos_positions-not-droppos',
+     ('tools/analysis_tools/droppos_positions.py', CLS, '{train_ckpt}',
+      '{photo}', '--out', '{root}/p.png'), ['is not a DropPos model']),
+    ('linear_seg_probe-missing-backbone',
+     ('tools/analysis_tools/linear_seg_probe.py', SEG, '{missing}',
+      '--work-dir', '{root}/out'),
+     ['backbone checkpoint not found: {missing}']),
+    ('rope_vit2onnx-truncated',
+     ('tools/deployment/rope_vit2onnx.py', '{trunc}', '{root}/m.onnx',
+      '--size', '32', '32'), ['{trunc}']),
+    ('rope_vit2onnx-output-exists',
+     ('tools/deployment/rope_vit2onnx.py', '{train_ckpt}', '{exists}',
+      '--size', '32', '32'), ['{exists} exists; pass --force']),
+    ('dinov3_official2mmpos-truncated',
+     ('tools/model_converters/dinov3_official2mmpos.py', '{trunc}',
+      '{root}/o.pth'), ['cannot load {trunc}']),
     ('plot_curves-no-logs',
      ('tools/analysis_tools/plot_curves.py', '{logs}', '--out-dir',
       '{root}/out'), ['{logs}: no <timestamp>/vis_data/scalars.json']),

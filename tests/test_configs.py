@@ -80,11 +80,34 @@ def _replace(node, new, old=None, keys=None):
     return node
 
 
+def shrink_swin(model_cfg):
+    """A Swin given by an arch name gets stage widths 8/16/32/64 (8 channels
+    per head, depths kept), which the rest of the model follows."""
+    from mmpretrain.models.backbones import SwinTransformer
+    backbone = model_cfg.get('backbone')
+    if not isinstance(backbone, dict) or 'Swin' not in backbone.get(
+            'type', '') or not isinstance(backbone.get('arch'), str):
+        return
+    arch = SwinTransformer.arch_zoo[backbone['arch'].lower()]
+    for stage in range(4):
+        old = arch['embed_dims'] * 2**stage
+        for key, value in model_cfg.items():
+            if key != 'backbone':
+                model_cfg[key] = _replace(value, 8 * 2**stage, old=old)
+    backbone['arch'] = dict(embed_dims=8, depths=arch['depths'],
+                            num_heads=[1, 2, 4, 8])
+
+
 def shrink(model_cfg, scope):
     """Shrink the model config in place (see the module docstring)."""
     from mmpos.models.backbones.rope_vit import RoPEVisionTransformer
-    # not DETRs: neck, transformer and position-encoding widths are tied
-    if scope in ('mmdet', 'mmseg') and 'positional_encoding' not in model_cfg:
+    shrink_swin(model_cfg)
+    if 'num_queries' in model_cfg:  # DINO's top-k: fewer than the tokens
+        model_cfg.num_queries = 20
+    # not DETRs (Mask2Former's in its head): neck, transformer and
+    # position-encoding widths are tied
+    if scope in ('mmdet', 'mmseg') and not any(
+            _find(model_cfg, 'positional_encoding')):
         _replace(model_cfg, TINY_CHANNELS, keys=CHANNEL_KEYS)
         for sampler in _find(model_cfg, 'sampler'):
             if 'num' in sampler:
@@ -92,7 +115,8 @@ def shrink(model_cfg, scope):
     zoo = RoPEVisionTransformer.arch_zoo
     backbone = model_cfg.get('backbone')
     if not isinstance(backbone, dict) or str(
-            backbone.get('arch')).lower() not in zoo:
+            backbone.get('arch')).lower() not in zoo or 'Swin' in str(
+                backbone.get('type')):
         return  # not a ViT by arch name (the mini configs: already tiny)
     arch = zoo[backbone['arch'].lower()]
     width = TINY_HEAD_DIM * arch['num_heads']
@@ -262,8 +286,20 @@ def test_benchmark_takes_one_checkpoint_variable(config):
     assert 'model.backbone.init_cfg.checkpoint' in (REPO / config).read_text()
 
 
+# Paper-specific ViT protocols ship the variants their paper uses (other
+# position schemes: model.backbone.rope_type / use_ape); the rest ship
+# ViT-S/16 and ViT-B/16, each APE and RoPE-Mixed.
+PAPER_PROTOCOLS = {
+    'vitdet_mask-rcnn_*_simple-fpn_lsj-1024_8xb8-12e_coco.py':
+    {'vit-b16-rope-mixed', 'vit-b16-ape'},
+    'vitdet_mask-rcnn_*_mln-fpn_lsj-1024_8xb2-12e_coco.py': {'vit-b16-ape'},
+    'dino-4scale_*_vitdet_8xb2-12e_coco.py': {'vit-b16-rope-mixed'},
+}
+
+
 def test_benchmark_grid_is_complete():
-    """ViT-S/16 and ViT-B/16, each APE and RoPE-Mixed, for every protocol."""
+    """ViT-S/16 and ViT-B/16, each APE and RoPE-Mixed, for every general
+    protocol; the paper-specific ones as listed."""
     protocols = {}
     for config in BENCHMARKS:
         name = Path(config).name
@@ -272,5 +308,21 @@ def test_benchmark_grid_is_complete():
             if variant in name:
                 protocols.setdefault(name.replace(variant, '*'),
                                      set()).add(variant)
-    assert len(protocols) == 10, sorted(protocols)
-    assert all(len(v) == 4 for v in protocols.values()), protocols
+    general = {k: v for k, v in protocols.items()
+               if k not in PAPER_PROTOCOLS}
+    assert len(general) == 10, sorted(general)
+    assert all(len(v) == 4 for v in general.values()), general
+    for protocol, variants in PAPER_PROTOCOLS.items():
+        assert protocols.get(protocol) == variants, protocol
+
+
+@pytest.mark.parametrize('config', BENCHMARKS)
+def test_auto_scale_lr_is_the_real_total_batch(config):
+    """``auto_scale_lr.base_batch_size`` = GPUs x per-GPU batch of the
+    config's ``<gpus>xb<batch>`` name, and the per-GPU batch is the
+    dataloader's: --auto-scale-lr then rescales from the right batch."""
+    import re
+    cfg, _ = load(config)
+    gpus, batch = map(int, re.search(r'_(\d+)xb(\d+)', config).groups())
+    assert cfg.train_dataloader.batch_size == batch
+    assert cfg.auto_scale_lr.base_batch_size == gpus * batch

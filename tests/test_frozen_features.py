@@ -78,7 +78,8 @@ def test_knn_eval_cli_writes_results_for_tables(tmp_path, mini_data):
     assert all(0 <= v <= 100 for v in run.metrics.values())
     assert '| knn/cls_top1 |' in (work_dir / 'result.md').read_text()
     # never over a finished result, refused before anything is computed
-    with pytest.raises(FileExistsError, match='metrics.json exists'):
+    with pytest.raises(SystemExit, match='knn_eval.py: error: .*metrics.json '
+                       'exists'):
         knn_eval.main(list(map(str, [
             DEMO_ROPE, tmp_path / 'ckpt.pth', '--data', MINI_CLS,
             '--data-root', tmp_path / 'missing', '--work-dir', work_dir])))

@@ -76,10 +76,11 @@ def test_cli_reads_the_converters_meta_and_checks(tmp_path, capsys):
     printed = capsys.readouterr().out
     err = float(printed.split('max abs difference ')[1])
     assert err < 1e-4
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exit_:
         rope_vit2onnx.main([ckpt, out, '--size', '48', '32'])
-    assert 'exists; pass --force' in capsys.readouterr().err
-    with pytest.raises(SystemExit):
+    assert exit_.value.code.startswith('rope_vit2onnx.py: error: ')
+    assert 'exists; pass --force' in exit_.value.code
+    with pytest.raises(SystemExit) as exit_:
         rope_vit2onnx.main([ckpt, str(tmp_path / 'x.onnx'), '--size', '50',
                             '32'])
-    assert 'not divisible by the patch size' in capsys.readouterr().err
+    assert 'not divisible by the patch size' in exit_.value.code

@@ -133,5 +133,6 @@ def test_infer_draws_predictions(tmp_path, photo, config, scope):
                               0])))
     assert png_size(tmp_path / 'out/chelsea_pred.png') == Image.open(
         photo).size
-    with pytest.raises(FileNotFoundError, match='checkpoint not found'):
+    with pytest.raises(SystemExit,
+                       match='infer.py: error: checkpoint not found'):
         infer.main([config, str(tmp_path / 'nope.pth'), str(photo)])

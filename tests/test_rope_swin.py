@@ -103,3 +103,50 @@ def test_builds_in_mmdet():
         outs = backbone(torch.randn(1, 3, 96, 160))
     assert [tuple(o.shape[-2:]) for o in outs] == [(12, 20), (6, 10),
                                                   (3, 5)]
+
+
+def test_rope_plus_rpb_is_swin_window_attention_at_zero_frequency():
+    """RoPE+RPB (Tables 2, 4): with the RoPE-Mixed frequencies at 0 (no
+    rotation) the window attention is mmpretrain's WindowMSA with the same
+    weights and bias table, shift mask included; the table loads from a Swin
+    state dict."""
+    from mmpretrain.models.utils.attention import WindowMSA
+    torch.manual_seed(0)
+    swin = WindowMSA(32, (3, 3), 2).eval()
+    swin.init_weights()
+    rope = RoPEWindowMSA(32, (3, 3), 2, use_rpb=True).eval()
+    rope.init_weights()
+    missing, unexpected = rope.load_state_dict(swin.state_dict(),
+                                               strict=False)
+    assert missing == ['rope.freqs'] and unexpected == []
+    with torch.no_grad():
+        rope.rope.freqs.zero_()
+    x = torch.randn(4, 9, 32)
+    mask = torch.zeros(2, 9, 9)
+    mask[1, :4, 4:] = mask[1, 4:, :4] = -100.
+    with torch.no_grad():
+        for m in (None, mask):
+            torch.testing.assert_close(rope(x, m), swin(x, m), rtol=1e-5,
+                                       atol=1e-5)
+    model = tiny(use_rpb=True)
+    assert any('relative_position_bias_table' in k
+               for k in model.state_dict())
+    with pytest.raises(ValueError, match='use_rpb'):
+        model.set_window_size(2)
+
+
+def test_rpb_without_rope_is_mmpretrain_swin():
+    """rope_type='none', use_rpb=True is Swin (the RPB baseline): a Swin
+    state dict loads strictly and gives Swin's outputs."""
+    from mmpretrain.models.backbones import SwinTransformer
+    torch.manual_seed(0)
+    swin = SwinTransformer(arch=ARCH, window_size=2, drop_path_rate=0.,
+                           out_indices=(0, 1, 2, 3))
+    swin.init_weights()
+    swin.eval()
+    model = tiny(rope_type='none', use_rpb=True, window_size=2)
+    model.load_state_dict(swin.state_dict(), strict=True)
+    img = torch.randn(1, 3, 64, 64)
+    with torch.no_grad():
+        for a, b in zip(model(img), swin(img)):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)

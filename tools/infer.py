@@ -19,7 +19,7 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
-from mmpos.utils.launch import exit_on_bad_input  # noqa: E402
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 SCOPES = ('mmdet', 'mmseg')
 
@@ -56,6 +56,7 @@ def build(cfg, checkpoint, device):
                         f'draws {" and ".join(SCOPES)} models')
 
 
+@cli_main('infer.py')
 def main(argv=None):
     args = parse_args(argv)
     import mmcv
@@ -90,5 +91,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    with exit_on_bad_input('infer.py'):
-        main()
+    main()

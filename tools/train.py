@@ -5,7 +5,7 @@ model, datasets and metrics; mmpos is imported first so its modules are in
 mmpretrain's registry. Examples::
 
     python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp]
-        [--bad-images raise|skip] [--skip-data-check]
+        [--bad-images raise|skip] [--auto-scale-lr] [--skip-data-check]
     bash tools/dist_train.sh CONFIG 8 [same options]
 
 Bad input (a misspelled config key, a missing or unfitting checkpoint, bad
@@ -14,7 +14,10 @@ config value a constructor rejects, a work dir another run holds) is
 reported as one line ``train.py: error: ...`` with exit status 1, and a run
 that fails before its first iteration leaves nothing behind in the work dir
 (see README, "Bad input and failure behaviour"; ``MMPOS_DEBUG=1`` shows the
-traceback).
+traceback). ``--auto-scale-lr`` scales the learning rate linearly with the
+total batch (GPUs x ``train_dataloader.batch_size``) against the config's
+``auto_scale_lr.base_batch_size`` (the batch its lr was set for), as
+mmdet's and mmseg's ``tools/train.py`` do.
 """
 import torch
 
@@ -47,6 +50,11 @@ def parse_args(argv=None):
         default='raise',
         help='a missing or corrupt training image stops the run (raise) or '
         'is skipped with a warning naming it (skip)')
+    parser.add_argument(
+        '--auto-scale-lr',
+        action='store_true',
+        help='scale the lr by the actual total batch / '
+        'auto_scale_lr.base_batch_size of the config')
     return parse_common(parser, argv)
 
 
@@ -67,6 +75,11 @@ def build_train_config(args):
                               'AmpOptimWrapper); none is available')
         cfg.optim_wrapper.type = 'AmpOptimWrapper'
         cfg.optim_wrapper.setdefault('loss_scale', 'dynamic')
+    if args.auto_scale_lr:
+        if 'base_batch_size' not in cfg.get('auto_scale_lr', {}):
+            raise LaunchError('--auto-scale-lr: the config has no '
+                              'auto_scale_lr.base_batch_size')
+        cfg.auto_scale_lr.enable = True
     return finish_launch_config(cfg, args, ('train', 'val'), args.bad_images)
 
 

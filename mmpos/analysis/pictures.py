@@ -23,6 +23,8 @@ import torch.nn.functional as F
 from PIL import Image, ImageDraw
 from torch import Tensor
 
+from mmpos.utils.errors import BadInputError, UnsupportedModelError
+
 CAPTION_PX = 14
 
 
@@ -48,12 +50,14 @@ def cls_attention(backbone, images: Tensor, layer: int) -> Tensor:
     from mmpos.apis.features import patch_stride
     if not all(hasattr(getattr(block, 'attn', None), 'rope')
                for block in getattr(backbone, 'layers', [None])):
-        raise TypeError(f'{type(backbone).__name__}: attention maps need a '
-                        'RoPEVisionTransformer (layers[i].attn with rope)')
+        raise UnsupportedModelError(
+            f'{type(backbone).__name__}: attention maps need a '
+            'RoPEVisionTransformer (layers[i].attn with rope)')
     maps = record_attention(backbone, images[:1])
     extra = getattr(backbone, 'num_extra_tokens', 1)
     if not extra:
-        raise ValueError(f'{type(backbone).__name__} has no class token')
+        raise UnsupportedModelError(
+            f'{type(backbone).__name__} has no class token')
     sh, sw = patch_stride(backbone)
     h, w = images.shape[-2] // sh, images.shape[-1] // sw
     return maps[layer][0, :, 0, extra:].reshape(-1, h, w)
@@ -151,8 +155,8 @@ def pca_picture(backbone, image: np.ndarray, sizes: Sequence[int],
     for s in sizes:
         feats = extract_features(backbone, preprocess([image], s, mean, std))
         if feats['patch_tokens'] is None:
-            raise ValueError(f'{type(backbone).__name__} gives no patch '
-                             'tokens')
+            raise UnsupportedModelError(
+                f'{type(backbone).__name__} gives no patch tokens')
         row.append(pca_rgb(feats['patch_tokens'][0]))
         h, w = feats['patch_tokens'].shape[-2:]
         captions.append(f'PCA {s}px ({h}x{w})')
@@ -172,8 +176,8 @@ def attention_picture(backbone, image: np.ndarray, sizes: Sequence[int],
             attn = cls_attention(backbone, inputs, layer)
             for head in heads:
                 if not 0 <= head < attn.shape[0]:
-                    raise ValueError(f'head {head}: block {layer} has '
-                                     f'{attn.shape[0]} heads')
+                    raise BadInputError(f'head {head}: block {layer} has '
+                                        f'{attn.shape[0]} heads')
             rows.append([image] + [colorize(attn[hd].numpy())
                                    for hd in heads])
             captions.append([f'{s}px block {layer}'] +

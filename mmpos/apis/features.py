@@ -36,6 +36,7 @@ import torch.nn as nn
 from torch import Tensor
 
 from mmpos.analysis.attention import IMAGENET_MEAN, IMAGENET_STD
+from mmpos.utils.errors import BadInputError, UnsupportedModelError
 
 
 def _load_config(config):
@@ -130,8 +131,9 @@ def patch_stride(backbone: nn.Module) -> Tuple[int, int]:
                        None)
         size = getattr(proj, 'stride', None)
     if size is None:
-        raise TypeError(f'{type(backbone).__name__}: outputs tokens but has '
-                        'no patch_size or patch_embed.projection.stride')
+        raise UnsupportedModelError(
+            f'{type(backbone).__name__}: outputs tokens but has no '
+            'patch_size or patch_embed.projection.stride')
     return (size, size) if isinstance(size, int) else tuple(size[:2])
 
 
@@ -144,14 +146,15 @@ def split_output(backbone: nn.Module, out: Tensor,
     if out.dim() == 2:
         return dict(cls_token=out, patch_tokens=None)
     if out.dim() != 3:
-        raise TypeError(f'{type(backbone).__name__}: output of shape '
-                        f'{tuple(out.shape)} is neither tokens nor a map')
+        raise UnsupportedModelError(
+            f'{type(backbone).__name__}: output of shape '
+            f'{tuple(out.shape)} is neither tokens nor a map')
     sh, sw = patch_stride(backbone)
     h, w = image_hw[0] // sh, image_hw[1] // sw
     extra = out.shape[1] - h * w
     if extra < 0 or extra != getattr(backbone, 'num_extra_tokens', extra):
-        raise ValueError(f'{type(backbone).__name__}: {out.shape[1]} tokens '
-                         f'for a {h}x{w} patch grid')
+        raise BadInputError(f'{type(backbone).__name__}: {out.shape[1]} '
+                            f'tokens for a {h}x{w} patch grid')
     patches = out[:, extra:].reshape(out.shape[0], h, w, -1)
     return dict(cls_token=out[:, 0] if extra else None,
                 patch_tokens=patches.permute(0, 3, 1, 2))

@@ -100,6 +100,7 @@ def plan(manifest: Manifest, run_ids: List[str], work_root: str,
             ckpt = checkpoint_ref(osp.join(work_root, run.test_of))
             args = [config, ckpt, '--work-dir', wd, '--out',
                     osp.join(wd, 'metrics.json')]
+            args += ['--tta'] if run.tta else []
             action = 'start'
         else:
             if run.init_from and run.init_mode == 'full':

@@ -17,6 +17,8 @@ A manifest (YAML, e.g. ``tools/benchmark/manifest.yaml``) has six keys::
         init_from: droppos_vit-b_200e
       vit-s_rope-mixed_res288:              # evaluation of another run
         config: ...; test_of: vit-s_rope-mixed; cfg_options: {k: v}
+      vit-b_upernet_ms:                     # multi-scale + flip test
+        config: ...; test_of: vit-b_upernet; tta: true   # test.py --tta
     tables:
       - id: droppos_t6
         paper: DropPos
@@ -56,11 +58,13 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
+from mmpos.utils.errors import BadInputError
+
 BASE_CROP = 224
 R_STEP = 0.5
 
 
-class ManifestError(ValueError):
+class ManifestError(BadInputError):
     """A manifest entry is malformed; the message names the key."""
 
 
@@ -110,7 +114,8 @@ class Run:
     this one's backbone (``init_mode='backbone'``) or, with
     ``init_mode='full'``, the whole model (``load_from``, e.g. a second
     training stage); ``epochs``/``views``: pretraining schedule for the
-    effective-epoch accounting."""
+    effective-epoch accounting; ``tta``: a ``test_of`` run evaluated with
+    the config's test-time augmentation (``tools/test.py --tta``)."""
     id: str
     config: str
     init_from: Optional[str] = None
@@ -120,6 +125,7 @@ class Run:
     views: Optional[list] = None
     cfg_options: Dict[str, object] = field(default_factory=dict)
     gpus: int = 8
+    tta: bool = False
     note: str = ''
 
 
@@ -270,6 +276,9 @@ def _parse_run(run_id: str, entry: dict) -> Run:
     if entry.get('init_mode', 'backbone') not in ('backbone', 'full'):
         raise ManifestError(f'{where}.init_mode: backbone or full, got '
                             f'{entry["init_mode"]!r}')
+    if entry.get('tta') and not entry.get('test_of'):
+        raise ManifestError(f'{where}.tta: only a test_of run is tested with '
+                            'test-time augmentation')
     views = entry.get('views')
     if views is not None and not all(
             isinstance(v, (list, tuple)) and len(v) == 2 for v in views):

@@ -23,6 +23,7 @@ from torch import Tensor
 
 from mmpos.apis.features import (extract_features, image_features,
                                  preprocess, read_images)
+from mmpos.utils.errors import BadInputError
 
 
 def dataset_items(dataset_cfg: dict) -> Tuple[List[str], Tensor, tuple]:
@@ -35,9 +36,10 @@ def dataset_items(dataset_cfg: dict) -> Tuple[List[str], Tensor, tuple]:
     dataset = DATASETS.build(dict(dataset_cfg, pipeline=[]))
     infos = [dataset.get_data_info(i) for i in range(len(dataset))]
     if not infos:
-        raise ValueError(f'dataset {dataset_cfg} is empty')
+        raise BadInputError(f'dataset {dataset_cfg} is empty')
     if any('gt_label' not in info for info in infos):
-        raise ValueError(f'dataset {dataset_cfg} has no labels (gt_label)')
+        raise BadInputError(
+            f'dataset {dataset_cfg} has no labels (gt_label)')
     labels = torch.tensor([int(info['gt_label']) for info in infos])
     return [info['img_path'] for info in infos], labels, tuple(
         dataset.CLASSES or ())

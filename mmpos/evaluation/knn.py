@@ -13,6 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from mmpos.utils.errors import BadInputError
+
 
 def knn_scores(train_feats: Tensor, train_labels: Tensor, test_feats: Tensor,
                num_classes: int, k: int = 20, temperature: float = 0.07,
@@ -28,11 +30,11 @@ def knn_scores(train_feats: Tensor, train_labels: Tensor, test_feats: Tensor,
         chunk: test features per similarity matrix (memory bound).
     """
     if k < 1 or temperature <= 0:
-        raise ValueError(f'k must be >= 1 and temperature > 0, got k={k}, '
-                         f'temperature={temperature}')
+        raise BadInputError(f'k must be >= 1 and temperature > 0, got '
+                            f'k={k}, temperature={temperature}')
     if train_feats.shape[0] != train_labels.shape[0]:
-        raise ValueError(f'{train_feats.shape[0]} training features for '
-                         f'{train_labels.shape[0]} labels')
+        raise BadInputError(f'{train_feats.shape[0]} training features for '
+                            f'{train_labels.shape[0]} labels')
     train = F.normalize(train_feats.float(), dim=1)
     test = F.normalize(test_feats.float(), dim=1)
     k = min(k, train.shape[0])

@@ -59,6 +59,7 @@ import torch.nn as nn
 from torch import Tensor
 
 from .checkpoint_io import load_local_checkpoint
+from .errors import BadInputError
 
 StateDict = Dict[str, Tensor]
 
@@ -109,11 +110,11 @@ class KeyReport(NamedTuple):
         return '\n'.join(lines)
 
 
-class ShapeMismatchError(ValueError):
+class ShapeMismatchError(BadInputError):
     """A checkpoint tensor whose shape differs from the model's."""
 
 
-class ConversionError(ValueError):
+class ConversionError(BadInputError):
     """A checkpoint that cannot be converted as asked."""
 
 

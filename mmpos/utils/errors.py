@@ -16,9 +16,17 @@ class CheckpointMismatchError(BadInputError, RuntimeError):
     ``RuntimeError``, what mmengine raises for strict loading)."""
 
 
+class UnsupportedModelError(BadInputError, TypeError):
+    """A model or backbone that the asked-for tool or option does not
+    support (also a ``TypeError``)."""
+
+
 class CheckpointReadError(BadInputError):
     """A file that is not a complete PyTorch checkpoint (truncated by an
     interrupted write or a full disk, empty, or another format)."""
 
 
-__all__ = ['BadInputError', 'CheckpointMismatchError', 'CheckpointReadError']
+__all__ = [
+    'BadInputError', 'CheckpointMismatchError', 'CheckpointReadError',
+    'UnsupportedModelError'
+]

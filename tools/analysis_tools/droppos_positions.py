@@ -20,7 +20,8 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
-from mmpos.utils.launch import exit_on_bad_input  # noqa: E402
+from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.utils.errors import UnsupportedModelError  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -61,6 +62,7 @@ def droppos_picture(model, image, gamma, gamma_pos, size, mean, std,
     return picture, float(out['acc'])
 
 
+@cli_main('droppos_positions.py')
 def main(argv=None):
     args = parse_args(argv)
     from mmengine.config import Config
@@ -75,8 +77,8 @@ def main(argv=None):
     init_default_scope('mmpretrain')
     model = MODELS.build(cfg.model)
     if not hasattr(model, 'position_predictions'):
-        raise TypeError(f'{args.config}: {type(model).__name__} is not a '
-                        'DropPos model')
+        raise UnsupportedModelError(
+            f'{args.config}: {type(model).__name__} is not a DropPos model')
     if not osp.isfile(args.checkpoint):
         raise FileNotFoundError(f'checkpoint not found: {args.checkpoint}')
     load_checkpoint(model, args.checkpoint, map_location='cpu', strict=True)
@@ -92,6 +94,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    with exit_on_bad_input('droppos_positions.py', (ValueError, TypeError,
-                                                    RuntimeError)):
-        main()
+    main()

@@ -18,7 +18,8 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
 from mmpos.apis.cli import backbone_parser  # noqa: E402
-from mmpos.utils.launch import exit_on_bad_input  # noqa: E402
+from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.utils.errors import BadInputError  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -31,6 +32,7 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+@cli_main('extract_features.py')
 def main(argv=None):
     args = parse_args(argv)
     import numpy as np
@@ -39,7 +41,7 @@ def main(argv=None):
                             read_images)
     from mmpos.apis.features import data_mean_std
     if args.size and len(args.size) > 2:
-        raise ValueError(f'--size takes H [W], got {args.size}')
+        raise BadInputError(f'--size takes H [W], got {args.size}')
     backbone = init_backbone(args.config, args.checkpoint, args.device,
                              out_indices=args.layers, prefix=args.prefix)
     size = args.size or list(getattr(backbone, 'img_size', (224, 224)))
@@ -64,5 +66,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    with exit_on_bad_input('extract_features.py', (ValueError, )):
-        main()
+    main()

@@ -24,7 +24,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
 from mmpos.apis.cli import backbone_parser  # noqa: E402
-from mmpos.utils.launch import exit_on_bad_input  # noqa: E402
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -40,6 +40,7 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+@cli_main('feature_pictures.py')
 def main(argv=None):
     args = parse_args(argv)
     from mmpos.analysis.pictures import (attention_picture, pca_picture,
@@ -67,5 +68,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    with exit_on_bad_input('feature_pictures.py', (ValueError, TypeError)):
-        main()
+    main()

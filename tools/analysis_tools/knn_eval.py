@@ -26,7 +26,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
 from mmpos.apis.cli import backbone_parser  # noqa: E402
-from mmpos.utils.launch import exit_on_bad_input  # noqa: E402
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -57,6 +57,7 @@ def split_dataset(cfg, split: str, data_root=None) -> dict:
     return dataset
 
 
+@cli_main('knn_eval.py')
 def main(argv=None):
     args = parse_args(argv)
     from mmengine.config import Config
@@ -88,8 +89,8 @@ def main(argv=None):
     metrics = {}
     for name in args.features:
         if name not in feats['train']:
-            raise ValueError(f'{args.config}: the backbone gives no {name!r} '
-                             f'feature (it has {sorted(feats["train"])})')
+            raise BadInputError(f'{args.config}: the backbone gives no '
+                                f'{name!r} feature (it has {sorted(feats["train"])})')
         acc = knn_accuracy(feats['train'][name], sets['train'][1],
                            feats['val'][name], sets['val'][1], num_classes,
                            args.k, args.temperature)
@@ -111,6 +112,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    with exit_on_bad_input('knn_eval.py', (ValueError, KeyError,
-                                           FileExistsError)):
-        main()
+    main()

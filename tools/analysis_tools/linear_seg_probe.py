@@ -21,7 +21,7 @@ import sys
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
-from mmpos.utils.launch import exit_on_bad_input  # noqa: E402
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -39,6 +39,7 @@ def run(cmd):
         sys.exit(proc.returncode)  # the tool printed its one-line error
 
 
+@cli_main('linear_seg_probe.py')
 def main(argv=None):
     args = parse_args(argv)
     from mmengine.config import Config, DictAction
@@ -82,5 +83,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    with exit_on_bad_input('linear_seg_probe.py', (FileExistsError, )):
-        main()
+    main()

@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mmpos.models.backbones.mobile_former import (  # noqa: E402
     Former, FormerToMobile, MobileFormer, MobileToFormer)
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 ARCHS = ('285m', '1.0g', '3.7g')
 
@@ -94,6 +95,7 @@ def complexity(arch: str, size: int = 224) -> Dict[str, float]:
         params=sum(p.numel() for p in model.parameters()))
 
 
+@cli_main('mobileformer_madds.py')
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--size', type=int, default=224)

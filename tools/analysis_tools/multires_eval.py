@@ -30,13 +30,14 @@ import sys
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, ROOT)
 from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.utils.errors import BadInputError  # noqa: E402
 
 PAPER_RESOLUTIONS = (96, 128, 160, 192, 224, 288, 384, 448, 512)
 RESIZES = ('ResizeEdge', 'Resize')
 OUTPUTS = ('multires.md', 'multires.csv', 'multires.json', 'multires.png')
 
 
-class MultiresError(ValueError):
+class MultiresError(BadInputError):
     """A config, checkpoint or argument the tool cannot work with."""
 
 

@@ -39,6 +39,8 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
 from mmpos.models.layers import StaticRoPE  # noqa: E402
 from mmpos.utils.checkpoint_convert import (  # noqa: E402
     ConversionError, load_weights, unwrap_state_dict)
+from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.utils.errors import BadInputError  # noqa: E402
 
 
 def freeze_positions(backbone, size):
@@ -54,8 +56,8 @@ def freeze_positions(backbone, size):
     backbone.eval()
     ph, pw = backbone.patch_size
     if size[0] % ph or size[1] % pw:
-        raise ValueError(f'input size {size[0]}x{size[1]} is not divisible '
-                         f'by the patch size {ph}x{pw}')
+        raise BadInputError(f'input size {size[0]}x{size[1]} is not '
+                            f'divisible by the patch size {ph}x{pw}')
     hw = (size[0] // ph, size[1] // pw)
     num_tokens = (backbone.num_extra_tokens + backbone.num_register_tokens +
                   hw[0] * hw[1])
@@ -154,6 +156,7 @@ def onnx_max_error(backbone, path, img):
                for o, r in zip(ours, ref))
 
 
+@cli_main('rope_vit2onnx.py')
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('checkpoint')
@@ -172,20 +175,16 @@ def main(argv=None):
     parser.add_argument('--force', action='store_true',
                         help='overwrite OUT')
     args = parser.parse_args(argv)
-    try:
-        if osp.exists(args.out) and not args.force:
-            raise FileExistsError(f'{args.out} exists; pass --force to '
-                                  'overwrite it')
-        backbone = build_backbone(args.checkpoint, args.config,
-                                  args.out_type)
-        img = export(backbone, tuple(args.size), args.out, args.batch_size,
-                     args.opset)
-        print(f'wrote {args.out} for {args.size[0]}x{args.size[1]} inputs')
-        if args.check:
-            err = onnx_max_error(backbone, args.out, img)
-            print(f'onnxruntime vs torch: max abs difference {err:.3g}')
-    except (ConversionError, OSError, ValueError, KeyError) as err:
-        parser.exit(1, f'{parser.prog}: error: {err}\n')
+    if osp.exists(args.out) and not args.force:
+        raise FileExistsError(f'{args.out} exists; pass --force to '
+                              'overwrite it')
+    backbone = build_backbone(args.checkpoint, args.config, args.out_type)
+    img = export(backbone, tuple(args.size), args.out, args.batch_size,
+                 args.opset)
+    print(f'wrote {args.out} for {args.size[0]}x{args.size[1]} inputs')
+    if args.check:
+        err = onnx_max_error(backbone, args.out, img)
+        print(f'onnxruntime vs torch: max abs difference {err:.3g}')
 
 
 if __name__ == '__main__':

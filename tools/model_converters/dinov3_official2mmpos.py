@@ -25,6 +25,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
 
 from mmpos.utils.checkpoint_convert import (  # noqa: E402
     convert_dinov3_official, infer_vit_config, vit_converter_main)
+from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def convert(source, args):
@@ -34,6 +35,7 @@ def convert(source, args):
                                         'dinov3', rope_periods=periods)
 
 
+@cli_main('dinov3_official2mmpos.py')
 def main(argv=None):
     vit_converter_main(
         argv, __doc__, 'dinov3_official2mmpos',

@@ -107,6 +107,19 @@ def export_field(state_dict, backbone, args, model):
     return backbone, list(grid)
 
 
+def fit_cls_slot(backbone, model):
+    """A ``--config`` backbone without class token (ViTDet window attention)
+    takes the patch slots of ``pos_embed`` only, as its load hook would."""
+    pos, own = backbone.get('pos_embed'), getattr(model, 'pos_embed', None)
+    if pos is not None and own is not None and getattr(
+            model, 'cls_token', True) is None and \
+            pos.shape[1] == own.shape[1] + 1:
+        backbone['pos_embed'] = pos[:, 1:]
+        print('pos_embed: class-token slot dropped (the backbone has no '
+              'class token)')
+    return backbone
+
+
 @cli_main('mmpos2backbone.py')
 def main(argv=None):
     parser, args = parse_args(argv)
@@ -120,6 +133,8 @@ def main(argv=None):
         backbone, grid = export_field(
             state_dict, extract_backbone(state_dict, args.src_prefix), args,
             model)
+        if model is not None:
+            backbone = fit_cls_slot(backbone, model)
         if args.keep_prefix:
             backbone = OrderedDict(
                 ('backbone.' + k, v) for k, v in backbone.items())

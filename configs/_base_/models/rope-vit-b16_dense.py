@@ -30,3 +30,11 @@ mln_fpn_vit_s16 = dict(
         dict(type='mmpretrain.MultiLevelNeck', in_channels=384),
         dict(type='FPN', in_channels=[384] * 4, out_channels=256, num_outs=5)
     ])
+# ViTDet window attention (Li et al. 2022): 14x14 windows in every block but
+# the 4 global ones closing each third of the 12 blocks, no class token (an
+# APE table with a class slot still loads). Merged into the backbone by the
+# windowed ViTDet protocols (ICPF B.2 keeps global attention).
+vitdet_window = dict(
+    window_size=14,
+    global_attn_indexes=(2, 5, 8, 11),
+    with_cls_token=False)

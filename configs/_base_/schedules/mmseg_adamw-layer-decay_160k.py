@@ -19,3 +19,6 @@ param_scheduler = [
     dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=1500,
          end=160000)
 ]
+# The lr above is for a total batch of 16 (4 GPUs x 4); tools/train.py
+# --auto-scale-lr rescales it linearly for another total batch.
+auto_scale_lr = dict(enable=False, base_batch_size=16)

@@ -20,3 +20,5 @@ default_hooks = dict(
     visualization=dict(draw=False),
     check_loss=dict(type='mmpretrain.NonFiniteLossHook'))
 randomness = dict(seed=0)
+# The lr above is for the mini dataloaders' batch of 4 on one process.
+auto_scale_lr = dict(enable=False, base_batch_size=4)

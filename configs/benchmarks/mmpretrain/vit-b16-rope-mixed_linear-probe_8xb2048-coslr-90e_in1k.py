@@ -21,3 +21,5 @@ vit_s16 = dict(
     backbone=dict(arch='small'),
     neck=dict(input_features=384),
     head=dict(in_channels=384))
+# LARS lr 6.4 = 0.1 x 16384 / 256 is set for the total batch of 16384.
+auto_scale_lr = dict(base_batch_size=16384)

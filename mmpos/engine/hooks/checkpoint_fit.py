@@ -12,7 +12,7 @@ from typing import Optional
 import torch
 from mmengine.hooks import Hook
 from mmengine.logging import print_log
-from mmengine.model import is_model_wrapper
+from mmengine.model import BaseTTAModel, is_model_wrapper
 
 from mmpos.registry import HOOKS
 from mmpos.utils.errors import CheckpointMismatchError
@@ -63,8 +63,11 @@ class CheckpointFitHook(Hook):
         self.strict = strict
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
-        model = runner.model.module if is_model_wrapper(
-            runner.model) else runner.model
+        model = runner.model
+        # DDP wrappers and test-time augmentation (test.py --tta) hold the
+        # model as `.module`; mmengine loads the checkpoint into that one.
+        if is_model_wrapper(model) or isinstance(model, BaseTTAModel):
+            model = model.module
         name = f'{self.checkpoint or "the checkpoint"}'
         state = checkpoint.get('state_dict', checkpoint) if isinstance(
             checkpoint, dict) else checkpoint

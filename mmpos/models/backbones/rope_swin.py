@@ -18,15 +18,19 @@ import math
 from copy import deepcopy
 from typing import Optional, Sequence, Union
 
+import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from mmengine.model import BaseModule
+from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.backbones import SwinTransformer
+from mmpretrain.models.utils.attention import WindowMSA
 from torch import Tensor
 
 from mmpos.registry import MODELS
 from ..layers.attention import head_dims
 from ..layers.rope import RoPE2D
+from ..utils.pretrained import load_pretrained, split_pretrained_cfg
 
 
 class RoPEWindowMSA(BaseModule):
@@ -41,9 +45,12 @@ class RoPEWindowMSA(BaseModule):
             the window side from the token count, so it may change later.
         num_heads: heads; ``C / num_heads`` must be a multiple of 4.
         qkv_bias, qk_scale, attn_drop, proj_drop: as ``WindowMSA``.
-        rope_type: ``'axial'`` or ``'mixed'`` (learnable per-head
-            frequencies ``rope.freqs``).
+        rope_type: ``'axial'``, ``'mixed'`` (learnable per-head
+            frequencies ``rope.freqs``) or ``'none'``.
         rope_theta: RoPE base; ``None`` = 100 (axial) / 10 (mixed).
+        use_rpb: also add Swin's relative position bias (Eq. 6), with
+            ``WindowMSA``'s ``relative_position_bias_table`` (RoPE+RPB of
+            the paper's Tables 2 and 4); fixes the window size.
     """
 
     def __init__(self,
@@ -56,6 +63,7 @@ class RoPEWindowMSA(BaseModule):
                  proj_drop: float = 0.,
                  rope_type: str = 'mixed',
                  rope_theta: Optional[float] = None,
+                 use_rpb: bool = False,
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
         self.embed_dims = embed_dims
@@ -67,7 +75,30 @@ class RoPEWindowMSA(BaseModule):
         self.qkv = nn.Linear(embed_dims, embed_dims * 3, bias=qkv_bias)
         self.proj = nn.Linear(embed_dims, embed_dims)
         self.proj_drop = nn.Dropout(proj_drop)
-        self.rope = RoPE2D(self.head_dims, num_heads, rope_type, rope_theta)
+        self.rope = (None if rope_type == 'none' else RoPE2D(
+            self.head_dims, num_heads, rope_type, rope_theta))
+        self.use_rpb = use_rpb
+        if use_rpb:  # WindowMSA's table and index (same names and layout)
+            Wh, Ww = self.window_size
+            self.relative_position_bias_table = nn.Parameter(
+                torch.zeros((2 * Wh - 1) * (2 * Ww - 1), num_heads))
+            index = WindowMSA.double_step_seq(2 * Ww - 1, Wh, 1, Ww)
+            self.register_buffer('relative_position_index',
+                                 (index + index.T).flip(1).contiguous())
+
+    def init_weights(self):
+        super().init_weights()
+        if self.use_rpb:
+            trunc_normal_(self.relative_position_bias_table, std=0.02)
+
+    def _bias(self, N: int) -> Tensor:
+        """``(heads, N, N)`` relative position bias of a window."""
+        if N != self.window_size[0] * self.window_size[1]:
+            raise ValueError(f'use_rpb: the bias table is for '
+                             f'{self.window_size} windows, got {N} tokens')
+        bias = self.relative_position_bias_table[
+            self.relative_position_index.view(-1)].view(N, N, -1)
+        return bias.permute(2, 0, 1)
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> Tensor:
         """Attend within windows.
@@ -86,15 +117,20 @@ class RoPEWindowMSA(BaseModule):
             raise ValueError(f'{N} tokens do not form a square window')
         qkv = self.qkv(x).reshape(B_, N, 3, self.num_heads,
                                   self.head_dims).permute(2, 0, 3, 1, 4)
-        (q, k), v = self.rope(qkv[:2], hw=(side, side)).unbind(0), qkv[2]
-        attn_mask = None
+        qk, v = qkv[:2], qkv[2]
+        if self.rope is not None:
+            qk = self.rope(qk, hw=(side, side))
+        q, k = qk.unbind(0)
+        attn_mask = self._bias(N).to(q.dtype)[None] if self.use_rpb else None
         if mask is not None:
             # (B, nW * heads, N, D) against a (1, nW * heads, N, N) mask
             nW = mask.shape[0]
             q, k, v = (t.reshape(B_ // nW, nW * self.num_heads, N, -1)
                        for t in (q, k, v))
             attn_mask = mask.to(q.dtype).unsqueeze(1).expand(
-                nW, self.num_heads, N, N).reshape(1, -1, N, N)
+                nW, self.num_heads, N, N) + (0 if attn_mask is None else
+                                             attn_mask)
+            attn_mask = attn_mask.reshape(1, -1, N, N)
         x = F.scaled_dot_product_attention(
             q, k, v, attn_mask=attn_mask,
             dropout_p=self.attn_drop if self.training else 0.,
@@ -112,13 +148,20 @@ class RoPESwinTransformer(SwinTransformer):
 
     Args:
         window_size: one side for all stages or one per stage.
-        rope_type: ``'axial'`` or ``'mixed'``.
+        rope_type: ``'axial'``, ``'mixed'`` or ``'none'`` (with
+            ``use_rpb=True``: Swin itself, the RPB baseline).
         rope_theta: RoPE base; ``None`` = 100 (axial) / 10 (mixed).
+        use_rpb: keep Swin's relative position bias next to RoPE
+            (RoPE+RPB); its tables load from Swin checkpoints and the window
+            size can then not change.
 
     The RoPE-Mixed frequencies are
     ``stages.<i>.blocks.<j>.attn.w_msa.rope.freqs`` (per block and head).
-    Checkpoints of this class hold no position table, so the same weights
-    run with any window size (:meth:`set_window_size`).
+    Without ``use_rpb`` the checkpoints hold no position table, so the same
+    weights run with any window size (:meth:`set_window_size`). The paper's
+    five Swin schemes are ``rope_type`` x ``use_rpb``: RPB = ``('none',
+    True)``, Axial / Mixed = ``('axial' | 'mixed', False)``, Axial+RPB /
+    Mixed+RPB = ``('axial' | 'mixed', True)``.
     """
 
     def __init__(self,
@@ -126,10 +169,14 @@ class RoPESwinTransformer(SwinTransformer):
                  window_size: Union[int, Sequence[int]] = 7,
                  rope_type: str = 'mixed',
                  rope_theta: Optional[float] = None,
+                 use_rpb: bool = False,
                  stage_cfgs: Union[dict, Sequence[dict]] = dict(),
+                 init_cfg=None,
                  **kwargs):
+        # A `Pretrained` entry is loaded by init_weights with mmpos' checks.
+        init_cfg, pretrained_cfg = split_pretrained_cfg(init_cfg, None)
         rope_attn = dict(window_msa=RoPEWindowMSA, rope_type=rope_type,
-                         rope_theta=rope_theta)
+                         rope_theta=rope_theta, use_rpb=use_rpb)
         if isinstance(stage_cfgs, dict):
             stage_cfgs = _with_attn(stage_cfgs, rope_attn)
         else:
@@ -137,9 +184,22 @@ class RoPESwinTransformer(SwinTransformer):
         sizes = ([window_size] * 4 if isinstance(window_size, int) else
                  list(window_size))
         super().__init__(*args, window_size=sizes[0], stage_cfgs=stage_cfgs,
-                         **kwargs)
+                         init_cfg=init_cfg, **kwargs)
+        self.pretrained_cfg = pretrained_cfg
         self.rope_type = rope_type
         self.set_window_size(window_size)
+
+    def init_weights(self):
+        """Swin's init, then the ``Pretrained`` checkpoint of ``init_cfg``
+        (``dict(type='Pretrained', checkpoint=PATH, prefix='backbone.')``)
+        over it with :func:`~mmpos.models.utils.pretrained.load_pretrained`
+        (``checkpoint=None``: random init, logged as a warning)."""
+        super().init_weights()
+        if self.pretrained_cfg is not None:
+            load_pretrained(
+                self,
+                self.pretrained_cfg.get('checkpoint'),
+                prefix=self.pretrained_cfg.get('prefix', 'backbone.'))
 
     @property
     def window_size(self) -> list:
@@ -155,6 +215,12 @@ class RoPESwinTransformer(SwinTransformer):
         if len(sizes) != len(self.stages) or min(sizes) < 1:
             raise ValueError(f'window_size must be a positive int or one per '
                              f'stage ({len(self.stages)}), got {window_size}')
+        msa = self.stages[0].blocks[0].attn.w_msa
+        if msa.use_rpb and any(
+                (s, s) != stage.blocks[0].attn.w_msa.window_size
+                for s, stage in zip(sizes, self.stages)):
+            raise ValueError('use_rpb=True: the bias tables fix the window '
+                             'size; build a new model for another one')
         for stage, size in zip(self.stages, sizes):
             for index, block in enumerate(stage.blocks):
                 block.attn.window_size = size

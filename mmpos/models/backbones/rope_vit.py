@@ -8,11 +8,14 @@ checkpoints, ``get_layer_depth`` and layer-wise lr decay apply unchanged. The
 per-layer, per-head RoPE-Mixed frequencies live in
 ``layers.<i>.attn.rope.freqs`` and therefore share their block's lr scale.
 """
+import math
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 import torch.nn as nn
+import torch.utils.checkpoint as cp
+from mmcv.cnn.bricks.drop import build_dropout
 from mmcv.cnn.bricks.transformer import FFN, PatchEmbed
 from mmengine.model import BaseModule, ModuleList
 from mmengine.model.weight_init import trunc_normal_
@@ -27,6 +30,8 @@ from mmpos.utils.errors import BadInputError
 from ..layers.attention import RoPEAttention
 from ..layers.rope import grid_coords, sincos_pos_embed_2d
 from ..layers.rope_positions import RoPEPositions
+from ..layers.window import (window_coords, window_partition,
+                             window_unpartition)
 from ..utils.pretrained import load_pretrained, split_pretrained_cfg
 
 # DeiT's initialisation: truncated normal linear layers, unit LayerNorms.
@@ -41,7 +46,12 @@ class RoPETransformerEncoderLayer(BaseModule):
 
     ``x = x + attn(ln1(x)); x = x + ffn(ln2(x))`` on ``(B, N, C)`` tokens.
     Arguments as mmpretrain's ``TransformerEncoderLayer`` plus ``rope_type``,
-    ``rope_theta`` and ``rope_cfg`` (see :class:`RoPEAttention`).
+    ``rope_theta`` and ``rope_cfg`` (see :class:`RoPEAttention`) and
+    ``window_size``: ``0`` attends globally; ``ws > 0`` attends inside the
+    ``ws x ws`` windows of the zero-padded patch grid (ViTDet), with RoPE at
+    the tokens' absolute coordinates (:mod:`mmpos.models.layers.window`).
+    Drop-path then acts on whole images after the windows are merged, as in
+    ViTDet.
     """
 
     def __init__(self,
@@ -58,9 +68,13 @@ class RoPETransformerEncoderLayer(BaseModule):
                  qkv_bias: bool = True,
                  act_cfg: dict = dict(type='GELU'),
                  norm_cfg: dict = dict(type='LN'),
+                 window_size: int = 0,
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
         drop_path = dict(type='DropPath', drop_prob=drop_path_rate)
+        self.window_size = window_size
+        self.window_drop_path = (build_dropout(drop_path)
+                                 if window_size else None)
         self.ln1 = build_norm_layer(norm_cfg, embed_dims)
         self.attn = RoPEAttention(
             embed_dims,
@@ -71,7 +85,7 @@ class RoPETransformerEncoderLayer(BaseModule):
             qkv_bias=qkv_bias,
             attn_drop=attn_drop_rate,
             proj_drop=drop_rate,
-            dropout_layer=drop_path,
+            dropout_layer=None if window_size else drop_path,
             layer_scale_init_value=layer_scale_init_value)
         self.ln2 = build_norm_layer(norm_cfg, embed_dims)
         self.ffn = FFN(
@@ -86,8 +100,28 @@ class RoPETransformerEncoderLayer(BaseModule):
                 x: Tensor,
                 coords: Optional[Tensor] = None,
                 hw: Optional[Sequence[int]] = None) -> Tensor:
-        x = x + self.attn(self.ln1(x), coords=coords, hw=hw)
+        if self.window_size:
+            x = x + self.window_drop_path(
+                self._window_attn(self.ln1(x), coords, hw))
+        else:
+            x = x + self.attn(self.ln1(x), coords=coords, hw=hw)
         return self.ffn(self.ln2(x), identity=x)
+
+    def _window_attn(self, x: Tensor, coords, hw) -> Tensor:
+        """Attention inside windows of ``x`` (B, H * W, C) on the ``hw``
+        grid; returns (B, H * W, C). ``coords`` (``(H * W, 2)`` or
+        ``(B, H * W, 2)``, e.g. a normalised or augmented frame) go with
+        their tokens into the windows; ``None`` is the integer grid."""
+        if hw is None:
+            raise ValueError('window attention needs the patch grid `hw`')
+        ws = self.window_size
+        if coords is None:
+            coords = window_coords(hw, ws, x.shape[0], x.device)
+        else:
+            coords = window_partition(
+                coords.expand(x.shape[0], -1, -1), hw, ws, pad_value=math.nan)
+        out = self.attn(window_partition(x, hw, ws), coords=coords)
+        return window_unpartition(out, hw, ws)
 
 
 @MODELS.register_module()
@@ -132,6 +166,20 @@ class RoPEVisionTransformer(BaseBackbone):
             ``register_tokens`` ``(1, R, C)`` placed after the class token;
             never rotated, no APE, left out of ``featmap`` /
             ``avg_featmap`` outputs (``raw`` keeps every token).
+        window_size: ViTDet window attention: ``0`` (default) attends
+            globally in every block; ``ws > 0`` attends inside ``ws x ws``
+            windows of the patch grid (padded to a multiple of ``ws``,
+            cropped after each block) in all blocks but
+            ``global_attn_indexes``. RoPE rotates with the absolute grid
+            coordinates, so a query-key logit inside a window equals the
+            global model's. Needs ``with_cls_token=False`` (ViTDet drops the
+            class token; an APE table with a class slot still loads) and a
+            full grid (``forward`` / ``forward_tokens`` with ``hw``). Adds
+            no parameters: every checkpoint of the global model loads.
+        global_attn_indexes: blocks that attend globally when
+            ``window_size > 0`` (e.g. ``(2, 5, 8, 11)`` for 12 blocks).
+        with_cp: activation checkpointing per block during training (saves
+            memory, recomputes each block's forward in the backward pass).
         drop_rate, drop_path_rate, qkv_bias, norm_cfg, layer_scale_init_value,
         frozen_stages, pre_norm, patch_cfg, layer_cfgs, init_cfg: as in
             mmpretrain's ``VisionTransformer``. The default ``init_cfg`` is
@@ -186,6 +234,9 @@ class RoPEVisionTransformer(BaseBackbone):
                  rope_layout='pairs',
                  rope_coords=None,
                  num_register_tokens=0,
+                 window_size=0,
+                 global_attn_indexes=(),
+                 with_cp=False,
                  layer_scale_init_value=0.,
                  pre_norm=False,
                  patch_cfg=dict(),
@@ -252,6 +303,21 @@ class RoPEVisionTransformer(BaseBackbone):
                 raise ValueError(f'Invalid out_indices {out_indices} for '
                                  f'{self.num_layers} layers')
 
+        self.with_cp = with_cp
+        self.window_size = window_size
+        self.global_attn_indexes = [
+            i + self.num_layers if i < 0 else i for i in global_attn_indexes
+        ]
+        if any(not 0 <= i < self.num_layers
+               for i in self.global_attn_indexes):
+            raise ValueError(f'Invalid global_attn_indexes '
+                             f'{global_attn_indexes} for {self.num_layers} '
+                             'layers')
+        if window_size and (with_cls_token or num_register_tokens):
+            raise ValueError('window_size > 0 needs with_cls_token=False and '
+                             'num_register_tokens=0 (window attention has '
+                             'no class or register tokens)')
+
         dpr = np.linspace(0, drop_path_rate, self.num_layers)
         if isinstance(layer_cfgs, dict):
             layer_cfgs = [layer_cfgs] * self.num_layers
@@ -272,7 +338,9 @@ class RoPEVisionTransformer(BaseBackbone):
                            drop_rate=drop_rate,
                            drop_path_rate=float(dpr[i]),
                            qkv_bias=qkv_bias,
-                           norm_cfg=norm_cfg),
+                           norm_cfg=norm_cfg,
+                           window_size=0 if i in self.global_attn_indexes
+                           else window_size),
                     **layer_cfgs[i]}))  # yapf: disable
 
         self.pre_norm = (build_norm_layer(norm_cfg, self.embed_dims)
@@ -409,7 +477,10 @@ class RoPEVisionTransformer(BaseBackbone):
 
         outs = []
         for i, layer in enumerate(self.layers):
-            x = layer(x, coords=coords, hw=hw)
+            if self.with_cp and self.training and x.requires_grad:
+                x = cp.checkpoint(layer, x, coords, hw, use_reentrant=False)
+            else:
+                x = layer(x, coords=coords, hw=hw)
             if i == self.num_layers - 1 and self.final_norm:
                 x = self.ln1(x)
             if i in self.out_indices:

@@ -19,3 +19,6 @@ param_scheduler = [
     dict(type='MultiStepLR', by_epoch=False, begin=0, end=max_iters,
          milestones=[19667, 21306], gamma=0.1)
 ]
+# The lr is set for the total batch of 64 (8 GPUs x 8); --auto-scale-lr
+# rescales it for another one.
+auto_scale_lr = dict(enable=False, base_batch_size=64)

@@ -1,0 +1,103 @@
+"""ViTDet window attention against global attention: one training step.
+
+Forward + backward + AdamW step (``_timing.train_step``) of
+``RoPEVisionTransformer`` (RoPE-Mixed, no class token, featmap of the last
+block) on one image, measured interleaved in this process:
+
+* ``global``: every block attends over the whole patch grid (ICPF B.2);
+* ``windowed``: ViTDet's 14x14 windows in all blocks but 3/6/9/12 (the grid
+  padded to a multiple of 14 and cropped after each block);
+* ``windowed+cp``: the same with per-block activation checkpointing.
+
+Ratios are against ``global``. With N tokens and windows of w tokens, the
+attention of a windowed block costs O(N w) instead of O(N^2); with SDPA the
+attention matrix is not stored either way, so memory differs by what the
+backward keeps (and checkpointing keeps one block's activations only).
+
+Full: ViT-B/16 at 1024x1024 (64x64 grid, 25 windows of 14x14 after padding
+to 70x70), batch 1. ``--quick``: a 4-block, 192-wide ViT (global blocks 2
+and 4) at 448x448 (28x28 grid, 4 windows).
+
+    python benchmarks/vitdet_window.py [--quick] [--iters N] [--warmup N]
+        [--threads N] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
+"""
+import _timing
+import torch
+
+FULL = dict(arch='b', size=1024, global_attn_indexes=(2, 5, 8, 11))
+QUICK = dict(
+    arch=dict(embed_dims=192, num_layers=4, num_heads=3,
+              feedforward_channels=768),
+    size=448,
+    global_attn_indexes=(1, 3))
+WINDOW = 14
+MODELS = ('global', 'windowed', 'windowed+cp')
+ROW = ('{benchmark:<34}{ours:<13}{ours_ms:9.1f} ms {ours_peak_mib:8.1f} MiB '
+       '| global {baseline_ms:9.1f} ms {baseline_peak_mib:8.1f} MiB | '
+       'time {time_ratio:.3f}x, memory {mem_ratio:.3f}x')
+
+
+class FeatureLoss(torch.nn.Module):
+    """The backbone with a stand-in loss: the mean square of its last
+    feature map (gradients reach every block)."""
+
+    def __init__(self, backbone):
+        super().__init__()
+        self.backbone = backbone
+
+    def loss(self, images):
+        return self.backbone(images)[-1].float().square().mean()
+
+
+def build(name: str, setting: dict) -> FeatureLoss:
+    from mmpos.models.backbones import RoPEVisionTransformer
+    torch.manual_seed(0)
+    windowed = name != 'global'
+    return FeatureLoss(
+        RoPEVisionTransformer(
+            arch=setting['arch'],
+            img_size=setting['size'],
+            rope_type='mixed',
+            with_cls_token=False,
+            out_type='featmap',
+            drop_path_rate=0.,
+            window_size=WINDOW if windowed else 0,
+            global_attn_indexes=setting['global_attn_indexes'],
+            with_cp=name.endswith('+cp'))).train()
+
+
+def run(quick: bool = False, iters: int = None, warmup: int = None,
+        threads: int = None, device: str = 'auto', amp: str = 'auto') -> dict:
+    """``{model: {step_ms, peak_mib, time_ratio, mem_ratio}, 'settings'}``
+    with the ratios against ``global``."""
+    from mmengine.logging import MMLogger
+    MMLogger.get_current_instance().setLevel('WARNING')
+    device, amp = _timing.setup(device, amp, threads)
+    setting = QUICK if quick else FULL
+    images = torch.randn(1, 3, setting['size'], setting['size'],
+                         device=device)
+    models = {name: build(name, setting) for name in MODELS}
+    return _timing.compare_train_steps(
+        models, (images, ), 'global', device, amp, quick,
+        iters or (2 if quick else 3), warmup, batch_size=1,
+        window_size=WINDOW, **setting)
+
+
+def summarize(result: dict) -> list:
+    """Summary rows (``_timing.comparison``) of :func:`run`'s result."""
+    size = result['settings']['size']
+    return [
+        _timing.comparison(f'vitdet_window {size}px train step', name,
+                           result[name], 'global attention', result['global'])
+        for name in MODELS[1:]
+    ]
+
+
+def main():
+    result = _timing.run_cli(__doc__, run)
+    for row in summarize(result):
+        print(ROW.format(**row))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,103 @@
+"""tools/test.py --tta (the config's tta_pipeline and tta_model, as in
+mmdet's and mmseg's tools) and tools/train.py --auto-scale-lr (mmengine
+scales the lr by the real total batch / auto_scale_lr.base_batch_size)."""
+import importlib.util
+import json
+
+import pytest
+import torch
+from mmengine.config import Config
+
+from conftest import REPO, data_root_options, run_tool
+
+SEG_CONFIG = 'configs/demo/upernet_vit-tiny-rope-mixed_mini-ade.py'
+
+
+def tool(name):
+    spec = importlib.util.spec_from_file_location(
+        name, REPO / 'tools' / f'{name}.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tta_wraps_the_model_and_reads_the_tta_pipeline():
+    cfg = Config.fromfile(REPO / SEG_CONFIG)
+    model, tta_pipeline = cfg.model.copy(), cfg.tta_pipeline
+    tool('test').use_tta(cfg)
+    assert cfg.model.type == 'SegTTAModel' and cfg.model.module == model
+    assert cfg.test_dataloader.dataset.pipeline == tta_pipeline
+    cfg = Config.fromfile(REPO / SEG_CONFIG)
+    cfg.pop('tta_model')
+    with pytest.raises(Exception, match='--tta: the config defines no '
+                       'tta_model'):
+        tool('test').use_tta(cfg)
+
+
+@pytest.mark.slow
+def test_test_py_tta_scores_a_checkpoint_with_multi_scale_flip(
+        tmp_path, mini_data):
+    """A segmentor checkpoint is loaded into the model inside SegTTAModel
+    (checked by CheckpointFitHook) and IoUMetric scores the merged
+    predictions of 6 scales x 2 flips."""
+    from mmengine.registry import init_default_scope
+    from mmseg.registry import MODELS
+    cfg = Config.fromfile(REPO / SEG_CONFIG)
+    init_default_scope('mmseg')
+    torch.manual_seed(0)
+    model = MODELS.build(cfg.model)
+    ckpt = tmp_path / 'seg.pth'
+    torch.save(dict(state_dict=model.state_dict()), ckpt)
+    out = tmp_path / 'metrics.json'
+    result = run_tool('tools/test.py', SEG_CONFIG, ckpt, '--tta', '--out',
+                      out, '--work-dir', tmp_path / 'test', '--cfg-options',
+                      *data_root_options(mini_data, 'ade'), timeout=900)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert 'tensors fit' in result.stdout + result.stderr
+    metrics = json.loads(out.read_text())
+    assert {'mIoU', 'mAcc', 'aAcc'} <= set(metrics), metrics
+    dumped = next((tmp_path / 'test').glob('*/vis_data/config.py'))
+    assert "type='SegTTAModel'" in dumped.read_text()
+    assert "type='TestTimeAug'" in dumped.read_text()
+
+
+@pytest.mark.slow
+def test_auto_scale_lr_scales_by_the_real_batch(tmp_path, mini_data):
+    """The mini config's lr is set for its batch of 4; with base 16 the
+    runner scales it by 4 / 16."""
+    result = run_tool(
+        'tools/train.py', SEG_CONFIG, '--auto-scale-lr', '--work-dir',
+        tmp_path / 'run', '--cfg-options', *data_root_options(mini_data, 'ade'),
+        'auto_scale_lr.base_batch_size=16', 'train_cfg.max_iters=1',
+        'train_cfg.val_interval=100', timeout=900)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert 'Scaling the original LR by 0.25' in result.stdout + result.stderr
+
+
+def test_auto_scale_lr_needs_a_base_batch(tmp_path):
+    train = tool('train')
+    config = tmp_path / 'no_base.py'
+    config.write_text(f"_base_ = ['{REPO / SEG_CONFIG}']\n"
+                      "auto_scale_lr = dict(_delete_=True, enable=False)\n")
+    args = train.parse_args([str(config), '--auto-scale-lr', '--work-dir',
+                             str(tmp_path / 'run')])
+    with pytest.raises(Exception, match='no auto_scale_lr.base_batch_size'):
+        train.build_train_config(args)
+
+
+def test_manifest_multi_scale_rows_launch_test_py_with_tta(tmp_path):
+    """RoPE-ViT Table 3's multi-scale rows test the single-scale runs'
+    checkpoints with tools/test.py --tta; tta needs a test_of run."""
+    from mmpos.benchmark.launch import plan
+    from mmpos.benchmark.manifest import ManifestError, _parse_run, \
+        load_manifest
+    manifest = load_manifest(str(REPO / 'tools/benchmark/manifest.yaml'))
+    run = manifest.runs['deit3_vit-b_rope-mixed_upernet_ms']
+    assert run.tta and run.test_of == 'deit3_vit-b_rope-mixed_upernet'
+    assert run.config == manifest.runs[run.test_of].config
+    steps = {s.run.id: s for s in plan(manifest, [run.id], str(tmp_path))}
+    command = steps[run.id].command
+    assert command[1] == 'tools/test.py' and '--tta' in command
+    assert '--tta' not in steps[run.test_of].command
+    with pytest.raises(ManifestError, match='tta'):
+        _parse_run('x', dict(config=run.config, tta=True))

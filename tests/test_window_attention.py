@@ -1,0 +1,217 @@
+"""ViTDet window attention in RoPEVisionTransformer: one window over the
+whole grid is global attention, a windowed block equals the global block
+restricted to its windows (the same RoPE logits for every pair inside a
+window: absolute coordinates), padding gives the grid back, activation
+checkpointing changes nothing, and pretraining checkpoints load."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import mmpos  # noqa: F401  (registers into mmpretrain)
+from mmpos.models.backbones import RoPEVisionTransformer
+from mmpos.models.layers.rope import grid_coords
+from mmpos.models.layers.window import (window_coords, window_partition,
+                                        window_unpartition)
+
+TINY = dict(embed_dims=32, num_layers=3, num_heads=2, feedforward_channels=64)
+
+
+def tiny(seed=0, **kwargs):
+    torch.manual_seed(seed)
+    cfg = dict(arch=TINY, out_type='featmap', with_cls_token=False,
+               out_indices=(0, 1, 2))
+    model = RoPEVisionTransformer(**{**cfg, **kwargs})
+    model.init_weights()
+    return model.eval()
+
+
+def test_partition_roundtrip_and_coords_on_a_padded_grid():
+    x = torch.randn(2, 5 * 7, 3)
+    windows = window_partition(x, (5, 7), 3)  # padded to 6 x 9: 2 x 3 windows
+    assert windows.shape == (2 * 6, 9, 3)
+    assert torch.equal(window_unpartition(windows, (5, 7), 3), x)
+    coords = window_coords((5, 7), 3, 2)
+    assert coords.shape == (12, 9, 2)
+    # window (row 1, column 2) of the second image: x in 6..8, y in 3..5,
+    # and its tokens are the grid tokens at those coordinates
+    assert torch.equal(coords[6 + 5], torch.tensor(
+        [[x_, y_] for y_ in (3., 4., 5.) for x_ in (6., 7., 8.)]))
+    grid = grid_coords(5, 7)
+    inside = (coords[6 + 5, :, 0] < 7) & (coords[6 + 5, :, 1] < 5)
+    index = (coords[6 + 5, inside, 1] * 7 + coords[6 + 5, inside, 0]).long()
+    assert torch.equal(windows[6 + 5, inside], x[1, index])
+    assert torch.equal(grid[index], coords[6 + 5, inside])
+    assert torch.all(windows[6 + 5, ~inside] == 0)  # zero padding
+
+
+@pytest.mark.parametrize('rope_type,use_ape', [('mixed', False),
+                                               ('axial', True),
+                                               ('none', True)])
+def test_one_window_over_the_whole_grid_is_global_attention(rope_type,
+                                                            use_ape):
+    glob = tiny(rope_type=rope_type, use_ape=use_ape)
+    win = tiny(rope_type=rope_type, use_ape=use_ape, window_size=4,
+               global_attn_indexes=(1, ))
+    win.load_state_dict(glob.state_dict())
+    img = torch.randn(2, 3, 64, 64)  # 4 x 4 grid = one 4 x 4 window
+    with torch.no_grad():
+        for a, b in zip(glob(img), win(img)):
+            if rope_type == 'axial':
+                # the global grid's axial tables are cached from fp64
+                # angles, explicit (window) coordinates rotate in fp32
+                torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+            else:
+                assert torch.equal(a, b)
+
+
+def _block_diagonal_mask(hw, ws):
+    """(N, N) True where two grid tokens share a ws x ws window."""
+    y, x = grid_coords(*hw).long().unbind(-1)[::-1]
+    win = (y // ws) * 1000 + x // ws
+    return win[:, None] == win[None, :]
+
+
+@pytest.mark.parametrize('rope_type', ['mixed', 'axial'])
+def test_windowed_block_is_the_global_block_restricted_to_windows(rope_type):
+    """A windowed block's output equals the global block's with attention
+    masked to each token's window: every query-key logit inside a window is
+    the global model's (RoPE at absolute coordinates) for that pair."""
+    glob = tiny(rope_type=rope_type)
+    win = tiny(rope_type=rope_type, window_size=2)
+    win.load_state_dict(glob.state_dict())
+    hw, ws = (4, 6), 2
+    x = torch.randn(2, 24, 32)
+    layer = glob.layers[0]
+    mask = _block_diagonal_mask(hw, ws)
+
+    def masked_attention(q, k, v, dropout_p=0., **kwargs):
+        logits = (q @ k.transpose(-2, -1)) / q.shape[-1]**.5
+        return logits.masked_fill(~mask, float('-inf')).softmax(-1) @ v
+
+    with torch.no_grad():
+        windowed = win.layers[0](x, hw=hw)
+        sdpa = F.scaled_dot_product_attention
+        F.scaled_dot_product_attention = masked_attention
+        try:
+            reference = layer(x, hw=hw)
+        finally:
+            F.scaled_dot_product_attention = sdpa
+    torch.testing.assert_close(windowed, reference, rtol=1e-5, atol=1e-5)
+
+
+def test_rope_logit_inside_a_window_equals_the_global_logit():
+    """The rotated query and key of a token pair inside a window (window
+    coordinates) give the same logit as on the global grid, also for a
+    window away from the origin."""
+    rope = tiny(rope_type='mixed').layers[0].attn.rope
+    hw, ws = (6, 6), 3
+    q, k = torch.randn(2, 1, 2, 36, 16).unbind(0)
+    glob_q, glob_k = rope(torch.stack((q, k)), hw=hw).unbind(0)
+    glob_logits = glob_q @ glob_k.transpose(-2, -1)
+    win_q, win_k = rope(
+        torch.stack([window_partition(t[0].transpose(0, 1).flatten(1)[None],
+                                      hw, ws).unflatten(-1, (2, 16))
+                     .transpose(1, 2) for t in (q, k)]),
+        coords=window_coords(hw, ws, 1)).unbind(0)
+    win_logits = win_q @ win_k.transpose(-2, -1)  # (4 windows, 2, 9, 9)
+    index = window_partition(torch.arange(36.).view(1, 36, 1), hw, ws)
+    index = index[..., 0].long()  # grid index of each window token
+    for w in range(4):
+        expected = glob_logits[0][:, index[w]][:, :, index[w]]
+        torch.testing.assert_close(win_logits[w], expected, rtol=1e-5,
+                                   atol=1e-5)
+
+
+@pytest.mark.parametrize('size', [(80, 112), (48, 64)])
+def test_grid_not_a_multiple_of_the_window_gives_the_grid_back(size):
+    model = tiny(window_size=4, global_attn_indexes=(2, ), use_ape=True,
+                 out_type='raw')
+    h, w = size[0] // 16, size[1] // 16
+    with torch.no_grad():
+        outs = model(torch.randn(1, 3, *size))
+    assert all(out.shape == (1, h * w, 32) for out in outs)
+
+
+def test_activation_checkpointing_gives_the_same_step():
+    img = torch.randn(1, 3, 48, 80)
+    grads = []
+    for with_cp in (False, True):
+        model = tiny(window_size=2, global_attn_indexes=(1, ),
+                     with_cp=with_cp, drop_path_rate=0.).train()
+        model(img)[-1].square().mean().backward()
+        grads.append([p.grad for p in model.parameters()])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b)
+
+
+def test_invalid_window_options():
+    with pytest.raises(ValueError, match='with_cls_token=False'):
+        RoPEVisionTransformer(arch=TINY, window_size=4, out_type='featmap')
+    with pytest.raises(ValueError, match='global_attn_indexes'):
+        tiny(window_size=4, global_attn_indexes=(3, ))
+    model = tiny(window_size=2)
+    with pytest.raises(ValueError, match='full patch grid'):
+        model.forward_tokens(torch.randn(1, 4, 32), coords=grid_coords(2, 2),
+                             hw=(2, 2))
+
+
+DOWNSTREAM = 'configs/demo/vitdet_mask-rcnn_vit-tiny-rope-mixed_mini-coco.py'
+# pretraining mini config, downstream position scheme
+PRETRAINING = {
+    'droppos': ('configs/droppos/droppos_vit-tiny_mini.py',
+                dict(rope_type='none', use_ape=True, img_size=32)),
+    'cr2pq': ('configs/cr2pq/cr2pq_vit-tiny_mini.py', dict(rope_type='axial')),
+    'icpf': ('configs/icpf/icpf_vit-tiny_mini.py',
+             dict(rope_type='none', use_ape=True, img_size=128)),
+}
+
+
+@pytest.mark.parametrize('method', sorted(PRETRAINING))
+def test_pretraining_checkpoint_loads_into_the_windowed_backbone(
+        method, tmp_path, capsys):
+    """The mini pretraining model's checkpoint, extracted (ICPF: its field
+    exported to APE) by mmpos2backbone against the windowed ViTDet config,
+    loads into the windowed backbone with 0 missing keys: window attention
+    adds none; the class token (and its APE slot) are left over."""
+    import importlib.util
+
+    from mmengine.config import Config
+    from mmengine.registry import init_default_scope
+    from mmpretrain.registry import MODELS
+
+    from conftest import REPO
+    from mmpos.models.utils.pretrained import load_pretrained
+    config, scheme = PRETRAINING[method]
+    init_default_scope('mmpretrain')
+    torch.manual_seed(0)
+    model = MODELS.build(Config.fromfile(REPO / config).model)
+    src = tmp_path / 'pretrain.pth'
+    torch.save(dict(state_dict=model.state_dict()), src)
+    downstream = tmp_path / 'windowed.py'
+    downstream.write_text(f"_base_ = ['{REPO / DOWNSTREAM}']\n"
+                          f'model = dict(backbone={scheme!r})\n')
+    spec = importlib.util.spec_from_file_location(
+        'mmpos2backbone', REPO / 'tools/model_converters/mmpos2backbone.py')
+    converter = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(converter)
+    dst = tmp_path / 'backbone.pth'
+    converter.main([str(src), str(dst), '--keep-prefix', '--config',
+                    str(downstream), '--drop-unexpected'])
+    out = capsys.readouterr().out
+    assert '0 missing key(s)' in out
+    if method == 'icpf':  # the field on the 16x16 grid, without class slot
+        assert 'sampled on a 16x16 patch grid' in out
+        assert 'class-token slot dropped' in out
+
+    cfg = Config.fromfile(downstream).model.backbone
+    cfg.init_cfg = None
+    backbone = RoPEVisionTransformer(
+        **{k: v for k, v in cfg.items() if k != 'type'})
+    report = load_pretrained(backbone, str(dst), prefix='backbone.',
+                             resizable=('pos_embed', ))
+    assert report['missing'] == []
+    assert report['unexpected'] == []  # the converter dropped cls_token
+    assert len(report['matched']) == len(backbone.state_dict())
+    with torch.no_grad():
+        out = backbone.eval()(torch.randn(1, 3, 96, 112))[-1]
+    assert out.shape == (1, 96, 12, 14) and torch.isfinite(out).all()

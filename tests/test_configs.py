@@ -271,11 +271,11 @@ def test_config_builds_and_runs(config, mini_data):
         check_forward(cfg, scope)
 
 
-BENCHMARKS = [c for c in CONFIGS if c.startswith('configs/benchmarks/')]
+TRANSFER_CONFIGS = [c for c in CONFIGS if c.startswith('configs/transfer/')]
 
 
-@pytest.mark.parametrize('config', BENCHMARKS)
-def test_benchmark_takes_one_checkpoint_variable(config):
+@pytest.mark.parametrize('config', TRANSFER_CONFIGS)
+def test_transfer_config_takes_one_checkpoint_variable(config):
     """The pretrained checkpoint is model.backbone.init_cfg.checkpoint."""
     cfg, _ = load(config)
     init_cfg = cfg.model.backbone.init_cfg
@@ -297,11 +297,11 @@ PAPER_PROTOCOLS = {
 }
 
 
-def test_benchmark_grid_is_complete():
+def test_transfer_grid_is_complete():
     """ViT-S/16 and ViT-B/16, each APE and RoPE-Mixed, for every general
     protocol; the paper-specific ones as listed."""
     protocols = {}
-    for config in BENCHMARKS:
+    for config in TRANSFER_CONFIGS:
         name = Path(config).name
         for variant in ('vit-b16-rope-mixed', 'vit-s16-rope-mixed',
                         'vit-b16-ape', 'vit-s16-ape'):
@@ -316,7 +316,7 @@ def test_benchmark_grid_is_complete():
         assert protocols.get(protocol) == variants, protocol
 
 
-@pytest.mark.parametrize('config', BENCHMARKS)
+@pytest.mark.parametrize('config', TRANSFER_CONFIGS)
 def test_auto_scale_lr_is_the_real_total_batch(config):
     """``auto_scale_lr.base_batch_size`` = GPUs x per-GPU batch of the
     config's ``<gpus>xb<batch>`` name, and the per-GPU batch is the

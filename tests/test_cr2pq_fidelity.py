@@ -94,7 +94,7 @@ def test_teacher_checkpoint_loads_every_teacher_weight(tmp_path):
 
 
 def _manifest():
-    with open(REPO / 'tools/benchmark/manifest.yaml') as f:
+    with open(REPO / 'tools/paper_tables/manifest.yaml') as f:
         return yaml.safe_load(f)
 
 

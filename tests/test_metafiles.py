@@ -1,7 +1,7 @@
 """OpenMMLab model-zoo metafiles (``configs/<method>/metafile.yml``, imported
 by ``model-index.yml``): structure, configs that exist, every top-level
 method config listed (mini configs excepted), and every Result backed by the
-paper number the benchmark manifest gives for a run of that config."""
+paper number the paper-table manifest gives for a run of that config."""
 import copy
 import re
 
@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from conftest import REPO
-from mmpos.benchmark.manifest import load_manifest
+from mmpos.paper_tables.manifest import load_manifest
 
-NOT_METHODS = {'_base_', 'benchmarks', 'demo'}
+NOT_METHODS = {'_base_', 'transfer', 'demo'}
 # CPU-sized configs for tests and demos are not model-zoo entries
 MINI = re.compile(r'(^|[_-])mini([_.-]|$)')
 # metafile metric name -> manifest metric
@@ -31,7 +31,7 @@ def load(method):
 
 @pytest.fixture(scope='module')
 def manifest():
-    return load_manifest(str(REPO / 'tools/benchmark/manifest.yaml'))
+    return load_manifest(str(REPO / 'tools/paper_tables/manifest.yaml'))
 
 
 def test_model_index_imports_every_metafile():

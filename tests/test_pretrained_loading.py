@@ -1,5 +1,5 @@
 """A pretraining checkpoint loads into the downstream models built from the
-benchmark configs (scaled down by cfg changes), the log reports what matched,
+transfer configs (scaled down by cfg changes), the log reports what matched,
 and every way of silently ending up with a random backbone is an error."""
 import copy
 import functools
@@ -17,8 +17,8 @@ from mmpos.models.utils.pretrained import load_pretrained
 
 from conftest import REPO
 
-DET = 'configs/benchmarks/mmdet/mask-rcnn_vit-b16-rope-mixed_mln-fpn_8xb2-1x_coco.py'  # noqa: E501
-SEG = 'configs/benchmarks/mmseg/upernet_vit-b16-ape_mln_4xb4-160k_ade20k-512x512.py'  # noqa: E501
+DET = 'configs/transfer/mmdet/mask-rcnn_vit-b16-rope-mixed_mln-fpn_8xb2-1x_coco.py'  # noqa: E501
+SEG = 'configs/transfer/mmseg/upernet_vit-b16-ape_mln_4xb4-160k_ade20k-512x512.py'  # noqa: E501
 # The ViT of the tests: 4 blocks (the necks read blocks 0-3), 32 wide.
 ARCH = dict(embed_dims=32, num_layers=4, num_heads=2, feedforward_channels=64)
 SMALL_NECK = dict(

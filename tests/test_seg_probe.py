@@ -9,9 +9,9 @@ from mmengine.config import Config
 MINI = 'configs/demo/linear-probe_vit-tiny-rope-mixed_mini-ade.py'
 CONFIGS = [
     MINI,
-    'configs/benchmarks/mmseg/'
+    'configs/transfer/mmseg/'
     'linear-probe_vit-b16-rope-mixed_4xb4-40k_ade20k-512x512.py',
-    'configs/benchmarks/mmseg/'
+    'configs/transfer/mmseg/'
     'linear-probe_vit-s16-ape_4xb4-40k_ade20k-512x512.py',
 ]
 

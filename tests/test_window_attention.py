@@ -64,6 +64,38 @@ def test_one_window_over_the_whole_grid_is_global_attention(rope_type,
                 assert torch.equal(a, b)
 
 
+@pytest.mark.parametrize('rope_coords', [
+    dict(frame='separate'),
+    dict(frame='max', shift=0.1, jitter=1.2, rescale=2.)])
+def test_windows_keep_the_global_coordinates_of_any_frame(rope_coords):
+    """DINOv3-style frames (and per-sample augmentation, same seed): one
+    window over the whole grid is global attention; on a padded grid the
+    tokens of the image keep the grid's shape."""
+    opts = dict(rope_type='axial', rope_layout='half', rope_axes='yx',
+                rope_periods=dict(base=100.), rope_coords=rope_coords)
+    glob = tiny(**opts)
+    win = tiny(**opts, window_size=4, global_attn_indexes=(1, ))
+    win.load_state_dict(glob.state_dict())
+    glob.train()
+    win.train()
+    img = torch.randn(2, 3, 64, 64)  # 4 x 4 grid = one 4 x 4 window
+    with torch.no_grad():
+        torch.manual_seed(3)
+        expected = glob(img)
+        torch.manual_seed(3)
+        got = win(img)
+        for a, b in zip(expected, got):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+        odd = win(torch.randn(2, 3, 80, 48))  # 5 x 3 grid, padded to 8 x 4
+    assert all(o.shape == (2, 32, 5, 3) and torch.isfinite(o).all()
+               for o in odd)
+
+
+def test_windows_refuse_register_tokens():
+    with pytest.raises(ValueError, match='num_register_tokens=0'):
+        tiny(window_size=4, num_register_tokens=4)
+
+
 def _block_diagonal_mask(hw, ws):
     """(N, N) True where two grid tokens share a ws x ws window."""
     y, x = grid_coords(*hw).long().unbind(-1)[::-1]
@@ -149,10 +181,22 @@ def test_invalid_window_options():
         RoPEVisionTransformer(arch=TINY, window_size=4, out_type='featmap')
     with pytest.raises(ValueError, match='global_attn_indexes'):
         tiny(window_size=4, global_attn_indexes=(3, ))
-    model = tiny(window_size=2)
-    with pytest.raises(ValueError, match='full patch grid'):
-        model.forward_tokens(torch.randn(1, 4, 32), coords=grid_coords(2, 2),
-                             hw=(2, 2))
+    model = tiny(window_size=2, out_type='raw')
+    tokens = torch.randn(1, 9, 32)
+    with pytest.raises(ValueError, match='patch grid'):
+        model.forward_tokens(tokens, coords=grid_coords(3, 3))
+    with pytest.raises(ValueError, match='exactly the 3x3 grid'):
+        model.forward_tokens(tokens[:, :4], coords=grid_coords(2, 2),
+                             hw=(3, 3))
+    # explicit grid coordinates are the cached grid (4 x 4: no padding)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn_like(p))  # non-zero qkv biases too
+        tokens = torch.randn(1, 16, 32)
+        for a, b in zip(model.forward_tokens(tokens, hw=(4, 4)),
+                        model.forward_tokens(tokens, coords=grid_coords(4, 4),
+                                             hw=(4, 4))):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
 DOWNSTREAM = 'configs/demo/vitdet_mask-rcnn_vit-tiny-rope-mixed_mini-coco.py'

@@ -57,7 +57,7 @@ def ensure_mini_data(data_root):
 
 def last_scalars(work_dir, keys, window=10):
     """Mean of the last ``window`` logged training values of ``keys``."""
-    from mmpos.benchmark.results import training_records
+    from mmpos.paper_tables.results import training_records
     records = [r for r in training_records(work_dir)
                if all(k in r for k in keys)][-window:]
     return {k: round(sum(r[k] for r in records) / len(records), 4)
@@ -184,8 +184,8 @@ def main(argv=None):
         json.dump(results, f, indent=2)
     print(f'results written to {osp.join(run_dir, "results.json")}')
     # The same table generator that regenerates the papers' tables.
-    run([sys.executable, 'tools/benchmark/gen_tables.py',
-         'tools/benchmark/demo_manifest.yaml', '--work-root', run_dir,
+    run([sys.executable, 'tools/paper_tables/gen_tables.py',
+         'tools/paper_tables/demo_manifest.yaml', '--work-root', run_dir,
          '--out-dir', osp.join(run_dir, 'tables'), '--print'])
     written = pictures(run_dir, backbone, pretrained, transfer_checkpoints)
     print('pictures: ' + ', '.join(written))

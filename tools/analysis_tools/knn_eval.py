@@ -16,7 +16,7 @@ to ``size / center_crop`` and centre-cropped to ``size`` (DINO: 256 -> 224).
 Features: ``cls`` (the class token) and ``avg`` (mean-pooled patch tokens).
 
 Writes ``DIR/metrics.json`` (``knn/<feature>_top1``, ``_top5``; read by
-``tools/benchmark/gen_tables.py``) and ``DIR/result.md``.
+``tools/paper_tables/gen_tables.py``) and ``DIR/result.md``.
 """
 import os.path as osp
 import sys

@@ -3,13 +3,13 @@
     python tools/analysis_tools/linear_seg_probe.py CONFIG BACKBONE
         --work-dir DIR [--cfg-options KEY=VALUE ...]
 
-CONFIG is a linear-probe config (``configs/benchmarks/mmseg/linear-probe_*``
+CONFIG is a linear-probe config (``configs/transfer/mmseg/linear-probe_*``
 or ``configs/demo/linear-probe_*``: frozen backbone, BN + 1x1 conv head),
 BACKBONE the pretrained checkpoint (``model.backbone.init_cfg.checkpoint``).
 Runs ``tools/train.py`` and then ``tools/test.py --out DIR/metrics.json`` on
 the last checkpoint, and writes ``DIR/result.md`` (mIoU, mAcc, aAcc and the
 training seconds per 1k images: median logged iteration time / batch
-size). ``metrics.json`` is what ``tools/benchmark/gen_tables.py`` reads.
+size). ``metrics.json`` is what ``tools/paper_tables/gen_tables.py`` reads.
 """
 import argparse
 import json
@@ -44,7 +44,7 @@ def main(argv=None):
     args = parse_args(argv)
     from mmengine.config import Config, DictAction
 
-    from mmpos.benchmark.results import training_records
+    from mmpos.paper_tables.results import training_records
     from mmpos.evaluation.frozen import write_markdown
     if not osp.isfile(args.backbone):
         raise FileNotFoundError(f'backbone checkpoint not found: '

@@ -111,7 +111,9 @@ class RoPETransformerEncoderLayer(BaseModule):
         """Attention inside windows of ``x`` (B, H * W, C) on the ``hw``
         grid; returns (B, H * W, C). ``coords`` (``(H * W, 2)`` or
         ``(B, H * W, 2)``, e.g. a normalised or augmented frame) go with
-        their tokens into the windows; ``None`` is the integer grid."""
+        their tokens into the windows and the padding tokens of a grid that
+        is not a multiple of the window get none (``nan``: no rotation);
+        ``None`` is the integer grid, which the padding continues."""
         if hw is None:
             raise ValueError('window attention needs the patch grid `hw`')
         ws = self.window_size

@@ -5,7 +5,7 @@ Transfer configs name the checkpoint once, as
 prefix='backbone.')``. mmengine's own ``PretrainedInit`` loads with
 ``strict=False`` and goes on when no key matched, which leaves a randomly
 initialised backbone that trains and evaluates as if nothing were wrong (the
-classic silent failure of transfer benchmarks). :func:`load_pretrained` is
+classic silent failure of transfer protocols). :func:`load_pretrained` is
 used instead; it
 
 1. refuses a path that does not exist or is not a complete checkpoint file

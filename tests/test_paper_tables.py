@@ -11,11 +11,11 @@ import pytest
 import yaml
 
 from conftest import REPO
-from mmpos.benchmark.manifest import (ManifestError, effective_epochs,
+from mmpos.paper_tables.manifest import (ManifestError, effective_epochs,
                                       load_manifest, parse_views)
-from mmpos.benchmark.results import (DONE_MARKER, last_checkpoint, read_run,
+from mmpos.paper_tables.results import (DONE_MARKER, last_checkpoint, read_run,
                                      training_records)
-from mmpos.benchmark.tables import (EFF_EP_LEGEND, README_BEGIN, README_END,
+from mmpos.paper_tables.tables import (EFF_EP_LEGEND, README_BEGIN, README_END,
                                     build_table, generate, readme_section,
                                     run_results, update_readme)
 
@@ -176,10 +176,10 @@ def test_every_cell(fabricated, tmp_path):
 
 
 def gen_tables(capsys, *args):
-    """``tools/benchmark/gen_tables.py ARGS`` in this process (importing
+    """``tools/paper_tables/gen_tables.py ARGS`` in this process (importing
     mmpos in a subprocess costs ~15 s): ``(exit code, stdout, stderr)``."""
     spec = importlib.util.spec_from_file_location(
-        'gen_tables', REPO / 'tools/benchmark/gen_tables.py')
+        'gen_tables', REPO / 'tools/paper_tables/gen_tables.py')
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     try:
@@ -342,8 +342,8 @@ def test_cli_readmes(fabricated, tmp_path, capsys):
 def test_demo_manifest(tmp_path, capsys):
     """tools/demo.py's closing table: its run dirs' test metrics, no paper
     columns; run.py plans pretraining before both transfer runs."""
-    from mmpos.benchmark.launch import plan
-    manifest_path = REPO / 'tools/benchmark/demo_manifest.yaml'
+    from mmpos.paper_tables.launch import plan
+    manifest_path = REPO / 'tools/paper_tables/demo_manifest.yaml'
     run_dir = tmp_path / '20240101_000000'
     for name, metrics in (('detection', {'coco/bbox_mAP': 0.1354,
                                          'coco/bbox_mAP_50': 0.3201,
@@ -371,7 +371,7 @@ def test_demo_manifest(tmp_path, capsys):
 # ------------------------------------------------------- the real manifest
 @pytest.fixture(scope='module')
 def real():
-    return load_manifest(str(REPO / 'tools/benchmark/manifest.yaml'))
+    return load_manifest(str(REPO / 'tools/paper_tables/manifest.yaml'))
 
 
 def paper(manifest, table_id, **fields):
@@ -512,14 +512,14 @@ def test_real_readmes_show_the_paper_tables(real, tmp_path):
         section = readme_section(real, paper, filled)
         for path in paths:
             assert section in (REPO / path).read_text(), (
-                f'{path} is stale: run python tools/benchmark/gen_tables.py '
+                f'{path} is stale: run python tools/paper_tables/gen_tables.py '
                 '--readmes --work-root DIR_WITHOUT_RUNS')
 
 
 def test_run_plan_resumable(fabricated, tmp_path):
     """Finished runs are skipped, a run with a checkpoint resumes, a pending
     config blocks its run, downstream runs get the upstream checkpoint."""
-    from mmpos.benchmark.launch import plan, shell_line
+    from mmpos.paper_tables.launch import plan, shell_line
     _, manifest_path, work = fabricated
     manifest = load_manifest(str(manifest_path))
     manifest.runs['seg_eval'] = type(manifest.runs['pre'])(

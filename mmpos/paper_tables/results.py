@@ -6,7 +6,7 @@ Layout written by mmengine's Runner (``tools/train.py`` / ``tools/test.py``)::
     <work_dir>/<timestamp>/<timestamp>.json       # tools/test.py metrics
     <work_dir>/metrics.json                       # tools/test.py --out
     <work_dir>/last_checkpoint                    # path of the last ckpt
-    <work_dir>/.mmpos_done                        # written by benchmark/run.py
+    <work_dir>/.mmpos_done                        # written by tools/paper_tables/run.py
 
 Every (re)start adds a timestamp directory, so a resumed run has several;
 they are read in timestamp order. A *validation record* is a scalars line

@@ -1,10 +1,10 @@
 """Regenerate the paper tables from finished work dirs.
 
-    python tools/benchmark/gen_tables.py MANIFEST [--work-root DIR]
+    python tools/paper_tables/gen_tables.py MANIFEST [--work-root DIR]
         [--out-dir DIR] [--tables ID ...] [--paper NAME] [--model-zoo PATH]
         [--readmes] [--print] [--check]
 
-For every table of MANIFEST (default ``tools/benchmark/manifest.yaml``)
+For every table of MANIFEST (default ``tools/paper_tables/manifest.yaml``)
 writes ``<out-dir>/<table>.md`` and ``.csv`` plus ``<out-dir>/tables.md``:
 our number, the paper's and the delta side by side; runs that do not exist
 yet are marked, never an error. A run's work dir is ``<work-root>/<run id>``.
@@ -21,8 +21,8 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 
-from mmpos.benchmark.manifest import ManifestError, load_manifest  # noqa: E402
-from mmpos.benchmark.tables import (generate, model_zoo_markdown,  # noqa
+from mmpos.paper_tables.manifest import ManifestError, load_manifest  # noqa: E402
+from mmpos.paper_tables.tables import (generate, model_zoo_markdown,  # noqa
                                     update_readmes)
 from mmpos.utils.cli import cli_main  # noqa: E402
 
@@ -30,8 +30,8 @@ from mmpos.utils.cli import cli_main  # noqa: E402
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('manifest', nargs='?',
-                        default='tools/benchmark/manifest.yaml')
-    parser.add_argument('--work-root', default='work_dirs/benchmark')
+                        default='tools/paper_tables/manifest.yaml')
+    parser.add_argument('--work-root', default='work_dirs/paper_tables')
     parser.add_argument('--out-dir', help='default: <work-root>/tables')
     parser.add_argument('--tables', nargs='+', help='only these table ids')
     parser.add_argument('--paper', help='only the tables of this paper')
@@ -69,7 +69,7 @@ def main(argv=None):
     except (ManifestError, KeyError, ValueError) as err:
         sys.exit(f'gen_tables.py: error: {err}')
     if args.model_zoo:
-        command = ('python tools/benchmark/gen_tables.py ' +
+        command = ('python tools/paper_tables/gen_tables.py ' +
                    ' '.join(argv if argv is not None else sys.argv[1:]))
         with open(args.model_zoo, 'w') as f:
             f.write(model_zoo_markdown(manifest, filled, command))

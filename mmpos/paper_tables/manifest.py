@@ -1,6 +1,6 @@
 """Benchmark manifest: which runs reproduce which cell of which paper table.
 
-A manifest (YAML, e.g. ``tools/benchmark/manifest.yaml``) has six keys::
+A manifest (YAML, e.g. ``tools/paper_tables/manifest.yaml``) has six keys::
 
     pending: [configs/droppos/...py, ...]   # named configs not written yet
     readmes:                                # optional: paper -> READMEs
@@ -13,7 +13,7 @@ A manifest (YAML, e.g. ``tools/benchmark/manifest.yaml``) has six keys::
         epochs: 200
         views: [[1, 224]]                   # [count, crop size] per kind
       droppos_vit-b_200e_coco:              # downstream: init_from a run
-        config: configs/benchmarks/mmdet/...py
+        config: configs/transfer/mmdet/...py
         init_from: droppos_vit-b_200e
       vit-s_rope-mixed_res288:              # evaluation of another run
         config: ...; test_of: vit-s_rope-mixed; cfg_options: {k: v}
@@ -332,7 +332,7 @@ def load_manifest(path: str, root: Optional[str] = None) -> Manifest:
     """Parse and check the structure of a manifest.
 
     ``root``: directory that config paths are relative to; default: the
-    repository root, i.e. two levels above a manifest in ``tools/benchmark``
+    repository root, i.e. two levels above a manifest in ``tools/paper_tables``
     (the parent of the first ``tools`` directory), else the manifest's dir.
     Raises :class:`ManifestError` naming the offending key.
     """

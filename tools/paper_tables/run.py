@@ -1,6 +1,6 @@
 """Launch the runs a manifest's tables still miss, resumably.
 
-    python tools/benchmark/run.py [MANIFEST] [--work-root DIR]
+    python tools/paper_tables/run.py [MANIFEST] [--work-root DIR]
         [--tables ID ...] [--runs ID ...] [--launcher local|dist|slurm]
         [--partition P] [--dry-run]
 
@@ -23,16 +23,16 @@ import sys
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
-from mmpos.benchmark.launch import plan, shell_line  # noqa: E402
-from mmpos.benchmark.manifest import ManifestError, load_manifest  # noqa
+from mmpos.paper_tables.launch import plan, shell_line  # noqa: E402
+from mmpos.paper_tables.manifest import ManifestError, load_manifest  # noqa
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('manifest', nargs='?',
-                        default='tools/benchmark/manifest.yaml')
-    parser.add_argument('--work-root', default='work_dirs/benchmark')
+                        default='tools/paper_tables/manifest.yaml')
+    parser.add_argument('--work-root', default='work_dirs/paper_tables')
     parser.add_argument('--tables', nargs='+')
     parser.add_argument('--runs', nargs='+')
     parser.add_argument('--launcher', default='local',

@@ -55,9 +55,11 @@ class Attention(nn.Module):
     def forward(self, x, hw):
         B, N, C = x.shape
         qkv = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4)
+        qkv = qkv.permute(2, 0, 3, 1, 4)
+        qk, v = qkv[:2], qkv[2]  # q and k rotated in one call, no copy
         if self.rope is not None:
-            q, k = self.rope(torch.stack((q, k)), hw=hw)
+            qk = self.rope(qk, hw=hw)
+        q, k = qk.unbind(0)
         out = F.scaled_dot_product_attention(q, k, v)
         return self.proj(out.transpose(1, 2).reshape(B, N, C))
 

@@ -49,6 +49,18 @@ def build_models(arch: dict, img_size: int, variants) -> dict:
     return models
 
 
+def class_token_steps(models: dict, images, device, amp) -> dict:
+    """``{name: train step}``: each model (moved to ``device``, train
+    mode) on ``images``, loss = squared mean of its last output."""
+    steps = {}
+    for name, model in models.items():
+        model.to(device).train()
+        steps[name] = _timing.train_step(
+            model, lambda m=model: m(images)[-1].float().square().mean(),
+            device, amp)
+    return steps
+
+
 def run(quick: bool = False,
         batch_size: int = None,
         img_size: int = 224,
@@ -75,12 +87,7 @@ def run(quick: bool = False,
     for arch_name, arch in ARCHS.items():
         arch = dict(arch, num_layers=2) if quick else arch
         models = build_models(arch, img_size, variants)
-        steps = {}
-        for name, model in models.items():
-            model.to(device).train()
-            steps[name] = _timing.train_step(
-                model, lambda m=model: m(images)[-1].float().square().mean(),
-                device, amp)
+        steps = class_token_steps(models, images, device, amp)
         stats = _timing.measure(steps, device, warmup, iters, batch_size)
         _timing.add_ratios(stats, 'APE')
         for name, model in models.items():

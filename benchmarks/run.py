@@ -18,6 +18,8 @@ and the ratios ours / baseline. The timing and memory protocol is
 ``coord_aug``         DINOv3 coordinate augmentation vs none, RoPE ViT step
 ``online_probe``      pretraining step with vs without the online kNN probe
 ``vitdet_window``     ViTDet window attention (+ checkpointing) vs global
+``rope_fast``         RoPE attention / ViT-S step, fast and eager RoPE paths
+``checkpointing``     RoPE ViT-B step with vs without ``with_cp``
 ====================  =====================================================
 
 Writes ``<out>/<name>.json`` (settings, every row, each benchmark's full
@@ -60,6 +62,8 @@ BENCHMARKS = {
     'coord_aug': 'rope_coord_aug',
     'online_probe': 'online_probe_overhead',
     'vitdet_window': 'vitdet_window',
+    'rope_fast': 'rope_fast',
+    'checkpointing': 'checkpointing',
 }
 DEFAULT_OUT = osp.join(osp.dirname(osp.abspath(__file__)), 'results')
 

@@ -1,1 +1,1 @@
-from . import hooks, optimizers  # noqa: F401
+from . import fsdp, hooks, optimizers  # noqa: F401

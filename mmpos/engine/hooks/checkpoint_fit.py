@@ -26,6 +26,24 @@ def _names(keys) -> str:
     return ', '.join(keys[:SHOWN]) + more
 
 
+def _full_shapes(wrapper, model) -> dict:
+    """``{state-dict key: shape}`` of ``model``; under FSDP (whose module
+    holds flattened shards) the unsharded names and shapes, gathered for
+    the moment of the check (every process takes part)."""
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    if not isinstance(wrapper, FSDP):
+        return {k: v.shape for k, v in model.state_dict().items()}
+    with FSDP.summon_full_params(wrapper, writeback=False,
+                                 offload_to_cpu=True):
+        tensors = [*model.named_parameters()] + [
+            (f'{prefix}.{name}'.lstrip('.'), buffer)
+            for prefix, module in model.named_modules()
+            for name, buffer in module.named_buffers(recurse=False)
+            if name not in module._non_persistent_buffers_set]
+        return {k.replace('_fsdp_wrapped_module.', ''): v.shape
+                for k, v in tensors}
+
+
 @HOOKS.register_module()
 class CheckpointFitHook(Hook):
     """Raise :class:`CheckpointMismatchError` for a checkpoint that does not
@@ -60,9 +78,9 @@ class CheckpointFitHook(Hook):
         # The Runner strips DDP's 'module.' prefix (its revise_keys).
         state = {re.sub(r'^module\.', '', k): v for k, v in state.items()
                  if isinstance(v, torch.Tensor)}
-        own = model.state_dict()
+        own = _full_shapes(runner.model, model)
         wrong = [k for k in set(state) & set(own)
-                 if state[k].shape != own[k].shape]
+                 if state[k].shape != own[k]]
         fits = set(state) & set(own) - set(wrong)
         missing = set(own) - set(state)
         what = type(model).__name__

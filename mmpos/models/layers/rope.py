@@ -44,13 +44,24 @@ Options for other RoPE families (all off by default):
   need that layout (the two differ by a fixed permutation of the q/k
   channels).
 
-Implementation: ``apply_rope`` computes ``x * cos + swap_pairs(x) * sin`` on
-queries and keys stacked in one tensor, with per-channel tables in which the
-sign of the sine is folded into the frequencies (:func:`rope_tables`), so one
-forward costs a handful of elementwise ops.
+Implementation. Two numerically equivalent paths (``RoPE2D(impl=...)``):
 
-Caching: the integer-grid cos/sin tables of RoPE-Axial (fixed frequencies) are
-cached per ``(head_dim, theta, H, W, #prefix tokens, device, dtype)``; for
+* ``'fast'`` (default): half-width tables, one unit complex number
+  ``exp(i a_t)`` per pair (:func:`rope_phasors`, ``(..., N, D/2)``), and
+  :func:`apply_rope_phasors` rotates queries and keys stacked in one tensor
+  by one complex multiplication: for ``layout='pairs'`` the input is *viewed*
+  as complex (no swap copy), for ``'half'`` the two halves are combined.
+* ``'eager'``: the reference, also the path of :class:`StaticRoPE` (ONNX has
+  no complex tensors): ``apply_rope`` computes ``x * cos + swap_pairs(x) *
+  sin`` with full-width per-channel tables in which the sign of the sine is
+  folded into the frequencies (:func:`rope_tables`).
+
+Both run in fp32 for fp16/bf16 inputs and agree to rounding (tests compare
+them in fp32, fp64 and bf16).
+
+Caching: the integer-grid tables of RoPE-Axial (fixed frequencies; cos/sin
+and phasors) are cached per ``(head_dim, theta, H, W, #prefix tokens, device,
+dtype)``; for
 RoPE-Mixed the frequencies are learnable and the tables must stay in the
 autograd graph, so only the coordinate grid per ``(H, W, #prefix tokens,
 device)`` is cached and the tables are recomputed in every forward pass.
@@ -58,7 +69,9 @@ Both caches are small LRU caches shared by all layers and models of the
 process (:func:`clear_rope_cache` empties them); their tensors are created
 outside autograd and inference mode, so a table first built under
 ``torch.inference_mode()`` is still usable for training. Explicit ``coords``
-are never cached.
+are never cached. Under ``torch.compile`` Dynamo traces through the caches
+(the tables become part of the graph) and the RoPE forward has no graph
+break (tested).
 """
 import math
 from functools import lru_cache
@@ -73,6 +86,7 @@ ROPE_TYPES = ('axial', 'mixed')
 DEFAULT_THETA = {'axial': 100.0, 'mixed': 10.0}
 ROPE_LAYOUTS = ('pairs', 'half')
 ROPE_AXES = ('xy', 'yx')
+ROPE_IMPLS = ('fast', 'eager')
 
 
 def grid_coords(h: int, w: int, device=None,
@@ -246,6 +260,58 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor,
     return torch.addcmul(y * cos, swapped, sin).to(x.dtype)
 
 
+def rope_phasors(coords: Tensor, freqs: Tensor) -> Tensor:
+    """Half-width rotation table ``exp(i a_t)`` for :func:`apply_rope_phasors`.
+
+    ``a_t`` is the angle of pair ``t`` (:func:`rope_angles` of ``freqs`` of
+    shape ``(2, [heads,] D/2)``); complex, shape ``(heads | 1, N, D/2)`` or
+    ``(B, heads | 1, N, D/2)``, one entry per pair instead of the two
+    full-width real tables of :func:`rope_tables`.
+    """
+    angles = rope_angles(coords, freqs)
+    return torch.polar(torch.ones_like(angles), angles)
+
+
+def _complex_view(y: Tensor) -> Tensor:
+    """``y`` ``(..., D)`` as ``(..., D/2)`` complex pairs ``(2t, 2t+1)``; a
+    view when the strides allow it, else of a contiguous copy (always in a
+    compiled graph, where the compiler picks the layout and fuses it)."""
+    pairs = y.unflatten(-1, (y.shape[-1] // 2, 2))
+    if torch.compiler.is_compiling() or pairs.storage_offset() % 2 or any(
+            st % 2 for st in pairs.stride()[:-1]):
+        pairs = pairs.contiguous()
+    return torch.view_as_complex(pairs)
+
+
+def apply_rope_phasors(x: Tensor, phasors: Tensor,
+                       layout: str = 'pairs') -> Tensor:
+    """Rotate the channel pairs of ``x`` by ``phasors`` (Eq. 11), the fast
+    path of :func:`apply_rope`.
+
+    Pair ``t`` of ``x`` (channels ``(2t, 2t+1)`` for ``layout='pairs'``,
+    ``(t, t + D/2)`` for ``'half'``) is read as the complex number
+    ``x[r] + i x[i]`` and multiplied by ``phasors[t]`` = ``exp(i a_t)``: one
+    complex product per pair. With ``'pairs'`` the input is viewed as
+    complex (no copy in fp32), with ``'half'`` the halves are joined. Runs
+    in the real dtype of ``phasors`` (fp32 for fp16/bf16 inputs) and
+    returns ``x.dtype``.
+
+    Args:
+        x: ``(..., N, D)``, e.g. queries and keys stacked as
+            ``(2, B, heads, N, D)``.
+        phasors: ``(..., N, D/2)`` complex (:func:`rope_phasors`),
+            broadcastable against ``x``.
+    """
+    y = x.to(phasors.real.dtype)
+    if layout == 'pairs':
+        out = torch.view_as_real(_complex_view(y) * phasors).flatten(-2)
+    else:
+        re, im = y.chunk(2, dim=-1)
+        rotated = torch.complex(re, im) * phasors
+        out = torch.cat((rotated.real, rotated.imag), dim=-1)
+    return out.to(x.dtype)
+
+
 @lru_cache(maxsize=32)
 def _cached_grid(h: int, w: int, num_prefix: int,
                  device: torch.device) -> Tensor:
@@ -258,17 +324,21 @@ def _cached_grid(h: int, w: int, num_prefix: int,
 @lru_cache(maxsize=64)
 def _cached_axial_tables(spec: tuple, h: int, w: int, num_prefix: int,
                          device: torch.device,
-                         dtype: torch.dtype) -> Tuple[Tensor, Tensor]:
-    """RoPE-Axial tables of the grid (angles in fp64, stored in ``dtype``);
-    ``spec`` is :attr:`RoPE2D.spec`."""
+                         dtype: torch.dtype) -> Tuple[Tensor, ...]:
+    """RoPE-Axial tables of the grid, angles in fp64, stored in ``dtype``:
+    ``(cos, sin)`` of :func:`rope_tables` and the real and imaginary parts
+    of :func:`rope_phasors` (real tensors, so that a compiled graph never
+    takes a complex constant); ``spec`` is :attr:`RoPE2D.spec`."""
     head_dim, theta, periods, axes, layout = spec
     with torch.inference_mode(False), torch.no_grad():
         freqs = axial_frequencies(head_dim, theta,
-                                  dict(periods) if periods else None, axes)
-        cos, sin = rope_tables(
-            _cached_grid(h, w, num_prefix, device).double(),
-            freqs.to(device, torch.float64), layout)
-        return cos.to(dtype), sin.to(dtype)
+                                  dict(periods) if periods else None,
+                                  axes).to(device, torch.float64)
+        grid = _cached_grid(h, w, num_prefix, device).double()
+        phasors = rope_phasors(grid, freqs)
+        return tuple(
+            t.to(dtype) for t in (*rope_tables(grid, freqs, layout),
+                                  phasors.real, phasors.imag))
 
 
 def clear_rope_cache() -> None:
@@ -301,6 +371,10 @@ class RoPE2D(nn.Module):
             (with ``y``, DINOv3).
         layout: channel pairs ``'pairs'`` ``(2t, 2t+1)`` or ``'half'``
             ``(t, t + D/2)`` (rotate-half, DINOv3).
+        impl: ``'fast'`` (half-width complex tables,
+            :func:`apply_rope_phasors`) or ``'eager'`` (the full-width
+            real reference, :func:`apply_rope`); same numbers up to
+            rounding.
 
     Attributes:
         freqs: ``(2, D/2)`` buffer (axial, not saved in checkpoints) or
@@ -316,11 +390,13 @@ class RoPE2D(nn.Module):
                  rotate_init: bool = True,
                  periods: Optional[dict] = None,
                  axes: str = 'xy',
-                 layout: str = 'pairs'):
+                 layout: str = 'pairs',
+                 impl: str = 'fast'):
         super().__init__()
         for name, value, choices in (('rope_type', rope_type, ROPE_TYPES),
                                      ('axes', axes, ROPE_AXES),
-                                     ('layout', layout, ROPE_LAYOUTS)):
+                                     ('layout', layout, ROPE_LAYOUTS),
+                                     ('impl', impl, ROPE_IMPLS)):
             if value not in choices:
                 raise ValueError(f'{name} must be one of {choices}, got '
                                  f'{value!r}')
@@ -337,6 +413,7 @@ class RoPE2D(nn.Module):
                                                 DEFAULT_THETA[rope_type])
         self.axes = axes
         self.layout = layout
+        self.impl = impl
         if rope_type == 'axial':
             self.register_buffer(
                 'freqs',
@@ -360,18 +437,13 @@ class RoPE2D(nn.Module):
                  f'theta={self.theta}')
         return (f'head_dim={self.head_dim}, num_heads={self.num_heads}, '
                 f'rope_type={self.rope_type!r}, {freqs}, axes={self.axes!r}'
-                f', layout={self.layout!r}')
+                f', layout={self.layout!r}, impl={self.impl!r}')
 
-    def tables(self,
-               num_tokens: int,
-               coords: Optional[Tensor] = None,
-               hw: Optional[Sequence[int]] = None,
-               dtype: torch.dtype = torch.float32) -> Tuple[Tensor, Tensor]:
-        """:func:`rope_tables` for ``num_tokens`` tokens, the last of which
-        are at ``coords`` (or on the ``hw`` grid); leading extra tokens get
-        angle 0. Shapes ``(heads | 1, N, D)`` or ``(B, heads | 1, N, D)``.
-        Axial grid tables come from the cache; the rest is computed."""
-        device = self.freqs.device
+    def _positions(self, num_tokens: int, coords: Optional[Tensor],
+                   hw: Optional[Sequence[int]]):
+        """``(coords, None)`` with ``num_tokens`` rows (leading prefix rows
+        and NaN coordinates set to 0, i.e. angle 0), or ``(None, key)``
+        for the cached axial grid tables, ``key = (h, w, num_prefix)``."""
         if coords is None:
             if hw is None:
                 raise ValueError('RoPE2D needs `coords` or `hw`')
@@ -386,15 +458,42 @@ class RoPE2D(nn.Module):
             raise ValueError(f'{num_tokens - num_prefix} positions given for '
                              f'only {num_tokens} tokens')
         if coords is None and self.rope_type == 'axial':
-            return _cached_axial_tables(self.spec, h, w, num_prefix, device,
-                                        dtype)
+            return None, (h, w, num_prefix)
+        device = self.freqs.device
         if coords is None:
-            coords = _cached_grid(h, w, num_prefix, device)
-        else:
-            coords = F.pad(coords.to(device).nan_to_num(0.),
-                           (0, 0, num_prefix, 0))
+            return _cached_grid(h, w, num_prefix, device), None
+        return F.pad(coords.to(device).nan_to_num(0.),
+                     (0, 0, num_prefix, 0)), None
+
+    def tables(self,
+               num_tokens: int,
+               coords: Optional[Tensor] = None,
+               hw: Optional[Sequence[int]] = None,
+               dtype: torch.dtype = torch.float32) -> Tuple[Tensor, Tensor]:
+        """:func:`rope_tables` for ``num_tokens`` tokens, the last of which
+        are at ``coords`` (or on the ``hw`` grid); leading extra tokens get
+        angle 0. Shapes ``(heads | 1, N, D)`` or ``(B, heads | 1, N, D)``.
+        Axial grid tables come from the cache; the rest is computed."""
+        coords, grid = self._positions(num_tokens, coords, hw)
+        if grid is not None:
+            return _cached_axial_tables(self.spec, *grid, self.freqs.device,
+                                        dtype)[:2]
         return rope_tables(coords.to(dtype), self.freqs.to(dtype),
                            self.layout)
+
+    def phasors(self,
+                num_tokens: int,
+                coords: Optional[Tensor] = None,
+                hw: Optional[Sequence[int]] = None,
+                dtype: torch.dtype = torch.float32) -> Tensor:
+        """:func:`rope_phasors` (complex of ``dtype``), positions as
+        :meth:`tables`; shapes ``(heads | 1, N, D/2)`` or
+        ``(B, heads | 1, N, D/2)``."""
+        coords, grid = self._positions(num_tokens, coords, hw)
+        if grid is not None:
+            return torch.complex(*_cached_axial_tables(
+                self.spec, *grid, self.freqs.device, dtype)[2:])
+        return rope_phasors(coords.to(dtype), self.freqs.to(dtype))
 
     def forward(self,
                 x: Tensor,
@@ -416,6 +515,9 @@ class RoPE2D(nn.Module):
         the input dtype, so it is safe under autocast.
         """
         dtype = torch.promote_types(x.dtype, torch.float32)
+        if self.impl == 'fast':
+            return apply_rope_phasors(
+                x, self.phasors(x.shape[-2], coords, hw, dtype), self.layout)
         cos, sin = self.tables(x.shape[-2], coords, hw, dtype)
         return apply_rope(x, cos, sin, self.layout)
 

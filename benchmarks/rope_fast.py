@@ -1,0 +1,201 @@
+"""Cost of RoPE with the fast path (``impl='fast'``) and the eager reference.
+
+Three comparisons, everything of one comparison measured in this process on
+the same input with interleaved rounds (``_timing.measure``):
+
+* ``rotation``: the RoPE ops alone, forward + backward, at one ViT-S
+  layer's size (queries and keys ``(2, B, 6, 197, 64)``, a strided view of
+  a qkv tensor as in the layer): the tables from the frequencies (RoPE-Mixed:
+  recomputed each step, gradient to the frequencies) and the rotation,
+  fast against eager.
+* ``attention``: one :class:`~mmpos.models.layers.RoPEAttention` layer at
+  ViT-S width (384 channels, 6 heads, 14 x 14 patches + class token),
+  forward + backward, without RoPE (``rope_type='none'``), RoPE-Axial and
+  RoPE-Mixed, each with the fast and the eager implementation; ratios
+  against the layer without RoPE (issue 17's goal on CPU fp32: <= 1.03x
+  axial, <= 1.05x mixed).
+* ``vit_step``: one ViT-S training step (``rope_overhead``'s: forward,
+  squared-mean loss of the class token, backward, AdamW) of mmpretrain's
+  ``VisionTransformer`` (APE) and RoPE ViTs: RoPE-Mixed fast, RoPE-Mixed
+  eager, RoPE-Axial fast; ratios against APE (goal: RoPE-Mixed <= 1.05x);
+  with ``compile=True`` also RoPE-Mixed under ``torch.compile`` (inductor;
+  its compilation happens in the warm-up calls).
+
+``--quick``: batch 2 and 2 blocks. The load average of the machine is
+recorded at the start and the end (a shared machine's load moves ratios).
+
+    python benchmarks/rope_fast.py [--quick] [--batch-size 8] [--iters 20]
+        [--warmup 3] [--threads 1] [--compile] [--device cpu]
+"""
+import os
+
+import _timing
+import torch
+
+from rope_overhead import ARCHS, class_token_steps
+
+
+def _load():
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def set_impl(model: torch.nn.Module, impl: str) -> torch.nn.Module:
+    """Switch every :class:`RoPE2D` of ``model`` to ``impl``."""
+    from mmpos.models.layers import RoPE2D
+    for module in model.modules():
+        if isinstance(module, RoPE2D):
+            module.impl = impl
+    return model
+
+
+def rotation_steps(batch: int, device) -> dict:
+    """``{'mixed fast' | 'mixed eager': step}``: RoPE-Mixed tables and
+    rotation of one ViT-S layer's queries and keys, forward + backward."""
+    from mmpos.models.layers import RoPE2D
+    heads, dims, hw = ARCHS['ViT-S']['num_heads'], ARCHS['ViT-S'][
+        'embed_dims'], (14, 14)
+    tokens = 1 + hw[0] * hw[1]
+    qkv = torch.randn(batch, tokens, 3, heads, dims // heads, device=device)
+    qk = qkv.permute(2, 0, 3, 1, 4)[:2].requires_grad_()
+    grad = torch.randn(qk.shape, device=device)
+    steps = {}
+    for impl in ('fast', 'eager'):
+        torch.manual_seed(0)
+        rope = RoPE2D(dims // heads, heads, 'mixed', impl=impl).to(device)
+
+        def step(rope=rope):
+            rope(qk, hw=hw).backward(grad)
+            rope.freqs.grad = qk.grad = None
+
+        steps[f'mixed {impl}'] = step
+    return steps
+
+
+def attention_steps(batch: int, device, amp) -> dict:
+    """``{name: fwd+bwd step}`` of one ViT-S attention layer per variant."""
+    from mmpos.models.layers import RoPEAttention
+    dims, heads, hw = ARCHS['ViT-S']['embed_dims'], ARCHS['ViT-S'][
+        'num_heads'], (14, 14)
+    x = torch.randn(batch, 1 + hw[0] * hw[1], dims, device=device,
+                    requires_grad=True)
+    steps = {}
+    for name, rope_type, impl in (('none', 'none', 'fast'),
+                                  ('axial fast', 'axial', 'fast'),
+                                  ('axial eager', 'axial', 'eager'),
+                                  ('mixed fast', 'mixed', 'fast'),
+                                  ('mixed eager', 'mixed', 'eager')):
+        torch.manual_seed(0)
+        layer = RoPEAttention(dims, heads, rope_type,
+                              rope_cfg=None if rope_type == 'none' else
+                              dict(impl=impl)).to(device)
+
+        def step(layer=layer):
+            with _timing.autocast(device, amp):
+                out = layer(x, hw=hw)
+            out.float().sum().backward()
+            layer.zero_grad(set_to_none=True)
+            x.grad = None
+
+        steps[name] = step
+    return steps
+
+
+def vit_models(arch: dict, compile: bool) -> dict:
+    from mmpretrain.models import VisionTransformer
+
+    from mmpos.models.backbones import RoPEVisionTransformer
+
+    def rope_vit(rope_type):
+        torch.manual_seed(0)
+        return RoPEVisionTransformer(arch=arch, img_size=224,
+                                     rope_type=rope_type, use_ape=False)
+
+    models = {
+        'APE': VisionTransformer(arch=arch, img_size=224),
+        'RoPE-Mixed fast': rope_vit('mixed'),
+        'RoPE-Mixed eager': set_impl(rope_vit('mixed'), 'eager'),
+        'RoPE-Axial fast': rope_vit('axial'),
+    }
+    if compile:
+        models['RoPE-Mixed fast compiled'] = torch.compile(rope_vit('mixed'))
+    return models
+
+
+def run(quick: bool = False, batch_size: int = None, iters: int = None,
+        warmup: int = None, threads: int = None, compile: bool = False,
+        device: str = 'auto', amp: str = 'auto') -> dict:
+    """``{'settings', 'rotation' | 'attention': {variant: stats},
+    'vit_step': {model: stats}}``, stats with ``step_ms``, ``peak_mib``,
+    ``time_ratio``, ``mem_ratio`` against ``mixed eager`` / ``none`` /
+    ``APE``."""
+    device, amp = _timing.setup(device, amp, threads)
+    batch_size = batch_size or (2 if quick else 8)
+    iters = iters or (5 if quick else 20)
+    warmup = warmup if warmup is not None else (1 if quick else 3)
+    load_start = _load()
+    torch.manual_seed(0)
+    rotation = _timing.measure(rotation_steps(batch_size, device), device,
+                               warmup, iters, batch_size)
+    _timing.add_ratios(rotation, 'mixed eager')
+    attention = _timing.measure(attention_steps(batch_size, device, amp),
+                                device, warmup, iters, batch_size)
+    _timing.add_ratios(attention, 'none')
+    arch = dict(ARCHS['ViT-S'], num_layers=2) if quick else ARCHS['ViT-S']
+    images = torch.randn(batch_size, 3, 224, 224, device=device)
+    steps = class_token_steps(vit_models(arch, compile), images, device, amp)
+    vit_step = _timing.measure(steps, device, warmup + 2 * compile, iters,
+                               batch_size)
+    _timing.add_ratios(vit_step, 'APE')
+    return dict(
+        settings=_timing.settings(
+            device, amp, quick=quick, batch_size=batch_size, iters=iters,
+            warmup=warmup, compile=compile, load_start=load_start,
+            load_end=_load(),
+            vit='ViT-S' + (' (2 blocks)' if quick else '')),
+        rotation=rotation, attention=attention, vit_step=vit_step)
+
+
+def summarize(result: dict) -> list:
+    """Summary rows: every RoPE variant against its baseline."""
+    targets = {'axial': '<= 1.03 (CPU fp32)', 'mixed': '<= 1.05 (CPU fp32)'}
+    rows = [
+        _timing.comparison('rope_fast RoPE-Mixed ops ViT-S layer fwd+bwd',
+                           'mixed fast', result['rotation']['mixed fast'],
+                           'mixed eager', result['rotation']['mixed eager'])
+    ]
+    rows += [
+        _timing.comparison('rope_fast attention ViT-S layer fwd+bwd', name,
+                           stats, 'same layer without RoPE',
+                           result['attention']['none'],
+                           target=targets[name.split()[0]])
+        for name, stats in result['attention'].items() if name != 'none'
+    ]
+    rows += [
+        _timing.comparison(f"rope_fast {result['settings']['vit']} step",
+                           name, stats, 'mmpretrain VisionTransformer (APE)',
+                           result['vit_step']['APE'],
+                           target='<= 1.05 (Mixed)')
+        for name, stats in result['vit_step'].items() if name != 'APE'
+    ]
+    return rows
+
+
+def markdown(result: dict) -> str:
+    s = result['settings']
+    lines = [f"Load average {s['load_start']} -> {s['load_end']}; batch "
+             f"{s['batch_size']}, {s['iters']} interleaved rounds.", '',
+             '| comparison | variant | ms | x baseline |', '|---|---|---|---|']
+    for part in ('rotation', 'attention', 'vit_step'):
+        for name, stats in result[part].items():
+            lines.append(f"| {part} | {name} | {stats['step_ms']:.1f} | "
+                         f"{stats['time_ratio']:.3f} |")
+    return '\n'.join(lines)
+
+
+if __name__ == '__main__':
+    result = _timing.run_cli(
+        __doc__, run, _timing.BATCH_SIZE,
+        ('--compile', dict(action='store_true',
+                           help='add a torch.compile (inductor) RoPE-Mixed '
+                           'ViT-S')))
+    print(markdown(result))

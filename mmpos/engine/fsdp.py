@@ -1,0 +1,53 @@
+"""FSDP for mmengine's FlexibleRunner (issue 17): the strategy and the
+wrapping policy of ``configs/_base_/fsdp.py``.
+
+Wrapping policy:
+
+mmpos models call parts of their backbone and heads outside those modules'
+``forward`` (``embed``, ``forward_tokens``, ``pos_embed`` read by DropPos,
+head losses), so only modules whose ``forward`` alone uses their parameters
+may become FSDP units: the transformer blocks. Everything else stays in the
+root unit, whose parameters are gathered for the whole step.
+"""
+from typing import Sequence
+
+import torch.nn as nn
+from mmengine._strategy import FSDPStrategy
+from mmengine.registry import STRATEGIES
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+BLOCK_TYPES = ('RoPETransformerEncoderLayer', 'TransformerEncoderLayer',
+               'MobileFormerBlock')
+
+
+def block_wrap_policy(module: nn.Module, recurse: bool,
+                      nonwrapped_numel: int,
+                      block_types: Sequence[str] = BLOCK_TYPES) -> bool:
+    """``auto_wrap_policy`` of ``FullyShardedDataParallel``: descend into
+    every module (``recurse``) and wrap those whose class name is in
+    ``block_types`` (names, so that configs can list them).
+    ``nonwrapped_numel`` is part of torch's policy signature, unused."""
+    if recurse:
+        return True
+    return type(module).__name__ in block_types
+
+
+@STRATEGIES.register_module()
+class MMPosFSDPStrategy(FSDPStrategy):
+    """mmengine's ``FSDPStrategy`` whose resume loads the optimizer state.
+
+    mmengine 0.10.7 calls ``FSDP.optim_state_dict_to_load(state_dict,
+    model, optimizer)``, the argument order of torch < 2.1; torch >= 2.1
+    takes ``(model, optim, optim_state_dict)`` and the resume fails
+    (``TypeError: unhashable type: 'dict'``). Everything else is
+    mmengine's.
+    """
+
+    def load_optim_state_dict(self, state_dict: dict) -> None:
+        """Load a full optimizer state dict (as saved by
+        :meth:`optim_state_dict`) into this process's shards."""
+        self.optim_wrapper.load_state_dict(
+            FSDP.optim_state_dict_to_load(
+                model=self.model,
+                optim=self.optim_wrapper.optimizer,
+                optim_state_dict=state_dict))

@@ -1,6 +1,6 @@
 """Deterministic mini datasets in the real on-disk formats.
 
-Three generators, each writing one dataset directory:
+Six generators (one module each), each writing one dataset directory:
 
 * :func:`make_mini_coco` -- COCO instance segmentation (``annotations/
   instances_{train,val}2017.json`` + ``{train,val}2017/*.jpg``): textured
@@ -18,6 +18,14 @@ Three generators, each writing one dataset directory:
 * :func:`make_mini_cls` -- image classification in mmpretrain's
   ``CustomDataset`` folder-per-class layout (``{train,val}/<class>/*.jpg``):
   one textured circle, square or triangle per image.
+* :func:`make_mini_objects` (the demo's detection task) -- COCO instance
+  segmentation whose 8 classes are materials (:data:`MINI_MATERIALS`,
+  textures of scikit-image's photographs with brightness, contrast and
+  tint randomised alike for all): outline random, texture names the class;
+  small to large instances, occluding one another, on photo backgrounds.
+* :func:`make_mini_stuff` (the demo's segmentation task) -- regions of the
+  same 8 materials, told apart by texture only; read by
+  :class:`mmpos.datasets.mini_datasets.MiniStuffDataset`.
 
 The output depends only on the arguments: the same ``seed`` gives
 byte-identical files. Each image draws from its own random stream, so image
@@ -36,17 +44,27 @@ from ._io import MARKER, _check_sizes, _check_target
 from .ade import MINI_ADE_CLASSES, make_mini_ade
 from .cls import make_mini_cls
 from .coco import make_mini_coco
+from .materials import MINI_MATERIALS
+from .objects import make_mini_objects
 from .photos import SKIMAGE_PHOTOS, available_skimage_photos
 from .shapes import MINI_COCO_CLASSES
+from .stuff import make_mini_stuff
 from .unlabeled import make_unlabeled_images
+
+__all__ = [
+    'MARKER', 'MINI_ADE_CLASSES', 'MINI_COCO_CLASSES', 'MINI_MATERIALS',
+    'SKIMAGE_PHOTOS', 'available_skimage_photos', 'make_all', 'make_mini_ade',
+    'make_mini_cls', 'make_mini_coco', 'make_mini_objects', 'make_mini_stuff',
+    'make_unlabeled_images'
+]
 
 
 def make_all(root, which=('coco', 'ade', 'unlabeled'), num_train=64,
              num_val=16, num_unlabeled=256, img_size=128, seed=0,
              force=False):
     """Write the chosen mini datasets (``'coco'``, ``'ade'``,
-    ``'unlabeled'``, ``'cls'``) to ``root/<name>``; see the individual
-    generators.
+    ``'unlabeled'``, ``'cls'``, ``'objects'``, ``'stuff'``) to
+    ``root/<name>``; see the individual generators.
 
     Returns:
         dict: Dataset name -> absolute path written.
@@ -59,6 +77,10 @@ def make_all(root, which=('coco', 'ade', 'unlabeled'), num_train=64,
         'unlabeled': lambda path: make_unlabeled_images(
             path, num_unlabeled, img_size, seed, force=force),
         'cls': lambda path: make_mini_cls(
+            path, num_train, num_val, img_size, seed, force=force),
+        'objects': lambda path: make_mini_objects(
+            path, num_train, num_val, img_size, seed, force=force),
+        'stuff': lambda path: make_mini_stuff(
             path, num_train, num_val, img_size, seed, force=force),
     }
     unknown = sorted(set(which) - set(makers))

@@ -8,37 +8,53 @@ from .shapes import (MINI_COCO_CLASSES, _bbox, _polygons, _render_scene,
                      _sample_layout)
 
 
-def _coco_split(root, split, num, img_size, seed, max_instances):
-    """Write ``{split}2017/*.jpg`` and return the split's COCO dict."""
+def _coco_split(root, split, num, draw, classes, supercategory,
+                description):
+    """Write ``{split}2017/*.jpg`` and return the split's COCO dict.
+
+    ``draw(split, index)`` gives image ``index`` of the split as ``(img,
+    labels, masks)``: uint8 (H, W, 3), class indices into ``classes`` and
+    the boolean visible mask of every instance.
+    """
     os.makedirs(osp.join(root, f'{split}2017'))
     images, annotations = [], []
     for index in range(num):
-        rng = _rng(seed, _COCO, split == 'val', index)
-        labels, masks = _sample_layout(rng, img_size, max_instances)
+        img, labels, masks = draw(split, index)
         image_id = index + 1
         file_name = f'{image_id:012d}.jpg'
-        _save_jpeg(_render_scene(rng, img_size, masks),
-                   osp.join(root, f'{split}2017', file_name))
+        _save_jpeg(img, osp.join(root, f'{split}2017', file_name))
         images.append(
-            dict(id=image_id, file_name=file_name, width=img_size,
-                 height=img_size, license=1))
+            dict(id=image_id, file_name=file_name, width=img.shape[1],
+                 height=img.shape[0], license=1))
         for label, mask in zip(labels, masks):
             annotations.append(
                 dict(id=len(annotations) + 1, image_id=image_id,
-                     category_id=label + 1, segmentation=_polygons(mask),
-                     area=int(mask.sum()), bbox=_bbox(mask), iscrowd=0))
+                     category_id=int(label) + 1,
+                     segmentation=_polygons(mask), area=int(mask.sum()),
+                     bbox=_bbox(mask), iscrowd=0))
     return dict(
         info=dict(
-            description=f'mmpos mini-COCO ({split}), synthetic shapes',
-            version='1.0', year=2024, contributor='mmpos', url='',
+            description=f'mmpos {description} ({split})', version='1.0',
+            year=2024, contributor='mmpos', url='',
             date_created='2024-01-01'),
         licenses=[dict(id=1, name='CC0 1.0', url='')],
         images=images,
         annotations=annotations,
         categories=[
-            dict(id=i + 1, name=name, supercategory='shape')
-            for i, name in enumerate(MINI_COCO_CLASSES)
+            dict(id=i + 1, name=name, supercategory=supercategory)
+            for i, name in enumerate(classes)
         ])
+
+
+def _write_coco(tmp, num_train, num_val, draw, classes, supercategory,
+                description):
+    """Both splits of a COCO dataset in ``tmp`` (see :func:`_coco_split`)."""
+    os.makedirs(osp.join(tmp, 'annotations'))
+    for split, num in (('train', num_train), ('val', num_val)):
+        coco = _coco_split(tmp, split, num, draw, classes, supercategory,
+                           description)
+        _write_json(
+            osp.join(tmp, 'annotations', f'instances_{split}2017.json'), coco)
 
 
 def make_mini_coco(root, num_train=64, num_val=16, img_size=128, seed=0,
@@ -65,12 +81,14 @@ def make_mini_coco(root, num_train=64, num_val=16, img_size=128, seed=0,
     _check_sizes(img_size, num_train=num_train, num_val=num_val)
     if max_instances < 2:
         raise ValueError(f'max_instances must be >= 2, got {max_instances}')
+
+    def draw(split, index):
+        rng = _rng(seed, _COCO, split == 'val', index)
+        labels, masks = _sample_layout(rng, img_size, max_instances)
+        return _render_scene(rng, img_size, masks), labels, masks
+
     with _staged_splits(root, force, 'coco', num_train, num_val, img_size,
                         seed, max_instances=max_instances) as tmp:
-        os.makedirs(osp.join(tmp, 'annotations'))
-        for split, num in (('train', num_train), ('val', num_val)):
-            coco = _coco_split(tmp, split, num, img_size, seed, max_instances)
-            _write_json(
-                osp.join(tmp, 'annotations', f'instances_{split}2017.json'),
-                coco)
+        _write_coco(tmp, num_train, num_val, draw, MINI_COCO_CLASSES, 'shape',
+                    'mini-COCO, synthetic shapes')
     return osp.abspath(root)

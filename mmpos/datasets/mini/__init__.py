@@ -20,11 +20,11 @@ Six generators (one module each), each writing one dataset directory:
   one textured circle, square or triangle per image.
 * :func:`make_mini_objects` (the demo's detection task) -- COCO instance
   segmentation whose 8 classes are materials (:data:`MINI_MATERIALS`,
-  textures of scikit-image's photographs with brightness, contrast and
-  tint randomised alike for all): outline random, texture names the class;
+  textures of scikit-image's photographs, brightness, contrast and tint
+  jittered alike for all): outline random, appearance names the class;
   small to large instances, occluding one another, on photo backgrounds.
 * :func:`make_mini_stuff` (the demo's segmentation task) -- regions of the
-  same 8 materials, told apart by texture only; read by
+  same 8 materials, the grey ones told apart by texture only; read by
   :class:`mmpos.datasets.mini_datasets.MiniStuffDataset`.
 
 The output depends only on the arguments: the same ``seed`` gives

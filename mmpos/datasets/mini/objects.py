@@ -3,9 +3,9 @@
 Every instance is a circle, square or triangle (outline drawn at random,
 independent of the class) cut out of one material of
 :data:`~.materials.MINI_MATERIALS`, on a background cropped from one of the
-:data:`~.materials.SCENE_PHOTOS`; brightness, contrast and tint come from
-the same ranges for every material and for the background, so only the
-texture names the class. Sizes span small to large (circumradius 5% to
+:data:`~.materials.SCENE_PHOTOS`; brightness, contrast and tint are
+jittered alike for every material and for the background, so the outline
+never names the class and colour only for some materials: texture does. Sizes span small to large (circumradius 5% to
 33% of the image), and instances occlude one another; boxes, areas and
 polygons describe the visible part (:func:`.shapes._sample_layout`).
 Read by :class:`mmpos.datasets.mini_datasets.MiniObjectsDataset`.

@@ -1,9 +1,9 @@
-"""mini-stuff: semantic segmentation whose regions differ by texture only.
+"""mini-stuff: semantic segmentation whose regions differ by material.
 
 Each image is a Voronoi partition overlaid by a few ellipses and bands
 (the geometry of :mod:`.ade`); every region is filled with one material of
-:data:`~.materials.MINI_MATERIALS`, whose brightness, contrast and tint are
-drawn from the same ranges for all materials. Label maps are uint8 PNGs
+:data:`~.materials.MINI_MATERIALS`, jittered alike for all materials (colour
+separates only some; the grey ones differ by texture). Label maps are uint8 PNGs
 with the material index (0..7) and 255 (ignore) on the 1.5-pixel seams
 between Voronoi cells; read by :class:`mmpos.datasets.mini_datasets.
 MiniStuffDataset`.

@@ -7,6 +7,8 @@ Layout of a comparison directory ``root``::
     <root>/plan.json                         # what ran (see below)
     <root>/pretraining/<init>/               # pretraining work dir
     <root>/<task>/<init>/seed<k>/            # transfer work dirs
+
+(``<init>`` with spaces as underscores, :func:`slug`).
     <work dir>/compute.json                  # {"minutes": wall minutes}
 
 ``plan.json``: ``{"title": str, "seeds": [int], "reference": init,
@@ -49,12 +51,17 @@ def load_plan(root: str) -> dict:
     return plan
 
 
+def slug(init: str) -> str:
+    """Directory name of an init (``'random init'`` -> ``random_init``)."""
+    return init.replace(' ', '_')
+
+
 def transfer_dir(root: str, task: str, init: str, seed: int) -> str:
-    return osp.join(root, task, init, f'seed{seed}')
+    return osp.join(root, task, slug(init), f'seed{seed}')
 
 
 def pretrain_dir(root: str, init: str) -> str:
-    return osp.join(root, 'pretraining', init)
+    return osp.join(root, 'pretraining', slug(init))
 
 
 def minutes(work_dir: str) -> Optional[float]:

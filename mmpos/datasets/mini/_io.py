@@ -129,3 +129,17 @@ def _check_sizes(img_size, **counts):
 def _rng(seed, *keys):
     """Independent generator for one (dataset, split, image) stream."""
     return np.random.default_rng([seed, *keys])
+
+
+def _seg_split(root, split, num, draw, stem):
+    """Write ``images/<split>/<stem(i)>.jpg`` and the uint8 label map
+    ``annotations/<split>/<stem(i)>.png`` of ``draw(i) -> (img, labels)``
+    for ``i < num``."""
+    img_dir = osp.join(root, 'images', split)
+    ann_dir = osp.join(root, 'annotations', split)
+    os.makedirs(img_dir)
+    os.makedirs(ann_dir)
+    for index in range(num):
+        img, labels = draw(index)
+        _save_jpeg(img, osp.join(img_dir, stem(index) + '.jpg'))
+        Image.fromarray(labels).save(osp.join(ann_dir, stem(index) + '.png'))

@@ -1,12 +1,10 @@
 """mini-ADE: ADE20K-layout semantic segmentation of Voronoi cells, each
 class with its own colour and texture statistics."""
-import os
 import os.path as osp
 
 import numpy as np
-from PIL import Image
 
-from ._io import _ADE, _check_sizes, _rng, _save_jpeg, _staged_splits
+from ._io import _ADE, _check_sizes, _rng, _seg_split, _staged_splits
 from .textures import _grid, _smooth_noise, _stripes, _to_uint8
 
 # Label-map ids used in mini-ADE and the ADE20K class each one stands for.
@@ -116,15 +114,12 @@ def make_mini_ade(root, num_train=64, num_val=16, img_size=128, seed=0,
     with _staged_splits(root, force, 'ade', num_train, num_val, img_size,
                         seed) as tmp:
         for split, num in (('training', num_train), ('validation', num_val)):
-            img_dir = osp.join(tmp, 'images', split)
-            ann_dir = osp.join(tmp, 'annotations', split)
-            os.makedirs(img_dir)
-            os.makedirs(ann_dir)
-            for index in range(num):
+
+            def draw(index):
                 rng = _rng(seed, _ADE, split == 'validation', index)
                 labels = _ade_label_map(rng, img_size)
-                stem = f'ADE_{split[:5]}_{index + 1:08d}'
-                _save_jpeg(_render_ade(rng, labels),
-                           osp.join(img_dir, stem + '.jpg'))
-                Image.fromarray(labels).save(osp.join(ann_dir, stem + '.png'))
+                return _render_ade(rng, labels), labels
+
+            _seg_split(tmp, split, num, draw,
+                       lambda index: f'ADE_{split[:5]}_{index + 1:08d}')
     return osp.abspath(root)

@@ -46,15 +46,24 @@ def _coco_split(root, split, num, draw, classes, supercategory,
         ])
 
 
-def _write_coco(tmp, num_train, num_val, draw, classes, supercategory,
-                description):
-    """Both splits of a COCO dataset in ``tmp`` (see :func:`_coco_split`)."""
-    os.makedirs(osp.join(tmp, 'annotations'))
-    for split, num in (('train', num_train), ('val', num_val)):
-        coco = _coco_split(tmp, split, num, draw, classes, supercategory,
-                           description)
-        _write_json(
-            osp.join(tmp, 'annotations', f'instances_{split}2017.json'), coco)
+def _make_coco(root, force, dataset, num_train, num_val, img_size, seed,
+               max_instances, draw, classes, supercategory, description):
+    """Check the arguments, then write both splits of a COCO dataset to
+    ``root`` (staged, see :func:`._io._staged_dir`) with images from
+    ``draw`` (see :func:`_coco_split`); returns the absolute path."""
+    _check_sizes(img_size, num_train=num_train, num_val=num_val)
+    if max_instances < 2:
+        raise ValueError(f'max_instances must be >= 2, got {max_instances}')
+    with _staged_splits(root, force, dataset, num_train, num_val, img_size,
+                        seed, max_instances=max_instances) as tmp:
+        os.makedirs(osp.join(tmp, 'annotations'))
+        for split, num in (('train', num_train), ('val', num_val)):
+            coco = _coco_split(tmp, split, num, draw, classes, supercategory,
+                               description)
+            _write_json(
+                osp.join(tmp, 'annotations', f'instances_{split}2017.json'),
+                coco)
+    return osp.abspath(root)
 
 
 def make_mini_coco(root, num_train=64, num_val=16, img_size=128, seed=0,
@@ -78,17 +87,11 @@ def make_mini_coco(root, num_train=64, num_val=16, img_size=128, seed=0,
     Returns:
         str: The absolute path of the dataset.
     """
-    _check_sizes(img_size, num_train=num_train, num_val=num_val)
-    if max_instances < 2:
-        raise ValueError(f'max_instances must be >= 2, got {max_instances}')
-
     def draw(split, index):
         rng = _rng(seed, _COCO, split == 'val', index)
         labels, masks = _sample_layout(rng, img_size, max_instances)
         return _render_scene(rng, img_size, masks), labels, masks
 
-    with _staged_splits(root, force, 'coco', num_train, num_val, img_size,
-                        seed, max_instances=max_instances) as tmp:
-        _write_coco(tmp, num_train, num_val, draw, MINI_COCO_CLASSES, 'shape',
-                    'mini-COCO, synthetic shapes')
-    return osp.abspath(root)
+    return _make_coco(root, force, 'coco', num_train, num_val, img_size,
+                      seed, max_instances, draw, MINI_COCO_CLASSES, 'shape',
+                      'mini-COCO, synthetic shapes')

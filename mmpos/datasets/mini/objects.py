@@ -10,12 +10,10 @@ never names the class and colour only for some materials: texture does. Sizes sp
 polygons describe the visible part (:func:`.shapes._sample_layout`).
 Read by :class:`mmpos.datasets.mini_datasets.MiniObjectsDataset`.
 """
-import os.path as osp
-
 import numpy as np
 
-from ._io import _OBJECTS, _check_sizes, _rng, _staged_splits
-from .coco import _write_coco
+from ._io import _OBJECTS, _rng
+from .coco import _make_coco
 from .materials import MINI_MATERIALS, SCENE_PHOTOS, PhotoBank, _paint
 from .shapes import _sample_layout
 from .textures import _to_uint8
@@ -57,9 +55,6 @@ def make_mini_objects(root, num_train=32, num_val=32, img_size=64, seed=0,
     Returns:
         str: The absolute path of the dataset.
     """
-    _check_sizes(img_size, num_train=num_train, num_val=num_val)
-    if max_instances < 2:
-        raise ValueError(f'max_instances must be >= 2, got {max_instances}')
     bank = PhotoBank([*MINI_MATERIALS.values(), *SCENE_PHOTOS])
 
     def draw(split, index):
@@ -68,8 +63,6 @@ def make_mini_objects(root, num_train=32, num_val=32, img_size=64, seed=0,
         img, labels = _render_objects(rng, bank, img_size, masks)
         return img, labels, masks
 
-    with _staged_splits(root, force, 'objects', num_train, num_val, img_size,
-                        seed, max_instances=max_instances) as tmp:
-        _write_coco(tmp, num_train, num_val, draw, list(MINI_MATERIALS),
-                    'material', 'mini-objects, materials')
-    return osp.abspath(root)
+    return _make_coco(root, force, 'objects', num_train, num_val, img_size,
+                      seed, max_instances, draw, list(MINI_MATERIALS),
+                      'material', 'mini-objects, materials')

@@ -8,13 +8,11 @@ with the material index (0..7) and 255 (ignore) on the 1.5-pixel seams
 between Voronoi cells; read by :class:`mmpos.datasets.mini_datasets.
 MiniStuffDataset`.
 """
-import os
 import os.path as osp
 
 import numpy as np
-from PIL import Image
 
-from ._io import _STUFF, _check_sizes, _rng, _save_jpeg, _staged_splits
+from ._io import _STUFF, _check_sizes, _rng, _seg_split, _staged_splits
 from .ade import _ade_region
 from .materials import MINI_MATERIALS, PhotoBank, _paint
 from .textures import _grid, _to_uint8
@@ -79,15 +77,11 @@ def make_mini_stuff(root, num_train=32, num_val=32, img_size=64, seed=0,
     with _staged_splits(root, force, 'stuff', num_train, num_val, img_size,
                         seed) as tmp:
         for split, num in (('train', num_train), ('val', num_val)):
-            img_dir = osp.join(tmp, 'images', split)
-            ann_dir = osp.join(tmp, 'annotations', split)
-            os.makedirs(img_dir)
-            os.makedirs(ann_dir)
-            for index in range(num):
+
+            def draw(index):
                 rng = _rng(seed, _STUFF, split == 'val', index)
                 labels = _stuff_label_map(rng, img_size)
-                stem = f'{index:05d}'
-                _save_jpeg(_render_stuff(rng, bank, labels),
-                           osp.join(img_dir, stem + '.jpg'))
-                Image.fromarray(labels).save(osp.join(ann_dir, stem + '.png'))
+                return _render_stuff(rng, bank, labels), labels
+
+            _seg_split(tmp, split, num, draw, lambda index: f'{index:05d}')
     return osp.abspath(root)

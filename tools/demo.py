@@ -88,9 +88,11 @@ def main():
         backbones[METHOD] = mini.pretrain(PRETRAIN, run_dir, METHOD,
                                           args.data_root,
                                           args.pretrain_iters)
-    for task in mini.TASKS:
-        for init in inits:
-            for seed in args.seeds:
+    # Seed by seed, so that a stopped demo already holds paired results
+    # (gen_tables.py --seeds on its directory tables what finished).
+    for seed in args.seeds:
+        for task in mini.TASKS:
+            for init in inits:
                 mini.transfer(run_dir, task, init, seed, args.data_root,
                               backbones[init], args.iters)
 

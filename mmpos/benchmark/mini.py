@@ -83,7 +83,8 @@ def _fresh(work_dir):
 def pretrain(config, root, init, data_root, iters=None, options=()):
     """Pretrain ``config`` on ``data_root/unlabeled`` into
     ``root/pretraining/<init>``; returns the backbone checkpoint extracted
-    for the detection config (no key may be missing)."""
+    for the detection config (no key may be missing; keys it has no place
+    for, such as the APE DINOv2 / ICPF train with, are left out)."""
     work_dir = pretrain_dir(root, init)
     backbone = osp.join(work_dir, 'backbone.pth')
     if _fresh(work_dir):
@@ -96,7 +97,7 @@ def pretrain(config, root, init, data_root, iters=None, options=()):
              work_dir, '--cfg-options', *opts])
         run([sys.executable, 'tools/model_converters/mmpos2backbone.py',
              last_checkpoint(work_dir), backbone, '--config',
-             TASKS['detection']['config']])
+             TASKS['detection']['config'], '--drop-unexpected'])
         _finish(work_dir, start)
     return backbone
 

@@ -54,10 +54,12 @@ def pretraining_summary(run_dir):
 def title(args):
     what = ('random init only (--from-scratch)' if args.from_scratch else
             f'{METHOD}-pretrained vs random init')
-    iters = f'{args.iters} transfer iterations' if args.iters else (
-        'label-scarce transfer (32 images, 200 iterations)')
+    iters = (f', {args.iters} transfer iterations' if args.iters else '')
+    if args.pretrain_iters and not args.from_scratch:
+        iters += f', {args.pretrain_iters} pretraining iterations'
+    scarce = f'{mini.DATA["num_train"]} labelled images per task{iters}'
     return (f'tiny RoPE-Mixed ViT on mini-objects / mini-stuff (CPU): '
-            f'{what}, {iters}')
+            f'{what}, {scarce}')
 
 
 def main():

@@ -131,8 +131,7 @@ def _difference(stats: dict, ref: Optional[dict]) -> dict:
     if stats['std'] is None or ref['std'] is None:
         return dict(diff=diff, clear=None)
     pooled = math.sqrt((stats['std']**2 + ref['std']**2) / 2)
-    return dict(diff=diff, clear=abs(diff) > 2 * pooled and pooled >= 0,
-                pooled_std=pooled)
+    return dict(diff=diff, clear=abs(diff) > 2 * pooled, pooled_std=pooled)
 
 
 def _fmt(mean, std) -> str:

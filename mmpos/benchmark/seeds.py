@@ -193,28 +193,36 @@ def markdown(summary: dict) -> str:
 
 def verdicts(summary: dict) -> Dict[str, str]:
     """Per non-reference init, one plain sentence: on which tasks its
-    advantage is clear, or that it is not."""
+    advantage is clear, on which it is not, and which cannot be judged
+    (fewer than two seeds on a side)."""
     out = {}
     for init in summary['compute']:
         if init == summary['reference']:
             continue
-        clear, unclear = [], []
+        clear, unclear, undecided = [], [], []
         for task in summary['tasks'].values():
+            stats = task['inits'][init]
             wins = [f'{task["metrics"][k]} {_fmt_diff(s)}'
-                    for k, s in task['inits'][init].items()
+                    for k, s in stats.items()
                     if s.get('clear') and s['diff'] > 0]
-            (clear if wins else unclear).append(
-                f'{task["label"]} ({", ".join(wins)})' if wins else
-                task['label'])
-        if not unclear:
-            out[init] = (f'{init}: advantage over {summary["reference"]} '
-                         f'larger than 2 std on every task: '
-                         + '; '.join(clear))
-        else:
-            out[init] = (f'{init}: NO advantage over {summary["reference"]} '
-                         f'beyond 2 std on {", ".join(unclear)} with this '
-                         'budget' + (f' (clear on {"; ".join(clear)})'
-                                     if clear else ''))
+            if wins:
+                clear.append(f'{task["label"]} ({", ".join(wins)})')
+            elif all(s.get('clear') is None for s in stats.values()):
+                undecided.append(task['label'])
+            else:
+                unclear.append(task['label'])
+        parts = []
+        if clear:
+            parts.append('advantage over {} larger than 2 std on {}'.format(
+                summary['reference'], '; '.join(clear)))
+        if unclear:
+            parts.append('NO advantage over {} beyond 2 std on {} with '
+                         'this budget'.format(summary['reference'],
+                                              ', '.join(unclear)))
+        if undecided:
+            parts.append('not judged on {} (fewer than 2 seeds)'.format(
+                ', '.join(undecided)))
+        out[init] = f'{init}: ' + '; '.join(parts)
     return out
 
 

@@ -395,6 +395,7 @@ def test_seed_table(tmp_path, capsys):
     assert ('- MAE: advantage over random init larger than 2 std on '
             'mini-stuff (mIoU +30.0 (clear), aAcc +30.0 (clear)); NO '
             'advantage over random init beyond 2 std on mini-objects') in stdout
+    assert '| 2 | MAE | 15.0 ± 7.1 (n=2) |' in stdout
     assert (root / 'tables' / 'seeds.csv').is_file()
 
 

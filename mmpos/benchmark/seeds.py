@@ -164,8 +164,8 @@ def ranking(summary: dict) -> List[str]:
 
 def markdown(summary: dict) -> str:
     """One table: a row per init (ranked), per task its metrics as mean
-    ± std and the first metric's difference to the reference, then the
-    compute."""
+    ± std (``(n=k)`` where only k of the seeds finished) and the first
+    metric's difference to the reference, then the compute."""
     header = ['rank', 'init']
     for task in summary['tasks'].values():
         labels = list(task['metrics'].values())
@@ -181,7 +181,11 @@ def markdown(summary: dict) -> str:
         cells = [str(rank), init]
         for task in summary['tasks'].values():
             per_metric = task['inits'][init]
-            cells += [_fmt(s['mean'], s['std']) for s in per_metric.values()]
+            cells += [
+                _fmt(s['mean'], s['std']) +
+                ('' if len(s['values']) == len(summary['seeds']) else
+                 f' (n={len(s["values"])})') for s in per_metric.values()
+            ]
             cells.append(_fmt_diff(next(iter(per_metric.values()))))
         compute = summary['compute'][init]
         pre = compute['pretrain_minutes']

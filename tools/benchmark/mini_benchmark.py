@@ -9,7 +9,8 @@ written by ``tools/benchmark/gen_tables.py --seeds``.
         [--methods droppos cr2pq dinov2 icpf random] [--seeds 0 1 2]
         [--pretrain-iters N] [--iters N]
 
-About an hour on 2 idle CPU cores with the defaults (not part of CI). It
+Estimated at an hour on 2 idle CPU cores with the defaults (not measured
+yet; not part of CI). It
 resumes: the work dir is fixed, finished runs (pretraining and transfer)
 are skipped and an interrupted run is restarted; run the same command
 again. Each method pretrains with its own mini recipe (schedule, views);

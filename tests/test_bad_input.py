@@ -271,8 +271,9 @@ def test_validate_dataset_cli_lists_label_problems(ade_copy, capsys):
         tool.main([SEG_CONFIG, '--cfg-options',
                    *data_root_options(ade_copy, 'ade')])
     out = capsys.readouterr().out.splitlines()
+    # MiniADEDataset: the 6 classes mini-ADE draws, raw 0..6 (0 = other)
     assert out == [f'{label}: label values [200] out of range (allowed '
-                   '0..150 or 255: num_classes=150, reduce_zero_label=True)']
+                   '0..6 or 255: num_classes=6, reduce_zero_label=True)']
 
 
 # 3. checkpoints --------------------------------------------------------------

@@ -241,6 +241,8 @@ def check_pipelines(cfg, scope, mini_data):
     for loader in loaders:
         if scope in ('mmdet', 'mmseg'):
             task = 'coco' if scope == 'mmdet' else 'ade'
+            if loader.dataset.get('type') == 'MiniStuffDataset':
+                task = 'stuff'  # its own layout (images/{train,val})
             dataset_cfg = point_at_mini(copy.deepcopy(loader.dataset),
                                         f'{mini_data}/{task}/')
             dataset_cfg.serialize_data = False  # its gc.collect() is slow

@@ -12,6 +12,7 @@ import torch
 from PIL import Image
 
 from mmpos.datasets import mini_data
+from mmpos.datasets.mini import coco, shapes, textures
 from mmpos.datasets.mini_data import (MINI_ADE_CLASSES, MINI_COCO_CLASSES,
                                       make_mini_ade, make_mini_coco,
                                       make_unlabeled_images)
@@ -121,13 +122,13 @@ def test_coco_instances_do_not_overlap(data_root):
 
 
 def test_hidden_instances_dropped_and_holes_rejected():
-    xs, ys = mini_data._grid(64)
-    big = mini_data._shape_mask(xs, ys, 0, 32, 32, 20, 0)
-    small = mini_data._shape_mask(xs, ys, 4, 32, 32, 8, 0)
-    shifted = mini_data._shape_mask(xs, ys, 0, 34, 32, 20, 0)
-    keep, visible = mini_data._visible_layout([small, shifted])
+    xs, ys = textures._grid(64)
+    big = shapes._shape_mask(xs, ys, 0, 32, 32, 20, 0)
+    small = shapes._shape_mask(xs, ys, 4, 32, 32, 8, 0)
+    shifted = shapes._shape_mask(xs, ys, 0, 34, 32, 20, 0)
+    keep, visible = shapes._visible_layout([small, shifted])
     assert keep == [1] and (visible[0] == shifted).all()
-    assert mini_data._visible_layout([big, small]) is None  # hole in big
+    assert shapes._visible_layout([big, small]) is None  # hole in big
 
 
 def test_coco_loads_in_mmdet_and_gt_scores_ap_1(data_root):
@@ -246,7 +247,7 @@ def test_interrupted_run_leaves_nothing(tmp_path, monkeypatch):
         if len(calls) == 3:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(mini_data, '_save_jpeg', failing_save)
+    monkeypatch.setattr(coco, '_save_jpeg', failing_save)
     with pytest.raises(KeyboardInterrupt):
         make_mini_coco(tmp_path / 'coco', **COCO_ARGS)
     assert os.listdir(tmp_path) == []

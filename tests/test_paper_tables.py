@@ -339,33 +339,64 @@ def test_cli_readmes(fabricated, tmp_path, capsys):
     assert 'readmes.Nope: no table of that paper' in stderr
 
 
-def test_demo_manifest(tmp_path, capsys):
-    """tools/demo.py's closing table: its run dirs' test metrics, no paper
-    columns; run.py plans pretraining before both transfer runs."""
-    from mmpos.paper_tables.launch import plan
-    manifest_path = REPO / 'tools/paper_tables/demo_manifest.yaml'
-    run_dir = tmp_path / '20240101_000000'
-    for name, metrics in (('detection', {'coco/bbox_mAP': 0.1354,
-                                         'coco/bbox_mAP_50': 0.3201,
-                                         'coco/segm_mAP': 0.1688}),
-                          ('segmentation', {'mIoU': 97.61, 'mAcc': 98.66,
-                                            'aAcc': 98.84})):
-        (run_dir / name).mkdir(parents=True)
-        (run_dir / name / 'metrics.json').write_text(json.dumps(metrics))
-    code, stdout, stderr = gen_tables(capsys, manifest_path, '--work-root',
-                                      run_dir, '--print')
-    assert code == 0 and 'warning' not in stderr, stderr
-    assert ('| task | model | status | AP^bb | AP^bb_50 | AP^mk | mIoU | '
-            'mAcc | aAcc |') in stdout
-    assert ('| mini-COCO + mini-ADE | Mask R-CNN / UperNet | done | 13.5 | '
-            '32.0 | 16.9 | 97.6 | 98.7 | 98.8 |') in stdout
-    assert (run_dir / 'tables' / 'demo.csv').is_file()
-    steps = plan(load_manifest(str(manifest_path)), ['detection',
-                                                     'segmentation'],
-                 str(tmp_path / 'fresh'), python='py')
-    assert [(s.run.id, s.action) for s in steps] == [
-        ('pretraining', 'start'), ('detection', 'start'),
-        ('segmentation', 'start')]
+def test_seed_table(tmp_path, capsys):
+    """tools/demo.py's / method_ranking.py's closing table (gen_tables.py
+    --seeds): mean and sample std over seeds, the difference to random init
+    judged against 2 pooled std, ranking, compute and a missing run."""
+    from mmpos.paper_tables import mini, seeds
+    root = tmp_path / 'run'
+    mini.write_plan(str(root), 'DropPos-pretrained vs random init',
+                    ['DropPos', 'MAE', mini.RANDOM_INIT], [0, 1, 2])
+    maps = {'DropPos': [0.30, 0.32, 0.34], 'MAE': [0.10, 0.20],
+            mini.RANDOM_INIT: [0.10, 0.12, 0.14]}
+    mious = {'DropPos': [20.0, 30.0, 40.0], 'MAE': [50.0, 52.0, 54.0],
+             mini.RANDOM_INIT: [21.0, 22.0, 23.0]}
+    for init in maps:
+        for seed, value in enumerate(maps[init]):
+            work = tmp_path.joinpath(
+                seeds.transfer_dir(str(root), 'detection', init, seed))
+            write_scalars(work, '20240101_000000', [
+                {'coco/bbox_mAP': value, 'coco/segm_mAP': value / 2,
+                 'coco/bbox_mAP_50': 2 * value, 'step': 200}])
+            open(os.path.join(work, DONE_MARKER), 'w').close()
+            seeds.write_json(os.path.join(work, seeds.COMPUTE),
+                             dict(minutes=1.5))
+        for seed, value in enumerate(mious[init]):
+            work = seeds.transfer_dir(str(root), 'segmentation', init, seed)
+            os.makedirs(work)
+            with open(os.path.join(work, 'metrics.json'), 'w') as f:
+                json.dump({'mIoU': value, 'aAcc': value + 10}, f)
+    code, stdout, _ = gen_tables(capsys, '--seeds', root, '--print')
+    assert code == 0
+    summary = json.loads((root / 'tables' / 'summary.json').read_text())
+    det = summary['tasks']['detection']['inits']
+    assert det['DropPos']['coco/bbox_mAP']['mean'] == pytest.approx(32.0)
+    assert det['DropPos']['coco/bbox_mAP']['std'] == pytest.approx(2.0)
+    # +20 against a pooled std of 2: clear; MAE has 2 seeds only (the third
+    # is missing) and +3 against pooled std sqrt((7.07^2 + 2^2) / 2): not
+    assert det['DropPos']['coco/bbox_mAP']['clear'] is True
+    assert det['MAE']['coco/bbox_mAP']['values'] == [10.0, 20.0]
+    assert det['MAE']['coco/bbox_mAP']['clear'] is False
+    seg = summary['tasks']['segmentation']['inits']
+    assert seg['DropPos']['mIoU']['diff'] == pytest.approx(8.0)
+    assert seg['DropPos']['mIoU']['clear'] is False  # std 10 vs 1
+    assert summary['compute']['DropPos']['transfer_minutes'] == 4.5
+    assert '**DropPos-pretrained vs random init**' in stdout
+    # ranks (AP^bb, mIoU): DropPos 0 + 1, MAE 1 + 0, random init 2 + 2;
+    # the tie is broken by the plan's order
+    assert seeds.ranking(summary) == ['DropPos', 'MAE', mini.RANDOM_INIT]
+    assert ('| 1 | DropPos | 32.0 ± 2.0 | 16.0 ± 1.0 | 64.0 ± 4.0 | '
+            '+20.0 (clear) | 30.0 ± 10.0 | 40.0 ± 10.0 | +8.0 (within '
+            'noise) | - | 4.5 |') in stdout
+    assert ('- DropPos: advantage over random init larger than 2 std on '
+            'mini-objects (AP^bb +20.0 (clear), AP^mk +10.0 (clear), '
+            'AP^bb_50 +40.0 (clear)); NO advantage over random init beyond 2 '
+            'std on mini-stuff with this budget') in stdout
+    assert ('- MAE: advantage over random init larger than 2 std on '
+            'mini-stuff (mIoU +30.0 (clear), aAcc +30.0 (clear)); NO '
+            'advantage over random init beyond 2 std on mini-objects') in stdout
+    assert '| 2 | MAE | 15.0 ± 7.1 (n=2) |' in stdout
+    assert (root / 'tables' / 'seeds.csv').is_file()
 
 
 # ------------------------------------------------------- the real manifest

@@ -7,7 +7,7 @@
 # mini-COCO and scored by the real CocoMetric (bbox). Checkpoint:
 #   --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [
-    '../benchmarks/mmdet/dino-4scale_vit-base-p16-rope-mixed_vitdet_8xb2-12e_coco.py',  # noqa: E501
+    '../transfer/mmdet/dino-4scale_vit-base-p16-rope-mixed_vitdet_8xb2-12e_coco.py',  # noqa: E501
     '../_base_/models/rope-vit_mini-arch.py',
     '../_base_/datasets/mini_coco_boxes.py',
     '../_base_/schedules/mini_300it_loop.py'

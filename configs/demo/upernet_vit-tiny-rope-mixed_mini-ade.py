@@ -6,6 +6,9 @@ _base_ = [
     '../_base_/schedules/mmseg_mini_300it.py',
     '../_base_/models/rope-vit_mini-arch.py',
 ]
+custom_imports = dict(
+    imports=['mmpos', 'mmpos.datasets.mini_datasets'],
+    allow_failed_imports=False)
 crop_size = (128, 128)
 embed_dims = _base_.mini_vit_arch['embed_dims']
 norm_cfg = dict(type='BN', requires_grad=True)
@@ -14,7 +17,8 @@ model = dict(
     backbone=_base_.mini_mln_backbone,
     neck=dict(in_channels=embed_dims, norm_cfg=norm_cfg),
     decode_head=dict(
-        in_channels=[embed_dims] * 4, channels=64, norm_cfg=norm_cfg),
-    auxiliary_head=dict(in_channels=embed_dims, channels=32,
+        in_channels=[embed_dims] * 4, channels=64, num_classes=6,
+        norm_cfg=norm_cfg),
+    auxiliary_head=dict(in_channels=embed_dims, channels=32, num_classes=6,
                         norm_cfg=norm_cfg),
     test_cfg=dict(mode='whole'))

@@ -1,7 +1,7 @@
 """Write the deterministic mini datasets used by the demo and the tests.
 
     python tools/misc/make_mini_data.py OUT_DIR
-        [--which coco ade unlabeled cls]
+        [--which coco ade unlabeled cls objects stuff]
         [--num-train N] [--num-val N] [--num-unlabeled N] [--img-size S]
         [--seed S] [--force]
 
@@ -21,22 +21,25 @@ from mmpos.datasets.mini_data import make_all  # noqa: E402
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 DATASETS = ('coco', 'ade', 'unlabeled')
-CHOICES = DATASETS + ('cls', )
+CHOICES = DATASETS + ('cls', 'objects', 'stuff')
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         description='Write deterministic mini COCO / ADE20K / unlabeled / '
-        'classification datasets.')
+        'classification / materials datasets.')
     parser.add_argument('out_dir', help='parent directory of the datasets')
     parser.add_argument(
         '--which', nargs='+', choices=CHOICES, default=list(DATASETS),
         help='datasets to write (default: coco ade unlabeled; cls is the '
-        'mini classification set)')
-    parser.add_argument('--num-train', type=int, default=64,
-                        help='training images of coco, ade and cls')
-    parser.add_argument('--num-val', type=int, default=16,
-                        help='validation images of coco, ade and cls')
+        'mini classification set, objects and stuff the demo\'s material '
+        'detection and segmentation tasks)')
+    parser.add_argument(
+        '--num-train', type=int, default=64,
+        help='training images of coco, ade, cls, objects and stuff')
+    parser.add_argument(
+        '--num-val', type=int, default=16,
+        help='validation images of coco, ade, cls, objects and stuff')
     parser.add_argument('--num-unlabeled', type=int, default=256,
                         help='images in the unlabeled folder')
     parser.add_argument('--img-size', type=int, default=128,

@@ -3,6 +3,7 @@
     python tools/paper_tables/gen_tables.py MANIFEST [--work-root DIR]
         [--out-dir DIR] [--tables ID ...] [--paper NAME] [--model-zoo PATH]
         [--readmes] [--print] [--check]
+    python tools/paper_tables/gen_tables.py --seeds DIR [--out-dir DIR] [--print]
 
 For every table of MANIFEST (default ``tools/paper_tables/manifest.yaml``)
 writes ``<out-dir>/<table>.md`` and ``.csv`` plus ``<out-dir>/tables.md``:
@@ -11,19 +12,27 @@ yet are marked, never an error. A run's work dir is ``<work-root>/<run id>``.
 ``--readmes`` also writes every paper's tables into the READMEs named by the
 manifest's ``readmes`` (``configs/<method>/README.md``), between markers;
 the rest of a README is left as it is.
+``--seeds DIR`` instead regenerates a seed-repeated comparison of backbone
+initialisations (``tools/demo.py``, ``tools/benchmark/method_ranking.py``)
+from ``DIR/plan.json`` and its work dirs: one table ranked by the mean over
+seeds, ``mean ± std`` per metric, the difference to random init and the
+compute, written as ``seeds.md`` / ``seeds.csv`` / ``summary.json`` to
+``--out-dir`` (default ``DIR/tables``); see :mod:`mmpos.benchmark.seeds`.
 ``--check`` also fails (exit 1) when a config is missing without being listed
 in the manifest's ``pending`` or when the effective-epoch accounting
 disagrees with a paper's ``eff_ep``.
 """
 import argparse
+import os
 import os.path as osp
 import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 
+from mmpos.paper_tables import seeds  # noqa: E402
 from mmpos.paper_tables.manifest import ManifestError, load_manifest  # noqa: E402
-from mmpos.paper_tables.tables import (generate, model_zoo_markdown,  # noqa
-                                    update_readmes)
+from mmpos.paper_tables.tables import (  # noqa: E402
+    generate, model_zoo_markdown, update_readmes)
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 
@@ -44,12 +53,29 @@ def parse_args(argv=None):
                         help='print the markdown tables')
     parser.add_argument('--check', action='store_true',
                         help='exit 1 on config / eff. epoch problems')
+    parser.add_argument(
+        '--seeds', metavar='DIR',
+        help='regenerate the seed comparison in DIR (plan.json) instead')
     return parser.parse_args(argv)
+
+
+def seed_table(args):
+    out_dir = args.out_dir or osp.join(args.seeds, 'tables')
+    os.makedirs(out_dir, exist_ok=True)
+    try:
+        text = seeds.write(args.seeds, out_dir)
+    except ValueError as err:
+        sys.exit(f'gen_tables.py: error: {err}')
+    if args.print:
+        print(text)
+    print(f'seed table written to {out_dir}')
 
 
 @cli_main('gen_tables.py')
 def main(argv=None):
     args = parse_args(argv)
+    if args.seeds:
+        return seed_table(args)
     try:
         manifest = load_manifest(args.manifest)
         table_ids = args.tables

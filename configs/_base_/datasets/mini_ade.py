@@ -1,5 +1,7 @@
 # mini-ADE written by tools/misc/make_mini_data.py: ADE20K layout and label
-# convention (0 = ignore, reduce_zero_label=True), read by ADE20KDataset.
+# convention (0 = ignore, reduce_zero_label=True), read by MiniADEDataset
+# (ADE20KDataset with the 6 classes mini-ADE draws). Leaf configs add
+# 'mmpos.datasets.mini_datasets' to `custom_imports`.
 _base_ = ['mmseg::_base_/datasets/ade20k.py']
 
 data_root = 'data/mini/ade/'
@@ -26,10 +28,14 @@ train_dataloader = dict(
     batch_size=4,
     num_workers=0,
     persistent_workers=False,
-    dataset=dict(data_root=data_root, pipeline=train_pipeline))
+    dataset=dict(
+        type='MiniADEDataset', data_root=data_root,
+        pipeline=train_pipeline))
 val_dataloader = dict(
     batch_size=4,
     num_workers=0,
     persistent_workers=False,
-    dataset=dict(data_root=data_root, pipeline=test_pipeline))
+    dataset=dict(
+        type='MiniADEDataset', data_root=data_root,
+        pipeline=test_pipeline))
 test_dataloader = val_dataloader

@@ -1,0 +1,22 @@
+# The demo segmentor: the tiny RoPE-Mixed ViT (stride-8 patches, blocks
+# 1-4) -> MultiLevelNeck -> FPN -> Semantic FPN head, 64 wide (the CR2PQ
+# layout). Leaves add a dataset (its `crop_size`), a schedule and the
+# number of classes.
+_base_ = [
+    '../../_base_/models/fpn_vit-base-p16_mln.py',
+    '../../_base_/models/rope-vit_mini-arch.py',
+]
+embed_dims = _base_.mini_vit_arch['embed_dims']
+width = 64
+norm_cfg = dict(type='BN', requires_grad=True)
+model = dict(
+    backbone=_base_.mini_mln_backbone,
+    neck=[
+        dict(type='mmpretrain.MultiLevelNeck', in_channels=embed_dims,
+             scale_factors=_base_.mini_mln_scales, norm_cfg=norm_cfg),
+        dict(type='FPN', in_channels=[embed_dims] * 4, out_channels=width,
+             num_outs=4)
+    ],
+    decode_head=dict(
+        in_channels=[width] * 4, channels=width, norm_cfg=norm_cfg),
+    test_cfg=dict(mode='whole'))

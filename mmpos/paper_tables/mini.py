@@ -1,0 +1,148 @@
+"""Runs shared by the demo (``tools/demo.py``) and the CPU method ranking
+(``tools/paper_tables/method_ranking.py``): the mini data, pretraining on the
+unlabeled views, and the seed-repeated label-scarce transfer to
+mini-objects (Mask R-CNN) and mini-stuff (Semantic FPN), laid out as
+:mod:`mmpos.paper_tables.seeds` reads it.
+
+Every run is a ``tools/train.py`` subprocess; a finished run leaves
+:data:`~mmpos.paper_tables.results.DONE_MARKER` and ``compute.json`` in its
+work dir and is skipped when asked again (so both tools resume).
+"""
+import os
+import os.path as osp
+import shutil
+import subprocess
+import sys
+import time
+
+from .results import DONE_MARKER, last_checkpoint, read_run
+from .seeds import COMPUTE, PLAN, pretrain_dir, transfer_dir, write_json
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+# Mini data of the demo: label-scarce splits, thousands of unlabeled views.
+DATA = dict(num_train=32, num_val=32, num_unlabeled=2048, img_size=64)
+# task -> (config, dataset folder, {metric key: label}, scale to percent)
+TASKS = {
+    'detection': dict(
+        config='configs/demo/mask-rcnn_vit-tiny-rope-mixed_mini-objects.py',
+        data='objects', label='mini-objects',
+        metrics={'coco/bbox_mAP': 'AP^bb', 'coco/segm_mAP': 'AP^mk',
+                 'coco/bbox_mAP_50': 'AP^bb_50'},
+        scale=100.0),
+    'segmentation': dict(
+        config='configs/demo/fpn_vit-tiny-rope-mixed_mini-stuff.py',
+        data='stuff', label='mini-stuff',
+        metrics={'mIoU': 'mIoU', 'aAcc': 'aAcc'}, scale=1.0),
+}
+RANDOM_INIT = 'random init'
+
+
+def run(cmd):
+    """Run ``cmd`` in the repository; stop with one line if it fails."""
+    print('+', ' '.join(cmd), flush=True)
+    if subprocess.run(cmd, cwd=ROOT).returncode:
+        raise SystemExit(f'stopped, this step failed (its error is above): '
+                         f'{" ".join(cmd[1:3])}')
+
+
+def ensure_data(data_root):
+    """Write the mini datasets the comparison needs, reusing existing ones
+    (never regenerated over)."""
+    tool = [sys.executable, 'tools/misc/make_mini_data.py', data_root,
+            '--img-size', str(DATA['img_size'])]
+    labelled = [t['data'] for t in TASKS.values()
+                if not osp.isdir(osp.join(data_root, t['data']))]
+    if labelled:
+        run(tool + ['--which', *labelled, '--num-train',
+                    str(DATA['num_train']), '--num-val',
+                    str(DATA['num_val'])])
+    unlabeled = not osp.isdir(osp.join(data_root, 'unlabeled'))
+    if unlabeled:
+        run(tool + ['--which', 'unlabeled', '--num-unlabeled',
+                    str(DATA['num_unlabeled'])])
+    # the labelled set of the pretraining configs' online kNN probe
+    probe = not osp.isdir(osp.join(data_root, 'cls'))
+    if probe:
+        run([sys.executable, 'tools/misc/make_mini_data.py', data_root,
+             '--which', 'cls'])
+    if not (labelled or unlabeled or probe):
+        print(f'reusing mini data in {data_root}')
+
+
+def _finish(work_dir, start):
+    write_json(osp.join(work_dir, COMPUTE),
+               dict(minutes=round((time.time() - start) / 60, 2)))
+    open(osp.join(work_dir, DONE_MARKER), 'w').close()
+
+
+def _fresh(work_dir):
+    """Whether ``work_dir`` must be (re)run; an unfinished one is removed
+    (a resumed comparison restarts its interrupted run)."""
+    if osp.isfile(osp.join(work_dir, DONE_MARKER)):
+        print(f'done already: {work_dir}')
+        return False
+    if osp.isdir(work_dir):
+        shutil.rmtree(work_dir)
+    return True
+
+
+def pretrain(config, root, init, data_root, iters=None, options=()):
+    """Pretrain ``config`` on ``data_root/unlabeled`` into
+    ``root/pretraining/<init>``; returns the backbone checkpoint extracted
+    for the detection config (no key may be missing; keys it has no place
+    for, such as the APE DINOv2 / ICPF train with, are left out)."""
+    work_dir = pretrain_dir(root, init)
+    backbone = osp.join(work_dir, 'backbone.pth')
+    if _fresh(work_dir):
+        start = time.time()
+        opts = ['train_dataloader.dataset.data_root='
+                f'{osp.join(data_root, "unlabeled")}/', *options]
+        if iters:
+            opts.append(f'train_cfg.max_iters={iters}')
+        run([sys.executable, 'tools/train.py', config, '--work-dir',
+             work_dir, '--cfg-options', *opts])
+        run([sys.executable, 'tools/model_converters/mmpos2backbone.py',
+             last_checkpoint(work_dir), backbone, '--config',
+             TASKS['detection']['config'], '--drop-unexpected'])
+        _finish(work_dir, start)
+    return backbone
+
+
+def data_options(task, data_root):
+    """``--cfg-options`` pointing a task's config at ``data_root``."""
+    root = osp.join(data_root, TASKS[task]['data']) + '/'
+    options = [f'{split}_dataloader.dataset.data_root={root}'
+               for split in ('train', 'val', 'test')]
+    if task == 'detection':
+        ann = root + 'annotations/instances_val2017.json'
+        options += [f'val_evaluator.ann_file={ann}',
+                    f'test_evaluator.ann_file={ann}']
+    return options
+
+
+def transfer(root, task, init, seed, data_root, backbone=None, iters=None):
+    """One transfer run (train, final evaluation) of ``task`` from
+    ``backbone`` (None: random init) with ``seed``; returns its metrics."""
+    work_dir = transfer_dir(root, task, init, seed)
+    if _fresh(work_dir):
+        start = time.time()
+        options = data_options(task, data_root) + [f'randomness.seed={seed}']
+        if backbone:
+            options.append(f'model.backbone.init_cfg.checkpoint={backbone}')
+        if iters:
+            options += [f'train_cfg.max_iters={iters}',
+                        f'train_cfg.val_interval={iters}']
+        run([sys.executable, 'tools/train.py', TASKS[task]['config'],
+             '--work-dir', work_dir, '--cfg-options', *options])
+        _finish(work_dir, start)
+    return read_run(work_dir).metrics
+
+
+def write_plan(root, title, inits, seeds):
+    """``root/plan.json`` for :mod:`mmpos.paper_tables.seeds`."""
+    os.makedirs(root, exist_ok=True)
+    tasks = {name: dict(label=t['label'], metrics=t['metrics'],
+                        scale=t['scale']) for name, t in TASKS.items()}
+    write_json(osp.join(root, PLAN),
+               dict(title=title, seeds=list(seeds), reference=RANDOM_INIT,
+                    inits=list(inits), tasks=tasks))

@@ -1,0 +1,82 @@
+"""tools/paper_tables/method_ranking.py and tools/demo.py's shared runner
+(mmpos.paper_tables.mini): resumption (finished runs skipped, an interrupted
+one restarted from scratch), the options each transfer run gets, and the
+plan the seed table reads. The commands are recorded, not run (a real run
+is the tool itself, ~1 hour)."""
+import importlib.util
+import json
+import os
+
+from conftest import REPO
+from mmpos.paper_tables import mini, seeds
+from mmpos.paper_tables.results import DONE_MARKER
+
+
+def load_tool():
+    spec = importlib.util.spec_from_file_location(
+        'method_ranking', REPO / 'tools/paper_tables/method_ranking.py')
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+def test_resumes_and_passes_seed_and_backbone(tmp_path, monkeypatch):
+    data = tmp_path / 'data'
+    for name in ('objects', 'stuff', 'unlabeled'):
+        (data / name).mkdir(parents=True)
+    root = tmp_path / 'bench'
+    done = tmp_path.joinpath(seeds.transfer_dir(str(root), 'detection',
+                                                'DropPos', 0))
+    done.mkdir(parents=True)
+    (done / DONE_MARKER).touch()
+    broken = tmp_path.joinpath(seeds.transfer_dir(str(root), 'segmentation',
+                                                  'DropPos', 0))
+    broken.mkdir(parents=True)
+    (broken / 'half_written.log').touch()
+    commands = []
+
+    def record(cmd):
+        commands.append(cmd)
+        if 'tools/train.py' in cmd:
+            work_dir = cmd[cmd.index('--work-dir') + 1]
+            assert not os.path.exists(os.path.join(work_dir,
+                                                   'half_written.log'))
+            os.makedirs(work_dir, exist_ok=True)
+            ckpt = os.path.join(work_dir, 'iter_1.pth')
+            open(ckpt, 'w').close()
+            with open(os.path.join(work_dir, 'last_checkpoint'), 'w') as f:
+                f.write(ckpt)
+
+    monkeypatch.setattr(mini, 'run', record)
+    tool = load_tool()
+    tool.main(['--work-dir', str(root), '--data-root', str(data),
+               '--methods', 'droppos', '--seeds', '0', '1',
+               '--iters', '3'])
+    trains = [c for c in commands if 'tools/train.py' in c]
+    work_dirs = [c[c.index('--work-dir') + 1] for c in trains]
+    # pretraining, then 2 tasks x 2 seeds x 2 inits minus the finished one
+    assert work_dirs[0] == seeds.pretrain_dir(str(root), 'DropPos')
+    assert str(done) not in work_dirs and str(broken) in work_dirs
+    assert len(trains) == 1 + 2 * 2 * 2 - 1
+    backbone = os.path.join(work_dirs[0], 'backbone.pth')
+    for cmd, work_dir in zip(trains[1:], work_dirs[1:]):
+        seed = int(work_dir[-1])
+        assert f'randomness.seed={seed}' in cmd
+        assert 'train_cfg.max_iters=3' in cmd
+        pretrained = 'random_init' not in work_dir
+        assert (f'model.backbone.init_cfg.checkpoint={backbone}'
+                in cmd) == pretrained
+        assert os.path.isfile(os.path.join(work_dir, DONE_MARKER))
+        assert 'minutes' in json.load(
+            open(os.path.join(work_dir, seeds.COMPUTE)))
+    plan = seeds.load_plan(str(root))
+    assert plan['inits'] == ['DropPos', mini.RANDOM_INIT]
+    assert plan['seeds'] == [0, 1] and 'reduced' in plan['title']
+    assert commands[-1][1:4] == ['tools/paper_tables/gen_tables.py', '--seeds',
+                                 str(root)]
+    # run again: everything is finished, only the table is regenerated
+    commands.clear()
+    tool.main(['--work-dir', str(root), '--data-root', str(data),
+               '--methods', 'droppos', '--seeds', '0', '1',
+               '--iters', '3'])
+    assert [c[1] for c in commands] == ['tools/paper_tables/gen_tables.py']

@@ -22,7 +22,7 @@ def load_tool():
 
 def test_resumes_and_passes_seed_and_backbone(tmp_path, monkeypatch):
     data = tmp_path / 'data'
-    for name in ('objects', 'stuff', 'unlabeled'):
+    for name in ('objects', 'stuff', 'unlabeled', 'cls'):
         (data / name).mkdir(parents=True)
     root = tmp_path / 'bench'
     done = tmp_path.joinpath(seeds.transfer_dir(str(root), 'detection',

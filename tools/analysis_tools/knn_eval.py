@@ -27,6 +27,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
 
 from mmpos.apis.cli import backbone_parser  # noqa: E402
 from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.utils.errors import BadInputError  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -46,7 +47,6 @@ def parse_args(argv=None):
 
 
 def split_dataset(cfg, split: str, data_root=None) -> dict:
-    from mmpos.utils.errors import BadInputError
     loader = cfg.get(f'{split}_dataloader')
     if not loader or 'dataset' not in loader:
         raise BadInputError(f'{cfg.filename}: no {split}_dataloader.dataset '

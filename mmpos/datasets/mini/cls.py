@@ -3,6 +3,8 @@ mmpretrain's folder-per-class layout."""
 import os
 import os.path as osp
 
+import numpy as np
+
 from ._io import _CLS, _check_sizes, _rng, _save_jpeg, _staged_splits
 from .shapes import _SIDES, MINI_COCO_CLASSES, _render_scene, _shape_mask
 from .textures import _grid

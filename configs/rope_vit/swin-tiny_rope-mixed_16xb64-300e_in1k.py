@@ -12,3 +12,6 @@ model = dict(
         rope_type='mixed',
         use_rpb=False,
         pad_small_map=True))  # maps below a window (small test inputs)
+# As every RoPE schedule here: no weight decay on the RoPE-Mixed frequencies.
+optim_wrapper = dict(
+    paramwise_cfg=dict(custom_keys={'.freqs': dict(decay_mult=0.)}))

@@ -11,7 +11,7 @@ import yaml
 from conftest import REPO
 from mmpos.paper_tables.manifest import load_manifest
 
-NOT_METHODS = {'_base_', 'transfer', 'demo'}
+NOT_METHODS = {'_base_', 'transfer', 'demo', 'method_ranking'}
 # CPU-sized configs for tests and demos are not model-zoo entries
 MINI = re.compile(r'(^|[_-])mini([_.-]|$)')
 # metafile metric name -> manifest metric

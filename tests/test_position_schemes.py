@@ -1,6 +1,6 @@
 """Position scheme x method: DINOv3's positions in DropPos and ICPF, and
-ICPF's view-consistent RoPE (views rotated at their crop-box source
-coordinates)."""
+ICPF's and CR2PQ's view-consistent RoPE (views rotated at their crop-box
+source coordinates; CR2PQ's coordinates: tests/test_cr2pq.py)."""
 import math
 
 import pytest
@@ -16,6 +16,7 @@ from mmpos.registry import MODELS
 
 DROPPOS = 'configs/droppos/droppos_vit-tiny-dinov3pos_mini.py'
 ICPF = 'configs/icpf/icpf_vit-tiny-dinov3pos_mini.py'
+CR2PQ = 'configs/cr2pq/cr2pq_vit-tiny-view-consistent-rope_mini.py'
 
 
 def test_box_coords_place_views_at_their_source_positions():
@@ -75,7 +76,8 @@ def test_icpf_view_consistent_coordinates_and_hidden_positions():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('config,iters', [(DROPPOS, 24), (ICPF, 12)])
+@pytest.mark.parametrize('config,iters', [(DROPPOS, 24), (ICPF, 12),
+                                          (CR2PQ, 12)])
 def test_mini_runs_train(tmp_path, mini_data, config, iters):
     """Loss falls without NaN (first vs last three logged losses)."""
     data = f'train_dataloader.dataset.data_root={mini_data}/unlabeled/'

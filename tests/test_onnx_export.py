@@ -1,7 +1,7 @@
 """tools/deployment/rope_vit2onnx.py: a RoPEVisionTransformer (any RoPE
-scheme, registers, APE, window attention) exported for one input size runs in onnxruntime
-with torch's outputs (within 1e-4), and the graph holds static RoPE tables
-(no trigonometry, no resizing)."""
+scheme, registers, APE, window attention on a padded grid) exported for one
+input size runs in onnxruntime with torch's outputs (within 1e-4), and the
+graph holds static RoPE tables (no trigonometry, no resizing)."""
 import copy
 import os.path as osp
 import sys

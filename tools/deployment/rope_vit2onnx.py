@@ -21,8 +21,8 @@ coordinate grids, caches, trigonometry or resizing: only matmuls,
 elementwise ops, slices and concatenations (the RoPE pair swap uses
 strided slices, not ``flip``), plus, for window attention, the padding to a
 multiple of the window and static reshapes / transposes (window blocks
-hold one image's per-window tables). The file therefore serves exactly one input
-size; export once per size. ``--check`` runs the file with onnxruntime on a
+hold one image's per-window tables). The file therefore serves exactly
+one input size; export once per size. ``--check`` runs the file with onnxruntime on a
 random input and prints the largest difference to torch. An existing OUT is
 kept unless ``--force``. Errors exit with status 1 and one line.
 """

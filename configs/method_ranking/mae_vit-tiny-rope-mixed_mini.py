@@ -10,7 +10,7 @@
 # AdamW betas; see README.md "Method ranking".
 _base_ = [
     'mmpretrain::_base_/models/mae_vit-base-p16.py',
-    '../_base_/schedules/pretrain_mini.py',
+    '../_base_/schedules/pretrain_mini_300it.py',
     '../_base_/datasets/mini_unlabeled.py',
     '../_base_/models/rope-vit_mini-arch.py',
 ]
@@ -52,27 +52,14 @@ train_pipeline = [
     dict(type='PackInputs'),
 ]
 # InfiniteSampler: no 2 s dataloader restart every few iterations (see
-# configs/droppos/droppos_vit-tiny_mini.py).
+# ../droppos/droppos_vit-tiny_mini.py).
 train_dataloader = dict(
     batch_size=32,
     sampler=dict(type='InfiniteSampler', shuffle=True),
     dataset=dict(pipeline=train_pipeline))
 
-max_iters, warmup_iters = 300, 20
-# MAE's betas and no decay on its tokens; none on the RoPE-Mixed
-# frequencies (as every RoPE schedule)
-optim_wrapper = dict(
-    optimizer=dict(lr=1e-3, betas=(0.9, 0.95)),
-    paramwise_cfg=dict(custom_keys={
-        name: dict(decay_mult=0.)
-        for name in ('mask_token', 'cls_token', '.freqs')}))
-param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-3, by_epoch=False, begin=0,
-         end=warmup_iters),
-    dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=False,
-         begin=warmup_iters, end=max_iters),
-]
-train_cfg = dict(max_iters=max_iters)
-default_hooks = dict(
-    logger=dict(interval=10),
-    checkpoint=dict(interval=max_iters, max_keep_ckpts=2))
+# no decay on MAE's tokens nor on the RoPE-Mixed frequencies (as every
+# RoPE schedule)
+optim_wrapper = dict(paramwise_cfg=dict(custom_keys={
+    name: dict(decay_mult=0.)
+    for name in ('mask_token', 'cls_token', '.freqs')}))

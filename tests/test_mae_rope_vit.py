@@ -148,7 +148,7 @@ def test_mini_mae_run_loss_falls_and_loads_into_demo_backbones(
     cfg.work_dir = str(tmp_path)
     cfg.train_dataloader.dataset.data_root = f'{mini_data}/unlabeled/'
     cfg.train_dataloader.batch_size = 8
-    max_iters = 30
+    max_iters = 20
     cfg.train_cfg.max_iters = max_iters
     cfg.default_hooks.logger.interval = 1
     cfg.default_hooks.checkpoint.interval = max_iters
@@ -159,9 +159,9 @@ def test_mini_mae_run_loss_falls_and_loads_into_demo_backbones(
     losses = [r['loss'] for r in records]
     assert len(losses) == max_iters and all(map(math.isfinite, losses))
     # measured (seed 0, batch 8, this fixture): 1.46 over the first 5
-    # iterations (warm-up), 0.88 over the last 5, falling at every step but
-    # one (norm-pix L2: predicting each patch's mean scores 1)
-    assert sum(losses[-5:]) / 5 < 0.8 * sum(losses[:5]) / 5, losses
+    # iterations (warm-up), 1.09 over the last 5, falling at every step
+    # (norm-pix L2: predicting each patch's mean scores 1)
+    assert sum(losses[-5:]) / 5 < 0.85 * sum(losses[:5]) / 5, losses
     # the online probe ran the unmasked backbone (MAE.extract_feat's path)
     assert 'knn_cls_top1' in records[-1]
 

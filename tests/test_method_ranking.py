@@ -49,34 +49,43 @@ def test_resumes_and_passes_seed_and_backbone(tmp_path, monkeypatch):
 
     monkeypatch.setattr(mini, 'run', record)
     tool = load_tool()
-    tool.main(['--work-dir', str(root), '--data-root', str(data),
-               '--methods', 'droppos', '--seeds', '0', '1',
-               '--iters', '3'])
+    methods = ['--methods', 'droppos', 'mae']
+    tool.main(['--work-dir', str(root), '--data-root', str(data), *methods,
+               '--seeds', '0', '1', '--iters', '3'])
     trains = [c for c in commands if 'tools/train.py' in c]
     work_dirs = [c[c.index('--work-dir') + 1] for c in trains]
-    # pretraining, then 2 tasks x 2 seeds x 2 inits minus the finished one
-    assert work_dirs[0] == seeds.pretrain_dir(str(root), 'DropPos')
+    # per method its pretraining (its own config), then 2 tasks x 2 seeds;
+    # random init's 2 x 2 last; minus the finished one
+    inits = ['DropPos', 'MAE']
+    pretrainings = [seeds.pretrain_dir(str(root), i) for i in inits]
+    assert [work_dirs[0], work_dirs[4]] == pretrainings
+    assert [trains[0][2], trains[4][2]] == [
+        tool.METHODS[m][1] for m in ('droppos', 'mae')]
     assert str(done) not in work_dirs and str(broken) in work_dirs
-    assert len(trains) == 1 + 2 * 2 * 2 - 1
-    backbone = os.path.join(work_dirs[0], 'backbone.pth')
-    for cmd, work_dir in zip(trains[1:], work_dirs[1:]):
+    assert len(trains) == 2 + 2 * 2 * 3 - 1
+    transfers = [(c, d) for c, d in zip(trains, work_dirs)
+                 if d not in pretrainings]
+    for cmd, work_dir in transfers:
         seed = int(work_dir[-1])
         assert f'randomness.seed={seed}' in cmd
         assert 'train_cfg.max_iters=3' in cmd
-        pretrained = 'random_init' not in work_dir
-        assert (f'model.backbone.init_cfg.checkpoint={backbone}'
-                in cmd) == pretrained
+        # the backbone of the init the run is filed under, none for random
+        backbones = [os.path.join(p, 'backbone.pth') for i, p in
+                     zip(inits, pretrainings)
+                     if seeds.slug(i) == os.path.basename(
+                         os.path.dirname(work_dir))]
+        assert [a for a in cmd if 'init_cfg.checkpoint' in a] == [
+            f'model.backbone.init_cfg.checkpoint={b}' for b in backbones]
         assert os.path.isfile(os.path.join(work_dir, DONE_MARKER))
         assert 'minutes' in json.load(
             open(os.path.join(work_dir, seeds.COMPUTE)))
     plan = seeds.load_plan(str(root))
-    assert plan['inits'] == ['DropPos', mini.RANDOM_INIT]
+    assert plan['inits'] == [*inits, mini.RANDOM_INIT]
     assert plan['seeds'] == [0, 1] and 'reduced' in plan['title']
     assert commands[-1][1:4] == ['tools/paper_tables/gen_tables.py', '--seeds',
                                  str(root)]
     # run again: everything is finished, only the table is regenerated
     commands.clear()
-    tool.main(['--work-dir', str(root), '--data-root', str(data),
-               '--methods', 'droppos', '--seeds', '0', '1',
-               '--iters', '3'])
+    tool.main(['--work-dir', str(root), '--data-root', str(data), *methods,
+               '--seeds', '0', '1', '--iters', '3'])
     assert [c[1] for c in commands] == ['tools/paper_tables/gen_tables.py']

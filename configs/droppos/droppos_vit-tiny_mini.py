@@ -12,7 +12,7 @@
 # the dropped positions) is logged with the loss; chance is 1/16.
 _base_ = [
     './_base_/droppos_vit-base-p16.py',
-    '../_base_/schedules/pretrain_mini.py',
+    '../_base_/schedules/pretrain_mini_300it.py',
     '../_base_/datasets/mini_unlabeled.py',
     '../_base_/models/rope-vit_mini-arch.py',
 ]
@@ -46,19 +46,7 @@ train_dataloader = dict(
     sampler=dict(type='InfiniteSampler', shuffle=True),
     dataset=dict(pipeline=train_pipeline))
 
-max_iters, warmup_iters = 300, 20
 optim_wrapper = dict(
-    optimizer=dict(lr=1e-3, betas=(0.9, 0.95)),
     clip_grad=dict(max_norm=5.0),
     paramwise_cfg=dict(custom_keys={'mask_token': dict(decay_mult=0.),
                                     'cls_token': dict(decay_mult=0.)}))
-param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-3, by_epoch=False, begin=0,
-         end=warmup_iters),
-    dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=False,
-         begin=warmup_iters, end=max_iters),
-]
-train_cfg = dict(max_iters=max_iters)
-default_hooks = dict(
-    logger=dict(interval=10),
-    checkpoint=dict(interval=max_iters, max_keep_ckpts=2))

@@ -1,12 +1,13 @@
 """CPU method ranking: every pretraining method that fits the demo's tiny
-RoPE-Mixed ViT, plus random init, transferred to mini-objects and
+RoPE-Mixed ViT (DropPos, CR2PQ, DINOv2, ICPF and, as the peer, mmpretrain's
+MAE on that ViT), plus random init, transferred to mini-objects and
 mini-stuff with the demo's label-scarce recipe and the same seeds; one
 ranked table (mean ± std over seeds, difference to random init, compute)
 written by ``tools/paper_tables/gen_tables.py --seeds``.
 
     python tools/paper_tables/method_ranking.py [--work-dir
         work_dirs/method_ranking] [--data-root data/mini]
-        [--methods droppos cr2pq dinov2 icpf random] [--seeds 0 1 2]
+        [--methods droppos cr2pq dinov2 icpf mae random] [--seeds 0 1 2]
         [--pretrain-iters N] [--iters N]
 
 Estimated at an hour on 2 idle CPU cores with the defaults (not measured
@@ -14,7 +15,9 @@ yet; not part of CI). It
 resumes: the work dir is fixed, finished runs (pretraining and transfer)
 are skipped and an interrupted run is restarted; run the same command
 again. Each method pretrains with its own mini recipe (schedule, views);
-the table's compute column says what each took. QB-Heat is left out: its
+the table's compute column says what each took. MAE runs mmpretrain's
+``MAE`` / ``MAEPretrainDecoder`` / ``MAEPretrainHead`` on ``MAERoPEViT``
+(mmpretrain's ``MAEViT`` masking on the RoPE ViT). QB-Heat is left out: its
 backbone (MobileFormer) is not the ViT the transfer configs build.
 """
 import argparse
@@ -35,6 +38,7 @@ METHODS = {
     'cr2pq': ('CR2PQ', CONFIGS + 'cr2pq_vit-tiny-rope-mixed_mini.py'),
     'dinov2': ('DINOv2', CONFIGS + 'dinov2_vit-tiny-rope-mixed_mini.py'),
     'icpf': ('ICPF', CONFIGS + 'icpf_vit-tiny-rope-mixed_mini.py'),
+    'mae': ('MAE', CONFIGS + 'mae_vit-tiny-rope-mixed_mini.py'),
     'random': (mini.RANDOM_INIT, None),
 }
 

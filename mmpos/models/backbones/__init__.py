@@ -1,9 +1,10 @@
+from .mae_rope_vit import MAERoPEViT
 from .mobile_former import MobileFormer
 from .rope_swin import RoPESwinTransformer, RoPEWindowMSA
 from .rope_vit import RoPETransformerEncoderLayer, RoPEVisionTransformer
 
 __all__ = [
-    'MobileFormer',
+    'MAERoPEViT', 'MobileFormer',
     'RoPESwinTransformer', 'RoPETransformerEncoderLayer',
     'RoPEVisionTransformer', 'RoPEWindowMSA'
 ]

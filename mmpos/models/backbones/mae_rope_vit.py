@@ -1,0 +1,83 @@
+"""RoPE ViT encoder for MAE pretraining (He et al., "Masked Autoencoders Are
+Scalable Vision Learners", CVPR 2022, §3 "MAE encoder").
+
+mmpretrain's ``MAEViT`` masks the patches of its APE ViT; this is the same
+masking on mmpos' :class:`RoPEVisionTransformer`, with the same ``forward``
+contract, so mmpretrain's ``MAE`` algorithm, ``MAEPretrainDecoder`` and
+``MAEPretrainHead`` run on it unchanged:
+
+* ``forward(x)`` (``mask=True``): per image, keep ``K = floor((1 - r) L)`` of
+  the ``L = h * w`` patches, drawn uniformly (MAE's shuffle: ``argsort`` of
+  uniform noise from torch's global generator, drawn as ``MAEViT`` draws
+  it), and run the blocks on ``[cls; kept patches]`` only. Every kept patch
+  is rotated at its **own grid coordinates** (and gets its own APE entry when
+  ``use_ape``), never at its index in the shortened sequence. Returns
+  ``(x, mask, ids_restore)``: ``x`` ``(B, 1 + K, C)`` (class token, then the
+  kept patches in shuffled order; register tokens, if any, left out),
+  ``mask`` ``(B, L)`` float, 1 = removed, ``ids_restore`` ``(B, L)`` long
+  (``gather(cat(kept, removed), ids_restore)`` is the row-major grid).
+* ``forward(x, mask=None)`` (or ``False``): the whole image, exactly
+  :class:`RoPEVisionTransformer`'s forward (``MAE.extract_feat``, the online
+  probe and downstream use).
+
+No parameters are added: the state dict is :class:`RoPEVisionTransformer`'s,
+so ``backbone.*`` of an MAE checkpoint is a transfer backbone as it stands.
+"""
+from typing import Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+
+from mmpos.registry import MODELS
+from ..layers.masking import gather_tokens, random_masking
+from ..layers.rope import grid_coords
+from .rope_vit import RoPEVisionTransformer
+
+
+@MODELS.register_module()
+class MAERoPEViT(RoPEVisionTransformer):
+    """:class:`RoPEVisionTransformer` that masks patches as MAE (module
+    docstring).
+
+    Args:
+        mask_ratio: removed fraction of the patches, in ``[0, 1)``.
+        out_type: must be ``'raw'`` (the decoder reads the class token and
+            the kept patches); the default here.
+        *args, **kwargs: :class:`RoPEVisionTransformer`'s. The masked path
+            needs the class token, the last block as the only output and
+            global attention (``window_size=0``).
+    """
+
+    def __init__(self, *args, mask_ratio: float = 0.75,
+                 out_type: str = 'raw', **kwargs):
+        super().__init__(*args, out_type=out_type, **kwargs)
+        if not 0. <= mask_ratio < 1.:
+            raise ValueError(f'MAERoPEViT: mask_ratio must lie in [0, 1), '
+                             f'got {mask_ratio}')
+        if out_type != 'raw' or self.out_indices != [self.num_layers - 1]:
+            raise ValueError(f'MAERoPEViT needs out_type="raw" and '
+                             f'out_indices=-1, got out_type={out_type!r}, '
+                             f'out_indices={self.out_indices}')
+        if self.cls_token is None or self.window_size:
+            raise ValueError('MAERoPEViT needs with_cls_token=True and '
+                             'window_size=0 (MAE\'s decoder reads the class '
+                             'token; windows need the whole grid)')
+        self.mask_ratio = mask_ratio
+
+    def forward(self, x: Tensor, mask: Optional[bool] = True
+                ) -> Union[tuple, Tuple[Tensor, Tensor, Tensor]]:
+        """``x``: images ``(B, in_channels, H, W)``. With ``mask`` (default)
+        ``(x, mask, ids_restore)`` of the kept patches, else the unmasked
+        backbone's tuple (module docstring)."""
+        if not mask:
+            return super().forward(x)
+        tokens, hw = self.embed(x)
+        batch_size, length, _ = tokens.shape
+        masking = random_masking(batch_size, length, self.mask_ratio,
+                                 x.device)
+        coords = gather_tokens(grid_coords(*hw, device=x.device)[None],
+                               masking.ids_keep)
+        out = self.forward_tokens(
+            gather_tokens(tokens, masking.ids_keep), coords=coords, hw=hw)[-1]
+        return (self.without_registers(out), masking.mask.to(torch.float32),
+                masking.ids_restore)

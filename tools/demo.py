@@ -28,6 +28,7 @@ import os
 import os.path as osp
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
@@ -110,9 +111,15 @@ def main(argv=None):
         '--pretrain-iters', type=int, default=None,
         help='override the number of DropPos pretraining iterations')
     parser.add_argument(
+        '--jobs', type=int, default=2,
+        help='transfer runs at a time, each single-threaded (1: one at a '
+        'time with all threads, its log on the console)')
+    parser.add_argument(
         '--from-scratch', action='store_true',
         help='skip pretraining: transfer runs start from random weights')
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f'--jobs must be at least 1, got {args.jobs}')
 
     start = time.time()
     mini.ensure_data(args.data_root)
@@ -126,12 +133,22 @@ def main(argv=None):
                                           args.data_root,
                                           args.pretrain_iters)
     # Seed by seed, so that a stopped demo already holds paired results
-    # (gen_tables.py --seeds on its directory tables what finished).
-    for seed in args.seeds:
-        for task in mini.TASKS:
-            for init in inits:
-                mini.transfer(run_dir, task, init, seed, args.data_root,
-                              backbones[init], args.iters)
+    # (gen_tables.py --seeds on its directory tables what finished); with
+    # --jobs N, N single-threaded runs at a time (their output in
+    # <work dir>/console.log).
+    runs = [(seed, task, init) for seed in args.seeds for task in mini.TASKS
+            for init in inits]
+    threads = 1 if args.jobs > 1 else None
+    with ThreadPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(mini.transfer, run_dir, task, init, seed,
+                               args.data_root, backbones[init], args.iters,
+                               threads) for seed, task, init in runs]
+        try:
+            for future in futures:
+                future.result()
+        except BaseException:  # a failed run stops the queued ones
+            pool.shutdown(cancel_futures=True)
+            raise
 
     summary = seeds.summarise(run_dir)
     results = dict(title=summary['title'], tasks=summary['tasks'],

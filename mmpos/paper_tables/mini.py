@@ -8,6 +8,7 @@ Every run is a ``tools/train.py`` subprocess; a finished run leaves
 :data:`~mmpos.paper_tables.results.DONE_MARKER` and ``compute.json`` in its
 work dir and is skipped when asked again (so both tools resume).
 """
+import contextlib
 import os
 import os.path as osp
 import shutil
@@ -37,12 +38,31 @@ TASKS = {
 RANDOM_INIT = 'random init'
 
 
-def run(cmd):
-    """Run ``cmd`` in the repository; stop with one line if it fails."""
+def run(cmd, log=None, threads=None):
+    """Run ``cmd`` in the repository; stop with one line if it fails.
+
+    Args:
+        cmd (list[str]): The command.
+        log (str, optional): File that takes its output instead of the
+            console (runs in parallel).
+        threads (int, optional): Its ``OMP_NUM_THREADS``.
+
+    Returns:
+        float: The CPU seconds (user + system) it used, i.e. about the
+        seconds it takes on one idle core when run single-threaded.
+    """
     print('+', ' '.join(cmd), flush=True)
-    if subprocess.run(cmd, cwd=ROOT).returncode:
-        raise SystemExit(f'stopped, this step failed (its error is above): '
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads)) if threads else None
+    with open(log, 'w') if log else contextlib.nullcontext() as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out,
+                                stderr=subprocess.STDOUT if log else None)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        where = f'in {log}' if log else 'above'
+        raise SystemExit(f'stopped, this step failed (its error is {where}): '
                          f'{" ".join(cmd[1:3])}')
+    return usage.ru_utime + usage.ru_stime
 
 
 def ensure_data(data_root):
@@ -69,9 +89,12 @@ def ensure_data(data_root):
         print(f'reusing mini data in {data_root}')
 
 
-def _finish(work_dir, start):
+def _finish(work_dir, start, cpu_seconds):
+    """Mark ``work_dir`` done, with its wall minutes since ``start`` and the
+    CPU minutes of its commands in ``compute.json``."""
     write_json(osp.join(work_dir, COMPUTE),
-               dict(minutes=round((time.time() - start) / 60, 2)))
+               dict(minutes=round((time.time() - start) / 60, 2),
+                    cpu_minutes=round((cpu_seconds or 0) / 60, 2)))
     open(osp.join(work_dir, DONE_MARKER), 'w').close()
 
 
@@ -99,12 +122,12 @@ def pretrain(config, root, init, data_root, iters=None, options=()):
                 f'{osp.join(data_root, "unlabeled")}/', *options]
         if iters:
             opts.append(f'train_cfg.max_iters={iters}')
-        run([sys.executable, 'tools/train.py', config, '--work-dir',
-             work_dir, '--cfg-options', *opts])
+        cpu = run([sys.executable, 'tools/train.py', config, '--work-dir',
+                   work_dir, '--cfg-options', *opts])
         run([sys.executable, 'tools/model_converters/mmpos2backbone.py',
              last_checkpoint(work_dir), backbone, '--config',
              TASKS['detection']['config'], '--drop-unexpected'])
-        _finish(work_dir, start)
+        _finish(work_dir, start, cpu)
     return backbone
 
 
@@ -120,9 +143,12 @@ def data_options(task, data_root):
     return options
 
 
-def transfer(root, task, init, seed, data_root, backbone=None, iters=None):
+def transfer(root, task, init, seed, data_root, backbone=None, iters=None,
+             threads=None):
     """One transfer run (train, final evaluation) of ``task`` from
-    ``backbone`` (None: random init) with ``seed``; returns its metrics."""
+    ``backbone`` (None: random init) with ``seed``; returns its metrics.
+    With ``threads`` (runs in parallel) it runs with that many threads and
+    its output goes to ``<work dir>/console.log``."""
     work_dir = transfer_dir(root, task, init, seed)
     if _fresh(work_dir):
         start = time.time()
@@ -132,9 +158,14 @@ def transfer(root, task, init, seed, data_root, backbone=None, iters=None):
         if iters:
             options += [f'train_cfg.max_iters={iters}',
                         f'train_cfg.val_interval={iters}']
-        run([sys.executable, 'tools/train.py', TASKS[task]['config'],
-             '--work-dir', work_dir, '--cfg-options', *options])
-        _finish(work_dir, start)
+        log = None
+        if threads:
+            os.makedirs(work_dir)
+            log = osp.join(work_dir, 'console.log')
+        cpu = run([sys.executable, 'tools/train.py', TASKS[task]['config'],
+                   '--work-dir', work_dir, '--cfg-options', *options],
+                  log=log, threads=threads)
+        _finish(work_dir, start, cpu)
     return read_run(work_dir).metrics
 
 

@@ -137,12 +137,13 @@ def main(argv=None):
     mini.write_plan(run_dir, title(args), inits, args.seeds)
     # With --jobs N, N single-threaded runs at a time (their output in
     # <work dir>/console.log): pretraining beside the random-init transfer
-    # runs, then the pretrained ones. Random init first, then seed by seed,
-    # so that a stopped demo already holds results (gen_tables.py --seeds
-    # on its directory tables what finished).
+    # runs, then the pretrained ones; the long detection runs first, so
+    # that the short segmentation runs fill the end. A stopped demo already
+    # holds the runs that finished (gen_tables.py --seeds on its directory
+    # tables them).
     threads = 1 if args.jobs > 1 else None
-    runs = [(seed, task, init) for init in reversed(inits)
-            for seed in args.seeds for task in mini.TASKS]
+    runs = [(seed, task, init) for task in mini.TASKS
+            for init in reversed(inits) for seed in args.seeds]
     with ThreadPoolExecutor(args.jobs) as pool:
         pretraining = None if args.from_scratch else pool.submit(
             mini.pretrain, PRETRAIN, run_dir, METHOD, args.data_root,

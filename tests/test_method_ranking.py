@@ -35,7 +35,7 @@ def test_resumes_and_passes_seed_and_backbone(tmp_path, monkeypatch):
     (broken / 'half_written.log').touch()
     commands = []
 
-    def record(cmd):
+    def record(cmd, **kwargs):
         commands.append(cmd)
         if 'tools/train.py' in cmd:
             work_dir = cmd[cmd.index('--work-dir') + 1]

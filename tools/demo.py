@@ -17,10 +17,14 @@ and segmenter's predictions drawn by mmdet's and mmseg's visualizers.
 
     python tools/demo.py [--data-root data/mini] [--work-dir work_dirs/demo]
         [--from-scratch] [--seeds 0 1 2] [--pretrain-iters N] [--iters N]
+        [--jobs 2]
 
-``--from-scratch`` skips pretraining (random init only). Existing mini data
-is reused (never regenerated over); every run writes to a fresh timestamped
-directory under ``--work-dir``.
+``--from-scratch`` skips pretraining (random init only). ``--jobs N`` runs
+N single-threaded runs at a time (default 2, the 2-core machine the demo is
+sized for): pretraining beside the random-init transfer runs, then the
+pretrained ones. Existing mini data written with the demo's sizes is reused
+(data written by the generator with other sizes is rewritten); every run
+writes to a fresh timestamped directory under ``--work-dir``.
 """
 import argparse
 import json
@@ -28,6 +32,7 @@ import os
 import os.path as osp
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
@@ -76,7 +81,11 @@ def pictures(run_dir, backbone, inits):
     out_dir = osp.join(run_dir, 'pictures')
     os.makedirs(out_dir, exist_ok=True)
     image = osp.join(out_dir, 'chelsea.png')
-    Image.fromarray(data.chelsea()).save(image)
+    # cropped to a multiple of the ViT's 8-pixel patches (296 x 448): the
+    # segmenter takes whole images of such sizes only
+    photo = data.chelsea()
+    Image.fromarray(photo[:photo.shape[0] // 8 * 8,
+                          :photo.shape[1] // 8 * 8]).save(image)
     if backbone:
         mini.run([sys.executable, 'tools/analysis_tools/feature_pictures.py',
                   PRETRAIN, backbone, image, '--out-dir', out_dir, '--sizes',
@@ -110,9 +119,15 @@ def main(argv=None):
         '--pretrain-iters', type=int, default=None,
         help='override the number of DropPos pretraining iterations')
     parser.add_argument(
+        '--jobs', type=int, default=2,
+        help='transfer runs at a time, each single-threaded (1: one at a '
+        'time with all threads, its log on the console)')
+    parser.add_argument(
         '--from-scratch', action='store_true',
         help='skip pretraining: transfer runs start from random weights')
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f'--jobs must be at least 1, got {args.jobs}')
 
     start = time.time()
     mini.ensure_data(args.data_root)
@@ -120,28 +135,52 @@ def main(argv=None):
     inits = [mini.RANDOM_INIT] if args.from_scratch else [
         METHOD, mini.RANDOM_INIT]
     mini.write_plan(run_dir, title(args), inits, args.seeds)
-    backbones = {mini.RANDOM_INIT: None}
-    if not args.from_scratch:
-        backbones[METHOD] = mini.pretrain(PRETRAIN, run_dir, METHOD,
-                                          args.data_root,
-                                          args.pretrain_iters)
-    # Seed by seed, so that a stopped demo already holds paired results
-    # (gen_tables.py --seeds on its directory tables what finished).
-    for seed in args.seeds:
-        for task in mini.TASKS:
-            for init in inits:
-                mini.transfer(run_dir, task, init, seed, args.data_root,
-                              backbones[init], args.iters)
+    # With --jobs N, N single-threaded runs at a time (their output in
+    # <work dir>/console.log): pretraining beside the random-init transfer
+    # runs, then the pretrained ones; the long detection runs first, so
+    # that the short segmentation runs fill the end. A stopped demo already
+    # holds the runs that finished (gen_tables.py --seeds on its directory
+    # tables them).
+    threads = 1 if args.jobs > 1 else None
+    runs = [(seed, task, init) for task in mini.TASKS
+            for init in reversed(inits) for seed in args.seeds]
+    with ThreadPoolExecutor(args.jobs) as pool:
+        pretraining = None if args.from_scratch else pool.submit(
+            mini.pretrain, PRETRAIN, run_dir, METHOD, args.data_root,
+            args.pretrain_iters, threads=threads)
+
+        def transfer(seed, task, init):
+            backbone = pretraining.result() if init == METHOD else None
+            return mini.transfer(run_dir, task, init, seed, args.data_root,
+                                 backbone, args.iters, threads)
+
+        futures = [pool.submit(transfer, *run) for run in runs]
+        try:
+            for future in [pretraining, *futures]:
+                if future:
+                    future.result()
+        except BaseException:  # a failed run stops the queued ones
+            pool.shutdown(cancel_futures=True)
+            raise
+    backbone = pretraining and pretraining.result()
 
     summary = seeds.summarise(run_dir)
+    cpu = sum(v or 0 for c in summary['compute'].values()
+              for k, v in c.items() if k.endswith('cpu_minutes'))
     results = dict(title=summary['title'], tasks=summary['tasks'],
                    compute=summary['compute'],
-                   verdicts=seeds.verdicts(summary),
-                   minutes=round((time.time() - start) / 60, 2))
+                   verdicts=seeds.verdicts(summary), jobs=args.jobs,
+                   runs_cpu_minutes=round(cpu, 2))
     if not args.from_scratch:
         results['pretraining'] = pretraining_summary(run_dir)
-    with open(osp.join(run_dir, 'results.json'), 'w') as f:
-        json.dump(results, f, indent=2)
+    path = osp.join(run_dir, 'results.json')
+
+    def save():
+        results['minutes'] = round((time.time() - start) / 60, 2)
+        with open(path, 'w') as f:
+            json.dump(results, f, indent=2)
+
+    save()
     print('\n=== mmpos demo results (mini data, CPU) ===')
     if 'pretraining' in results:
         print('pretraining: ' + ', '.join(
@@ -149,11 +188,13 @@ def main(argv=None):
     # The same table generator that regenerates the papers' tables.
     mini.run([sys.executable, 'tools/paper_tables/gen_tables.py', '--seeds',
               run_dir, '--print'])
-    written = pictures(run_dir, backbones.get(METHOD), inits)
+    written = pictures(run_dir, backbone, inits)
     print('pictures: ' + ', '.join(written))
-    print(f'whole demo: {results["minutes"]} minutes; results written to '
-          f'{osp.join(run_dir, "results.json")}')
-
+    save()
+    print(f'whole demo: {results["minutes"]} minutes (wall, {args.jobs} '
+          f'run(s) at a time); its pretraining and transfer runs used '
+          f'{results["runs_cpu_minutes"]} CPU minutes; results written to '
+          f'{path}')
 
 if __name__ == '__main__':
     os.environ.setdefault('OMP_NUM_THREADS', str(os.cpu_count() or 1))

@@ -8,6 +8,8 @@ Every run is a ``tools/train.py`` subprocess; a finished run leaves
 :data:`~mmpos.paper_tables.results.DONE_MARKER` and ``compute.json`` in its
 work dir and is skipped when asked again (so both tools resume).
 """
+import contextlib
+import json
 import os
 import os.path as osp
 import shutil
@@ -15,12 +17,14 @@ import subprocess
 import sys
 import time
 
+from ..datasets.mini._io import MARKER
 from .results import DONE_MARKER, last_checkpoint, read_run
 from .seeds import COMPUTE, PLAN, pretrain_dir, transfer_dir, write_json
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-# Mini data of the demo: label-scarce splits, thousands of unlabeled views.
-DATA = dict(num_train=32, num_val=32, num_unlabeled=2048, img_size=64)
+# Mini data of the demo: label-scarce splits (256 labelled images per task,
+# 8x fewer than the unlabeled views), thousands of unlabeled views.
+DATA = dict(num_train=256, num_val=32, num_unlabeled=2048, img_size=64)
 # task -> (config, dataset folder, {metric key: label}, scale to percent)
 TASKS = {
     'detection': dict(
@@ -37,26 +41,67 @@ TASKS = {
 RANDOM_INIT = 'random init'
 
 
-def run(cmd):
-    """Run ``cmd`` in the repository; stop with one line if it fails."""
+def run(cmd, log=None, threads=None):
+    """Run ``cmd`` in the repository; stop with one line if it fails.
+
+    Args:
+        cmd (list[str]): The command.
+        log (str, optional): File that takes its output instead of the
+            console (runs in parallel).
+        threads (int, optional): Its ``OMP_NUM_THREADS``.
+
+    Returns:
+        float: The CPU seconds (user + system) it used, i.e. about the
+        seconds it takes on one idle core when run single-threaded.
+    """
     print('+', ' '.join(cmd), flush=True)
-    if subprocess.run(cmd, cwd=ROOT).returncode:
-        raise SystemExit(f'stopped, this step failed (its error is above): '
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads)) if threads else None
+    with open(log, 'w') if log else contextlib.nullcontext() as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out,
+                                stderr=subprocess.STDOUT if log else None)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        where = f'in {log}' if log else 'above'
+        raise SystemExit(f'stopped, this step failed (its error is {where}): '
                          f'{" ".join(cmd[1:3])}')
+    return usage.ru_utime + usage.ru_stime
+
+
+def _needs_writing(path, **wanted):
+    """Whether the mini dataset at ``path`` is missing or was written with
+    other sizes than ``wanted`` (then it is rewritten: the generator's
+    ``--force`` replaces only what it wrote itself)."""
+    marker = osp.join(path, MARKER)
+    if not osp.isdir(path):
+        return True
+    if not osp.isfile(marker):
+        return False  # not ours: the generator refuses it with one line
+    with open(marker) as f:
+        written = json.load(f)
+    stale = {k: written.get(k) for k, v in wanted.items()
+             if written.get(k) != v}
+    if stale:
+        print(f'{path} was written with {stale}; the demo needs {wanted}: '
+              'rewriting it')
+    return bool(stale)
 
 
 def ensure_data(data_root):
     """Write the mini datasets the comparison needs, reusing existing ones
-    (never regenerated over)."""
+    written with the same sizes (others are rewritten)."""
     tool = [sys.executable, 'tools/misc/make_mini_data.py', data_root,
-            '--img-size', str(DATA['img_size'])]
-    labelled = [t['data'] for t in TASKS.values()
-                if not osp.isdir(osp.join(data_root, t['data']))]
+            '--img-size', str(DATA['img_size']), '--force']
+    labelled = [t['data'] for t in TASKS.values() if _needs_writing(
+        osp.join(data_root, t['data']), num_train=DATA['num_train'],
+        num_val=DATA['num_val'], img_size=DATA['img_size'])]
     if labelled:
         run(tool + ['--which', *labelled, '--num-train',
                     str(DATA['num_train']), '--num-val',
                     str(DATA['num_val'])])
-    unlabeled = not osp.isdir(osp.join(data_root, 'unlabeled'))
+    unlabeled = _needs_writing(osp.join(data_root, 'unlabeled'),
+                               num_images=DATA['num_unlabeled'],
+                               img_size=DATA['img_size'])
     if unlabeled:
         run(tool + ['--which', 'unlabeled', '--num-unlabeled',
                     str(DATA['num_unlabeled'])])
@@ -69,10 +114,22 @@ def ensure_data(data_root):
         print(f'reusing mini data in {data_root}')
 
 
-def _finish(work_dir, start):
+def _finish(work_dir, start, cpu_seconds):
+    """Mark ``work_dir`` done, with its wall minutes since ``start`` and the
+    CPU minutes of its commands in ``compute.json``."""
     write_json(osp.join(work_dir, COMPUTE),
-               dict(minutes=round((time.time() - start) / 60, 2)))
+               dict(minutes=round((time.time() - start) / 60, 2),
+                    cpu_minutes=round((cpu_seconds or 0) / 60, 2)))
     open(osp.join(work_dir, DONE_MARKER), 'w').close()
+
+
+def _console(work_dir, threads):
+    """``<work_dir>/console.log`` (created) for a run in parallel (with
+    ``threads``), else None (the console)."""
+    if not threads:
+        return None
+    os.makedirs(work_dir, exist_ok=True)
+    return osp.join(work_dir, 'console.log')
 
 
 def _fresh(work_dir):
@@ -86,11 +143,14 @@ def _fresh(work_dir):
     return True
 
 
-def pretrain(config, root, init, data_root, iters=None, options=()):
+def pretrain(config, root, init, data_root, iters=None, options=(),
+             threads=None):
     """Pretrain ``config`` on ``data_root/unlabeled`` into
     ``root/pretraining/<init>``; returns the backbone checkpoint extracted
     for the detection config (no key may be missing; keys it has no place
-    for, such as the APE DINOv2 / ICPF train with, are left out)."""
+    for, such as the APE DINOv2 / ICPF train with, are left out). With
+    ``threads`` (runs in parallel) it trains with that many threads and
+    its output goes to ``<work dir>/console.log``."""
     work_dir = pretrain_dir(root, init)
     backbone = osp.join(work_dir, 'backbone.pth')
     if _fresh(work_dir):
@@ -99,12 +159,13 @@ def pretrain(config, root, init, data_root, iters=None, options=()):
                 f'{osp.join(data_root, "unlabeled")}/', *options]
         if iters:
             opts.append(f'train_cfg.max_iters={iters}')
-        run([sys.executable, 'tools/train.py', config, '--work-dir',
-             work_dir, '--cfg-options', *opts])
+        cpu = run([sys.executable, 'tools/train.py', config, '--work-dir',
+                   work_dir, '--cfg-options', *opts],
+                  log=_console(work_dir, threads), threads=threads)
         run([sys.executable, 'tools/model_converters/mmpos2backbone.py',
              last_checkpoint(work_dir), backbone, '--config',
              TASKS['detection']['config'], '--drop-unexpected'])
-        _finish(work_dir, start)
+        _finish(work_dir, start, cpu)
     return backbone
 
 
@@ -120,9 +181,12 @@ def data_options(task, data_root):
     return options
 
 
-def transfer(root, task, init, seed, data_root, backbone=None, iters=None):
+def transfer(root, task, init, seed, data_root, backbone=None, iters=None,
+             threads=None):
     """One transfer run (train, final evaluation) of ``task`` from
-    ``backbone`` (None: random init) with ``seed``; returns its metrics."""
+    ``backbone`` (None: random init) with ``seed``; returns its metrics.
+    With ``threads`` (runs in parallel) it runs with that many threads and
+    its output goes to ``<work dir>/console.log``."""
     work_dir = transfer_dir(root, task, init, seed)
     if _fresh(work_dir):
         start = time.time()
@@ -132,9 +196,10 @@ def transfer(root, task, init, seed, data_root, backbone=None, iters=None):
         if iters:
             options += [f'train_cfg.max_iters={iters}',
                         f'train_cfg.val_interval={iters}']
-        run([sys.executable, 'tools/train.py', TASKS[task]['config'],
-             '--work-dir', work_dir, '--cfg-options', *options])
-        _finish(work_dir, start)
+        cpu = run([sys.executable, 'tools/train.py', TASKS[task]['config'],
+                   '--work-dir', work_dir, '--cfg-options', *options],
+                  log=_console(work_dir, threads), threads=threads)
+        _finish(work_dir, start, cpu)
     return read_run(work_dir).metrics
 
 

@@ -9,7 +9,8 @@ Layout of a comparison directory ``root``::
     <root>/<task>/<init>/seed<k>/            # transfer work dirs
 
 (``<init>`` with spaces as underscores, :func:`slug`).
-    <work dir>/compute.json                  # {"minutes": wall minutes}
+    <work dir>/compute.json                  # {"minutes": wall minutes,
+                                             #  "cpu_minutes": CPU minutes}
 
 ``plan.json``: ``{"title": str, "seeds": [int], "reference": init,
 "inits": [init], "tasks": {task: {"label": str, "metrics": {key: label},
@@ -64,13 +65,15 @@ def pretrain_dir(root: str, init: str) -> str:
     return osp.join(root, 'pretraining', slug(init))
 
 
-def minutes(work_dir: str) -> Optional[float]:
-    """Wall minutes recorded in ``work_dir/compute.json``, if any."""
+def minutes(work_dir: str, key: str = 'minutes') -> Optional[float]:
+    """Wall minutes (``key='cpu_minutes'``: CPU minutes) recorded in
+    ``work_dir/compute.json``, if any."""
     path = osp.join(work_dir, COMPUTE)
     if not osp.isfile(path):
         return None
     with open(path) as f:
-        return float(json.load(f)['minutes'])
+        value = json.load(f).get(key)
+    return None if value is None else float(value)
 
 
 def mean_std(values: List[float]) -> tuple:
@@ -87,18 +90,21 @@ def mean_std(values: List[float]) -> tuple:
 def summarise(root: str) -> dict:
     """Per task, init and metric: the values over seeds, mean, std, and
     the difference to the reference init with its verdict; per init the
-    pretraining and transfer minutes."""
+    pretraining and transfer minutes (wall and CPU)."""
     plan = load_plan(root)
     out = dict(title=plan['title'], seeds=plan['seeds'],
                reference=plan['reference'], tasks={}, compute={})
     for init in plan['inits']:
-        transfer = [
-            minutes(transfer_dir(root, task, init, seed))
-            for task in plan['tasks'] for seed in plan['seeds']
-        ]
-        out['compute'][init] = dict(
-            pretrain_minutes=minutes(pretrain_dir(root, init)),
-            transfer_minutes=round(sum(m for m in transfer if m), 2))
+        out['compute'][init] = compute = {}
+        for key in ('minutes', 'cpu_minutes'):
+            transfer = [
+                minutes(transfer_dir(root, task, init, seed), key)
+                for task in plan['tasks'] for seed in plan['seeds']
+            ]
+            compute[f'pretrain_{key}'] = minutes(pretrain_dir(root, init),
+                                                 key)
+            compute[f'transfer_{key}'] = round(
+                sum(m for m in transfer if m), 2)
     for task, spec in plan['tasks'].items():
         scale = spec.get('scale', 1.0)
         per_init = {}

@@ -17,8 +17,8 @@ test_pipeline = [
 ]
 mini_objects_dataset = dict(
     type='MiniObjectsDataset', data_root=data_root, metainfo=None)
-# InfiniteSampler: 32 images end an epoch every 8 iterations, and mmengine
-# sleeps 2 s at every restart of the dataloader.
+# InfiniteSampler: a small split ends an epoch every few iterations, and
+# mmengine sleeps 2 s at every restart of the dataloader.
 train_dataloader = dict(
     sampler=dict(type='InfiniteSampler', shuffle=True),
     dataset=dict(

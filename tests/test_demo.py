@@ -1,0 +1,120 @@
+"""tools/demo.py's flow (commands recorded, not run: the real demo is the
+tool itself, ~13 minutes) and the runner it shares with the method ranking
+(mmpos.paper_tables.mini): parallel runs, CPU accounting, stale data."""
+import importlib.util
+import json
+import os
+import sys
+
+import pytest
+
+from conftest import REPO
+from mmpos.datasets.mini._io import MARKER
+from mmpos.paper_tables import mini, seeds
+
+
+def load_demo():
+    spec = importlib.util.spec_from_file_location('demo',
+                                                  REPO / 'tools/demo.py')
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    return demo
+
+
+def test_parallel_flow(tmp_path, monkeypatch, capsys):
+    """--jobs 2: every run single-threaded with its output in its work dir;
+    the pretrained transfers start only once the backbone is extracted;
+    results.json holds the verdicts and the CPU minutes of the runs."""
+    data = tmp_path / 'data'
+    for name in ('objects', 'stuff', 'unlabeled', 'cls'):
+        (data / name).mkdir(parents=True)
+    commands = []
+
+    def record(cmd, log=None, threads=None):
+        commands.append((cmd, log, threads))
+        if 'tools/train.py' in cmd:
+            work_dir = cmd[cmd.index('--work-dir') + 1]
+            os.makedirs(work_dir, exist_ok=True)
+            ckpt = os.path.join(work_dir, 'iter_1.pth')
+            open(ckpt, 'w').close()
+            with open(os.path.join(work_dir, 'last_checkpoint'), 'w') as f:
+                f.write(ckpt)
+            seed = int(work_dir[-1]) if 'seed' in work_dir else 0
+            gain = 10.0 if 'DropPos' in work_dir else 0.0
+            with open(os.path.join(work_dir, 'metrics.json'), 'w') as f:
+                json.dump({'coco/bbox_mAP': (gain + seed) / 100,
+                           'coco/segm_mAP': 0.0, 'coco/bbox_mAP_50': 0.0,
+                           'mIoU': 30.0 + gain + seed, 'aAcc': 50.0}, f)
+        return 6.0  # CPU seconds
+
+    monkeypatch.setattr(mini, 'run', record)
+    demo = load_demo()
+    demo.main(['--data-root', str(data), '--work-dir', str(tmp_path / 'w'),
+               '--seeds', '0', '1', '--iters', '2', '--jobs', '2'])
+    trains = [(c, log, t) for c, log, t in commands if 'tools/train.py' in c]
+    assert len(trains) == 1 + 2 * 2 * 2
+    for cmd, log, threads in trains:
+        work_dir = cmd[cmd.index('--work-dir') + 1]
+        assert threads == 1 and log == os.path.join(work_dir, 'console.log')
+    names = [c[1] for c, _, _ in commands]
+    extracted = names.index('tools/model_converters/mmpos2backbone.py')
+    (root, ) = [str(p) for p in (tmp_path / 'w').iterdir()]
+    backbone = os.path.join(seeds.pretrain_dir(root, 'DropPos'),
+                            'backbone.pth')
+    for i, (cmd, _, _) in enumerate(commands):
+        if cmd[1] != 'tools/train.py':
+            continue
+        pretrained = f'model.backbone.init_cfg.checkpoint={backbone}' in cmd
+        assert pretrained == ('/DropPos/seed' in ' '.join(cmd))
+        if pretrained:
+            assert i > extracted
+    results = json.loads(open(os.path.join(root, 'results.json')).read())
+    # 1 pretraining + 8 transfer runs of 6 CPU seconds each
+    assert results['runs_cpu_minutes'] == pytest.approx(9 * 0.1)
+    assert results['jobs'] == 2
+    assert 'larger than 2 std on mini-objects' in results['verdicts'][
+        'DropPos']
+    assert json.load(open(os.path.join(
+        seeds.transfer_dir(root, 'segmentation', 'DropPos', 1),
+        seeds.COMPUTE)))['cpu_minutes'] == 0.1
+    assert names[-3:] == ['tools/analysis_tools/droppos_positions.py',
+                          'tools/infer.py', 'tools/infer.py']
+    assert 'CPU minutes' in capsys.readouterr().out
+
+
+def test_run_counts_cpu_and_logs(tmp_path):
+    """mini.run: the child's CPU seconds, its output in ``log``, its
+    OMP_NUM_THREADS, and one line naming the log when it fails."""
+    log = tmp_path / 'console.log'
+    burn = ('import os, time\nt = time.process_time()\n'
+            'while time.process_time() - t < 0.3: pass\n'
+            'print("threads", os.environ["OMP_NUM_THREADS"])')
+    cpu = mini.run([sys.executable, '-c', burn], log=str(log), threads=3)
+    assert cpu >= 0.3
+    assert log.read_text().strip() == 'threads 3'
+    with pytest.raises(SystemExit, match=f'in {log}'):
+        mini.run([sys.executable, '-c', 'raise SystemExit(3)'],
+                 log=str(log))
+
+
+def test_stale_data_rewritten(tmp_path, monkeypatch, capsys):
+    """Mini data the generator wrote with other sizes is rewritten (with
+    --force, which replaces only the generator's own directories); data
+    with the demo's sizes, or not written by the generator, is reused."""
+    commands = []
+    monkeypatch.setattr(mini, 'run', lambda cmd: commands.append(cmd))
+    for name, params in (
+            ('objects', dict(num_train=32, num_val=32, img_size=64)),
+            ('stuff', dict(num_train=mini.DATA['num_train'],
+                           num_val=mini.DATA['num_val'],
+                           img_size=mini.DATA['img_size'])),
+            ('unlabeled', None), ('cls', None)):
+        (tmp_path / name).mkdir()
+        if params:
+            (tmp_path / name / MARKER).write_text(json.dumps(params))
+    mini.ensure_data(str(tmp_path))
+    (cmd, ) = commands
+    assert cmd[cmd.index('--which') + 1:cmd.index('--num-train')] == [
+        'objects']
+    assert '--force' in cmd
+    assert "written with {'num_train': 32}" in capsys.readouterr().out

@@ -118,7 +118,8 @@ def test_fsdp_icpf_ema_teacher_probe_resume_convert_on_cpu(
         # a fast teacher so that every update is far above rounding
         'model = dict(teacher_momentum=0.5)\n'
         'optim_wrapper = dict(paramwise_cfg=dict(flat_decay_mult=0.))\n'
-        'default_hooks = dict(online_probe=dict(interval=2))\n')
+        'default_hooks = dict(online_probe=dict(interval=2), '
+        'checkpoint=dict(max_keep_ckpts=4))\n')
     config = fsdp_config(tmp_path, ICPF_MINI, extra)
     work_dir, ddp_dir = tmp_path / 'run', tmp_path / 'ddp'
     log = dist_train(config, work_dir, mini_data, 3, checkpoint_interval=1)

@@ -5,9 +5,10 @@ the same input with interleaved rounds (``_timing.measure``):
 
 * ``rotation``: the RoPE ops alone, forward + backward, at one ViT-S
   layer's size (queries and keys ``(2, B, 6, 197, 64)``, a strided view of
-  a qkv tensor as in the layer): the tables from the frequencies (RoPE-Mixed:
-  recomputed each step, gradient to the frequencies) and the rotation,
-  fast against eager.
+  a qkv tensor as in the layer): the tables (RoPE-Mixed: recomputed from the
+  frequencies each step, gradient to them; RoPE-Axial: the cached grid
+  tables) and the rotation, fast against eager (the markdown's ``x
+  baseline`` column of this part is against ``mixed eager``).
 * ``attention``: one :class:`~mmpos.models.layers.RoPEAttention` layer at
   ViT-S width (384 channels, 6 heads, 14 x 14 patches + class token),
   forward + backward, without RoPE (``rope_type='none'``), RoPE-Axial and
@@ -52,8 +53,9 @@ def set_impl(model: torch.nn.Module, impl: str) -> torch.nn.Module:
 
 
 def rotation_steps(batch: int, device) -> dict:
-    """``{'mixed fast' | 'mixed eager': step}``: RoPE-Mixed tables and
-    rotation of one ViT-S layer's queries and keys, forward + backward."""
+    """``{'<mixed | axial> <fast | eager>': step}``: RoPE tables (mixed:
+    from the frequencies; axial: the cached grid tables) and rotation of one
+    ViT-S layer's queries and keys, forward + backward."""
     from mmpos.models.layers import RoPE2D
     heads, dims, hw = ARCHS['ViT-S']['num_heads'], ARCHS['ViT-S'][
         'embed_dims'], (14, 14)
@@ -62,15 +64,17 @@ def rotation_steps(batch: int, device) -> dict:
     qk = qkv.permute(2, 0, 3, 1, 4)[:2].requires_grad_()
     grad = torch.randn(qk.shape, device=device)
     steps = {}
-    for impl in ('fast', 'eager'):
-        torch.manual_seed(0)
-        rope = RoPE2D(dims // heads, heads, 'mixed', impl=impl).to(device)
+    for rope_type in ('mixed', 'axial'):
+        for impl in ('fast', 'eager'):
+            torch.manual_seed(0)
+            rope = RoPE2D(dims // heads, heads, rope_type,
+                          impl=impl).to(device)
 
-        def step(rope=rope):
-            rope(qk, hw=hw).backward(grad)
-            rope.freqs.grad = qk.grad = None
+            def step(rope=rope):
+                rope(qk, hw=hw).backward(grad)
+                rope.freqs.grad = qk.grad = None
 
-        steps[f'mixed {impl}'] = step
+            steps[f'{rope_type} {impl}'] = step
     return steps
 
 
@@ -176,11 +180,14 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
 def summarize(result: dict) -> list:
     """Summary rows: every RoPE variant against its baseline."""
     targets = {'axial': '<= 1.03 (CPU fp32)', 'mixed': '<= 1.05 (CPU fp32)'}
+    rotation = result.get('rotation', {})
     rows = [
-        _timing.comparison('rope_fast RoPE-Mixed ops ViT-S layer fwd+bwd',
-                           'mixed fast', result['rotation']['mixed fast'],
-                           'mixed eager', result['rotation']['mixed eager'])
-    ] if 'rotation' in result else []
+        _timing.comparison(f'rope_fast RoPE-{kind.capitalize()} ops ViT-S '
+                           'layer fwd+bwd', f'{kind} fast',
+                           rotation[f'{kind} fast'], f'{kind} eager',
+                           rotation[f'{kind} eager'])
+        for kind in ('mixed', 'axial') if f'{kind} fast' in rotation
+    ]
     rows += [
         _timing.comparison('rope_fast attention ViT-S layer fwd+bwd', name,
                            stats, 'same layer without RoPE',

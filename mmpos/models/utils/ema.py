@@ -8,7 +8,7 @@ the teacher of step ``t + 1`` is the EMA after the student's update of
 step ``t``, in one process, under DDP and under FSDP alike.
 
 Under FSDP (``configs/_base_/fsdp.py``: one unit per transformer block and
-DINO head, ``use_orig_params=True``) the teacher lives inside the wrapped
+DINO head; mmengine's default ``use_orig_params=True``) the teacher lives inside the wrapped
 model and is sharded like the student: teacher block ``i`` is an FSDP unit
 with the same parameters, shapes and order as student block ``i``, so both
 flat parameters are cut at the same offsets and every process holds the

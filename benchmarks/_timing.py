@@ -107,9 +107,18 @@ def train_step(model: torch.nn.Module,
                amp: Optional[torch.dtype] = None,
                lr: float = 1e-4) -> Callable[[], None]:
     """One AdamW training step of ``model`` (trainable parameters only) on
-    the loss returned by ``loss_fn()`` (tensor or dict)."""
+    the loss returned by ``loss_fn()`` (tensor or dict), followed by the
+    update of the model's EMA teachers (``ema_teachers()``: DINOv2, ICPF,
+    CR2PQ), which training runs in ``EMATeacherHook``; the teachers are
+    copied from their students here, as before training."""
+    from mmpos.models.utils import update_ema
     optimizer = torch.optim.AdamW(
         [p for p in model.parameters() if p.requires_grad], lr=lr)
+    teachers = model.ema_teachers() if hasattr(model, 'ema_teachers') \
+        else []
+    for ema, source in teachers:
+        if int(ema.steps) == 0:
+            update_ema(ema, source)
     scaler = (torch.amp.GradScaler(device.type)
               if amp == torch.float16 else None)
 
@@ -127,6 +136,8 @@ def train_step(model: torch.nn.Module,
         # same work per step, and no step starts with the previous step's
         # gradients allocated (whose release the CPU profiler cannot see).
         optimizer.zero_grad(set_to_none=True)
+        for ema, source in teachers:
+            update_ema(ema, source)
 
     return step
 

@@ -4,8 +4,8 @@ Both algorithms are built with the same ViT (APE, no RoPE), the same image
 and patch DINO heads and the same multi-crop batch; ICPF adds the positional
 field (cropped and sampled per view, with the Beta scale augmentation), the
 cross-wise position masks and Eq. 4. One step is ``zero_grad`` -> ``loss``
-(EMA teacher update, mask sampling, teacher + student forward) -> backward
--> AdamW step. After ``warmup`` steps each, the two steps are interleaved
+(mask sampling, teacher + student forward) -> backward -> AdamW step -> EMA
+teacher update. After ``warmup`` steps each, the two steps are interleaved
 (``iters`` rounds) so that load drifts hit both alike; medians are reported
 with ``time_ratio = ICPF / DINOv2`` (the paper reports 1.3x per epoch for
 its implementation on GPUs, data loading included; this measures the model

@@ -5,9 +5,10 @@ the same input with interleaved rounds (``_timing.measure``):
 
 * ``rotation``: the RoPE ops alone, forward + backward, at one ViT-S
   layer's size (queries and keys ``(2, B, 6, 197, 64)``, a strided view of
-  a qkv tensor as in the layer): the tables from the frequencies (RoPE-Mixed:
-  recomputed each step, gradient to the frequencies) and the rotation,
-  fast against eager.
+  a qkv tensor as in the layer): the tables (RoPE-Mixed: recomputed from the
+  frequencies each step, gradient to them; RoPE-Axial: the cached grid
+  tables) and the rotation, fast against eager (the markdown's ``x
+  baseline`` column of this part is against ``mixed eager``).
 * ``attention``: one :class:`~mmpos.models.layers.RoPEAttention` layer at
   ViT-S width (384 channels, 6 heads, 14 x 14 patches + class token),
   forward + backward, without RoPE (``rope_type='none'``), RoPE-Axial and
@@ -21,13 +22,16 @@ the same input with interleaved rounds (``_timing.measure``):
   with ``compile=True`` also RoPE-Mixed under ``torch.compile`` (inductor;
   its compilation happens in the warm-up calls).
 
-``--quick``: batch 2 and 2 blocks. The load average of the machine is
+``--parts``: a subset of the three (default all; ``vit_step`` takes most
+of the time). ``--quick``: batch 2 and 2 blocks. The load average of the machine is
 recorded at the start and the end (a shared machine's load moves ratios).
 
     python benchmarks/rope_fast.py [--quick] [--batch-size 8] [--iters 20]
         [--warmup 3] [--threads 1] [--compile] [--device cpu]
+        [--parts rotation attention vit_step]
 """
 import os
+from typing import Sequence
 
 import _timing
 import torch
@@ -49,8 +53,9 @@ def set_impl(model: torch.nn.Module, impl: str) -> torch.nn.Module:
 
 
 def rotation_steps(batch: int, device) -> dict:
-    """``{'mixed fast' | 'mixed eager': step}``: RoPE-Mixed tables and
-    rotation of one ViT-S layer's queries and keys, forward + backward."""
+    """``{'<mixed | axial> <fast | eager>': step}``: RoPE tables (mixed:
+    from the frequencies; axial: the cached grid tables) and rotation of one
+    ViT-S layer's queries and keys, forward + backward."""
     from mmpos.models.layers import RoPE2D
     heads, dims, hw = ARCHS['ViT-S']['num_heads'], ARCHS['ViT-S'][
         'embed_dims'], (14, 14)
@@ -59,15 +64,17 @@ def rotation_steps(batch: int, device) -> dict:
     qk = qkv.permute(2, 0, 3, 1, 4)[:2].requires_grad_()
     grad = torch.randn(qk.shape, device=device)
     steps = {}
-    for impl in ('fast', 'eager'):
-        torch.manual_seed(0)
-        rope = RoPE2D(dims // heads, heads, 'mixed', impl=impl).to(device)
+    for rope_type in ('mixed', 'axial'):
+        for impl in ('fast', 'eager'):
+            torch.manual_seed(0)
+            rope = RoPE2D(dims // heads, heads, rope_type,
+                          impl=impl).to(device)
 
-        def step(rope=rope):
-            rope(qk, hw=hw).backward(grad)
-            rope.freqs.grad = qk.grad = None
+            def step(rope=rope):
+                rope(qk, hw=hw).backward(grad)
+                rope.freqs.grad = qk.grad = None
 
-        steps[f'mixed {impl}'] = step
+            steps[f'{rope_type} {impl}'] = step
     return steps
 
 
@@ -121,61 +128,81 @@ def vit_models(arch: dict, compile: bool) -> dict:
     return models
 
 
+PARTS = ('rotation', 'attention', 'vit_step')
+
+
 def run(quick: bool = False, batch_size: int = None, iters: int = None,
         warmup: int = None, threads: int = None, compile: bool = False,
-        device: str = 'auto', amp: str = 'auto') -> dict:
+        device: str = 'auto', amp: str = 'auto',
+        parts: Sequence[str] = PARTS) -> dict:
     """``{'settings', 'rotation' | 'attention': {variant: stats},
-    'vit_step': {model: stats}}``, stats with ``step_ms``, ``peak_mib``,
-    ``time_ratio``, ``mem_ratio`` against ``mixed eager`` / ``none`` /
-    ``APE``."""
+    'vit_step': {model: stats}}`` (the ``parts`` asked for), stats with
+    ``step_ms``, ``peak_mib``, ``time_ratio``, ``mem_ratio`` against
+    ``mixed eager`` / ``none`` / ``APE``."""
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown or not parts:
+        raise ValueError(f'parts must be among {PARTS}, got {list(parts)}')
     device, amp = _timing.setup(device, amp, threads)
     batch_size = batch_size or (2 if quick else 8)
     iters = iters or (5 if quick else 20)
     warmup = warmup if warmup is not None else (1 if quick else 3)
     load_start = _load()
     torch.manual_seed(0)
-    rotation = _timing.measure(rotation_steps(batch_size, device), device,
-                               warmup, iters, batch_size)
-    _timing.add_ratios(rotation, 'mixed eager')
-    attention = _timing.measure(attention_steps(batch_size, device, amp),
-                                device, warmup, iters, batch_size)
-    _timing.add_ratios(attention, 'none')
+    result = {}
+    if 'rotation' in parts:
+        result['rotation'] = _timing.measure(
+            rotation_steps(batch_size, device), device, warmup, iters,
+            batch_size)
+        _timing.add_ratios(result['rotation'], 'mixed eager')
+    if 'attention' in parts:
+        result['attention'] = _timing.measure(
+            attention_steps(batch_size, device, amp), device, warmup, iters,
+            batch_size)
+        _timing.add_ratios(result['attention'], 'none')
     arch = dict(ARCHS['ViT-S'], num_layers=2) if quick else ARCHS['ViT-S']
-    images = torch.randn(batch_size, 3, 224, 224, device=device)
-    steps = class_token_steps(vit_models(arch, compile), images, device, amp)
-    vit_step = _timing.measure(steps, device, warmup + 2 * compile, iters,
-                               batch_size)
-    _timing.add_ratios(vit_step, 'APE')
+    if 'vit_step' in parts:
+        images = torch.randn(batch_size, 3, 224, 224, device=device)
+        steps = class_token_steps(vit_models(arch, compile), images, device,
+                                  amp)
+        result['vit_step'] = _timing.measure(steps, device,
+                                             warmup + 2 * compile, iters,
+                                             batch_size)
+        _timing.add_ratios(result['vit_step'], 'APE')
     return dict(
         settings=_timing.settings(
             device, amp, quick=quick, batch_size=batch_size, iters=iters,
             warmup=warmup, compile=compile, load_start=load_start,
-            load_end=_load(),
+            load_end=_load(), parts=list(parts),
             vit='ViT-S' + (' (2 blocks)' if quick else '')),
-        rotation=rotation, attention=attention, vit_step=vit_step)
+        **result)
 
 
 def summarize(result: dict) -> list:
     """Summary rows: every RoPE variant against its baseline."""
     targets = {'axial': '<= 1.03 (CPU fp32)', 'mixed': '<= 1.05 (CPU fp32)'}
+    rotation = result.get('rotation', {})
     rows = [
-        _timing.comparison('rope_fast RoPE-Mixed ops ViT-S layer fwd+bwd',
-                           'mixed fast', result['rotation']['mixed fast'],
-                           'mixed eager', result['rotation']['mixed eager'])
+        _timing.comparison(f'rope_fast RoPE-{kind.capitalize()} ops ViT-S '
+                           'layer fwd+bwd', f'{kind} fast',
+                           rotation[f'{kind} fast'], f'{kind} eager',
+                           rotation[f'{kind} eager'])
+        for kind in ('mixed', 'axial') if f'{kind} fast' in rotation
     ]
     rows += [
         _timing.comparison('rope_fast attention ViT-S layer fwd+bwd', name,
                            stats, 'same layer without RoPE',
                            result['attention']['none'],
                            target=targets[name.split()[0]])
-        for name, stats in result['attention'].items() if name != 'none'
+        for name, stats in result.get('attention', {}).items()
+        if name != 'none'
     ]
     rows += [
         _timing.comparison(f"rope_fast {result['settings']['vit']} step",
                            name, stats, 'mmpretrain VisionTransformer (APE)',
                            result['vit_step']['APE'],
                            target='<= 1.05 (Mixed)')
-        for name, stats in result['vit_step'].items() if name != 'APE'
+        for name, stats in result.get('vit_step', {}).items()
+        if name != 'APE'
     ]
     return rows
 
@@ -185,8 +212,8 @@ def markdown(result: dict) -> str:
     lines = [f"Load average {s['load_start']} -> {s['load_end']}; batch "
              f"{s['batch_size']}, {s['iters']} interleaved rounds.", '',
              '| comparison | variant | ms | x baseline |', '|---|---|---|---|']
-    for part in ('rotation', 'attention', 'vit_step'):
-        for name, stats in result[part].items():
+    for part in PARTS:
+        for name, stats in result.get(part, {}).items():
             lines.append(f"| {part} | {name} | {stats['step_ms']:.1f} | "
                          f"{stats['time_ratio']:.3f} |")
     return '\n'.join(lines)
@@ -197,5 +224,7 @@ if __name__ == '__main__':
         __doc__, run, _timing.BATCH_SIZE,
         ('--compile', dict(action='store_true',
                            help='add a torch.compile (inductor) RoPE-Mixed '
-                           'ViT-S')))
+                           'ViT-S')),
+        ('--parts', dict(nargs='+', choices=PARTS, default=PARTS,
+                         help='comparisons to run (default all)')))
     print(markdown(result))

@@ -212,6 +212,9 @@ def main(argv=None) -> int:
     parser.add_argument('--only', nargs='+', choices=list(BENCHMARKS),
                         default=list(BENCHMARKS), metavar='NAME',
                         help=f'subset of {", ".join(BENCHMARKS)}')
+    parser.add_argument('--parts', nargs='+', metavar='PART',
+                        help='rope_fast only: its comparisons (rotation, '
+                        'attention, vit_step; default all)')
     _timing.add_common_args(parser)
     args = parser.parse_args(argv)
     try:
@@ -228,6 +231,8 @@ def main(argv=None) -> int:
         load_start=_load())
     options = dict(quick=args.quick, iters=args.iters, warmup=args.warmup,
                    device=str(device), amp=args.amp)
+    if args.parts:
+        options['parts'] = args.parts
     start = time.perf_counter()
     entries = run_all(args.only, options)
     settings.update(load_end=_load(), total_s=time.perf_counter() - start)

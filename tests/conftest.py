@@ -98,6 +98,24 @@ def read_scalars(work_dir):
     return [json.loads(line) for line in files[-1].read_text().splitlines()]
 
 
+def start_ema_teachers(model):
+    """What ``EMATeacherHook`` does before training: copy the student into
+    each EMA teacher of ``model`` (its step 0); returns ``model``."""
+    from types import SimpleNamespace
+
+    from mmpos.engine.hooks import EMATeacherHook
+    EMATeacherHook().before_train(SimpleNamespace(model=model))
+    return model
+
+
+def ema_teacher_step(model):
+    """``EMATeacherHook``'s update after an optimizer step."""
+    from types import SimpleNamespace
+
+    from mmpos.engine.hooks import EMATeacherHook
+    EMATeacherHook().after_train_iter(SimpleNamespace(model=model), 0)
+
+
 def assert_cosine_ema_steps(step, student, teacher, momentum, max_iters=8):
     """Two more ``step()`` calls after the first (which copies the student,
     checked here), the student shifted by 1 before each: the teacher must

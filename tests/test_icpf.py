@@ -24,7 +24,8 @@ from mmpos.models.losses import dino_losses  # noqa: F401
 from mmpos.models.selfsup.dinov2 import DINOv2
 from mmpos.models.selfsup.icpf import ICPF
 
-from conftest import REPO, assert_cosine_ema_steps, read_scalars, run_tool
+from conftest import (REPO, assert_cosine_ema_steps, ema_teacher_step,
+                      read_scalars, run_tool, start_ema_teachers)
 
 sys.path.insert(0, osp.join(REPO, 'tools', 'model_converters'))
 import mmpos2backbone  # noqa: E402
@@ -64,7 +65,7 @@ def build(cls=ICPF, **kwargs):
     torch.manual_seed(0)
     model = cls(backbone=BACKBONE, head=HEAD, patch_head=HEAD, **kwargs)
     model.init_weights()
-    return model.train()
+    return start_ema_teachers(model.train())
 
 
 def batch(num=4):
@@ -174,14 +175,27 @@ def test_ablation_switches():
 
 
 def test_cosine_ema_teacher_schedule():
-    """Teacher momentum 0.992 -> 1 (cosine over max_iters = 8)."""
+    """Teacher momentum 0.992 -> 1 (cosine over max_iters = 8): the hook's
+    step 0 (before training) copies the student, each later one (after an
+    optimizer step) averages; the loss leaves the teacher alone."""
     model = build(DINOv2, teacher_momentum=0.992)
-    inputs, samples = batch()
-    model.loss(inputs, samples)  # step 0 copies the student
-    assert_cosine_ema_steps(lambda: model.loss(inputs, samples),
-                            model.backbone.cls_token,
-                            model.teacher.module.backbone.cls_token, 0.008)
+    teacher = model.teacher.module.backbone.cls_token
+    before = teacher.detach().clone()
+    model.loss(*batch())
+    assert torch.equal(teacher, before)
+    assert_cosine_ema_steps(lambda: ema_teacher_step(model),
+                            model.backbone.cls_token, teacher, 0.008)
     assert int(model.teacher.steps) == 3
+    start_ema_teachers(model)  # a resumed run (steps > 0): no new copy
+    assert int(model.teacher.steps) == 3
+
+
+def test_loss_refuses_a_teacher_never_set():
+    """Without EMATeacherHook the teacher would stay at its random init."""
+    torch.manual_seed(0)
+    model = ICPF(backbone=BACKBONE, head=HEAD, patch_head=HEAD).train()
+    with pytest.raises(RuntimeError, match='EMATeacherHook'):
+        model.loss(*batch())
 
 
 def test_teacher_temperature_hook():
@@ -272,6 +286,7 @@ def test_mini_pipeline_feeds_icpf(tmp_path):
     torch.manual_seed(0)
     model = MODELS.build(cfg.model)
     model.init_weights()
+    start_ema_teachers(model)
     data = model.data_preprocessor(default_collate(packed), training=True)
     losses = model(**data, mode='loss')
     assert {'loss_image', 'loss_content', 'loss_pos', 'loss_koleo'} <= \
@@ -407,7 +422,8 @@ def test_dinov2_mini_run_and_resume(tmp_path, mini_data):
     _mini_run(DINOV2_MINI, tmp_path / 'run', mini_data)
     state = torch.load(tmp_path / 'run' / 'iter_60.pth', map_location='cpu',
                        weights_only=False)
-    assert int(state['state_dict']['teacher.steps']) == 60
+    # EMATeacherHook: the copy before training, then one step per iteration
+    assert int(state['state_dict']['teacher.steps']) == 61
     # weight decay 0.04 -> 0.4 cosine: the last (59th) step's value on the
     # decayed groups; no-decay groups stay at 0
     decays = {g['weight_decay'] for g in state['optimizer']['param_groups']}
@@ -423,7 +439,7 @@ def test_dinov2_mini_run_and_resume(tmp_path, mini_data):
            resume=tmp_path / 'run' / 'iter_30.pth')
     resumed = torch.load(tmp_path / 'resumed' / 'iter_60.pth',
                          map_location='cpu', weights_only=False)
-    assert int(resumed['state_dict']['teacher.steps']) == 60
+    assert int(resumed['state_dict']['teacher.steps']) == 61
     assert resumed['param_schedulers'] == state['param_schedulers']
     def decays(ckpt):
         return [g['weight_decay'] for g in ckpt['optimizer']['param_groups']]

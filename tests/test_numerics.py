@@ -27,7 +27,7 @@ from mmpos.models.losses.cr2pq_loss import CR2PQLoss
 from mmpos.models.losses.dino_losses import (DINOLoss, KoLeoLoss,
                                              iBOTPatchLoss, sinkhorn_knopp)
 
-from conftest import PRETRAIN_MINI_CONFIGS
+from conftest import PRETRAIN_MINI_CONFIGS, start_ema_teachers
 
 DTYPES = [torch.bfloat16, torch.float16]
 ids = {torch.bfloat16: 'bf16', torch.float16: 'fp16'}.get
@@ -188,7 +188,7 @@ def test_algorithm_losses_under_autocast(algo, mini_data):
     batch = next(iter(Runner.build_dataloader(cfg.train_dataloader)))
     model = MODELS.build(cfg.model)
     model.init_weights()
-    model.train()
+    start_ema_teachers(model.train())
     data = model.data_preprocessor(batch, True)
 
     losses = {}

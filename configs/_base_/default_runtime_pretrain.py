@@ -6,5 +6,8 @@ default_hooks = dict(
     logger=dict(type='LoggerHook', interval=50),
     checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=3),
     check_loss=dict(type='NonFiniteLossHook'),
-    rng_state=dict(type='RNGStateHook'))  # exact continuation on --resume
+    rng_state=dict(type='RNGStateHook'),  # exact continuation on --resume
+    # EMA teachers (DINOv2, ICPF, CR2PQ): set before training, updated
+    # after every optimizer step, FSDP-aware; a no-op for other models
+    ema_teacher=dict(type='EMATeacherHook'))
 randomness = dict(seed=0, diff_rank_seed=True)

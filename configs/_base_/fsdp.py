@@ -1,10 +1,13 @@
 # FSDP through mmengine's FlexibleRunner (issue 17, mmpos/engine/fsdp.py):
-# parameters, gradients and AdamW state sharded across processes. Each transformer block is its
-# own FSDP unit (gathered one at a time); patch embedding, tokens, norms and
-# heads stay in the root unit (mmpos models call them outside their forward,
-# see the policy's docstring). Checkpoints hold the full, unsharded state dict
-# (rank 0), so resuming and tools/model_converters/mmpos2backbone.py work as
-# with DDP. On CPU (gloo; the tests) add model_wrapper.device_id='cpu'.
+# parameters, gradients and AdamW state sharded across processes. Each
+# transformer block and DINO head is its own FSDP unit (gathered one at a
+# time); patch embedding, tokens, norms and the other heads stay in the root
+# unit (mmpos models call them outside their forward, see the policy's
+# docstring). EMA teachers are sharded like their students and updated
+# shard by shard after each optimizer step (mmpos/models/utils/ema.py).
+# Checkpoints hold the full, unsharded state dict (rank 0), so resuming and
+# tools/model_converters/mmpos2backbone.py work as with DDP. On CPU (gloo;
+# the tests) add model_wrapper.device_id='cpu'.
 runner_type = 'FlexibleRunner'
 strategy = dict(
     type='MMPosFSDPStrategy',

@@ -24,6 +24,12 @@ So a run with the probe logs the same losses as one without it, and a
 resumed run the same as an uninterrupted one (tested). The probe has no
 state of its own to checkpoint.
 
+Under FSDP (``configs/_base_/fsdp.py``) every process runs the probe on the
+same images: the root unit's parameters (patch embedding, tokens, norm) are
+gathered read-only around it (``summon_full_params(recurse=False,
+writeback=False)``) and each block unit gathers its own in its forward, so
+the collectives match across processes; nothing is written back.
+
 The probe feeds whole images through the backbone alone. For ICPF, whose
 positions live in the positional field outside the backbone (converted into
 the APE by ``mmpos2backbone.py``), the probed backbone therefore sees its
@@ -37,11 +43,13 @@ pretraining images (the mini configs: ``'{train_data_root}/../cls'``).
 """
 import os.path as osp
 import time
+from contextlib import nullcontext
 from typing import Optional, Sequence
 
 import torch
 from mmengine.hooks import Hook
 from mmengine.model import BaseAveragedModel, is_model_wrapper
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
 from mmpos.registry import HOOKS
 from .rng_state import get_rng_state, set_rng_state
@@ -178,11 +186,15 @@ class OnlineProbeHook(Hook):
         backbone, which = probe_backbone(model)
         device = next(backbone.parameters()).device
         start = time.perf_counter()
+        root_params = FSDP.summon_full_params(
+            runner.model, recurse=False, writeback=False) if isinstance(
+                runner.model, FSDP) else nullcontext()
         state = get_rng_state()
         try:
-            feats = {split: batch_features(backbone, inputs, self.batch_size,
-                                           device)
-                     for split, (inputs, _, _) in self._data.items()}
+            with root_params:
+                feats = {split: batch_features(backbone, inputs,
+                                               self.batch_size, device)
+                         for split, (inputs, _, _) in self._data.items()}
         finally:
             set_rng_state(state)
         (_, train_labels, num_classes), (_, val_labels, _) = (

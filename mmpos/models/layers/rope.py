@@ -326,9 +326,11 @@ def _cached_axial_tables(spec: tuple, h: int, w: int, num_prefix: int,
                          device: torch.device,
                          dtype: torch.dtype) -> Tuple[Tensor, ...]:
     """RoPE-Axial tables of the grid, angles in fp64, stored in ``dtype``:
-    ``(cos, sin)`` of :func:`rope_tables` and the real and imaginary parts
-    of :func:`rope_phasors` (real tensors, so that a compiled graph never
-    takes a complex constant); ``spec`` is :attr:`RoPE2D.spec`."""
+    ``(cos, sin)`` of :func:`rope_tables`, the real and imaginary parts of
+    :func:`rope_phasors` (real tensors, from which a compiled graph builds
+    the phasors: it never takes a complex constant) and, for eager calls,
+    the phasors themselves (building them per call costs more than the
+    rotation's backward at ViT-S size); ``spec`` is :attr:`RoPE2D.spec`."""
     head_dim, theta, periods, axes, layout = spec
     with torch.inference_mode(False), torch.no_grad():
         freqs = axial_frequencies(head_dim, theta,
@@ -336,9 +338,10 @@ def _cached_axial_tables(spec: tuple, h: int, w: int, num_prefix: int,
                                   axes).to(device, torch.float64)
         grid = _cached_grid(h, w, num_prefix, device).double()
         phasors = rope_phasors(grid, freqs)
-        return tuple(
+        tables = tuple(
             t.to(dtype) for t in (*rope_tables(grid, freqs, layout),
                                   phasors.real, phasors.imag))
+        return (*tables, torch.complex(*tables[2:]))
 
 
 def clear_rope_cache() -> None:
@@ -491,8 +494,11 @@ class RoPE2D(nn.Module):
         ``(B, heads | 1, N, D/2)``."""
         coords, grid = self._positions(num_tokens, coords, hw)
         if grid is not None:
-            return torch.complex(*_cached_axial_tables(
-                self.spec, *grid, self.freqs.device, dtype)[2:])
+            tables = _cached_axial_tables(self.spec, *grid, self.freqs.device,
+                                          dtype)
+            if torch.compiler.is_compiling():
+                return torch.complex(*tables[2:4])
+            return tables[4]
         return rope_phasors(coords.to(dtype), self.freqs.to(dtype))
 
     def forward(self,

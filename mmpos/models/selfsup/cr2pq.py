@@ -10,7 +10,9 @@ boxes from :mod:`mmpos.datasets.transforms.crop_boxes`):
 
    * ``target='ema'``: the student backbone averaged with mmpretrain's
      :class:`CosineEMA` (momentum ``base_momentum -> end_momentum``, cosine
-     over the run, as BYOL / MoCo v3); ``K_B = K_A`` for equal view sizes.
+     over the run, as BYOL / MoCo v3), updated between steps by
+     :class:`~mmpos.engine.hooks.EMATeacherHook` (:meth:`CR2PQ.ema_teachers`);
+     ``K_B = K_A`` for equal view sizes.
    * ``target=dict(...)``: a frozen pretrained network built from the
      config (any mmpretrain backbone returning feature maps: ViT with
      ``out_type='featmap'``, ResNet, ...), its weights loaded from
@@ -57,6 +59,7 @@ import os.path as osp
 from typing import Dict, List, Optional, Tuple, Union
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 from mmpretrain.models.selfsup.base import BaseSelfSupervisor
 from mmpretrain.models.utils import CosineEMA
@@ -64,6 +67,7 @@ from mmpretrain.structures import DataSample
 from torch import Tensor
 
 from mmpos.datasets.transforms.crop_boxes import stack_crop_boxes
+from mmpos.models.utils.ema import check_teachers_set
 from mmpos.models.utils.pretrained import load_pretrained
 from mmpos.registry import MODELS
 from mmpos.utils.errors import BadInputError
@@ -226,6 +230,14 @@ class CR2PQ(BaseSelfSupervisor):
             self.target_generator.eval()
         return self
 
+    def ema_teachers(self) -> List[Tuple[nn.Module, nn.Module]]:
+        """``[(EMA teacher, student backbone)]`` with ``target='ema'``
+        (updated by :class:`~mmpos.engine.hooks.EMATeacherHook`), else
+        ``[]``."""
+        if self.target != 'ema':
+            return []
+        return [(self.target_generator, self.backbone)]
+
     def _encode(self, net, img: Tensor,
                 boxes: Optional[Tensor] = None) -> Tensor:
         """Last output of backbone ``net`` on ``img`` ``(B, 3, H, W)``;
@@ -242,16 +254,16 @@ class CR2PQ(BaseSelfSupervisor):
     def _targets(self, img: Tensor, boxes: Optional[Tensor] = None
                  ) -> Tuple[Tensor, Tuple[int, int]]:
         """Teacher tokens ``z'_B`` ``(B, N_B, D_tea)`` and their grid
-        ``(K_B^H, K_B^W)``; updates the EMA teacher first (which rotates
-        view B at its source coordinates ``boxes`` with
-        ``view_consistent_rope``). A ViT teacher with ``out_type='raw'``
-        (the EMA copy of a masked-variant student) loses its class token;
-        its grid is the image over its patch size."""
+        ``(K_B^H, K_B^W)`` (the EMA teacher rotates view B at its source
+        coordinates ``boxes`` with ``view_consistent_rope``). A ViT teacher
+        with ``out_type='raw'`` (the EMA copy of a masked-variant student)
+        loses its class token; its grid is the image over its patch size."""
         if self.target == 'pixel':
             p = self.backbone.patch_size[0]
             return patchify(img, p), (img.shape[-2] // p, img.shape[-1] // p)
+        if self.training:
+            check_teachers_set(self)
         if self.target == 'ema':
-            self.target_generator.update_parameters(self.backbone)
             feat = self._encode(self.target_generator.module, img, boxes)
         else:
             feat = self.target_generator(img)[-1]

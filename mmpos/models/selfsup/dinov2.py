@@ -4,7 +4,10 @@ Multi-crop: ``inputs`` is a list of views, the first ``num_global_crops``
 global (``(B, 3, H, W)`` each, same size), the rest local (same size among
 themselves). The student sees every view, the teacher (an EMA of student
 backbone + heads, :class:`mmpretrain.models.utils.CosineEMA`, momentum
-``0.992 -> 1`` cosine over the run) only the globals.
+``0.992 -> 1`` cosine over the run) only the globals. The teacher is
+updated between steps, after the optimizer step, by
+:class:`~mmpos.engine.hooks.EMATeacherHook` (:meth:`DINOv2.ema_teachers`;
+under FSDP shard by shard, see :mod:`mmpos.models.utils.ema`).
 
 * Image loss (Eq. 1): :class:`DINOLoss` between the image-head outputs of
   every student view and the other global teacher views.
@@ -44,6 +47,7 @@ from torch import Tensor
 
 from mmpos.registry import MODELS
 from ..layers.block_masking import MASKINGS, sample_num_masked
+from ..utils.ema import check_teachers_set
 
 
 @MODELS.register_module()
@@ -155,6 +159,12 @@ class DINOv2(BaseSelfSupervisor):
         return self
 
     # -- structure -------------------------------------------------------
+    def ema_teachers(self) -> List[Tuple[nn.Module, nn.Module]]:
+        """``[(teacher, student modules)]`` that
+        :class:`~mmpos.engine.hooks.EMATeacherHook` updates with
+        :func:`~mmpos.models.utils.update_ema`."""
+        return [(self.teacher, self._distilled_modules())]
+
     def _distilled_modules(self) -> nn.ModuleDict:
         """Student modules that the teacher averages (same names)."""
         modules = dict(backbone=self.backbone, head=self.head)
@@ -269,7 +279,8 @@ class DINOv2(BaseSelfSupervisor):
         globals_, locals_ = self._split_views(inputs)
         device = globals_.device
         geometry = self._view_geometry(data_samples, batch, device)
-        self.teacher.update_parameters(self._distilled_modules())
+        if self.training:
+            check_teachers_set(self)
         teacher = self.teacher.module
 
         hw = self._grid(globals_)

@@ -32,7 +32,7 @@ is unsupported).
 
     python benchmarks/run.py [--quick] [--out DIR] [--name NAME]
         [--only NAME ...] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
-        [--threads N] [--iters N] [--warmup N]
+        [--threads N] [--iters N] [--warmup N] [--models NAME ...]
 """
 import argparse
 import datetime
@@ -212,6 +212,10 @@ def main(argv=None) -> int:
     parser.add_argument('--only', nargs='+', choices=list(BENCHMARKS),
                         default=list(BENCHMARKS), metavar='NAME',
                         help=f'subset of {", ".join(BENCHMARKS)}')
+    parser.add_argument('--models', nargs='+', metavar='NAME',
+                        help='subset of the models of the benchmarks whose '
+                        '`run` takes `models` (vitdet_window: one pair of a '
+                        'row, e.g. global windowed)')
     _timing.add_common_args(parser)
     args = parser.parse_args(argv)
     try:
@@ -228,6 +232,8 @@ def main(argv=None) -> int:
         load_start=_load())
     options = dict(quick=args.quick, iters=args.iters, warmup=args.warmup,
                    device=str(device), amp=args.amp)
+    if args.models:
+        options['models'] = tuple(args.models)
     start = time.perf_counter()
     entries = run_all(args.only, options)
     settings.update(load_end=_load(), total_s=time.perf_counter() - start)

@@ -29,7 +29,8 @@ Full: ViT-B/16 at 1024x1024 (64x64 grid, 25 windows of 14x14 after padding
 to 70x70), batch 1. ``--quick``: a 4-block, 192-wide ViT (global blocks 2
 and 4) at 448x448 (28x28 grid, 4 windows).
 
-    python benchmarks/vitdet_window.py [--quick] [--iters N] [--warmup N]
+    python benchmarks/vitdet_window.py [--quick] [--models NAME ...]
+        [--iters N] [--warmup N]
         [--threads N] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
 """
 import contextlib
@@ -47,6 +48,8 @@ QUICK = dict(
 WINDOW = 14
 MODELS = ('global', 'windowed', 'windowed+cp', 'global+math',
           'windowed+math')
+MODELS_OPTION = ('--models', dict(nargs='+', choices=MODELS, default=MODELS,
+                                  help='subset to measure'))
 # (ours, baseline) of the summary rows.
 ROWS = (('windowed', 'global'), ('windowed+cp', 'global'),
         ('windowed+math', 'global+math'), ('global+math', 'global'))
@@ -90,20 +93,27 @@ def build(name: str, setting: dict) -> FeatureLoss:
 
 
 def run(quick: bool = False, iters: int = None, warmup: int = None,
-        threads: int = None, device: str = 'auto', amp: str = 'auto') -> dict:
+        threads: int = None, device: str = 'auto', amp: str = 'auto',
+        models: tuple = MODELS) -> dict:
     """``{model: {step_ms, peak_mib, time_ratio, mem_ratio}, 'settings'}``
-    with the ratios against ``global``."""
+    for ``models`` (a subset of :data:`MODELS`, e.g. one row's pair: the
+    full size takes minutes per step on a CPU), the ratios against the first
+    of them."""
     from mmengine.logging import MMLogger
     MMLogger.get_current_instance().setLevel('WARNING')
     device, amp = _timing.setup(device, amp, threads)
     setting = QUICK if quick else FULL
     images = torch.randn(1, 3, setting['size'], setting['size'],
                          device=device)
-    models = {name: build(name, setting) for name in MODELS}
+    unknown = sorted(set(models) - set(MODELS))
+    if unknown:
+        raise ValueError(f'vitdet_window: unknown models {unknown}, '
+                         f'choose from {MODELS}')
+    models = [name for name in MODELS if name in models]
     return _timing.compare_train_steps(
-        models, (images, ), 'global', device, amp, quick,
-        iters or (2 if quick else 3), warmup, batch_size=1,
-        window_size=WINDOW, **setting)
+        {name: build(name, setting) for name in models}, (images, ),
+        models[0], device, amp, quick, iters or (2 if quick else 3), warmup,
+        batch_size=1, window_size=WINDOW, **setting)
 
 
 def summarize(result: dict) -> list:
@@ -112,12 +122,12 @@ def summarize(result: dict) -> list:
     return [
         _timing.comparison(f'vitdet_window {size}px train step', ours,
                            result[ours], base, result[base])
-        for ours, base in ROWS
+        for ours, base in ROWS if ours in result and base in result
     ]
 
 
 def main():
-    result = _timing.run_cli(__doc__, run)
+    result = _timing.run_cli(__doc__, run, MODELS_OPTION)
     for row in summarize(result):
         print(ROW.format(**row))
 

@@ -101,6 +101,7 @@ def test_mask2former_rope_swin_on_mini_ade(tmp_path, mini_data):
                             data_root_options(mini_data, 'ade') +
                             ['param_scheduler.0.end=5'], iters=20,
                             log_interval=2)
-    assert mean(losses[-3:]) < 0.8 * mean(losses[:3]), losses
+    # the summed loss of 4 decoder outputs x (cls, mask, dice): ~42 -> ~31
+    assert mean(losses[-3:]) < 0.85 * mean(losses[:3]), losses
     for key in SEG_KEYS:
         assert math.isfinite(metrics[key]), (key, metrics)

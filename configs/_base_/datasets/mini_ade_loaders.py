@@ -25,17 +25,11 @@ mini_ade_test_pipeline = [
     dict(type='LoadAnnotations', reduce_zero_label=True),
     dict(type='PackSegInputs')
 ]
+mini_ade_loader = dict(batch_size=4, num_workers=0, persistent_workers=False)
+mini_ade_dataset = dict(type='MiniADEDataset', data_root=mini_ade_root)
 mini_ade_train_dataloader = dict(
-    batch_size=4,
-    num_workers=0,
-    persistent_workers=False,
-    dataset=dict(
-        type='MiniADEDataset', data_root=mini_ade_root,
-        pipeline=mini_ade_train_pipeline))
+    **mini_ade_loader,
+    dataset=dict(**mini_ade_dataset, pipeline=mini_ade_train_pipeline))
 mini_ade_val_dataloader = dict(
-    batch_size=4,
-    num_workers=0,
-    persistent_workers=False,
-    dataset=dict(
-        type='MiniADEDataset', data_root=mini_ade_root,
-        pipeline=mini_ade_test_pipeline))
+    **mini_ade_loader,
+    dataset=dict(**mini_ade_dataset, pipeline=mini_ade_test_pipeline))

@@ -69,6 +69,28 @@ def data_root_options(mini_data, task):
     return options
 
 
+def finetune(config, work_dir, checkpoint, options, iters=20,
+             log_interval=5):
+    """Fine-tune ``config`` (tools/train.py, mmengine's Runner) for
+    ``iters`` iterations from the backbone ``checkpoint``, then validate
+    once. Checks the run, that one finite loss is logged per
+    ``log_interval`` iterations and that the evaluator reported; returns
+    the console log, the logged losses and the metrics record."""
+    result = run_tool(
+        'tools/train.py', config, '--work-dir', work_dir, '--cfg-options',
+        *options, f'model.backbone.init_cfg.checkpoint={checkpoint}',
+        f'train_cfg.max_iters={iters}', f'train_cfg.val_interval={iters}',
+        f'default_hooks.logger.interval={log_interval}', timeout=900)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    records = read_scalars(work_dir)
+    losses = [r['loss'] for r in records if 'loss' in r]
+    metrics = [r for r in records if 'loss' not in r and 'lr' not in r]
+    assert len(losses) == iters // log_interval, records
+    assert all(math.isfinite(v) for v in losses), losses
+    assert metrics, f'no validation record in {records[-3:]}'
+    return result.stdout + result.stderr, losses, metrics[-1]
+
+
 def read_scalars(work_dir):
     """All records of mmengine's ``vis_data/scalars.json`` under work_dir."""
     files = sorted(Path(work_dir).glob('*/vis_data/scalars.json'))

@@ -462,3 +462,115 @@ def test_symmetric_and_bad_inputs():
         model.loss(inputs[:1], batch()[1])
     with pytest.raises(ValueError, match='target'):
         build(target='frozen')
+
+
+# View-consistent RoPE: view A is the source's top-left quarter, view B its
+# centre quarter (the second image shows B mirrored); A's patch rows and
+# columns 2-3 see the source pixels of B's rows and columns 0-1 (mirrored B:
+# columns 3-2). Views of 32 px: 4 x 4 patches each.
+VIEW_A = (0., 0., .5, .5)
+VIEWS_B = ((.25, .25, .75, .75), (.75, .25, .25, .75))
+
+
+def source_fractions(box, k=4):
+    """``(k * k, 2)`` source-image fractions ``(u, v)`` of the patch
+    centres of a ``k x k`` view cropped with ``box`` (row-major)."""
+    t = (torch.arange(k) + .5) / k
+    u = box[0] + t * (box[2] - box[0])
+    v = box[1] + t * (box[3] - box[1])
+    rows, cols = torch.meshgrid(v, u, indexing='ij')
+    return torch.stack((cols, rows), -1).reshape(-1, 2)
+
+
+def view_consistent_step(frame, view_consistent_rope=True):
+    """One loss step; returns the RoPE coordinates the student backbone
+    (view A), the EMA teacher (view B) and the neck (B's queries, A's keys)
+    received."""
+    backbone = dict(type='RoPEVisionTransformer', arch=ARCH, img_size=32,
+                    patch_size=8, rope_type='axial', out_type='featmap',
+                    rope_coords=dict(frame=frame))
+    model = build(backbone=backbone,
+                  view_consistent_rope=view_consistent_rope)
+    seen = {}
+
+    def record(name):
+        def hook(module, args, output):
+            seen[name] = output
+        return hook
+
+    model.backbone.rope_positions.register_forward_hook(record('student'))
+    model.target_generator.module.rope_positions.register_forward_hook(
+        record('teacher'))
+    model.neck.register_forward_pre_hook(
+        lambda module, args, kwargs: seen.update(
+            neck_b=args[2], neck_a=kwargs['coords_a']), with_kwargs=True)
+    inputs = [torch.randn(2, 3, 32, 32) for _ in range(2)]
+    samples = [DataSample(crop_boxes=torch.tensor([VIEW_A, b]))
+               for b in VIEWS_B]
+    losses = model.loss(inputs, samples)
+    assert all(torch.isfinite(v) for v in losses.values())
+    return seen
+
+
+def overlap(coords):
+    """``(2, 16, 2)`` coordinates of view A -> its rows/columns 2-3, and of
+    view B -> its rows/columns 0-1 (the second image mirrored: columns
+    3-2), i.e. the same source pixels, as ``(2, 2, 2, 2)``."""
+    grid = coords.reshape(-1, 4, 4, 2)
+    return grid[:, 2:, 2:], grid[:, :2, :2], grid[:, :2, [3, 2]]
+
+
+@pytest.mark.parametrize('frame', ['patch', 'separate'])
+def test_view_consistent_rope_rotates_views_at_their_source_coordinates(
+        frame):
+    seen = view_consistent_step(frame)
+    # every token at its crop-box source position, in the backbone's frame:
+    # 2u - 1 when normalised, u K - 1/2 (the source over the 4 x 4 grid)
+    # in patch units
+    to_frame = ((lambda f: 2 * f - 1) if frame == 'separate' else
+                (lambda f: 4 * f - .5))
+    expected_a = to_frame(source_fractions(VIEW_A)).expand(2, -1, -1)
+    expected_b = torch.stack([to_frame(source_fractions(b))
+                              for b in VIEWS_B])
+    torch.testing.assert_close(seen['student'], expected_a)
+    torch.testing.assert_close(seen['teacher'], expected_b)
+    # the neck: A's keys and B's queries in A's patch units, any frame
+    torch.testing.assert_close(seen['neck_a'],
+                               4 * source_fractions(VIEW_A).expand(2, -1, -1)
+                               - .5)
+    torch.testing.assert_close(seen['neck_b'], 4 * torch.stack(
+        [source_fractions(b) for b in VIEWS_B]) - .5)
+    # one source pixel seen in A and in B gets one coordinate everywhere
+    for a, b in (('student', 'teacher'), ('neck_a', 'neck_b')):
+        in_a, _, _ = overlap(seen[a])
+        _, in_b, _ = overlap(seen[b][:1])
+        _, _, in_b_mirrored = overlap(seen[b][1:])
+        torch.testing.assert_close(in_a[0], in_b[0])
+        torch.testing.assert_close(in_a[1], in_b_mirrored[0])
+
+
+def test_own_grids_are_not_view_consistent():
+    """Without the option each view keeps its own grid (the student's and
+    the teacher's coordinates are equal for equal view sizes, whatever the
+    boxes) and the neck gets Eq. 4's coordinates in A's own patches."""
+    seen = view_consistent_step('separate', view_consistent_rope=False)
+    torch.testing.assert_close(seen['student'], seen['teacher'])
+    assert seen['neck_a'] is None
+    in_a, in_b, _ = overlap(seen['student'].expand(2, -1, -1))
+    assert not torch.allclose(in_a[0], in_b[0])
+    a = torch.tensor([VIEW_A] * 2)
+    torch.testing.assert_close(seen['neck_b'], relative_coords(
+        a, torch.tensor(VIEWS_B), (4, 4), (4, 4), 'center'))
+
+
+def test_view_consistent_rope_needs_rope_and_two_views():
+    sincos = dict(type='RoPEVisionTransformer', arch=ARCH, img_size=32,
+                  patch_size=8, rope_type='none', use_ape=True,
+                  out_type='featmap')
+    with pytest.raises(ValueError, match='view_consistent_rope needs'):
+        build(backbone=sincos, neck=dict(pos_type='sincos'),
+              view_consistent_rope=True)
+    raw = dict(type='RoPEVisionTransformer', arch=ARCH, img_size=32,
+               patch_size=8, rope_type='axial', out_type='raw')
+    with pytest.raises(ValueError, match='no mask_ratio'):
+        build(backbone=raw, mask_ratio=.75, view_consistent_rope=True)

@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from conftest import data_root_options, read_scalars, run_tool
+from conftest import data_root_options, finetune, read_scalars, run_tool
 
 MINI = 'configs/cr2pq/cr2pq_vit-tiny_mini.py'
 TRANSFER = 'configs/cr2pq/mini_transfer/'
@@ -86,25 +86,6 @@ def test_converted_checkpoint_is_the_student_backbone(pretraining,
     assert any(k.startswith('target_generator.') for k in state)  # left out
 
 
-def finetune(config, work_dir, checkpoint, options):
-    """Train ``FINETUNE_ITERS`` iterations from ``checkpoint``, then validate;
-    returns the console log, the logged losses and the metrics."""
-    result = run_tool(
-        'tools/train.py', config, '--work-dir', work_dir, '--cfg-options',
-        *options, f'model.backbone.init_cfg.checkpoint={checkpoint}',
-        f'train_cfg.max_iters={FINETUNE_ITERS}',
-        f'train_cfg.val_interval={FINETUNE_ITERS}',
-        'default_hooks.logger.interval=5', timeout=900)
-    check_run(result)
-    records = read_scalars(work_dir)
-    losses = [r['loss'] for r in records if 'loss' in r]
-    metrics = [r for r in records if 'loss' not in r and 'lr' not in r]
-    assert len(losses) == FINETUNE_ITERS // 5, records
-    assert all(math.isfinite(v) for v in losses), losses
-    assert metrics, f'no validation record in {records[-3:]}'
-    return result.stdout + result.stderr, losses, metrics[-1]
-
-
 def backbone_after_init(config, checkpoint):
     """``model.backbone`` of ``config`` built and initialised as the Runner
     does, with ``checkpoint``."""
@@ -138,7 +119,8 @@ def test_backbone_transfers(config, backbone_checkpoint, tmp_path,
 
     log, losses, metrics = finetune(TRANSFER + config, tmp_path,
                                     backbone_checkpoint,
-                                    data_root_options(mini_data, task))
+                                    data_root_options(mini_data, task),
+                                    FINETUNE_ITERS)
     assert f'loaded {len(own)} of its {len(own)} tensors' in log
     assert losses[-1] < losses[0], losses  # 5-iteration windows
     for key in keys:

@@ -1,7 +1,7 @@
 """tools/deployment/rope_vit2onnx.py: a RoPEVisionTransformer (any RoPE
-scheme, registers, APE) exported for one input size runs in onnxruntime
-with torch's outputs (within 1e-4), and the graph holds static RoPE tables
-(no trigonometry, no resizing)."""
+scheme, registers, APE, window attention on a padded grid) exported for one
+input size runs in onnxruntime with torch's outputs (within 1e-4), and the
+graph holds static RoPE tables (no trigonometry, no resizing)."""
 import copy
 import os.path as osp
 import sys
@@ -29,8 +29,8 @@ DINOV3_STYLE = dict(rope_type='axial', rope_periods=dict(base=100.),
 
 def make(**kwargs):
     torch.manual_seed(0)
-    model = RoPEVisionTransformer(arch=ARCH, patch_size=8, img_size=32,
-                                  **kwargs)
+    kwargs.setdefault('arch', ARCH)
+    model = RoPEVisionTransformer(patch_size=8, img_size=32, **kwargs)
     model.init_weights()
     with torch.no_grad():  # weights large enough for positions to matter
         for p in model.parameters():
@@ -39,10 +39,21 @@ def make(**kwargs):
     return model.eval()
 
 
+# ViTDet window attention: 3 x 3 windows on 4 x 4 and 5 x 7 patch grids
+# (neither a multiple of 3: padded), block 1 of 3 global
+WINDOWED = dict(window_size=3, global_attn_indexes=(1, ),
+                with_cls_token=False, out_type='featmap')
+
+
 @pytest.mark.parametrize('options', [
     dict(DINOV3_STYLE, out_type='featmap'),
     dict(rope_type='mixed', use_ape=True, out_type='raw'),
-])
+    dict(WINDOWED, rope_type='mixed', use_ape=True, arch=dict(ARCH,
+                                                            num_layers=3)),
+    dict(WINDOWED, **{k: v for k, v in DINOV3_STYLE.items()
+                      if k != 'num_register_tokens'}),
+], ids=['dinov3-style', 'mixed-ape', 'windowed-mixed-ape',
+        'windowed-dinov3-style'])
 def test_onnxruntime_matches_torch_at_two_sizes(tmp_path, options):
     import onnxruntime as ort
     live = make(**options)
@@ -51,7 +62,9 @@ def test_onnxruntime_matches_torch_at_two_sizes(tmp_path, options):
         img = rope_vit2onnx.export(copy.deepcopy(live), size, path,
                                    batch_size=2)
         ops = {node.op_type for node in onnx.load(path).graph.node}
-        assert not ops & {'Sin', 'Cos', 'Resize'}, ops
+        assert not ops & {'Sin', 'Cos', 'Resize', 'Range'}, ops
+        if 'window_size' in options:  # the grid is padded to the windows
+            assert 'Pad' in ops, ops
         out, = ort.InferenceSession(
             path, providers=['CPUExecutionProvider']).run(
                 None, {'images': img.numpy()})

@@ -33,9 +33,14 @@ def log():
     handler = logging.Handler()
     handler.emit = records.append
     logger = MMLogger.get_current_instance()
+    # An earlier test may have left the shared logger at WARNING, which would
+    # drop the INFO lines these tests read.
+    level = logger.level
+    logger.setLevel(logging.INFO)
     logger.addHandler(handler)
     yield records
     logger.removeHandler(handler)
+    logger.setLevel(level)
 
 
 def messages(records, level=logging.INFO):

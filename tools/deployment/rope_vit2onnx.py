@@ -10,8 +10,8 @@ converters in ``tools/model_converters/``, or bare keys), loaded with
 from ``--config`` (``model.backbone`` of an mmpretrain / mmdet / mmseg
 config, or ``model`` itself) or else from the checkpoint's
 ``meta['model']`` (written by the converters). Any RoPE scheme (axial,
-mixed, DINOv3 periods / frames / rotate-half), register tokens and APE
-work.
+mixed, DINOv3 periods / frames / rotate-half), register tokens, APE and
+ViTDet window attention (``window_size``, ``global_attn_indexes``) work.
 
 Positions are frozen for ``H x W`` before tracing
 (:func:`freeze_positions`): every layer's RoPE becomes a
@@ -19,8 +19,10 @@ Positions are frozen for ``H x W`` before tracing
 the APE table is resized once to the patch grid, so the graph has no
 coordinate grids, caches, trigonometry or resizing: only matmuls,
 elementwise ops, slices and concatenations (the RoPE pair swap uses
-strided slices, not ``flip``). The file therefore serves exactly one input
-size; export once per size. ``--check`` runs the file with onnxruntime on a
+strided slices, not ``flip``), plus, for window attention, the padding to a
+multiple of the window and static reshapes / transposes (window blocks
+hold one image's per-window tables). The file therefore serves exactly
+one input size; export once per size. ``--check`` runs the file with onnxruntime on a
 random input and prints the largest difference to torch. An existing OUT is
 kept unless ``--force``. Errors exit with status 1 and one line.
 """
@@ -48,7 +50,9 @@ def freeze_positions(backbone, size):
 
     Eval mode (no coordinate augmentation); each layer's ``attn.rope`` is
     replaced by a :class:`StaticRoPE` with the tables the live model uses at
-    that size (class and register tokens unrotated); a ``pos_embed`` is
+    that size (class and register tokens unrotated; for a window-attention
+    block, the tables of one image's windows of the padded grid, padding
+    tokens as the live block rotates them); a ``pos_embed`` is
     resized to the patch grid (the backbone's own ``interpolate_mode``) and
     ``patch_resolution`` set to it, so no resize is traced. Outputs are
     unchanged at that size. Returns ``backbone``.
@@ -68,9 +72,14 @@ def freeze_positions(backbone, size):
         coords = backbone.patch_coords(None, hw, probe)
         for layer in backbone.layers:
             rope = layer.attn.rope
-            if rope is not None:
+            if rope is None:
+                continue
+            if layer.window_size:  # one image's windows, padding included
+                window = layer.window_positions(coords, hw, 1, probe.device)
+                cos, sin = rope.tables(window.shape[1], window)
+            else:
                 cos, sin = rope.tables(num_tokens, coords, hw)
-                layer.attn.rope = StaticRoPE(cos, sin, rope.layout)
+            layer.attn.rope = StaticRoPE(cos, sin, rope.layout)
         if backbone.pos_embed is not None:
             from mmpretrain.models.utils import resize_pos_embed
             backbone.pos_embed = torch.nn.Parameter(resize_pos_embed(

@@ -14,3 +14,9 @@ dinov3_positions = dict(
     num_register_tokens=4,
     layer_scale_init_value=1e-5,
     norm_cfg=dict(type='LN', eps=1e-5))
+# The same scheme for a downstream (transfer) backbone: the coordinate
+# rescale is a pretraining augmentation and is left out (DINOv3 evaluates
+# its backbones in eval mode, where it is off); it has no weights, so
+# nothing else changes for loading.
+dinov3_transfer_positions = dict(
+    dinov3_positions, rope_coords=dict(frame='separate'))

@@ -120,14 +120,22 @@ class RoPETransformerEncoderLayer(BaseModule):
         if hw is None:
             raise ValueError('window attention needs the patch grid `hw`')
         ws = self.window_size
-        if coords is None:
-            coords = window_coords(hw, ws, x.shape[0], x.device)
-        else:
-            coords = window_partition(
-                coords.expand(x.shape[0], -1, -1), hw, ws, pad_value=math.nan)
+        coords = self.window_positions(coords, hw, x.shape[0], x.device)
         out = self.attn(window_partition(x, hw, ws), coords=coords,
                         hw=(ws, ws))
         return window_unpartition(out, hw, ws)
+
+    def window_positions(self, coords: Optional[Tensor], hw: Sequence[int],
+                         batch_size: int, device=None) -> Tensor:
+        """RoPE coordinates of the tokens of every window, ``(batch_size *
+        nH * nW, ws * ws, 2)`` in :func:`window_partition`'s order:
+        ``coords`` (``(H * W, 2)`` or ``(batch_size, H * W, 2)``)
+        partitioned with ``nan`` padding, or for ``None`` the integer grid
+        continued into the padding (:func:`window_coords`)."""
+        if coords is None:
+            return window_coords(hw, self.window_size, batch_size, device)
+        return window_partition(coords.expand(batch_size, -1, -1), hw,
+                                self.window_size, pad_value=math.nan)
 
 
 @MODELS.register_module()

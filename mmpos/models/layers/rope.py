@@ -526,28 +526,49 @@ class StaticRoPE(nn.Module):
     """RoPE with fixed cos/sin tables for one token layout (export).
 
     Holds :meth:`RoPE2D.tables` for a given input size as buffers, so a
-    traced graph contains only :func:`apply_rope`'s elementwise ops, slices
-    and concatenations (no coordinate grids, caches or trigonometry).
+    traced graph contains only :func:`apply_rope`'s elementwise ops, slices,
+    concatenations and (for windows) reshapes: no coordinate grids, caches
+    or trigonometry.
 
     Args:
-        cos, sin: ``(heads | 1, N, D)`` tables for all ``N`` tokens.
+        cos, sin: ``(heads | 1, N, D)`` tables for all ``N`` tokens, or
+            ``(nW, heads | 1, N, D)`` per window for window attention: the
+            tables of one image's ``nW`` windows, which
+            :meth:`forward` applies to every image of a ``(..., B * nW,
+            heads, N, D)`` input (windows batch-major, as
+            :func:`~mmpos.models.layers.window.window_partition` orders
+            them), so one table set serves any batch size.
         layout: the channel layout of the :class:`RoPE2D` they come from.
     """
 
     def __init__(self, cos: Tensor, sin: Tensor, layout: str = 'pairs'):
         super().__init__()
+        if cos.dim() not in (3, 4) or cos.shape != sin.shape:
+            raise ValueError(f'static RoPE tables must be (heads | 1, N, D) '
+                             f'or (windows, heads | 1, N, D) of one shape, '
+                             f'got {tuple(cos.shape)} and '
+                             f'{tuple(sin.shape)}')
         self.register_buffer('cos', cos.detach().clone(), persistent=False)
         self.register_buffer('sin', sin.detach().clone(), persistent=False)
         self.layout = layout
 
     def forward(self, x: Tensor, coords: Optional[Tensor] = None,
                 hw: Optional[Sequence[int]] = None) -> Tensor:
-        """Rotate ``x`` ``(..., heads, N, D)``; ``coords`` / ``hw`` must
-        be those the tables were built for (they are not read)."""
+        """Rotate ``x`` ``(..., heads, N, D)`` (per-window tables: ``(...,
+        B * nW, heads, N, D)``); ``coords`` / ``hw`` must be those the
+        tables were built for (they are not read)."""
         if x.shape[-2] != self.cos.shape[-2]:
             raise ValueError(f'static RoPE tables hold {self.cos.shape[-2]} '
                              f'tokens, got {x.shape[-2]}')
-        return apply_rope(x, self.cos, self.sin, self.layout)
+        if self.cos.dim() == 3:
+            return apply_rope(x, self.cos, self.sin, self.layout)
+        num_windows = self.cos.shape[0]
+        if x.dim() < 4 or x.shape[-4] % num_windows:
+            raise ValueError(f'static RoPE tables hold {num_windows} windows '
+                             f'per image, got {tuple(x.shape)}')
+        windows = x.unflatten(-4, (x.shape[-4] // num_windows, num_windows))
+        return apply_rope(windows, self.cos, self.sin,
+                          self.layout).flatten(-5, -4)
 
 
 def sincos_pos_embed_2d(coords: Tensor,

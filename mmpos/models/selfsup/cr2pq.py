@@ -31,6 +31,18 @@ boxes from :mod:`mmpos.datasets.transforms.crop_boxes`):
 ``symmetric=True`` also predicts A from B (both directions in one batched
 pass, twice the cost); the paper describes one direction, the default.
 
+``view_consistent_rope=True`` (not in the paper; the deterministic
+counterpart of DINOv3's random coordinate jitter, as ICPF's option of the
+same name) rotates every view at its crop-box source coordinates
+(:func:`~mmpos.models.layers.box_coords`) instead of its own grid: the
+student's A patches at A's source positions (in the backbone's coordinate
+frame), the EMA teacher's B patches at B's, and in the neck the queries at
+B's source positions among A's keys at A's, both in the patch units of A's
+grid (the source image spread over ``K_A^H x K_A^W`` patches). A source
+pixel seen in both views then has one coordinate in every network; the
+neck's query-key offsets are source-image distances (times ``K_A``) rather
+than Eq. 4's distances in A's patches, which grow as A zooms in.
+
 Table 6's *discrete* rows (``mask_ratio``, e.g. 0.75): "the discrete
 position can not represent the relative positions of two views", so the
 paper trains them MAE-style on one view with teacher targets instead of
@@ -58,6 +70,7 @@ from mmpos.utils.errors import BadInputError
 from ..layers.masking import gather_tokens, random_masking
 from ..layers.relative_coords import ALIGNS, relative_coords
 from ..layers.rope import grid_coords
+from ..layers.rope_positions import box_coords
 
 
 def patchify(img: Tensor, patch_size: int) -> Tensor:
@@ -109,6 +122,10 @@ class CR2PQ(BaseSelfSupervisor):
             prefix stripped when present; every teacher key must be
             matched). A path that does not exist is a
             :class:`BadInputError` there.
+        view_consistent_rope: rotate the views at their crop-box source
+            coordinates instead of their own grids (module docstring;
+            ``align`` then does not apply: patch centres). Needs a RoPE
+            student and two views (no ``mask_ratio``).
     """
 
     def __init__(self,
@@ -123,6 +140,7 @@ class CR2PQ(BaseSelfSupervisor):
                  symmetric: bool = False,
                  mask_ratio: Optional[float] = None,
                  teacher_checkpoint: Optional[str] = None,
+                 view_consistent_rope: bool = False,
                  data_preprocessor: Optional[dict] = None,
                  init_cfg: Optional[dict] = None):
         if align not in ALIGNS:
@@ -150,6 +168,17 @@ class CR2PQ(BaseSelfSupervisor):
         self.mask_ratio = mask_ratio
         if mask_ratio is not None:
             self._check_masked_student()
+        self.view_consistent_rope = view_consistent_rope
+        if view_consistent_rope and (
+                getattr(self.backbone, 'rope_type', 'none') == 'none'
+                or not hasattr(self.backbone, 'forward_tokens')
+                or mask_ratio is not None):
+            raise ValueError(
+                'view_consistent_rope needs a RoPEVisionTransformer student '
+                'with RoPE and two views with crop boxes (no mask_ratio), got '
+                f"{type(self.backbone).__name__}(rope_type="
+                f"{getattr(self.backbone, 'rope_type', None)!r}), "
+                f'mask_ratio={mask_ratio}')
         self.teacher_checkpoint = teacher_checkpoint
         if teacher_checkpoint is not None and self.target != 'teacher':
             raise BadInputError(
@@ -197,18 +226,35 @@ class CR2PQ(BaseSelfSupervisor):
             self.target_generator.eval()
         return self
 
+    def _encode(self, net, img: Tensor,
+                boxes: Optional[Tensor] = None) -> Tensor:
+        """Last output of backbone ``net`` on ``img`` ``(B, 3, H, W)``;
+        with ``view_consistent_rope`` and the views' ``boxes`` ``(B, 4)``,
+        its patches rotated at their source coordinates
+        (:func:`box_coords` on its own grid)."""
+        if boxes is None or not self.view_consistent_rope:
+            return net(img)[-1]
+        tokens, hw = net.embed(img)
+        return net.forward_tokens(tokens, coords=box_coords(boxes, hw),
+                                  hw=hw)[-1]
+
     @torch.no_grad()
-    def _targets(self, img: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
+    def _targets(self, img: Tensor, boxes: Optional[Tensor] = None
+                 ) -> Tuple[Tensor, Tuple[int, int]]:
         """Teacher tokens ``z'_B`` ``(B, N_B, D_tea)`` and their grid
-        ``(K_B^H, K_B^W)``; updates the EMA teacher first. A ViT teacher
-        with ``out_type='raw'`` (the EMA copy of a masked-variant student)
-        loses its class token; its grid is the image over its patch size."""
+        ``(K_B^H, K_B^W)``; updates the EMA teacher first (which rotates
+        view B at its source coordinates ``boxes`` with
+        ``view_consistent_rope``). A ViT teacher with ``out_type='raw'``
+        (the EMA copy of a masked-variant student) loses its class token;
+        its grid is the image over its patch size."""
         if self.target == 'pixel':
             p = self.backbone.patch_size[0]
             return patchify(img, p), (img.shape[-2] // p, img.shape[-1] // p)
         if self.target == 'ema':
             self.target_generator.update_parameters(self.backbone)
-        feat = self.target_generator(img)[-1]
+            feat = self._encode(self.target_generator.module, img, boxes)
+        else:
+            feat = self.target_generator(img)[-1]
         if feat.dim() == 3:
             net = getattr(self.target_generator, 'module',
                           self.target_generator)
@@ -240,11 +286,17 @@ class CR2PQ(BaseSelfSupervisor):
         if self.symmetric:
             img_a, img_b = torch.cat([img_a, img_b]), torch.cat([img_b, img_a])
             box_a, box_b = torch.cat([box_a, box_b]), torch.cat([box_b, box_a])
-        target, hw_b = self._targets(img_b)
-        feat_a = self.backbone(img_a)[-1]
+        target, hw_b = self._targets(img_b, box_b)
+        feat_a = self._encode(self.backbone, img_a, box_a)
         hw_a = tuple(feat_a.shape[-2:])
-        coords_b = relative_coords(box_a, box_b, hw_a, hw_b, self.align)
-        z_b, global_b = self.neck(featmap_to_tokens(feat_a), hw_a, coords_b)
+        if self.view_consistent_rope:  # both in A's patch units
+            coords_a = box_coords(box_a, hw_a)
+            coords_b = box_coords(box_b, hw_b, unit_hw=hw_a)
+        else:
+            coords_a = None
+            coords_b = relative_coords(box_a, box_b, hw_a, hw_b, self.align)
+        z_b, global_b = self.neck(featmap_to_tokens(feat_a), hw_a, coords_b,
+                                  coords_a=coords_a)
         return self._losses(z_b, global_b, target)
 
     def _losses(self, pred: Tensor, pred_global: Tensor,

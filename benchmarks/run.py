@@ -32,7 +32,8 @@ is unsupported).
 
     python benchmarks/run.py [--quick] [--out DIR] [--name NAME]
         [--only NAME ...] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
-        [--threads N] [--iters N] [--warmup N]
+        [--threads N] [--iters N] [--warmup N] [--parts PART ...]
+        [--models NAME ...]
 """
 import argparse
 import datetime
@@ -215,6 +216,10 @@ def main(argv=None) -> int:
     parser.add_argument('--parts', nargs='+', metavar='PART',
                         help='rope_fast only: its comparisons (rotation, '
                         'attention, vit_step; default all)')
+    parser.add_argument('--models', nargs='+', metavar='NAME',
+                        help='subset of the models of the benchmarks whose '
+                        '`run` takes `models` (vitdet_window: one pair of a '
+                        'row, e.g. global windowed)')
     _timing.add_common_args(parser)
     args = parser.parse_args(argv)
     try:
@@ -233,6 +238,8 @@ def main(argv=None) -> int:
                    device=str(device), amp=args.amp)
     if args.parts:
         options['parts'] = args.parts
+    if args.models:
+        options['models'] = tuple(args.models)
     start = time.perf_counter()
     entries = run_all(args.only, options)
     settings.update(load_end=_load(), total_s=time.perf_counter() - start)

@@ -65,6 +65,32 @@ def test_sdpa_summary_json_and_markdown(bench, tmp_path):
     assert float(cells[5]) == pytest.approx(big['time_ratio'], abs=1e-3)
 
 
+def test_vitdet_window_models_subset_sees_attention_matrices(bench, tmp_path):
+    """``--models`` measures a subset (rows only for the pairs present);
+    the allocator-level peak of the model that stores its attention
+    matrices (SDPA's math backend) holds the 4 blocks' (3, 784, 784) fp32
+    matrices on top of the fused model's, and windows (2 of the 4 blocks,
+    4 windows of 196 tokens) need less."""
+    run = bench('run')
+    argv = ['--only', 'vitdet_window', '--quick', '--iters', '1', '--warmup',
+            '0', '--device', 'cpu', '--out', str(tmp_path), '--name', 'win',
+            '--models', 'global', 'global+math', 'windowed+math']
+    assert run.main(argv) == 0
+    summary = json.loads((tmp_path / 'win.json').read_text())
+    result = summary['benchmarks']['vitdet_window']['result']
+    assert sorted(k for k in result if k != 'settings') == [
+        'global', 'global+math', 'windowed+math']
+    assert [(r['ours'], r['baseline']) for r in summary['rows']] == [
+        ('windowed+math', 'global+math'), ('global+math', 'global')]
+    matrices = 4 * 3 * 784**2 * 4 / 2**20
+    assert (result['global+math']['peak_mib'] -
+            result['global']['peak_mib']) >= matrices
+    assert summary['rows'][0]['mem_ratio'] < 1
+    assert run.main(argv[:-3] + ['windowed', 'nope']) == 1
+    failed = json.loads((tmp_path / 'win.json').read_text())
+    assert 'unknown models' in failed['benchmarks']['vitdet_window']['error']
+
+
 def test_failed_benchmark_is_recorded(bench, tmp_path):
     run = bench('run')
     logs = []

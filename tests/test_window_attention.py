@@ -2,7 +2,8 @@
 whole grid is global attention, a windowed block equals the global block
 restricted to its windows (the same RoPE logits for every pair inside a
 window: absolute coordinates), padding gives the grid back, activation
-checkpointing changes nothing, and pretraining checkpoints load."""
+checkpointing changes nothing, pretraining checkpoints load, and ViTDet's
+decomposed relative position bias equals mmpretrain's (SAM/ViTDet) one."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -197,6 +198,63 @@ def test_invalid_window_options():
                         model.forward_tokens(tokens, coords=grid_coords(4, 4),
                                              hw=(4, 4))):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('grid', [(8, 8), (6, 5)])
+def test_rel_pos_bias_equals_mmpretrain_vitdet_attention(grid):
+    """Tables built for an 8x8 grid, on that grid and interpolated to 6x5:
+    the attention with ViTDet's decomposed relative position bias equals
+    mmpretrain's ``vit_sam.Attention`` (SAM's copy of ViTDet's) on the same
+    random weights."""
+    from mmpretrain.models.backbones.vit_sam import Attention
+
+    from mmpos.models.layers import RoPEAttention
+    torch.manual_seed(0)
+    peer = Attention(32, num_heads=4, use_rel_pos=True, input_size=(8, 8))
+    with torch.no_grad():
+        peer.rel_pos_h.normal_()
+        peer.rel_pos_w.normal_()
+    ours = RoPEAttention(32, 4, rope_type='none', rel_pos_size=(8, 8))
+    ours.load_state_dict(peer.state_dict())
+    x = torch.randn(2, *grid, 32)
+    with torch.no_grad():
+        expected = peer(x).reshape(2, -1, 32)
+        got = ours(x.reshape(2, -1, 32), hw=grid)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match='grid of all'):
+        ours(x.reshape(2, -1, 32))
+
+
+def test_windowed_rel_pos_backbone():
+    """With the bias (tables: 2 ws - 1 offsets in windowed blocks, the
+    img_size grid's in global ones) one window over the whole grid is still
+    global attention, and the bias changes the output once non-zero."""
+    glob = tiny(rope_type='none', use_ape=True, img_size=64,
+                use_rel_pos=True)
+    win = tiny(rope_type='none', use_ape=True, img_size=64, use_rel_pos=True,
+               window_size=4, global_attn_indexes=(1, ))
+    assert win.layers[0].attn.rel_pos_h.shape == (7, 16)
+    assert win.layers[1].attn.rel_pos_w.shape == (7, 16)  # 64 px: 4 x 4
+    with torch.no_grad():
+        before = glob(torch.ones(1, 3, 64, 64))[-1]
+        for name, p in glob.named_parameters():
+            if 'rel_pos' in name:
+                p.normal_()
+    win.load_state_dict(glob.state_dict())
+    img = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        for a, b in zip(glob(img), win(img)):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+        assert not torch.allclose(glob(torch.ones(1, 3, 64, 64))[-1], before)
+        # windows of 3 on the 4 x 4 grid (padded to 6 x 6): the tables of
+        # the windowed blocks have 5 rows, the global block's 7
+        padded = tiny(rope_type='none', use_ape=True, img_size=64,
+                      use_rel_pos=True, window_size=3,
+                      global_attn_indexes=(1, ))
+        assert padded.layers[0].attn.rel_pos_h.shape == (5, 16)
+        assert padded(img)[-1].shape == (2, 32, 4, 4)
+    with pytest.raises(ValueError, match='use_rel_pos=True needs'):
+        RoPEVisionTransformer(arch=TINY, use_rel_pos=True, out_type='featmap')
 
 
 DOWNSTREAM = 'configs/demo/vitdet_mask-rcnn_vit-tiny-rope-mixed_mini-coco.py'

@@ -51,7 +51,8 @@ class RoPETransformerEncoderLayer(BaseModule):
     ``ws x ws`` windows of the zero-padded patch grid (ViTDet), with RoPE at
     the tokens' absolute coordinates (:mod:`mmpos.models.layers.window`).
     Drop-path then acts on whole images after the windows are merged, as in
-    ViTDet.
+    ViTDet. ``rel_pos_size``: ViTDet's decomposed relative position bias
+    (see :class:`RoPEAttention`), over the window or the grid.
     """
 
     def __init__(self,
@@ -69,6 +70,7 @@ class RoPETransformerEncoderLayer(BaseModule):
                  act_cfg: dict = dict(type='GELU'),
                  norm_cfg: dict = dict(type='LN'),
                  window_size: int = 0,
+                 rel_pos_size: Optional[Sequence[int]] = None,
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
         drop_path = dict(type='DropPath', drop_prob=drop_path_rate)
@@ -86,7 +88,8 @@ class RoPETransformerEncoderLayer(BaseModule):
             attn_drop=attn_drop_rate,
             proj_drop=drop_rate,
             dropout_layer=None if window_size else drop_path,
-            layer_scale_init_value=layer_scale_init_value)
+            layer_scale_init_value=layer_scale_init_value,
+            rel_pos_size=rel_pos_size)
         self.ln2 = build_norm_layer(norm_cfg, embed_dims)
         self.ffn = FFN(
             embed_dims=embed_dims,
@@ -118,7 +121,8 @@ class RoPETransformerEncoderLayer(BaseModule):
             raise ValueError('window attention needs the patch grid `hw`')
         ws = self.window_size
         coords = self.window_positions(coords, hw, x.shape[0], x.device)
-        out = self.attn(window_partition(x, hw, ws), coords=coords)
+        out = self.attn(window_partition(x, hw, ws), coords=coords,
+                        hw=(ws, ws))
         return window_unpartition(out, hw, ws)
 
     def window_positions(self, coords: Optional[Tensor], hw: Sequence[int],
@@ -188,6 +192,12 @@ class RoPEVisionTransformer(BaseBackbone):
             no parameters: every checkpoint of the global model loads.
         global_attn_indexes: blocks that attend globally when
             ``window_size > 0`` (e.g. ``(2, 5, 8, 11)`` for 12 blocks).
+        use_rel_pos: ViTDet's decomposed relative position bias in every
+            block (``attn.rel_pos_h`` / ``attn.rel_pos_w``, zero init): tables
+            of ``2 ws - 1`` offsets in windowed blocks and of the
+            ``img_size`` patch grid's in global ones, linearly interpolated
+            to other grids. For APE variants (ViTDet's own ViT-B uses it);
+            needs ``with_cls_token=False`` and no register tokens.
         with_cp: activation checkpointing per block during training (saves
             memory, recomputes each block's forward in the backward pass).
         drop_rate, drop_path_rate, qkv_bias, norm_cfg, layer_scale_init_value,
@@ -246,6 +256,7 @@ class RoPEVisionTransformer(BaseBackbone):
                  num_register_tokens=0,
                  window_size=0,
                  global_attn_indexes=(),
+                 use_rel_pos=False,
                  with_cp=False,
                  layer_scale_init_value=0.,
                  pre_norm=False,
@@ -327,6 +338,10 @@ class RoPEVisionTransformer(BaseBackbone):
             raise ValueError('window_size > 0 needs with_cls_token=False and '
                              'num_register_tokens=0 (window attention has '
                              'no class or register tokens)')
+        if use_rel_pos and (with_cls_token or num_register_tokens):
+            raise ValueError('use_rel_pos=True needs with_cls_token=False and '
+                             'num_register_tokens=0 (the bias is defined on '
+                             'the patch grid only)')
 
         dpr = np.linspace(0, drop_path_rate, self.num_layers)
         if isinstance(layer_cfgs, dict):
@@ -349,8 +364,9 @@ class RoPEVisionTransformer(BaseBackbone):
                            drop_path_rate=float(dpr[i]),
                            qkv_bias=qkv_bias,
                            norm_cfg=norm_cfg,
-                           window_size=0 if i in self.global_attn_indexes
-                           else window_size),
+                           window_size=self._block_window(i),
+                           rel_pos_size=self._rel_pos_size(i)
+                           if use_rel_pos else None),
                     **layer_cfgs[i]}))  # yapf: disable
 
         self.pre_norm = (build_norm_layer(norm_cfg, self.embed_dims)
@@ -364,6 +380,16 @@ class RoPEVisionTransformer(BaseBackbone):
         self.frozen_stages = frozen_stages
         if frozen_stages > 0:
             self._freeze_stages()
+
+    def _block_window(self, index: int) -> int:
+        """Window side of block ``index`` (``0``: global attention)."""
+        return 0 if index in self.global_attn_indexes else self.window_size
+
+    def _rel_pos_size(self, index: int) -> Tuple[int, int]:
+        """Grid of block ``index``'s relative position tables: its window,
+        or the ``img_size`` patch grid for a global block."""
+        ws = self._block_window(index)
+        return (ws, ws) if ws else tuple(self.patch_resolution)
 
     def _arch_settings(self, arch) -> dict:
         if isinstance(arch, str):

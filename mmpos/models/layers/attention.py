@@ -1,6 +1,7 @@
 """Multi-head self-attention with 2-D rotary position embedding."""
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
+import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from mmcv.cnn.bricks.drop import build_dropout
@@ -18,6 +19,48 @@ def head_dims(embed_dims: int, num_heads: int) -> int:
         raise ValueError(f'embed_dims {embed_dims} is not divisible by '
                          f'num_heads {num_heads}')
     return embed_dims // num_heads
+
+
+def resize_rel_pos(table: Tensor, length: int) -> Tensor:
+    """A relative-position table ``(L, D)`` linearly interpolated to
+    ``(length, D)`` (as ViTDet does for a grid other than the one it was
+    built for); the table itself when ``L == length``."""
+    if table.shape[0] == length:
+        return table
+    return F.interpolate(
+        table.t()[None], size=length, mode='linear')[0].t()
+
+
+def decomposed_rel_pos_bias(q: Tensor, rel_pos_h: Tensor, rel_pos_w: Tensor,
+                            hw: Tuple[int, int]) -> Tensor:
+    """ViTDet's decomposed relative position bias (after MViTv2): the logit
+    of query ``i`` at ``(y_i, x_i)`` and key ``j`` gains
+    ``q_i . Rh[y_i - y_j] + q_i . Rw[x_i - x_j]``.
+
+    Args:
+        q: ``(B, heads, H * W, D)`` queries (before the softmax scale), the
+            tokens of the ``hw = (H, W)`` grid row-major.
+        rel_pos_h, rel_pos_w: ``(Lh, D)`` / ``(Lw, D)`` tables over the
+            offsets ``-(H - 1) .. H - 1`` (resized to ``2H - 1`` /
+            ``2W - 1`` rows by :func:`resize_rel_pos` when built for
+            another grid).
+
+    Returns:
+        ``(B, heads, H * W, H * W)`` additive attention bias.
+    """
+    H, W = hw
+    B, heads, N, D = q.shape
+    rh = resize_rel_pos(rel_pos_h, 2 * H - 1)
+    rw = resize_rel_pos(rel_pos_w, 2 * W - 1)
+    ys = torch.arange(H, device=q.device)
+    xs = torch.arange(W, device=q.device)
+    rh = rh[ys[:, None] - ys[None, :] + H - 1]  # (H, H, D): query row, key
+    rw = rw[xs[:, None] - xs[None, :] + W - 1]  # (W, W, D)
+    q = q.reshape(B, heads, H, W, D)
+    bias_h = torch.einsum('bnyxd,ykd->bnyxk', q, rh.to(q.dtype))
+    bias_w = torch.einsum('bnyxd,xkd->bnyxk', q, rw.to(q.dtype))
+    bias = bias_h[..., :, None] + bias_w[..., None, :]  # (B, n, H, W, H, W)
+    return bias.reshape(B, heads, N, N)
 
 
 class RoPEAttention(BaseModule):
@@ -40,6 +83,12 @@ class RoPEAttention(BaseModule):
         layer_scale_init_value: LayerScale init; 0 disables it.
         rope_cfg: further :class:`RoPE2D` options (``periods``, ``axes``,
             ``layout``); ``None``: its defaults.
+        rel_pos_size: ``(h, w)``: add ViTDet's decomposed relative position
+            bias (:func:`decomposed_rel_pos_bias`) with tables ``rel_pos_h``
+            ``(2h - 1, D)`` and ``rel_pos_w`` ``(2w - 1, D)`` (zero init, as
+            ViTDet), interpolated to other grids; ``forward`` then needs
+            ``hw`` covering all tokens. It reads the queries before RoPE.
+            ``None``: no bias.
     """
 
     def __init__(self,
@@ -53,6 +102,7 @@ class RoPEAttention(BaseModule):
                  dropout_layer: Optional[dict] = None,
                  layer_scale_init_value: float = 0.,
                  rope_cfg: Optional[dict] = None,
+                 rel_pos_size: Optional[Tuple[int, int]] = None,
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
         self.embed_dims = embed_dims
@@ -70,6 +120,13 @@ class RoPEAttention(BaseModule):
         self.rope = (None if rope_type == 'none' else RoPE2D(
             self.head_dims, num_heads, rope_type, rope_theta,
             **(rope_cfg or {})))
+        if rel_pos_size is not None:
+            h, w = rel_pos_size
+            self.rel_pos_h = nn.Parameter(torch.zeros(2 * h - 1,
+                                                      self.head_dims))
+            self.rel_pos_w = nn.Parameter(torch.zeros(2 * w - 1,
+                                                      self.head_dims))
+        self.use_rel_pos = rel_pos_size is not None
 
     def forward(self,
                 x: Tensor,
@@ -80,16 +137,25 @@ class RoPEAttention(BaseModule):
         ``coords`` (``(M, 2)`` or ``(B, M, 2)``) or ``hw`` (grid of
         ``M = H * W``) position the last ``M`` tokens; the first ``N - M``
         (class token) are not rotated. Both are ignored when
-        ``rope_type='none'``.
+        ``rope_type='none'``. The relative position bias (``rel_pos_size``)
+        needs ``hw`` with ``N = H * W``.
         """
         B, N, C = x.shape
         qkv = self.qkv(x).reshape(B, N, 3, self.num_heads,
                                   self.head_dims).permute(2, 0, 3, 1, 4)
         qk, v = qkv[:2], qkv[2]  # (2, B, heads, N, D), (B, heads, N, D)
+        bias = None
+        if self.use_rel_pos:
+            if hw is None or hw[0] * hw[1] != N:
+                raise ValueError(f'the relative position bias needs the '
+                                 f'grid of all {N} tokens, got hw={hw}')
+            bias = decomposed_rel_pos_bias(qk[0], self.rel_pos_h,
+                                           self.rel_pos_w, hw)
         if self.rope is not None:
             qk = self.rope(qk, coords=coords, hw=hw)
         q, k = qk.unbind(0)
         x = F.scaled_dot_product_attention(
-            q, k, v, dropout_p=self.attn_drop if self.training else 0.)
+            q, k, v, attn_mask=bias,
+            dropout_p=self.attn_drop if self.training else 0.)
         x = self.proj(x.transpose(1, 2).reshape(B, N, C))
         return self.out_drop(self.gamma1(self.proj_drop(x)))

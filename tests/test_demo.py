@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import REPO
-from mmpos.datasets.mini._io import MARKER
+from mmpos.datasets.mini import MARKER
 from mmpos.paper_tables import mini, seeds
 
 

@@ -23,11 +23,10 @@ model = dict(
 # the material tasks (linear probe on 8x8-pixel cells of mini-stuff: 47.0% vs
 # 45.9% from random weights; 53.6% after 3000).
 max_iters, warmup_iters = 3000, 50
+warmup, cosine = _base_.param_scheduler  # the base's, stretched
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-3, by_epoch=False, begin=0,
-         end=warmup_iters),
-    dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=False,
-         begin=warmup_iters, end=max_iters),
+    dict(warmup, end=warmup_iters),
+    dict(cosine, begin=warmup_iters, end=max_iters),
 ]
 train_cfg = dict(max_iters=max_iters)
 default_hooks = dict(

@@ -3,8 +3,9 @@
 # scarce: 256 training images, 600 iterations (batch 4, about 9 passes),
 # AdamW lr 1e-3, scored by CocoMetric on 32 validation images. Calibrated
 # (README "Quick start"): with 32 images the detector memorised them
-# (training acc 98%) and stayed at 1-2 AP^bb from any init. RPN anchors of 8..128 px
-# (scale 2 at strides 4..64) for 64px images with 6..42 px objects.
+# (training acc 98%) and stayed at 1-2 AP^bb from any init. RPN anchors of
+# 8..128 px (scale 2 at strides 4..64) for 64px images with 6..42 px
+# objects.
 # Pretrained backbone: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [
     './_base_/mask-rcnn_vit-tiny-rope-mixed.py',

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from ..datasets.mini._io import MARKER
+from ..datasets.mini import MARKER
 from .results import DONE_MARKER, last_checkpoint, read_run
 from .seeds import COMPUTE, PLAN, pretrain_dir, transfer_dir, write_json
 

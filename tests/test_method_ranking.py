@@ -2,7 +2,7 @@
 (mmpos.paper_tables.mini): resumption (finished runs skipped, an interrupted
 one restarted from scratch), the options each transfer run gets, and the
 plan the seed table reads. The commands are recorded, not run (a real run
-is the tool itself, ~1 hour)."""
+is the tool itself, ~30 minutes)."""
 import importlib.util
 import json
 import os
@@ -51,16 +51,22 @@ def test_resumes_and_passes_seed_and_backbone(tmp_path, monkeypatch):
     tool = load_tool()
     methods = ['--methods', 'droppos', 'mae']
     tool.main(['--work-dir', str(root), '--data-root', str(data), *methods,
-               '--seeds', '0', '1', '--iters', '3'])
+               '--seeds', '0', '1', '--iters', '3', '--jobs', '1'])
     trains = [c for c in commands if 'tools/train.py' in c]
     work_dirs = [c[c.index('--work-dir') + 1] for c in trains]
-    # per method its pretraining (its own config), then 2 tasks x 2 seeds;
-    # random init's 2 x 2 last; minus the finished one
+    # one job: the pretrainings (each its own config) first, then 2 tasks x
+    # 3 inits x 2 seeds, minus the finished one
     inits = ['DropPos', 'MAE']
     pretrainings = [seeds.pretrain_dir(str(root), i) for i in inits]
-    assert [work_dirs[0], work_dirs[4]] == pretrainings
-    assert [trains[0][2], trains[4][2]] == [
+    assert work_dirs[:2] == pretrainings
+    assert [trains[0][2], trains[1][2]] == [
         tool.METHODS[m][1] for m in ('droppos', 'mae')]
+    # DropPos keeps its config's schedule; MAE's is stretched to its
+    # equal-compute iterations
+    assert not [a for a in trains[0] if 'max_iters' in a]
+    mae_iters = tool.METHODS['mae'][2]
+    assert f'train_cfg.max_iters={mae_iters}' in trains[1]
+    assert f'param_scheduler.1.end={mae_iters}' in trains[1]
     assert str(done) not in work_dirs and str(broken) in work_dirs
     assert len(trains) == 2 + 2 * 2 * 3 - 1
     transfers = [(c, d) for c, d in zip(trains, work_dirs)
@@ -87,5 +93,5 @@ def test_resumes_and_passes_seed_and_backbone(tmp_path, monkeypatch):
     # run again: everything is finished, only the table is regenerated
     commands.clear()
     tool.main(['--work-dir', str(root), '--data-root', str(data), *methods,
-               '--seeds', '0', '1', '--iters', '3'])
+               '--seeds', '0', '1', '--iters', '3', '--jobs', '1'])
     assert [c[1] for c in commands] == ['tools/paper_tables/gen_tables.py']

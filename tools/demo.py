@@ -32,7 +32,6 @@ import os
 import os.path as osp
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
@@ -135,34 +134,10 @@ def main(argv=None):
     inits = [mini.RANDOM_INIT] if args.from_scratch else [
         METHOD, mini.RANDOM_INIT]
     mini.write_plan(run_dir, title(args), inits, args.seeds)
-    # With --jobs N, N single-threaded runs at a time (their output in
-    # <work dir>/console.log): pretraining beside the random-init transfer
-    # runs, then the pretrained ones; the long detection runs first, so
-    # that the short segmentation runs fill the end. A stopped demo already
-    # holds the runs that finished (gen_tables.py --seeds on its directory
-    # tables them).
-    threads = 1 if args.jobs > 1 else None
-    runs = [(seed, task, init) for task in mini.TASKS
-            for init in reversed(inits) for seed in args.seeds]
-    with ThreadPoolExecutor(args.jobs) as pool:
-        pretraining = None if args.from_scratch else pool.submit(
-            mini.pretrain, PRETRAIN, run_dir, METHOD, args.data_root,
-            args.pretrain_iters, threads=threads)
-
-        def transfer(seed, task, init):
-            backbone = pretraining.result() if init == METHOD else None
-            return mini.transfer(run_dir, task, init, seed, args.data_root,
-                                 backbone, args.iters, threads)
-
-        futures = [pool.submit(transfer, *run) for run in runs]
-        try:
-            for future in [pretraining, *futures]:
-                if future:
-                    future.result()
-        except BaseException:  # a failed run stops the queued ones
-            pool.shutdown(cancel_futures=True)
-            raise
-    backbone = pretraining and pretraining.result()
+    backbone = mini.compare(
+        run_dir, [(METHOD, PRETRAIN, args.pretrain_iters)] * (
+            not args.from_scratch) + [(mini.RANDOM_INIT, None, None)],
+        args.seeds, args.data_root, args.jobs, args.iters).get(METHOD)
 
     summary = seeds.summarise(run_dir)
     cpu = sum(v or 0 for c in summary['compute'].values()

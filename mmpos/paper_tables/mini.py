@@ -16,6 +16,9 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
+
+from mmengine.config import Config
 
 from ..datasets.mini import MARKER
 from .results import DONE_MARKER, last_checkpoint, read_run
@@ -143,6 +146,25 @@ def _fresh(work_dir):
     return True
 
 
+def schedule_options(config, iters):
+    """``--cfg-options`` that run ``config`` for ``iters`` iterations with
+    its schedule stretched to them: ``train_cfg.max_iters``, the ``end`` of
+    every parameter scheduler that ends at the config's ``max_iters`` (lr,
+    weight decay; warm-ups keep their length) and the checkpoint interval
+    when it equals ``max_iters``. Schedules kept inside a model or a hook
+    (DINOv2's teacher momentum and temperature) read the runner's
+    ``max_iters`` themselves."""
+    cfg = Config.fromfile(config)
+    length = cfg.train_cfg.max_iters
+    options = [f'train_cfg.max_iters={iters}']
+    for i, scheduler in enumerate(cfg.get('param_scheduler') or []):
+        if scheduler.get('end') == length:
+            options.append(f'param_scheduler.{i}.end={iters}')
+    if cfg.default_hooks.get('checkpoint', {}).get('interval') == length:
+        options.append(f'default_hooks.checkpoint.interval={iters}')
+    return options
+
+
 def pretrain(config, root, init, data_root, iters=None, options=(),
              threads=None):
     """Pretrain ``config`` on ``data_root/unlabeled`` into
@@ -158,7 +180,7 @@ def pretrain(config, root, init, data_root, iters=None, options=(),
         opts = ['train_dataloader.dataset.data_root='
                 f'{osp.join(data_root, "unlabeled")}/', *options]
         if iters:
-            opts.append(f'train_cfg.max_iters={iters}')
+            opts += schedule_options(config, iters)
         cpu = run([sys.executable, 'tools/train.py', config, '--work-dir',
                    work_dir, '--cfg-options', *opts],
                   log=_console(work_dir, threads), threads=threads)
@@ -201,6 +223,51 @@ def transfer(root, task, init, seed, data_root, backbone=None, iters=None,
                   log=_console(work_dir, threads), threads=threads)
         _finish(work_dir, start, cpu)
     return read_run(work_dir).metrics
+
+
+def compare(root, methods, seeds, data_root, jobs=2, iters=None):
+    """Pretrain each of ``methods`` and transfer every init to every task
+    for every seed, under ``root``; returns ``{init: backbone or None}``.
+
+    Args:
+        methods: ``[(init, config, pretrain_iters)]``; ``config`` None is a
+            random init, ``pretrain_iters`` None keeps the config's schedule
+            (else :func:`schedule_options` stretches it).
+        jobs: runs at a time; above 1 each is single-threaded with its
+            output in ``<work dir>/console.log`` (pretrainings run beside
+            the random-init transfers, a method's transfers start once its
+            backbone is there; the long detection runs come first so the
+            short segmentation runs fill the end). 1: one run at a time
+            with all threads, its log on the console.
+
+    A failed run stops the queued ones; the finished runs stay (the
+    comparison resumes, see :func:`_fresh`).
+    """
+    threads = 1 if jobs > 1 else None
+    with ThreadPoolExecutor(jobs) as pool:
+        backbones = {
+            init: config and pool.submit(pretrain, config, root, init,
+                                         data_root, pretrain_iters,
+                                         threads=threads)
+            for init, config, pretrain_iters in methods}
+
+        def run_transfer(task, init, seed):
+            backbone = backbones[init] and backbones[init].result()
+            return transfer(root, task, init, seed, data_root, backbone,
+                            iters, threads)
+
+        futures = [pool.submit(run_transfer, task, init, seed)
+                   for task in TASKS for init in reversed(list(backbones))
+                   for seed in seeds]
+        try:
+            for future in [*backbones.values(), *futures]:
+                if future:
+                    future.result()
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+    return {init: future and future.result()
+            for init, future in backbones.items()}
 
 
 def write_plan(root, title, inits, seeds):

@@ -8,14 +8,15 @@ written by ``tools/paper_tables/gen_tables.py --seeds``.
     python tools/paper_tables/method_ranking.py [--work-dir
         work_dirs/method_ranking] [--data-root data/mini]
         [--methods droppos cr2pq dinov2 icpf mae random] [--seeds 0 1 2]
-        [--pretrain-iters N] [--iters N]
+        [--pretrain-iters N] [--iters N] [--jobs N]
 
-Estimated at an hour on 2 idle CPU cores with the defaults (not measured
-yet; not part of CI). It
-resumes: the work dir is fixed, finished runs (pretraining and transfer)
+About 56 CPU minutes with the defaults (half an hour on 2 idle cores with
+2 jobs; not part of CI); every method gets about the pretraining compute of
+the demo's DropPos (see METHODS). It resumes: the work dir is fixed, finished runs (pretraining and transfer)
 are skipped and an interrupted run is restarted; run the same command
-again. Each method pretrains with its own mini recipe (schedule, views);
-the table's compute column says what each took. MAE runs mmpretrain's
+again. Each method pretrains with its own mini recipe (views, losses,
+schedule shape) for its equal-compute iterations; the table's compute
+column says what each took. MAE runs mmpretrain's
 ``MAE`` / ``MAEPretrainDecoder`` / ``MAEPretrainHead`` on ``MAERoPEViT``
 (mmpretrain's ``MAEViT`` masking on the RoPE ViT). QB-Heat is left out: its
 backbone (MobileFormer) is not the ViT the transfer configs build.
@@ -31,15 +32,21 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
 
 from mmpos.paper_tables import mini  # noqa: E402
 
-# method -> (table name, pretraining config with the demo's backbone)
+# method -> (table name, pretraining config with the demo's backbone,
+# pretraining iterations). The iterations give every method about the same
+# pretraining compute as the demo's 3000 DropPos iterations (~2.3 CPU
+# minutes): MAE and CR2PQ steps cost about what DropPos' do, the
+# multi-crop DINOv2 / ICPF steps about 6x more. None keeps the config's
+# schedule; otherwise mini.schedule_options stretches it.
 CONFIGS = 'configs/method_ranking/'
 METHODS = {
-    'droppos': ('DropPos', 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'),
-    'cr2pq': ('CR2PQ', CONFIGS + 'cr2pq_vit-tiny-rope-mixed_mini.py'),
-    'dinov2': ('DINOv2', CONFIGS + 'dinov2_vit-tiny-rope-mixed_mini.py'),
-    'icpf': ('ICPF', CONFIGS + 'icpf_vit-tiny-rope-mixed_mini.py'),
-    'mae': ('MAE', CONFIGS + 'mae_vit-tiny-rope-mixed_mini.py'),
-    'random': (mini.RANDOM_INIT, None),
+    'droppos': ('DropPos', 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py',
+                None),
+    'cr2pq': ('CR2PQ', CONFIGS + 'cr2pq_vit-tiny-rope-mixed_mini.py', 3000),
+    'dinov2': ('DINOv2', CONFIGS + 'dinov2_vit-tiny-rope-mixed_mini.py', 500),
+    'icpf': ('ICPF', CONFIGS + 'icpf_vit-tiny-rope-mixed_mini.py', 500),
+    'mae': ('MAE', CONFIGS + 'mae_vit-tiny-rope-mixed_mini.py', 3000),
+    'random': (mini.RANDOM_INIT, None, None),
 }
 
 
@@ -51,16 +58,22 @@ def parse_args(argv=None):
                         default=list(METHODS))
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
     parser.add_argument('--pretrain-iters', type=int, default=None,
-                        help='override every method\'s pretraining '
-                        'iterations (reduced runs only: the schedulers keep '
-                        'their own lengths)')
+                        help='every method\'s pretraining iterations (their '
+                        'schedules stretched to it) instead of the '
+                        'equal-compute defaults')
     parser.add_argument('--iters', type=int, default=None,
                         help='override the transfer iterations')
+    parser.add_argument('--jobs', type=int, default=2,
+                        help='runs at a time, each single-threaded (1: one '
+                        'at a time with all threads)')
     return parser.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.jobs < 1:
+        raise SystemExit(f'method_ranking.py: --jobs must be at least 1, '
+                         f'got {args.jobs}')
     if 'random' not in args.methods:
         args.methods.append('random')  # the reference of every difference
     start = time.time()
@@ -71,15 +84,11 @@ def main(argv=None):
         args.work_dir,
         f'CPU method ranking: {", ".join(inits)} -> mini-objects / '
         f'mini-stuff, tiny RoPE-Mixed ViT{reduced}', inits, args.seeds)
-    for method in args.methods:
-        init, config = METHODS[method]
-        backbone = config and mini.pretrain(config, args.work_dir, init,
-                                            args.data_root,
-                                            args.pretrain_iters)
-        for task in mini.TASKS:
-            for seed in args.seeds:
-                mini.transfer(args.work_dir, task, init, seed,
-                              args.data_root, backbone, args.iters)
+    mini.compare(args.work_dir,
+                 [(METHODS[m][0], METHODS[m][1],
+                   args.pretrain_iters or METHODS[m][2])
+                  for m in args.methods],
+                 args.seeds, args.data_root, args.jobs, args.iters)
     mini.run([sys.executable, 'tools/paper_tables/gen_tables.py', '--seeds',
               args.work_dir, '--print'])
     print(f'this invocation: {(time.time() - start) / 60:.1f} minutes')

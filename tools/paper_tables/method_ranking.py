@@ -33,18 +33,20 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
 from mmpos.paper_tables import mini  # noqa: E402
 
 # method -> (table name, pretraining config with the demo's backbone,
-# pretraining iterations). The iterations give every method about the same
-# pretraining compute as the demo's 3000 DropPos iterations (~2.3 CPU
-# minutes): MAE and CR2PQ steps cost about what DropPos' do, the
-# multi-crop DINOv2 / ICPF steps about 6x more. None keeps the config's
-# schedule; otherwise mini.schedule_options stretches it.
+# pretraining iterations). The iterations give every method about the
+# pretraining compute of the demo's 3000 DropPos iterations (2.3 CPU
+# minutes): MAE and CR2PQ steps cost about what DropPos' do, the multi-crop
+# DINOv2 / ICPF steps about 2.4x (measured: DINOv2 500 iterations, 0.9 CPU
+# minutes). None keeps the config's schedule; otherwise
+# mini.schedule_options stretches it.
 CONFIGS = 'configs/method_ranking/'
 METHODS = {
     'droppos': ('DropPos', 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py',
                 None),
     'cr2pq': ('CR2PQ', CONFIGS + 'cr2pq_vit-tiny-rope-mixed_mini.py', 3000),
-    'dinov2': ('DINOv2', CONFIGS + 'dinov2_vit-tiny-rope-mixed_mini.py', 500),
-    'icpf': ('ICPF', CONFIGS + 'icpf_vit-tiny-rope-mixed_mini.py', 500),
+    'dinov2': ('DINOv2', CONFIGS + 'dinov2_vit-tiny-rope-mixed_mini.py',
+               1250),
+    'icpf': ('ICPF', CONFIGS + 'icpf_vit-tiny-rope-mixed_mini.py', 1250),
     'mae': ('MAE', CONFIGS + 'mae_vit-tiny-rope-mixed_mini.py', 3000),
     'random': (mini.RANDOM_INIT, None, None),
 }

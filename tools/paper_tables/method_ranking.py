@@ -10,7 +10,7 @@ written by ``tools/paper_tables/gen_tables.py --seeds``.
         [--methods droppos cr2pq dinov2 icpf mae random] [--seeds 0 1 2]
         [--pretrain-iters N] [--iters N] [--jobs N]
 
-About 56 CPU minutes with the defaults (half an hour on 2 idle cores with
+55 CPU minutes with the defaults (measured 2026-11-24: 42.8 minutes wall with
 2 jobs; not part of CI); every method gets about the pretraining compute of
 the demo's DropPos (see METHODS). It resumes: the work dir is fixed, finished runs (pretraining and transfer)
 are skipped and an interrupted run is restarted; run the same command

@@ -29,7 +29,11 @@ model = dict(
     teacher_temp=0.04,
     teacher_momentum=0.992,
     mask_ratio_range=(0.1, 0.5),  # on 50% of the images (mask_sample_prob)
-    data_preprocessor=_base_.selfsup_data_preprocessor)
+    data_preprocessor=dict(
+        type='SelfSupDataPreprocessor',
+        mean=[123.675, 116.28, 103.53],
+        std=[58.395, 57.12, 57.375],
+        to_rgb=True))
 
 # DINO colour augmentation, shared by the global and local views (hue jitter
 # off: mmcv 2.1.0's adjust_hue overflows with numpy 2).

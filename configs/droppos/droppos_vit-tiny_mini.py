@@ -25,7 +25,11 @@ model = dict(
     head=dict(num_patches=(img_size // patch_size)**2, in_channels=96,
               embed_dims=128, num_heads=4, tau=None),
     mask_ratio=0.25,
-    data_preprocessor=_base_.selfsup_data_preprocessor)
+    data_preprocessor=dict(
+        type='SelfSupDataPreprocessor',
+        mean=[123.675, 116.28, 103.53],
+        std=[58.395, 57.12, 57.375],
+        to_rgb=True))
 
 train_pipeline = [
     dict(type='LoadImageFromFile'),

@@ -37,7 +37,11 @@ model = dict(
         decoder_depth=2,
         decoder_num_heads=2),
     head=dict(patch_size=patch_size),
-    data_preprocessor=_base_.selfsup_data_preprocessor)
+    data_preprocessor=dict(
+        type='SelfSupDataPreprocessor',
+        mean=[123.675, 116.28, 103.53],
+        std=[58.395, 57.12, 57.375],
+        to_rgb=True))
 
 # MAE's augmentation (mmpretrain's imagenet_bs512_mae.py) at 64px.
 train_pipeline = [

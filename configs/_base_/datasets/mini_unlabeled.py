@@ -10,9 +10,3 @@ train_dataloader = dict(
     sampler=dict(type='DefaultSampler', shuffle=True),
     collate_fn=dict(type='default_collate'),
     dataset=mini_unlabeled_dataset)
-# The mini pretraining models' input normalisation (ImageNet mean / std).
-selfsup_data_preprocessor = dict(
-    type='SelfSupDataPreprocessor',
-    mean=[123.675, 116.28, 103.53],
-    std=[58.395, 57.12, 57.375],
-    to_rgb=True)

@@ -105,6 +105,12 @@ def main(argv=None):
                 blame_config(cfg, args.cfg_options):
             runner = build_runner(cfg, checkpoint_fit_hook(cfg, args))
             runner.train()
+    # A process group left for the interpreter's exit to tear down can abort
+    # a rank ("terminate called without an active exception", seen with 2
+    # gloo processes on a loaded CPU); release it once training is done.
+    if torch.distributed.is_available() and \
+            torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == '__main__':

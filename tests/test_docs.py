@@ -109,3 +109,46 @@ def test_sizes():
     assert (REPO / 'README.md').stat().st_size <= 10 * 1024
     for path in REPO.glob('configs/*/README.md'):
         assert path.stat().st_size <= 5 * 1024, path
+
+
+def _documented_commands():
+    """``(file, tool, options)`` of every ``python tools/...`` /
+    ``python benchmarks/...`` / ``bash tools/...`` command in the Markdown
+    files (code blocks and code spans; continuation lines joined)."""
+    files = sorted((REPO / 'docs').rglob('*.md')) + \
+        [REPO / f for f in MARKDOWN_OUTSIDE_SITE if (REPO / f).is_file()]
+    pattern = re.compile(
+        r'(?:python|bash)\s+((?:tools|benchmarks)/[\w/.-]+\.(?:py|sh))([^`\n]*)')
+    for path in files:
+        if '_build' in path.parts or '_generated' in path.parts:
+            continue
+        text = path.read_text().replace('\\\n', ' ')
+        for tool, rest in pattern.findall(text):
+            options = {o.split('=')[0] for o in
+                       re.findall(r'(?<![\w-])--[a-z][\w-]*(?:=\S*)?', rest)}
+            yield path.relative_to(REPO), tool, options
+
+
+def test_documented_tool_options_exist():
+    """A command in the docs names a tool that exists and only options that
+    its argument parser (the tool, or the mmpos helper it uses) defines."""
+    library = '\n'.join(p.read_text() for p in (REPO / 'mmpos').rglob('*.py'))
+    commands = list(_documented_commands())
+    assert len(commands) > 30
+    problems = []
+    for page, tool, options in commands:
+        if not (REPO / tool).is_file():
+            problems.append(f'{page}: {tool} does not exist')
+            continue
+        # the tool and the helpers beside it (benchmarks/_timing.py)
+        source = '\n'.join(p.read_text() for p in
+                            (REPO / tool).parent.glob('*.py'))
+        source += (REPO / tool).read_text()
+        if tool.endswith('.sh'):  # launchers pass options to train / test
+            source += (REPO / 'tools/train.py').read_text() + \
+                (REPO / 'tools/test.py').read_text()
+        source += library
+        for option in sorted(options):
+            if f"'{option}'" not in source and f'"{option}"' not in source:
+                problems.append(f'{page}: {tool} has no option {option}')
+    assert not problems, '\n'.join(problems)

@@ -463,7 +463,7 @@ class RunsCommand:
 
 def test_untrusted_checkpoints(tmp_path):
     from mmengine.runner.checkpoint import _load_checkpoint
-    from mmpos.utils.checkpoint_io import UnsafeCheckpointError
+    from mmpos.checkpoint import UnsafeCheckpointError
     log = log_to(tmp_path)
     plain = tmp_path / 'plain.pth'
     torch.save({'w': torch.ones(2)}, plain)

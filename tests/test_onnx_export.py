@@ -13,7 +13,7 @@ onnx = pytest.importorskip('onnx')
 pytest.importorskip('onnxruntime')
 
 from mmpos.models.backbones import RoPEVisionTransformer  # noqa: E402
-from mmpos.utils.checkpoint_convert import save_state_dict  # noqa: E402
+from mmpos.checkpoint import save_state_dict  # noqa: E402
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, osp.join(REPO, 'tools', 'deployment'))

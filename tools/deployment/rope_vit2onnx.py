@@ -5,8 +5,8 @@
         [--batch-size B] [--opset N] [--check] [--force]
 
 CHECKPOINT holds the backbone (``backbone.*`` keys as written by the
-converters in ``tools/model_converters/``, or bare keys), loaded with
-``torch.load(weights_only=True)`` and strictly. The backbone config comes
+converters in ``tools/model_converters/``, or bare keys), read with
+``mmpos.checkpoint.read_checkpoint`` and loaded with the strict policy. The backbone config comes
 from ``--config`` (``model.backbone`` of an mmpretrain / mmdet / mmseg
 config, or ``model`` itself) or else from the checkpoint's
 ``meta['model']`` (written by the converters). Any RoPE scheme (axial,
@@ -39,8 +39,8 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
 from mmpos.models.layers import StaticRoPE  # noqa: E402
-from mmpos.utils.checkpoint_convert import (  # noqa: E402
-    ConversionError, load_weights, unwrap_state_dict)
+from mmpos.checkpoint import (ConversionError, load_state,  # noqa: E402
+                              read_checkpoint, state_dict_of, strip_prefix)
 from mmpos.utils.cli import cli_main  # noqa: E402
 from mmpos.utils.errors import BadInputError  # noqa: E402
 
@@ -96,7 +96,7 @@ def build_backbone(checkpoint, config=None, out_type=None):
     import mmpos  # noqa: F401  (registers RoPEVisionTransformer)
     from mmengine.registry import DefaultScope
     from mmpretrain.registry import MODELS
-    raw = load_weights(checkpoint)
+    raw = read_checkpoint(checkpoint)
     if config is not None:
         from mmengine.config import Config
         model = Config.fromfile(config).model
@@ -118,15 +118,9 @@ def build_backbone(checkpoint, config=None, out_type=None):
         cfg['out_type'] = out_type
     with DefaultScope.overwrite_default_scope('mmpretrain'):
         backbone = MODELS.build(cfg)
-    state = unwrap_state_dict(raw)
-    if any(k.startswith('backbone.') for k in state):
-        state = {k[len('backbone.'):]: v for k, v in state.items()
-                 if k.startswith('backbone.')}
-    result = backbone.load_state_dict(state, strict=False)
-    if result.missing_keys or result.unexpected_keys:
-        raise ConversionError(
-            f'{checkpoint} does not fit the backbone: missing '
-            f'{result.missing_keys}, unexpected {result.unexpected_keys}')
+    state = state_dict_of(raw, source=f'checkpoint {checkpoint}')
+    state = strip_prefix(state, 'backbone.') or state
+    load_state(backbone, state, 'strict', f'checkpoint {checkpoint}')
     return backbone.eval()
 
 

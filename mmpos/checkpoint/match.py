@@ -167,10 +167,11 @@ def log_report(report: KeyReport, source: str, target: str) -> None:
     """One INFO line with the counts; WARNING lines only for keys that are
     missing (left as initialised), unexpected (ignored) or of another shape
     (not loaded)."""
-    print_log(f'{target}: loaded {len(report.matched)} tensors from '
-              f'{source}; {len(report.missing)} missing, '
-              f'{len(report.unexpected)} unexpected, '
-              f'{len(report.mismatched)} of another shape',
+    own = len(report.matched) + len(report.missing) + len(report.mismatched)
+    print_log(f'{target}: loaded {len(report.matched)} of its {own} tensors '
+              f'from {source} ({len(report.missing)} missing keys, '
+              f'{len(report.unexpected)} unexpected keys, '
+              f'{len(report.mismatched)} keys of another shape)',
               logger='current')
     for kind, keys, fate in (
             ('missing', report.missing, 'left as initialised'),

@@ -22,12 +22,13 @@ from .match import KeyReport, compare, load_state
 from .read import (check_checkpoint_file, checkpoint_problem, read_checkpoint,
                    read_state_dict, state_dict_of)
 from .safe_io import use_safe_io
-from .write import (AtomicLocalBackend, atomic_open, save_state_dict,
-                    write_atomically)
+from .write import (AtomicLocalBackend, atomic_open, atomic_path,
+                    save_state_dict, write_atomically)
 
 __all__ = [
     'AtomicLocalBackend', 'CheckpointMismatchError', 'CheckpointReadError',
     'ConversionError', 'KeyReport', 'UnsafeCheckpointError', 'atomic_open',
+    'atomic_path',
     'check_checkpoint_file', 'checkpoint_problem', 'compare',
     'load_checkpoint_into', 'load_pretrained', 'load_state',
     'read_checkpoint', 'read_state_dict', 'save_state_dict', 'state_dict_of',

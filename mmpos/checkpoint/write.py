@@ -1,8 +1,9 @@
 """Writing files atomically, with the mode a plain ``open()`` gives.
 
-:func:`atomic_open` writes through a hidden temporary file in the target's
-directory (``.<name>.<random>.part``), flushed to disk and renamed over the
-target: readers see the old file or the complete new one, never a partial
+:func:`atomic_open` (a file object) and :func:`atomic_path` (a file name,
+for writers that take one) write through a hidden temporary file in the
+target's directory (``.<name>.<random>.part``), flushed to disk and renamed
+over the target: readers see the old file or the complete new one, never a partial
 one, and a failed write (a kill, ``ENOSPC``) leaves no partial file. The
 temporary file is created with ``os.open(..., 0o666)``, so the kernel
 applies the user's umask exactly as for ``open(path, 'w')`` (``0644``
@@ -28,9 +29,12 @@ from .read import StateDict
 
 
 @contextlib.contextmanager
-def atomic_open(path: Union[str, Path]):
-    """``with atomic_open(path) as f:`` a binary file object that becomes
-    ``path`` when the block ends without an exception."""
+def atomic_path(path: Union[str, Path]):
+    """``with atomic_path(path) as tmp:`` a temporary path beside ``path``
+    (an empty file, mode as ``open()`` would give it) for a writer that
+    takes a file name (``torch.onnx.export``); synced and renamed to
+    ``path`` when the block ends without an exception, removed otherwise.
+    """
     path = osp.abspath(str(path))
     folder = osp.dirname(path)
     os.makedirs(folder, exist_ok=True)
@@ -38,20 +42,33 @@ def atomic_open(path: Union[str, Path]):
         tmp = osp.join(folder, f'.{osp.basename(path)}.'
                        f'{secrets.token_hex(4)}.part')
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                             0o666))
             break
         except FileExistsError:
             continue
     try:
-        with os.fdopen(fd, 'wb') as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
+        yield tmp
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         if osp.exists(tmp):
             os.remove(tmp)
         raise
+
+
+@contextlib.contextmanager
+def atomic_open(path: Union[str, Path]):
+    """``with atomic_open(path) as f:`` a binary file object that becomes
+    ``path`` when the block ends without an exception (see
+    :func:`atomic_path`)."""
+    with atomic_path(path) as tmp, open(tmp, 'wb') as f:
+        yield f
+        f.flush()
 
 
 def write_atomically(data: bytes, path: Union[str, Path]) -> None:

@@ -69,8 +69,8 @@ def test_each_unreadable_path_has_its_own_line(tmp_path):
         read_checkpoint(empty)
     text = tmp_path / 'notes.pth'
     text.write_text('hello')
-    with pytest.raises(CheckpointReadError,
-                       match=r"not a PyTorch checkpoint \(starts with b'hello'"):
+    with pytest.raises(CheckpointReadError, match=r'not a PyTorch '
+                       r"checkpoint \(starts with b'hello'"):
         read_checkpoint(text)
 
 

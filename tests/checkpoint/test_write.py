@@ -54,3 +54,22 @@ def test_save_state_dict_refuses_to_overwrite(tmp_path):
         save_state_dict({'w': torch.zeros(2)}, str(path))
     assert torch.equal(read_state_dict(path)['w'], torch.ones(2))
     assert torch.load(path, weights_only=True)['meta'] == dict(a=1)
+
+
+def test_atomic_path_for_writers_that_take_a_name(tmp_path):
+    old = os.umask(0o027)
+    try:
+        with checkpoint_write.atomic_path(tmp_path / 'm.onnx') as tmp:
+            assert not os.path.exists(tmp_path / 'm.onnx')
+            with open(tmp, 'wb') as f:
+                f.write(b'graph')
+        with pytest.raises(RuntimeError, match='export failed'):
+            with checkpoint_write.atomic_path(tmp_path / 'm.onnx') as tmp:
+                with open(tmp, 'wb') as f:
+                    f.write(b'half')
+                raise RuntimeError('export failed')
+    finally:
+        os.umask(old)
+    assert (tmp_path / 'm.onnx').read_bytes() == b'graph'
+    assert mode(tmp_path / 'm.onnx') == 0o640
+    assert os.listdir(tmp_path) == ['m.onnx']

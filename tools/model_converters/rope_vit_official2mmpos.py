@@ -7,8 +7,9 @@ checkpoints into an mmpretrain classifier checkpoint for
         [--drop-unexpected] [--force]
 
 SRC is read with ``mmpos.checkpoint.read_checkpoint`` (``weights_only=True``:
-tensors and plain containers only; the ``args`` namespace their training script stores is
-allowed). DST holds ``backbone.*`` and ``head.layers.head.*`` (use
+tensors and plain containers only; the ``args`` namespace their training
+script stores is allowed); a checkpoint that is not a DeiT-III-layout ViT
+(no ``patch_embed.proj.weight`` and ``blocks.<i>.*``) is refused first. DST holds ``backbone.*`` and ``head.layers.head.*`` (use
 ``init_cfg=dict(type='Pretrained', checkpoint=DST, prefix='backbone.')`` in
 mmdet/mmseg) and, under ``meta['model']``, the classifier config it was
 checked against. The architecture is read from the tensor shapes; heads

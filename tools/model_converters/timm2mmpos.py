@@ -6,9 +6,11 @@ mmpretrain classifier checkpoint for ``RoPEVisionTransformer``.
         [--no-head] [--drop-unexpected] [--force]
 
 SRC (a timm ``state_dict``, e.g. ``pytorch_model.bin``) is read with
-``mmpos.checkpoint.read_checkpoint`` (``weights_only=True``). Sources: timm's plain ViTs and the naver
-RoPE ViTs (``vit_*_patch16_rope{,_mixed}{,_ape}_224``, timm's ``Eva``),
-timm's DINOv3 ViTs (``vit_*_patch16_dinov3{,_qkvb}``, ``--rope-type
+``mmpos.checkpoint.read_checkpoint`` (``weights_only=True``); one that is
+not a ViT (no ``patch_embed.proj.weight`` and ``blocks.<i>.*``) is refused.
+Sources: timm's plain ViTs and the naver RoPE ViTs
+(``vit_*_patch16_rope{,_mixed}{,_ape}_224``, timm's ``Eva``), timm's DINOv3
+ViTs (``vit_*_patch16_dinov3{,_qkvb}``, ``--rope-type
 dinov3``: the axial RoPE options of
 ``mmpos.checkpoint.converters.DINOV3_BACKBONE``) and timm's DINOv2 with
 registers (``vit_*_patch14_reg4_dinov2``, ``--rope-type none``).

@@ -7,7 +7,7 @@ import torch
 from torch import Tensor
 
 from ..errors import ConversionError
-from .vit import StateDict, _prefixed, _rename
+from .vit import StateDict, classifier_key, rename_key
 
 
 def dinov3_periods(periods: Tensor) -> dict:
@@ -68,5 +68,5 @@ def convert_dinov3_official(state_dict: StateDict) -> Tuple[StateDict, dict]:
                     raise ConversionError(f'{key}_mask is not finite (an '
                                           'uninitialised buffer)')
                 value = value * mask.to(value.dtype)
-        out[_prefixed(_rename(key))] = value
+        out[classifier_key(rename_key(key))] = value
     return out, periods

@@ -2,8 +2,8 @@
 ``models_v2`` layout) -> mmpos."""
 from collections import OrderedDict
 
-from .vit import (StateDict, _prefixed, _rename,
-                  _split_mixed_freqs, _with_cls_slot)
+from .vit import (StateDict, classifier_key, rename_key,
+                  split_mixed_freqs, with_cls_slot)
 
 
 def convert_official_rope_vit(state_dict: StateDict,
@@ -21,12 +21,12 @@ def convert_official_rope_vit(state_dict: StateDict,
         if key in ('freqs_t_x', 'freqs_t_y'):
             continue  # the integer grid, rebuilt from the input size
         if key == 'freqs':
-            for name, freq in _split_mixed_freqs(value, num_heads).items():
+            for name, freq in split_mixed_freqs(value, num_heads).items():
                 out['backbone.' + name] = freq
             continue
         if key == 'pos_embed':
-            value = _with_cls_slot(value, has_slot=False)
-        out[_prefixed(_rename(key))] = value
+            value = with_cls_slot(value, has_slot=False)
+        out[classifier_key(rename_key(key))] = value
     return out
 
 

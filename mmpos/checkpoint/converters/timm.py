@@ -1,9 +1,9 @@
 """timm ``VisionTransformer`` / ``Eva`` checkpoints -> mmpos."""
 from collections import OrderedDict
 
-from .vit import (StateDict, _merge_qv_bias, _prefixed, _rename,
-                  _split_mixed_freqs,
-                  _with_cls_slot, pos_embed_has_cls_slot)
+from .vit import (StateDict, classifier_key, merge_qv_bias,
+                  pos_embed_has_cls_slot, rename_key, split_mixed_freqs,
+                  with_cls_slot)
 
 
 def convert_timm_vit(state_dict: StateDict) -> StateDict:
@@ -15,14 +15,14 @@ def convert_timm_vit(state_dict: StateDict) -> StateDict:
     RoPE-Mixed ``rope.freqs`` ``(2, depth, heads, D/2)`` is split per layer.
     """
     out = OrderedDict()
-    for key, value in _merge_qv_bias(state_dict).items():
+    for key, value in merge_qv_bias(state_dict).items():
         if key == 'rope.freqs':
-            for name, freq in _split_mixed_freqs(value, None).items():
+            for name, freq in split_mixed_freqs(value, None).items():
                 out['backbone.' + name] = freq
             continue
         if key == 'pos_embed':
-            value = _with_cls_slot(value, pos_embed_has_cls_slot(value))
-        out[_prefixed(_rename(key))] = value
+            value = with_cls_slot(value, pos_embed_has_cls_slot(value))
+        out[classifier_key(rename_key(key))] = value
     return out
 
 

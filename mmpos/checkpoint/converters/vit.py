@@ -10,15 +10,14 @@ losing them silently.
 import math
 import re
 from collections import OrderedDict
-from typing import Dict, Optional
+from typing import Optional
 
 import torch
 from torch import Tensor
 
 from ..errors import ConversionError
 from ..load import strip_prefix
-
-StateDict = Dict[str, Tensor]
+from ..read import StateDict
 
 # Per-block renames shared by the authors' (DeiT-III) and timm's layouts.
 _BLOCK_RENAMES = {
@@ -54,7 +53,7 @@ DINOV3_BACKBONE = dict(
 
 
 
-def _rename(key: str) -> str:
+def rename_key(key: str) -> str:
     """Map one authors'/timm key to ours (unknown keys are kept)."""
     match = _BLOCK_KEY.match(key)
     if match:
@@ -69,7 +68,7 @@ def _rename(key: str) -> str:
     return key
 
 
-def _merge_qv_bias(state_dict: StateDict) -> StateDict:
+def merge_qv_bias(state_dict: StateDict) -> StateDict:
     """``*.attn.q_bias`` / ``*.attn.v_bias`` (timm's EVA attention, no key
     bias) -> one ``*.attn.qkv.bias`` ``[q, 0, v]``."""
     out = OrderedDict()
@@ -88,7 +87,7 @@ def _merge_qv_bias(state_dict: StateDict) -> StateDict:
     return out
 
 
-def _with_cls_slot(pos_embed: Tensor, has_slot: bool) -> Tensor:
+def with_cls_slot(pos_embed: Tensor, has_slot: bool) -> Tensor:
     """``(1, 1 + N, C)`` APE table; a zero class-token slot is prepended
     when the source has none."""
     if pos_embed.dim() != 3 or pos_embed.shape[0] != 1:
@@ -113,7 +112,7 @@ def pos_embed_has_cls_slot(pos_embed: Tensor) -> bool:
         'grid plus a class token')
 
 
-def _split_mixed_freqs(freqs: Tensor, num_heads: Optional[int]) -> StateDict:
+def split_mixed_freqs(freqs: Tensor, num_heads: Optional[int]) -> StateDict:
     """RoPE-Mixed frequencies of all layers -> per-layer ``(2, heads, D/2)``
     under ``layers.<i>.attn.rope.freqs``.
 
@@ -186,7 +185,8 @@ def resolve_rope_type(requested: str, has_mixed_freqs: bool,
 
 
 
-def _prefixed(key: str) -> str:
+def classifier_key(key: str) -> str:
+    """``backbone.<key>``, except the classification head's ``head.*``."""
     return key if key.startswith('head.') else 'backbone.' + key
 
 

@@ -464,7 +464,8 @@ class RunsCommand:
 
 def test_untrusted_checkpoints(tmp_path):
     from mmengine.runner.checkpoint import _load_checkpoint
-    from mmpos.checkpoint import UnsafeCheckpointError
+    from mmpos.checkpoint import UnsafeCheckpointError, use_safe_io
+    use_safe_io()  # as mmpos' tools do at start-up
     log = log_to(tmp_path)
     plain = tmp_path / 'plain.pth'
     torch.save({'w': torch.ones(2)}, plain)

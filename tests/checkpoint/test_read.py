@@ -104,3 +104,22 @@ def test_state_dict_of_names_what_it_found():
     with pytest.raises(CheckpointReadError,
                        match=r"holds a dict with keys \['epoch', 'meta'\]"):
         state_dict_of({'epoch': 1, 'meta': {}}, ('state_dict', ))
+
+
+def test_tools_say_directory_not_missing(tmp_path):
+    """issue 27: a directory passed as a checkpoint was 'not found'."""
+    from mmengine.config import Config
+
+    from mmpos.utils.launch import check_checkpoint_paths
+    cfg = Config(dict(load_from=str(tmp_path), model=dict(
+        backbone=dict(init_cfg=dict(type='Pretrained',
+                                    checkpoint=str(tmp_path))))))
+    with pytest.raises(IsADirectoryError,
+                       match=f'^load_from checkpoint {tmp_path} is a '
+                       'directory, not a checkpoint file$'):
+        check_checkpoint_paths(cfg)
+    cfg.load_from = None
+    with pytest.raises(IsADirectoryError,
+                       match='^model.backbone.init_cfg.checkpoint: pretrained '
+                       f'checkpoint {tmp_path} is a directory'):
+        check_checkpoint_paths(cfg)

@@ -22,8 +22,8 @@ from conftest import REPO, read_scalars
 from mmpos.models.backbones import MAERoPEViT, RoPEVisionTransformer
 from mmpos.models.utils.pretrained import load_pretrained
 from mmpos.paper_tables import mini
-from mmpos.utils.checkpoint_convert import (convert_timm_vit,
-                                            infer_vit_config, strip_prefix)
+from mmpos.checkpoint import strip_prefix
+from mmpos.checkpoint.converters import convert_timm_vit, infer_vit_config
 from test_timm_parity import SMALL, assert_close, redraw, timm
 
 sys.path.insert(0, str(REPO / 'tools' / 'model_converters'))

@@ -12,7 +12,8 @@
 # the dropped positions) is logged with the loss; chance is 1/16.
 _base_ = [
     './_base_/droppos_vit-base-p16.py',
-    '../_base_/schedules/pretrain_mini_300it.py',
+    '../_base_/default_runtime_pretrain.py',
+    '../_base_/schedules/pretrain_mini.py',
     '../_base_/datasets/mini_unlabeled.py',
     '../_base_/models/rope-vit_mini-arch.py',
 ]
@@ -46,7 +47,13 @@ train_dataloader = dict(
     sampler=dict(type='InfiniteSampler', shuffle=True),
     dataset=dict(pipeline=train_pipeline))
 
+schedule = _base_.pretrain_mini_300it
+max_iters, warmup_iters = schedule.max_iters, schedule.warmup_iters
+train_cfg = dict(max_iters=max_iters)
+param_scheduler = schedule.param_scheduler
+default_hooks = schedule.default_hooks
 optim_wrapper = dict(
+    optimizer=schedule.optimizer,
     clip_grad=dict(max_norm=5.0),
     paramwise_cfg=dict(custom_keys={'mask_token': dict(decay_mult=0.),
                                     'cls_token': dict(decay_mult=0.)}))

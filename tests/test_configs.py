@@ -10,8 +10,10 @@ every occurrence of its old width in the rest of the model (neck and head
 widths of 128..1024 become 32 and R-CNN samplers draw 64 RoIs. Dense models
 and classifiers see 64x64 inputs, pretraining models run in tensor mode.
 """
+import ast
 import copy
 import functools
+import inspect
 import os.path as osp
 from pathlib import Path
 
@@ -328,3 +330,112 @@ def test_auto_scale_lr_is_the_real_total_batch(config):
     gpus, batch = map(int, re.search(r'_(\d+)xb(\d+)', config).groups())
     assert cfg.train_dataloader.batch_size == batch
     assert cfg.auto_scale_lr.base_batch_size == gpus * batch
+
+
+# --- Structure: short inheritance, no helper computed from a helper, one
+# position switch (issue 23 goal 7). ---------------------------------------
+ALL_CONFIG_FILES = sorted(
+    str(p.relative_to(REPO)) for p in (REPO / 'configs').rglob('*.py'))
+MAX_BASE_DEPTH = 3  # detectron2's ViTDet: 1, mmpretrain's MAE: 2
+
+
+def _assignments(path):
+    """``{name: value node}`` of the top-level assignments of a config."""
+    found = {}
+    for node in ast.parse(Path(path).read_text()).body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                names = target.elts if isinstance(target, ast.Tuple) else [
+                    target]
+                for name in names:
+                    if isinstance(name, ast.Name):
+                        found[name.id] = node.value
+    return found
+
+
+def base_paths(path):
+    """Absolute paths of the ``_base_`` files of a config (``pkg::`` bases
+    resolved to the installed package's config)."""
+    node = _assignments(path).get('_base_')
+    if node is None:
+        return []
+    bases = ast.literal_eval(node)
+    bases = [bases] if isinstance(bases, str) else bases
+    # mmengine's own resolution of relative and `pkg::` bases
+    return [osp.realpath(Config._get_cfg_path(b, str(path))[0]
+                         if '::' in b else osp.join(osp.dirname(path), b))
+            for b in bases]
+
+
+@functools.lru_cache(maxsize=None)
+def base_depth(path):
+    """Longest chain of ``_base_`` hops from ``path`` to a file without
+    ``_base_``, counting the bases inside mmdet / mmseg / mmpretrain."""
+    return max((1 + base_depth(b) for b in base_paths(path)), default=0)
+
+
+@pytest.mark.parametrize('config', ALL_CONFIG_FILES)
+def test_config_inherits_at_most_three_levels(config):
+    chain, path = [config], str(REPO / config)
+    while base_paths(path):  # the deepest chain, for the message
+        path = max(base_paths(path), key=base_depth)
+        chain.append(osp.relpath(path, REPO))
+    assert base_depth(str(REPO / config)) <= MAX_BASE_DEPTH, ' <- '.join(
+        chain)
+
+
+def _reads_base(node):
+    return any(
+        isinstance(n, ast.Name) and n.id == '_base_' for n in ast.walk(node))
+
+
+@pytest.mark.parametrize('config', ALL_CONFIG_FILES)
+def test_no_chain_of_base_variables(config):
+    """A helper variable a config reads as ``_base_.NAME`` is written out in
+    the base that defines it, not computed from that base's own ``_base_``
+    (the keys the Runner reads, e.g. ``model``, are merged by mmengine and
+    may be read)."""
+    from mmengine.runner import Runner
+    runner_keys = set(inspect.signature(Runner.__init__).parameters)
+    path = REPO / config
+    names = {
+        n.attr for n in ast.walk(ast.parse(path.read_text()))
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+        and n.value.id == '_base_'
+    }
+    for name in sorted(names - runner_keys):
+        pending, definer = base_paths(str(path)), None
+        while pending and definer is None:  # nearest base defining it
+            base = pending.pop(0)
+            if name in _assignments(base):
+                definer = base
+            else:
+                pending += base_paths(base)
+        assert definer is not None, f'{config}: no base defines {name}'
+        assert not _reads_base(_assignments(definer)[name]), (
+            f'{config} reads _base_.{name}, which '
+            f'{osp.relpath(definer, REPO)} computes from its own _base_')
+
+
+APE_TRANSFER_CONFIGS = [  # those with a RoPE-Mixed twin
+    c for c in TRANSFER_CONFIGS
+    if '-p16-ape' in c and c.replace('-p16-ape', '-p16-rope-mixed') in CONFIGS
+]
+
+
+@pytest.mark.parametrize('config', APE_TRANSFER_CONFIGS)
+def test_position_scheme_is_one_switch(config):
+    """Each APE transfer config is its RoPE-Mixed twin with only
+    ``model.backbone.rope_type`` / ``use_ape`` changed (so every position
+    scheme is these two keys, e.g. via --cfg-options)."""
+    ape = Config.fromfile(str(REPO / config)).to_dict()
+    twin = config.replace('-p16-ape', '-p16-rope-mixed')
+    rope = Config.fromfile(str(REPO / twin)).to_dict()
+    assert (rope['model']['backbone']['rope_type'],
+            rope['model']['backbone']['use_ape']) == ('mixed', False)
+    assert (ape['model']['backbone']['rope_type'],
+            ape['model']['backbone']['use_ape']) == ('none', True)
+    for cfg in (ape, rope):
+        del cfg['model']['backbone']['rope_type'], cfg['model']['backbone'][
+            'use_ape']
+    assert ape == rope

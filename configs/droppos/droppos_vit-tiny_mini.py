@@ -47,13 +47,11 @@ train_dataloader = dict(
     sampler=dict(type='InfiniteSampler', shuffle=True),
     dataset=dict(pipeline=train_pipeline))
 
-schedule = _base_.pretrain_mini_300it
-max_iters, warmup_iters = schedule.max_iters, schedule.warmup_iters
-train_cfg = dict(max_iters=max_iters)
-param_scheduler = schedule.param_scheduler
-default_hooks = schedule.default_hooks
+train_cfg = _base_.pretrain_mini_300it.train_cfg
+param_scheduler = _base_.pretrain_mini_300it.param_scheduler
+default_hooks = _base_.pretrain_mini_300it.default_hooks
 optim_wrapper = dict(
-    optimizer=schedule.optimizer,
     clip_grad=dict(max_norm=5.0),
+    optimizer=_base_.pretrain_mini_300it.optimizer,
     paramwise_cfg=dict(custom_keys={'mask_token': dict(decay_mult=0.),
                                     'cls_token': dict(decay_mult=0.)}))

@@ -61,13 +61,11 @@ train_dataloader = dict(
 
 # no decay on MAE's tokens nor on the RoPE-Mixed frequencies (as every
 # RoPE schedule)
-schedule = _base_.pretrain_mini_300it
-max_iters, warmup_iters = schedule.max_iters, schedule.warmup_iters
-train_cfg = dict(max_iters=max_iters)
-param_scheduler = schedule.param_scheduler
-default_hooks = schedule.default_hooks
+train_cfg = _base_.pretrain_mini_300it.train_cfg
+param_scheduler = _base_.pretrain_mini_300it.param_scheduler
+default_hooks = _base_.pretrain_mini_300it.default_hooks
 optim_wrapper = dict(
-    optimizer=schedule.optimizer,
     paramwise_cfg=dict(custom_keys={
         name: dict(decay_mult=0.)
-        for name in ('mask_token', 'cls_token', '.freqs')}))
+        for name in ('mask_token', 'cls_token', '.freqs')}),
+    optimizer=_base_.pretrain_mini_300it.optimizer)

@@ -50,11 +50,10 @@ log_processor = dict(by_epoch=False)
 # AdamW lr 1e-3 and MAE's betas (0.9, 0.95), 20 warm-up iterations then
 # cosine to 1e-5, logging every 10 iterations and one checkpoint at the end.
 # Their configs take batches of 32 from an InfiniteSampler and set
-# `max_iters`, `train_cfg`, `param_scheduler`, `default_hooks` and
+# `train_cfg`, `param_scheduler`, `default_hooks` and
 # `optim_wrapper.optimizer` from it.
 pretrain_mini_300it = dict(
-    max_iters=300,
-    warmup_iters=20,
+    train_cfg=dict(max_iters=300),
     optimizer=dict(lr=1e-3, betas=(0.9, 0.95)),
     param_scheduler=[
         dict(type='LinearLR', start_factor=1e-3, by_epoch=False, begin=0,

@@ -33,12 +33,10 @@ import os.path as osp
 import sys
 import time
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
+from mmpos.utils.cli import cli_main
 
-from mmpos.paper_tables import mini, seeds  # noqa: E402
-from mmpos.paper_tables.results import (last_checkpoint,  # noqa: E402
-                                        training_records)
-from mmpos.utils.cli import cli_main  # noqa: E402
+from .comparison import runs, seeds
+from .results import last_checkpoint, training_records
 
 PRETRAIN = 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'
 METHOD = 'DropPos'
@@ -67,7 +65,7 @@ def title(args):
     iters = (f', {args.iters} transfer iterations' if args.iters else '')
     if args.pretrain_iters and not args.from_scratch:
         iters += f', {args.pretrain_iters} pretraining iterations'
-    scarce = f'{mini.DATA["num_train"]} labelled images per task{iters}'
+    scarce = f'{runs.DATA["num_train"]} labelled images per task{iters}'
     return (f'tiny RoPE-Mixed ViT on mini-objects / mini-stuff (CPU): '
             f'{what}, {scarce}')
 
@@ -86,18 +84,18 @@ def pictures(run_dir, backbone, inits):
     Image.fromarray(photo[:photo.shape[0] // 8 * 8,
                           :photo.shape[1] // 8 * 8]).save(image)
     if backbone:
-        mini.run([sys.executable, 'tools/analysis_tools/feature_pictures.py',
+        runs.run([sys.executable, 'tools/analysis_tools/feature_pictures.py',
                   PRETRAIN, backbone, image, '--out-dir', out_dir, '--sizes',
                   '32', '64', '128', '--layers', '1', '3', '--heads', '0',
                   '1', '2'])
-        mini.run([sys.executable, 'tools/analysis_tools/droppos_positions.py',
+        runs.run([sys.executable, 'tools/analysis_tools/droppos_positions.py',
                   PRETRAIN, last_checkpoint(seeds.pretrain_dir(run_dir,
                                                                METHOD)),
                   image, '--out', osp.join(out_dir, 'chelsea_droppos.png')])
-    for task, spec in mini.TASKS.items():
+    for task, spec in runs.TASKS.items():
         work_dir = seeds.transfer_dir(run_dir, task, inits[0], 0)
         if osp.isfile(osp.join(work_dir, 'last_checkpoint')):
-            mini.run([sys.executable, 'tools/infer.py', spec['config'],
+            runs.run([sys.executable, 'tools/infer.py', spec['config'],
                       last_checkpoint(work_dir), image, '--out-dir',
                       osp.join(out_dir, task), '--score-thr', '0.3'])
     return sorted(osp.join(root, f) for root, _, files in os.walk(out_dir)
@@ -129,14 +127,14 @@ def main(argv=None):
         parser.error(f'--jobs must be at least 1, got {args.jobs}')
 
     start = time.time()
-    mini.ensure_data(args.data_root)
+    runs.ensure_data(args.data_root)
     run_dir = osp.join(args.work_dir, time.strftime('%Y%m%d_%H%M%S'))
-    inits = [mini.RANDOM_INIT] if args.from_scratch else [
-        METHOD, mini.RANDOM_INIT]
-    mini.write_plan(run_dir, title(args), inits, args.seeds)
-    backbone = mini.compare(
+    inits = [runs.RANDOM_INIT] if args.from_scratch else [
+        METHOD, runs.RANDOM_INIT]
+    runs.write_plan(run_dir, title(args), inits, args.seeds)
+    backbone = runs.compare(
         run_dir, [(METHOD, PRETRAIN, args.pretrain_iters)] * (
-            not args.from_scratch) + [(mini.RANDOM_INIT, None, None)],
+            not args.from_scratch) + [(runs.RANDOM_INIT, None, None)],
         args.seeds, args.data_root, args.jobs, args.iters).get(METHOD)
 
     summary = seeds.summarise(run_dir)
@@ -161,7 +159,7 @@ def main(argv=None):
         print('pretraining: ' + ', '.join(
             f'{k}={v}' for k, v in results['pretraining'].items()))
     # The same table generator that regenerates the papers' tables.
-    mini.run([sys.executable, 'tools/paper_tables/gen_tables.py', '--seeds',
+    runs.run([sys.executable, 'tools/paper_tables/gen_tables.py', '--seeds',
               run_dir, '--print'])
     written = pictures(run_dir, backbone, inits)
     print('pictures: ' + ', '.join(written))
@@ -170,7 +168,3 @@ def main(argv=None):
           f'run(s) at a time); its pretraining and transfer runs used '
           f'{results["runs_cpu_minutes"]} CPU minutes; results written to '
           f'{path}')
-
-if __name__ == '__main__':
-    os.environ.setdefault('OMP_NUM_THREADS', str(os.cpu_count() or 1))
-    main()

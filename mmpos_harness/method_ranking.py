@@ -22,15 +22,10 @@ column says what each took. MAE runs mmpretrain's
 backbone (MobileFormer) is not the ViT the transfer configs build.
 """
 import argparse
-import os
-import os.path as osp
 import sys
 import time
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
-
-from mmpos.paper_tables import mini  # noqa: E402
+from .comparison import runs
 
 # method -> (table name, pretraining config with the demo's backbone,
 # pretraining iterations). The iterations give every method about the
@@ -38,7 +33,7 @@ from mmpos.paper_tables import mini  # noqa: E402
 # minutes): MAE and CR2PQ steps cost about what DropPos' do, the multi-crop
 # DINOv2 / ICPF steps about 2.4x (measured: DINOv2 500 iterations, 0.9 CPU
 # minutes). None keeps the config's schedule; otherwise
-# mini.schedule_options stretches it.
+# runs.schedule_options stretches it.
 CONFIGS = 'configs/method_ranking/'
 METHODS = {
     'droppos': ('DropPos', 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py',
@@ -48,7 +43,7 @@ METHODS = {
                1250),
     'icpf': ('ICPF', CONFIGS + 'icpf_vit-tiny-rope-mixed_mini.py', 1250),
     'mae': ('MAE', CONFIGS + 'mae_vit-tiny-rope-mixed_mini.py', 3000),
-    'random': (mini.RANDOM_INIT, None, None),
+    'random': (runs.RANDOM_INIT, None, None),
 }
 
 
@@ -79,23 +74,18 @@ def main(argv=None):
     if 'random' not in args.methods:
         args.methods.append('random')  # the reference of every difference
     start = time.time()
-    mini.ensure_data(args.data_root)
+    runs.ensure_data(args.data_root)
     inits = [METHODS[m][0] for m in args.methods]
     reduced = ', reduced' if args.pretrain_iters or args.iters else ''
-    mini.write_plan(
+    runs.write_plan(
         args.work_dir,
         f'CPU method ranking: {", ".join(inits)} -> mini-objects / '
         f'mini-stuff, tiny RoPE-Mixed ViT{reduced}', inits, args.seeds)
-    mini.compare(args.work_dir,
+    runs.compare(args.work_dir,
                  [(METHODS[m][0], METHODS[m][1],
                    args.pretrain_iters or METHODS[m][2])
                   for m in args.methods],
                  args.seeds, args.data_root, args.jobs, args.iters)
-    mini.run([sys.executable, 'tools/paper_tables/gen_tables.py', '--seeds',
+    runs.run([sys.executable, 'tools/paper_tables/gen_tables.py', '--seeds',
               args.work_dir, '--print'])
     print(f'this invocation: {(time.time() - start) / 60:.1f} minutes')
-
-
-if __name__ == '__main__':
-    os.environ.setdefault('OMP_NUM_THREADS', str(os.cpu_count() or 1))
-    main()

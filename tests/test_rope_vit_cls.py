@@ -10,8 +10,8 @@ from mmengine.config import Config
 from mmengine.registry import DefaultScope
 
 from conftest import REPO, read_scalars, run_tool
-from mmpos.datasets.mini import (MINI_COCO_CLASSES, make_all,
-                                 make_mini_cls)
+from mmpos_harness.mini_data import (MINI_COCO_CLASSES, make_all,
+                                     make_mini_cls)
 from mmpos.utils.checkpoint_io import load_local_checkpoint
 
 CONFIG_DIR = osp.join(REPO, 'configs', 'rope_vit')

@@ -13,7 +13,7 @@ _base_ = [
     '../_base_/schedules/mini_300it_loop.py'
 ]
 custom_imports = dict(
-    imports=['mmdet.models', 'mmpos', 'mmpos.datasets.mini_datasets'],
+    imports=['mmdet.models', 'mmpos', 'mmpos_harness.mini_data.datasets'],
     allow_failed_imports=False)
 
 num_classes = 6  # MiniADEDataset

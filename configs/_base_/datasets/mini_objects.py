@@ -2,7 +2,7 @@
 # mini-COCO's layout and pipelines at the generator's native 64px, 8
 # material classes (MiniObjectsDataset's own metainfo), read by that
 # CocoDataset subclass and scored by CocoMetric. Leaf configs add
-# 'mmpos.datasets.mini_datasets' to `custom_imports`.
+# 'mmpos_harness.mini_data.datasets' to `custom_imports`.
 _base_ = ['./mini_coco_instance.py']
 
 data_root = 'data/mini/objects/'

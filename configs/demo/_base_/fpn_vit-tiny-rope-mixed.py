@@ -12,7 +12,7 @@ norm_cfg = dict(type='BN', requires_grad=True)
 model = dict(
     backbone=_base_.mini_mln_backbone,
     neck=[
-        dict(type='mmpretrain.MultiLevelNeck', in_channels=embed_dims,
+        dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=embed_dims,
              scale_factors=_base_.mini_mln_scales, norm_cfg=norm_cfg),
         dict(type='FPN', in_channels=[embed_dims] * 4, out_channels=width,
              num_outs=4)

@@ -142,6 +142,7 @@ def test_bad_options_are_named():
             MAERoPEViT(arch=ARCH, img_size=32, patch_size=8, **options)
 
 
+@pytest.mark.slow
 def test_mini_mae_run_loss_falls_and_loads_into_demo_backbones(
         tmp_path, mini_data, capsys):
     cfg = Config.fromfile(REPO / CONFIG)

@@ -1,6 +1,7 @@
-"""Benchmark manifest + table generator on fabricated work dirs, and checks of
-the real manifest (configs present or pending, effective epochs, the papers'
-own deltas and cross-references re-derived from the transcribed numbers)."""
+"""The paper-table manifest and table generator on fabricated work dirs, and
+checks of the real manifest (configs present or pending, effective epochs,
+the papers' own deltas and cross-references re-derived from the transcribed
+numbers)."""
 import csv
 import importlib.util
 import json
@@ -88,7 +89,7 @@ def fabricated(tmp_path):
             ]
         }]
     }
-    tools = root / 'tools' / 'benchmark'
+    tools = root / 'tools' / 'paper_tables'
     tools.mkdir(parents=True)
     (tools / 'm.yaml').write_text(yaml.safe_dump(manifest, sort_keys=False))
 

@@ -101,6 +101,7 @@ def test_deit3_recipe_values():
     assert base.model.backbone.drop_path_rate == 0.1
 
 
+@pytest.mark.slow
 def test_mini_supervised_run_loss_falls(tmp_path, cls_root):
     root = f'{cls_root}/'
     work_dir = tmp_path / 'work'

@@ -12,7 +12,7 @@ import torch
 from PIL import Image
 
 from conftest import REPO
-from mmpos.analysis.attention import (AttentionRecorder, build_backbone,
+from mmpos.analysis.attention import (AttentionRecorder, attention_backbone,
                                       record_attention)
 from mmpos.analysis.fourier import (frequency_mask, point_target,
                                     reconstruct, reconstruction_error)
@@ -123,9 +123,9 @@ def test_fourier_masks():
     assert 0 < reconstruction_error(target, reconstruct(target, axial)) < 1
 
 
-def test_build_backbone_loads_checkpoint(setup):
+def test_attention_backbone_loads_checkpoint(setup):
     root, model = setup
-    built = build_backbone(str(root / 'tiny.py'), str(root / 'ckpt.pth'))
+    built = attention_backbone(str(root / 'tiny.py'), str(root / 'ckpt.pth'))
     for key, value in model.state_dict().items():
         torch.testing.assert_close(built.state_dict()[key], value)
 

@@ -32,9 +32,12 @@ mln_fpn_vit_s16 = dict(
     ])
 # ViTDet window attention (Li et al. 2022): 14x14 windows in every block but
 # the 4 global ones closing each third of the 12 blocks, no class token (an
-# APE table with a class slot still loads). Merged into the backbone by the
-# windowed ViTDet protocols (ICPF B.2 keeps global attention).
+# APE table with a class slot still loads) and ViTDet's decomposed relative
+# position bias in every block (its configs' use_rel_pos=True; detrex's
+# DINO-ViTDet too). Merged into the backbone by the windowed ViTDet
+# protocols (ICPF B.2 keeps global attention and drops the bias).
 vitdet_window = dict(
     window_size=14,
     global_attn_indexes=(2, 5, 8, 11),
-    with_cls_token=False)
+    with_cls_token=False,
+    use_rel_pos=True)

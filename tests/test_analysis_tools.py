@@ -18,7 +18,7 @@ from mmpos.analysis.fourier import (frequency_mask, point_target,
                                     reconstruct, reconstruction_error)
 from mmpos.analysis.metrics import (attention_distance, attention_entropy,
                                     attention_nmi)
-from mmpos.datasets.mini import make_unlabeled_images
+from mmpos_harness.mini_data import make_unlabeled_images
 from mmpos.models.backbones.rope_vit import RoPEVisionTransformer
 from mmpos.models.layers.rope import axial_frequencies, mixed_frequencies
 

@@ -135,8 +135,11 @@ def _documented_commands():
 
 def test_documented_tool_options_exist():
     """A command in the docs names a tool that exists and only options that
-    its argument parser (the tool, or the mmpos helper it uses) defines."""
-    library = '\n'.join(p.read_text() for p in (REPO / 'mmpos').rglob('*.py'))
+    its argument parser (the tool, or the mmpos / mmpos_harness helper it
+    uses) defines."""
+    library = '\n'.join(p.read_text()
+                        for package in ('mmpos', 'mmpos_harness')
+                        for p in (REPO / package).rglob('*.py'))
     commands = list(_documented_commands())
     assert len(commands) > 30
     problems = []

@@ -12,7 +12,7 @@ _base_ = ['./mask-rcnn_vit-tiny-rope-mixed_mini-coco.py']
 # mini-COCO's layout and pipelines at the generator's native 64px, 8
 # material classes (MiniObjectsDataset's own metainfo), read by that
 # CocoDataset subclass and scored by CocoMetric. Leaf configs add
-# 'mmpos.datasets.mini_datasets' to `custom_imports`.
+# 'mmpos_harness.mini_data.datasets' to `custom_imports`.
 data_root = 'data/mini/objects/'
 image_scale = (64, 64)
 train_pipeline = [
@@ -39,7 +39,7 @@ test_dataloader = val_dataloader
 val_evaluator = dict(ann_file=data_root + 'annotations/instances_val2017.json')
 test_evaluator = val_evaluator
 custom_imports = dict(
-    imports=['mmpos', 'mmpos.datasets.mini_datasets'],
+    imports=['mmpos', 'mmpos_harness.mini_data.datasets'],
     allow_failed_imports=False)
 model = dict(
     data_preprocessor=dict(pad_size_divisor=32),

@@ -15,7 +15,7 @@ _base_ = [
 ]
 pretrained = None  # the base's download; ours is init_cfg.checkpoint
 custom_imports = dict(
-    imports=['mmdet.models', 'mmpos', 'mmpos.datasets.mini_datasets'],
+    imports=['mmdet.models', 'mmpos', 'mmpos_harness.mini_data.datasets'],
     allow_failed_imports=False)
 
 num_classes = 6  # MiniADEDataset

@@ -6,8 +6,8 @@
   date and machine), ``paper_tables/<paper>.md`` (every table of the paper
   tables' manifest, paper-only rows included: the method pages' comparison
   tables) and ``model_zoo.md`` (only the rows with a number of ours),
-  both with the table tool (``mmpos.paper_tables``) from the runs under
-  ``mmpos_paper_work_root``.
+  both with the table tool (``mmpos_harness.paper_tables``) from the runs
+  under ``mmpos_paper_work_root``.
 * Checks every repository path a page mentions (:mod:`repo_paths`); a
   missing one is a warning, i.e. an error under ``-W``.
 """
@@ -94,9 +94,9 @@ def benchmark_markdown(results_dir: Path) -> str:
 
 
 def paper_table_pages(work_root: str, out_dir: Path) -> None:
-    from mmpos.paper_tables.manifest import load_manifest
-    from mmpos.paper_tables.tables import (LEGEND, build_table, run_results,
-                                           to_markdown)
+    from mmpos_harness.paper_tables.manifest import load_manifest
+    from mmpos_harness.paper_tables.tables import (LEGEND, build_table,
+                                                   run_results, to_markdown)
     manifest = load_manifest('tools/paper_tables/manifest.yaml')
     results = run_results(manifest, work_root)
     (out_dir / 'paper_tables').mkdir(parents=True, exist_ok=True)

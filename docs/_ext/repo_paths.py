@@ -10,7 +10,7 @@ A *mention* is a token of an inline code span or of a fenced code block that
   ``tools/...``, ``mmpos/...``) or is a top-level file (``Makefile``);
 * is a bare file name ending in ``.py``, ``.sh``, ``.yml`` or ``.yaml``
   (``droppos_vit-tiny_mini.py``): some file of that name must exist;
-* is a dotted module path ``mmpos.a.b.Name``: its module part must exist
+* is a dotted module path ``mmpos.a.b.Name`` (or ``mmpos_harness.a.Name``): its module part must exist
   and ``Name`` must be a word of that module's source (of the package's
   ``__init__.py`` for ``mmpos.a.Name``).
 
@@ -36,14 +36,12 @@ EXTERNAL_NAMES = {
     'eval_linear.py', 'main_dino.py', 'train.py', 'test.py',
 }
 # The layout the redesign in progress moves to: allowed to be missing.
-PLANNED: Set[str] = {
-    'mmpos_harness/', 'mmpos_harness/paper_tables/', 'mmpos_harness/mini/',
-}
+PLANNED: Set[str] = set()
 _SPAN = re.compile(r'(?<!`)`([^`\n]+)`(?!`)')
 _FENCE = re.compile(r'^(\s*)(`{3,}|~{3,})(.*)$')
 _SPLIT = re.compile(r"[\s=\"'();\[\]]+|,(?![^{]*\})")
 _PLACEHOLDER = re.compile(r'\{\w+\}|<|>|\.\.\.|\$|%|\bN\b|\bX\b|\bDIR\b|\bCKPT\b')
-_MODULE = re.compile(r'^mmpos(\.\w+)+$')
+_MODULE = re.compile(r'^mmpos(_harness)?(\.\w+)+$')
 
 
 class RepoIndex:

@@ -20,14 +20,14 @@ vit_backbone = dict(
 mln_backbone = dict(**vit_backbone, out_indices=(3, 5, 7, 11), final_norm=False)
 # MultiLevelNeck (strides 4..32) + FPN, shared by the two R-CNN detectors.
 mln_fpn_neck = [
-    dict(type='mmpretrain.MultiLevelNeck', in_channels=768),
+    dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=768),
     dict(type='FPN', in_channels=[768] * 4, out_channels=256, num_outs=5)
 ]
 # What a ViT-S/16 (384 wide) changes in those detectors.
 mln_fpn_vit_s16 = dict(
     backbone=dict(arch='small'),
     neck=[
-        dict(type='mmpretrain.MultiLevelNeck', in_channels=384),
+        dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=384),
         dict(type='FPN', in_channels=[384] * 4, out_channels=256, num_outs=5)
     ])
 # ViTDet window attention (Li et al. 2022): 14x14 windows in every block but

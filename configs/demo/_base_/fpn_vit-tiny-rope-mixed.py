@@ -20,7 +20,7 @@ model = dict(
         drop_path_rate=0.,
         out_indices=(0, 1, 2, 3)),
     neck=[
-        dict(type='mmpretrain.MultiLevelNeck', in_channels=embed_dims,
+        dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=embed_dims,
              scale_factors=_base_.mini_mln_scales, norm_cfg=norm_cfg),
         dict(type='FPN', in_channels=[embed_dims] * 4, out_channels=width,
              num_outs=4)

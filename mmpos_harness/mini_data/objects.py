@@ -8,7 +8,7 @@ jittered alike for every material and for the background, so the outline
 never names the class and colour only for some materials: texture does. Sizes span small to large (circumradius 5% to
 33% of the image), and instances occlude one another; boxes, areas and
 polygons describe the visible part (:func:`.shapes._sample_layout`).
-Read by :class:`mmpos.datasets.mini_datasets.MiniObjectsDataset`.
+Read by :class:`mmpos_harness.mini_data.datasets.MiniObjectsDataset`.
 """
 import numpy as np
 

@@ -1,4 +1,4 @@
-"""Benchmark manifest: which runs reproduce which cell of which paper table.
+"""Paper-table manifest: which runs reproduce which cell of which paper table.
 
 A manifest (YAML, e.g. ``tools/paper_tables/manifest.yaml``) has six keys::
 

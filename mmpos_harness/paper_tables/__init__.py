@@ -1,7 +1,8 @@
-"""Benchmark manifest, work-dir results and paper-table generation."""
+"""The papers' tables: their manifest, the commands that launch its missing
+runs and the generated tables (run results: :mod:`mmpos_harness.results`)."""
+from ..results import RunResult, last_checkpoint, read_run
 from .manifest import (Manifest, ManifestError, effective_epochs,
                        load_manifest)
-from .results import RunResult, last_checkpoint, read_run
 from .tables import generate, model_zoo_markdown
 
 __all__ = [

@@ -5,7 +5,7 @@ Each image is a Voronoi partition overlaid by a few ellipses and bands
 :data:`~.materials.MINI_MATERIALS`, jittered alike for all materials (colour
 separates only some; the grey ones differ by texture). Label maps are uint8 PNGs
 with the material index (0..7) and 255 (ignore) on the 1.5-pixel seams
-between Voronoi cells; read by :class:`mmpos.datasets.mini_datasets.
+between Voronoi cells; read by :class:`mmpos_harness.mini_data.datasets.
 MiniStuffDataset`.
 """
 import os.path as osp

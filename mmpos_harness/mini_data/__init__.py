@@ -25,7 +25,7 @@ Six generators (one module each), each writing one dataset directory:
   small to large instances, occluding one another, on photo backgrounds.
 * :func:`make_mini_stuff` (the demo's segmentation task) -- regions of the
   same 8 materials, the grey ones told apart by texture only; read by
-  :class:`mmpos.datasets.mini_datasets.MiniStuffDataset`.
+  :class:`mmpos_harness.mini_data.datasets.MiniStuffDataset`.
 
 The output depends only on the arguments: the same ``seed`` gives
 byte-identical files. Each image draws from its own random stream, so image

@@ -15,7 +15,7 @@ Layout of a comparison directory ``root``::
 ``plan.json``: ``{"title": str, "seeds": [int], "reference": init,
 "inits": [init], "tasks": {task: {"label": str, "metrics": {key: label},
 "scale": float}}}``. Metrics are read with
-:func:`mmpos.paper_tables.results.read_run` (the final evaluation); runs that
+:func:`mmpos_harness.results.read_run` (the final evaluation); runs that
 did not finish are counted as missing, never guessed.
 
 A difference is *clear* when it exceeds twice the pooled standard deviation
@@ -29,7 +29,7 @@ import math
 import os.path as osp
 from typing import Dict, List, Optional
 
-from .results import read_run
+from ..results import read_run
 
 PLAN = 'plan.json'
 COMPUTE = 'compute.json'

@@ -22,8 +22,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
+from ..results import DONE_MARKER, last_checkpoint
 from .manifest import Manifest, Run
-from .results import DONE_MARKER, last_checkpoint
 
 
 @dataclass

@@ -2,10 +2,10 @@
 (``tools/paper_tables/method_ranking.py``): the mini data, pretraining on the
 unlabeled views, and the seed-repeated label-scarce transfer to
 mini-objects (Mask R-CNN) and mini-stuff (Semantic FPN), laid out as
-:mod:`mmpos.paper_tables.seeds` reads it.
+:mod:`mmpos_harness.comparison.seeds` reads it.
 
 Every run is a ``tools/train.py`` subprocess; a finished run leaves
-:data:`~mmpos.paper_tables.results.DONE_MARKER` and ``compute.json`` in its
+:data:`~mmpos_harness.results.DONE_MARKER` and ``compute.json`` in its
 work dir and is skipped when asked again (so both tools resume).
 """
 import contextlib
@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from mmengine.config import Config
 
-from ..datasets.mini import MARKER
-from .results import DONE_MARKER, last_checkpoint, read_run
+from ..mini_data import MARKER
+from ..results import DONE_MARKER, last_checkpoint, read_run
 from .seeds import COMPUTE, PLAN, pretrain_dir, transfer_dir, write_json
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -271,7 +271,7 @@ def compare(root, methods, seeds, data_root, jobs=2, iters=None):
 
 
 def write_plan(root, title, inits, seeds):
-    """``root/plan.json`` for :mod:`mmpos.paper_tables.seeds`."""
+    """``root/plan.json`` for :mod:`mmpos_harness.comparison.seeds`."""
     os.makedirs(root, exist_ok=True)
     tasks = {name: dict(label=t['label'], metrics=t['metrics'],
                         scale=t['scale']) for name, t in TASKS.items()}

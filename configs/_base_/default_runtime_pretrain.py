@@ -4,7 +4,7 @@ _base_ = ['mmpretrain::_base_/default_runtime.py']
 
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=50),
-    checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=3),
+    checkpoint=dict(type='IntactCheckpointHook', interval=1, max_keep_ckpts=3),
     check_loss=dict(type='NonFiniteLossHook'),
     rng_state=dict(type='RNGStateHook'),  # exact continuation on --resume
     # EMA teachers (DINOv2, ICPF, CR2PQ): set before training, updated

@@ -16,7 +16,9 @@ from mmengine.runner import Runner
 from PIL import Image
 
 from conftest import REPO, data_root_options, run_tool
-from mmpos.datasets.robust_loading import ImageLoadError, SafeLoadImageFromFile
+from mmpos.datasets.robust_loading import (ImageLoadError,
+                                           SafeLoadImageFromFile,
+                                           use_safe_image_loading)
 from mmpos.datasets.transforms.crop_boxes import (CropBoxError,
                                                   MultiViewWithBoxes,
                                                   RandomFlipWithBox,
@@ -25,8 +27,7 @@ from mmpos.datasets.validate import coco_problems, seg_label_problems
 from mmpos.engine.hooks import CheckpointFitHook
 from mmpos.utils.cli import one_line
 from mmpos.utils.errors import BadInputError, CheckpointMismatchError
-from mmpos.utils.launch import (LaunchError, load_config,
-                                use_safe_image_loading)
+from mmpos.utils.launch import LaunchError, load_config
 
 SEG_CONFIG = 'configs/demo/upernet_vit-tiny-rope-mixed_mini-ade.py'
 DET_CONFIG = 'configs/demo/mask-rcnn_vit-tiny-rope-mixed_mini-coco.py'

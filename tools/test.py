@@ -32,6 +32,7 @@ from mmpos.engine.hooks import CheckpointFitHook
 from mmpos.utils.cli import exit_on_bad_input
 from mmpos.utils.config_check import blame_config
 from mmpos.utils.launch import (LaunchError, check_checkpoint_paths,
+                                check_work_dir,
                                 global_rank, load_config,
                                 start_cpu_process_group, work_dir_lock)
 
@@ -76,6 +77,7 @@ def merge_args(cfg, args):
     elif cfg.get('work_dir') is None:
         name = os.path.splitext(os.path.basename(args.config))[0]
         cfg.work_dir = os.path.join('work_dirs', name)
+    check_work_dir(cfg.work_dir)  # not one a training run is using
     cfg.load_from = args.checkpoint
     check_checkpoint_paths(cfg, 'checkpoint')
     if args.tta:

@@ -98,7 +98,7 @@ def merge_args(cfg, args):
         cfg.work_dir = os.path.join('work_dirs', name)
 
     resume = args.resume is not None or args.auto_resume
-    check_work_dir(cfg.work_dir, resume=resume)
+    check_work_dir(cfg.work_dir, fresh_training=not resume)
     if args.resume not in (None, 'auto'):
         cfg.resume, cfg.load_from = True, args.resume
     elif resume:

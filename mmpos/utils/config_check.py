@@ -153,6 +153,11 @@ def config_key_problems(cfg, new_keys: Iterable[str] = ()) -> List[str]:
         hint = _suggest(key, known, TOP_LEVEL_CUTOFF)
         if hint or key in new_top:
             problems.append(f'unknown top-level key {key!r}{hint}')
+    for split in ('train', 'val', 'test'):
+        size = (cfg.get(f'{split}_dataloader') or {}).get('batch_size')
+        if size is not None and (not isinstance(size, int) or size < 1):
+            problems.append(f'{split}_dataloader.batch_size={size!r}: '
+                            'needs a positive number of samples')
     backbone = cfg.get('model', {}).get('backbone')
     if isinstance(backbone, dict):
         problems += unknown_arguments(backbone, 'model.backbone', scope)
@@ -260,12 +265,18 @@ def failed_build(err: BaseException):
     return found
 
 
-def _registered_names(registry) -> List[str]:
-    """Names a ``type`` can take in ``registry``'s scope: its own modules
-    and its parents'."""
+def _registered_names(registry, type_: str) -> List[str]:
+    """Names a ``type`` like ``type_`` can take from ``registry``: its
+    modules and its parents'; for ``'scope.Name'`` those of ``scope``'s
+    registry, with the prefix."""
+    prefix = ''
+    if '.' in type_:
+        scope = type_.split('.', 1)[0]
+        registry = registry._get_root_registry()._search_child(scope)
+        prefix = f'{scope}.'
     names = []
     while registry is not None:
-        names += list(registry.module_dict)
+        names += [prefix + name for name in registry.module_dict]
         registry = registry.parent
     return names
 
@@ -277,12 +288,11 @@ def unknown_type_error(cfg_dict: dict, built: dict, registry):
     where = [w for w, node in _typed_dicts(cfg_dict, '')
              if node.get('type') == type_]
     key = f'{where[0]}.type' if where else 'type'
-    scope = f'{registry.scope}::{registry.name}' if registry else 'registry'
-    hint = _suggest(type_, _registered_names(registry), 0.6) if registry \
-        else ''
+    hint = _suggest(type_, _registered_names(registry, type_), 0.6)
     return BadInputError(
-        f'{key}={type_!r} is not registered in {scope}{hint}; a module '
-        'of another package needs it in custom_imports')
+        f'{key}={type_!r} is not registered in {registry.scope}::'
+        f'{registry.name}{hint}; if a module defines it, the config must '
+        'import that module (custom_imports)')
 
 
 @contextlib.contextmanager

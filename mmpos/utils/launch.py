@@ -82,9 +82,10 @@ def drop_disabled_hooks(cfg):
         del hooks[name]
 
 
-def check_work_dir(work_dir, resume):
+def check_work_dir(work_dir, fresh_training=False):
     """Refuse a work dir that a running run holds (:func:`work_dir_lock`),
-    and a fresh run on top of another run's checkpoints.
+    and (``fresh_training``) a fresh training on top of another run's
+    checkpoints.
 
     mmengine names checkpoints ``iter_N.pth``/``epoch_N.pth``, so a second
     fresh run in the same work dir would silently overwrite the first one's.
@@ -92,7 +93,7 @@ def check_work_dir(work_dir, resume):
     with work_dir_lock(work_dir, create=False):
         pass
     marker = osp.join(work_dir, 'last_checkpoint')
-    if resume or not osp.isfile(marker):
+    if not fresh_training or not osp.isfile(marker):
         return
     with open(marker) as f:
         last = f.read().strip()

@@ -42,8 +42,14 @@ def main(argv=None):
     from mmpos.apis.features import data_mean_std
     if args.size and len(args.size) > 2:
         raise BadInputError(f'--size takes H [W], got {args.size}')
-    backbone = init_backbone(args.config, args.checkpoint, args.device,
-                             out_indices=args.layers, prefix=args.prefix)
+    try:
+        backbone = init_backbone(args.config, args.checkpoint, args.device,
+                                 out_indices=args.layers, prefix=args.prefix)
+    except ValueError as err:  # the backbone refuses the out_indices
+        if args.layers is None or isinstance(err, BadInputError):
+            raise
+        raise BadInputError(f'--layers {" ".join(map(str, args.layers))}: '
+                            f'{err}') from err
     size = args.size or list(getattr(backbone, 'img_size', (224, 224)))
     size = (size[0], size[-1])
     mean, std = data_mean_std(args.config)

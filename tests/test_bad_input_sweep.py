@@ -621,7 +621,14 @@ def test_cli_main_keeps_bugs_visible(monkeypatch):
     def main(error):
         raise error
 
-    for bug in (ZeroDivisionError('bug'), KeyError('k'), RuntimeError('x')):
+    import errno
+    with pytest.raises(SystemExit, match=r'^tool.py: error: /data/w: '
+                       r'Read-only file system$'):
+        main(OSError(errno.EROFS, 'Read-only file system', '/data/w'))
+    with pytest.raises(SystemExit, match=r'^tool.py: error: No space left'):
+        main(OSError(errno.ENOSPC, 'No space left on device'))
+    for bug in (ZeroDivisionError('bug'), KeyError('k'), RuntimeError('x'),
+                OSError(errno.EIO, 'I/O error')):
         with pytest.raises(type(bug)):
             main(bug)
     with pytest.raises(SystemExit, match=r'^tool.py: error: bad value 3$'):

@@ -35,8 +35,8 @@ from mmpos.utils.cli import exit_on_bad_input
 from mmpos.utils.config_check import blame_config
 from mmpos.utils.launch import (LaunchError, check_checkpoint_paths,
                                 check_work_dir, global_rank, load_config,
-                                resume_checkpoint, start_cpu_process_group,
-                                work_dir_lock)
+                                quiet_frozen_parameters, resume_checkpoint,
+                                start_cpu_process_group, work_dir_lock)
 
 
 def parse_args(argv=None):
@@ -149,6 +149,7 @@ def main(argv=None):
             # load_from (fine-tuning): at least one
             runner.register_hook(CheckpointFitHook(
                 cfg.get('load_from'), strict=bool(cfg.get('resume'))))
+            quiet_frozen_parameters(runner.logger)
             runner.train()
     # A process group left for the interpreter's exit to tear down can abort
     # a rank ("terminate called without an active exception", seen with 2

@@ -17,7 +17,8 @@ Then, while ``main`` runs,
 * the errors that come from what the user gave (:data:`USER_ERRORS`: every
   :class:`~mmpos.utils.errors.BadInputError` -- bad data, config values,
   unreadable or unfitting checkpoints, launch problems -- and ``OSError``\\ s
-  about a path: missing, existing, a directory, no permission) end the
+  about a path: missing, existing, a directory, no permission, a
+  read-only file system, a full disk or quota) end the
   process with status 1 and one line ``my_tool.py: error: <message>`` on
   stderr; the message names the file, key or value;
 * ``sys.exit('message')`` / ``raise SystemExit('message')`` inside the tool
@@ -30,6 +31,7 @@ Then, while ``main`` runs,
 Tests call ``main([...])`` in-process and catch ``SystemExit``.
 """
 import contextlib
+import errno
 import functools
 import os
 import re
@@ -40,6 +42,9 @@ from .errors import BadInputError
 # Errors that the tools print as one line (MMPOS_DEBUG=1: traceback).
 USER_ERRORS = (BadInputError, FileNotFoundError, FileExistsError,
                IsADirectoryError, NotADirectoryError, PermissionError)
+# Other OSErrors about where the user asked to write: a read-only file
+# system, a full disk or quota.
+USER_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT})
 
 
 def one_line(err: BaseException) -> str:
@@ -67,6 +72,11 @@ def exit_on_bad_input(prog: str, errors=()):
         if os.environ.get('MMPOS_DEBUG'):
             raise
         sys.exit(f'{prog}: error: {one_line(err)}')
+    except OSError as err:
+        if err.errno not in USER_ERRNOS or os.environ.get('MMPOS_DEBUG'):
+            raise
+        where = f'{err.filename}: ' if err.filename else ''
+        sys.exit(f'{prog}: error: {where}{err.strerror}')
     except SystemExit as exit_:
         code = exit_.code
         stem = prog[:-3] if prog.endswith('.py') else prog

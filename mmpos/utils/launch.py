@@ -11,10 +11,12 @@
 * :func:`check_checkpoint_paths`: missing or unreadable checkpoints refused
   before anything is built;
 * :func:`start_cpu_process_group`: distributed runs on CPU-only machines,
-  where mmengine's own ``init_dist`` calls ``torch.cuda.set_device``.
+  where mmengine's own ``init_dist`` calls ``torch.cuda.set_device``;
+* :func:`quiet_frozen_parameters`: no WARNING per frozen parameter.
 """
 import contextlib
 import fcntl
+import logging
 import os
 import os.path as osp
 import re
@@ -304,3 +306,22 @@ def start_cpu_process_group(cfg, launcher):
             broadcast_buffers=False,
             find_unused_parameters=cfg.get('find_unused_parameters', False))
     return True
+
+
+class _FrozenParameterFilter(logging.Filter):
+
+    def filter(self, record):
+        if record.levelno == logging.WARNING and \
+                'is skipped since its requires_grad=False' in \
+                record.getMessage():
+            record.levelno, record.levelname = logging.DEBUG, 'DEBUG'
+        return True
+
+
+def quiet_frozen_parameters(logger: logging.Logger) -> None:
+    """Log mmengine's ``<param> is skipped since its requires_grad=False``
+    (one WARNING per frozen parameter while the optimizer is built: dozens
+    for a frozen backbone or an EMA teacher, all expected) at DEBUG on
+    ``logger`` (the runner's)."""
+    if not any(isinstance(f, _FrozenParameterFilter) for f in logger.filters):
+        logger.addFilter(_FrozenParameterFilter())

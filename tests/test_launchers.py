@@ -131,7 +131,8 @@ def test_frozen_parameters_are_not_warned_about(tmp_path):
     quiet_frozen_parameters(logger)
     model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
     model[0].requires_grad_(False)
-    build_optim_wrapper(model, dict(optimizer=dict(type='SGD', lr=0.1),
+    build_optim_wrapper(model, dict(optimizer=dict(type='SGD', lr=0.1,
+                                                   weight_decay=0.01),
                                     paramwise_cfg=dict(norm_decay_mult=0.)))
     print_log('another warning', logger='current', level=30)
     text = log.read_text()

@@ -31,7 +31,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 from mmengine.config import DictAction  # noqa: E402
 
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.utils.cli import cli_main, distinct_stems  # noqa: E402
 from mmpos.utils.errors import BadInputError  # noqa: E402
 
 SCOPES = ('mmdet', 'mmseg')
@@ -117,23 +117,6 @@ def config_dataset_meta(cfg) -> dict:
     return meta
 
 
-def output_names(paths):
-    """``{path: file name}``: ``<stem>_pred.png``, or with the folders
-    that tell images of the same name apart (``a/x.jpg b/x.jpg`` ->
-    ``a_x_pred.png``, ``b_x_pred.png``)."""
-    stems = [osp.splitext(osp.basename(p))[0] for p in paths]
-    root = osp.commonpath([osp.abspath(p) for p in paths])
-    if len(paths) == 1:
-        root = osp.dirname(root)
-    names = {}
-    for path, stem in zip(paths, stems):
-        if stems.count(stem) > 1:
-            stem = osp.splitext(osp.relpath(osp.abspath(path), root))[0]
-            stem = stem.replace(os.sep, '_')
-        names[path] = f'{stem}_pred.png'
-    return names
-
-
 @cli_main('infer.py')
 def main(argv=None):
     args = parse_args(argv)
@@ -156,10 +139,7 @@ def main(argv=None):
     model.dataset_meta = load_whole_model(model, args.checkpoint) or \
         config_dataset_meta(cfg)
     visualizer.dataset_meta = model.dataset_meta
-    names = output_names(args.images)
-    if len(set(names.values())) < len(names):
-        raise BadInputError('an image is given twice: '
-                            f'{" ".join(args.images)}')
+    stems = distinct_stems(args.images)
     skipped = []
     for path in args.images:
         try:
@@ -173,7 +153,7 @@ def main(argv=None):
             continue
         sample = predict(image)
         os.makedirs(args.out_dir, exist_ok=True)
-        out = osp.join(args.out_dir, names[path])
+        out = osp.join(args.out_dir, f'{stems[path]}_pred.png')
         extra = dict(pred_score_thr=args.score_thr) if cfg.default_scope \
             == 'mmdet' else {}
         if cfg.default_scope == 'mmseg':

@@ -34,6 +34,7 @@ import contextlib
 import errno
 import functools
 import os
+import os.path as osp
 import re
 import sys
 
@@ -102,4 +103,29 @@ def cli_main(prog: str, errors=()):
     return decorate
 
 
-__all__ = ['USER_ERRORS', 'cli_main', 'exit_on_bad_input', 'one_line']
+def distinct_stems(paths) -> dict:
+    """``{path: stem}`` for naming a tool's outputs after its input files:
+    the file name without extension, or, for names that several inputs
+    share, the path below their common folder with ``_`` for ``/``
+    (``a/x.jpg b/x.jpg`` -> ``a_x``, ``b_x``), so that no output
+    overwrites another.
+
+    Raises:
+        BadInputError: when a file is given twice.
+    """
+    stems = [osp.splitext(osp.basename(p))[0] for p in paths]
+    full = [osp.abspath(p) for p in paths]
+    if len(set(full)) < len(full):
+        raise BadInputError(f'an input file is given twice: {" ".join(paths)}')
+    root = osp.commonpath(full) if len(full) > 1 else ''
+    return {
+        path: (osp.splitext(osp.relpath(f, root))[0].replace(os.sep, '_')
+               if stems.count(stem) > 1 else stem)
+        for path, f, stem in zip(paths, full, stems)
+    }
+
+
+__all__ = [
+    'USER_ERRORS', 'cli_main', 'distinct_stems', 'exit_on_bad_input',
+    'one_line'
+]

@@ -24,7 +24,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
 from mmpos.apis.cli import backbone_parser  # noqa: E402
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.utils.cli import cli_main, distinct_stems  # noqa: E402
 from mmpos.utils.errors import BadInputError  # noqa: E402
 
 
@@ -60,8 +60,9 @@ def main(argv=None):
     mean, std = data_mean_std(args.config)
     os.makedirs(args.out_dir, exist_ok=True)
     written = []
+    stems = distinct_stems(args.images)
     for path, image in zip(args.images, read_images(args.images)):
-        stem = osp.join(args.out_dir, osp.splitext(osp.basename(path))[0])
+        stem = osp.join(args.out_dir, stems[path])
         written.append(save_png(
             pca_picture(backbone, image, args.sizes, mean, std, args.tile),
             stem + '_pca.png'))

@@ -33,6 +33,7 @@ from mmengine.config import DictAction  # noqa: E402
 
 from mmpos.utils.cli import cli_main, distinct_stems  # noqa: E402
 from mmpos.utils.errors import BadInputError  # noqa: E402
+from mmpos.utils.launch import check_work_dir  # noqa: E402
 
 SCOPES = ('mmdet', 'mmseg')
 
@@ -135,6 +136,7 @@ def main(argv=None):
     for path in args.images:
         if not osp.isfile(path):
             raise FileNotFoundError(f'image not found: {path}')
+    check_work_dir(args.out_dir)  # not one a training run is using
     model, predict, visualizer = build(cfg, args.device)
     model.dataset_meta = load_whole_model(model, args.checkpoint) or \
         config_dataset_meta(cfg)

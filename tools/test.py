@@ -18,10 +18,8 @@ wrapped by ``cfg.tta_model`` (e.g. ``SegTTAModel``), which merges the
 predictions of the augmented views.
 """
 import argparse
-import os
 
 import mmengine
-from mmengine.config import DictAction
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
@@ -31,9 +29,9 @@ from mmpos.datasets.validate import check_config_datasets
 from mmpos.engine.hooks import CheckpointFitHook
 from mmpos.utils.cli import exit_on_bad_input
 from mmpos.utils.config_check import blame_config
-from mmpos.utils.launch import (LaunchError, check_checkpoint_paths,
-                                check_work_dir,
-                                global_rank, load_config,
+from mmpos.utils.launch import (LaunchError, add_launch_arguments,
+                                apply_launch_arguments, check_checkpoint_paths,
+                                check_work_dir, global_rank, load_config,
                                 start_cpu_process_group, work_dir_lock)
 
 
@@ -49,34 +47,13 @@ def parse_args(argv=None):
         action='store_true',
         help="test-time augmentation: the config's tta_pipeline and "
         'tta_model (multi-scale and flip for mmseg configs)')
-    parser.add_argument(
-        '--skip-data-check',
-        action='store_true',
-        help='do not validate the test annotations before starting')
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='override config entries, e.g. test_dataloader.batch_size=1')
-    parser.add_argument(
-        '--launcher',
-        choices=['none', 'pytorch', 'slurm'],
-        default='none',
-        help='job launcher')
-    parser.add_argument('--local-rank', '--local_rank', type=int, default=0)
-    args = parser.parse_args(argv)
-    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
-    return args
+    add_launch_arguments(parser)
+    return parser.parse_args(argv)
 
 
 def merge_args(cfg, args):
     """The command line's choices in ``cfg``."""
-    cfg.launcher = args.launcher
-    if args.work_dir is not None:
-        cfg.work_dir = args.work_dir
-    elif cfg.get('work_dir') is None:
-        name = os.path.splitext(os.path.basename(args.config))[0]
-        cfg.work_dir = os.path.join('work_dirs', name)
+    apply_launch_arguments(cfg, args)
     check_work_dir(cfg.work_dir)  # not one a training run is using
     cfg.load_from = args.checkpoint
     check_checkpoint_paths(cfg, 'checkpoint')

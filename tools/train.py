@@ -20,10 +20,8 @@ newest intact checkpoint and stops when there is none (``--auto-resume``
 starts fresh then); distributed runs work on CPU (gloo).
 """
 import argparse
-import os
 
 import torch
-from mmengine.config import DictAction
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
@@ -33,7 +31,8 @@ from mmpos.datasets.validate import check_config_datasets
 from mmpos.engine.hooks import CheckpointFitHook, NonFiniteLossError
 from mmpos.utils.cli import exit_on_bad_input
 from mmpos.utils.config_check import blame_config
-from mmpos.utils.launch import (LaunchError, check_checkpoint_paths,
+from mmpos.utils.launch import (LaunchError, add_launch_arguments,
+                                apply_launch_arguments, check_checkpoint_paths,
                                 check_work_dir, global_rank, load_config,
                                 quiet_frozen_parameters, resume_checkpoint,
                                 start_cpu_process_group, work_dir_lock)
@@ -67,35 +66,13 @@ def parse_args(argv=None):
         action='store_true',
         help='scale the lr by the actual total batch / '
         'auto_scale_lr.base_batch_size of the config')
-    parser.add_argument(
-        '--skip-data-check',
-        action='store_true',
-        help='do not validate the train/val annotations before starting')
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='override config entries, e.g. train_cfg.max_iters=100')
-    parser.add_argument(
-        '--launcher',
-        choices=['none', 'pytorch', 'slurm'],
-        default='none',
-        help='job launcher')
-    # torch.distributed.launch passes --local-rank; torchrun sets LOCAL_RANK.
-    parser.add_argument('--local-rank', '--local_rank', type=int, default=0)
-    args = parser.parse_args(argv)
-    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
-    return args
+    add_launch_arguments(parser)
+    return parser.parse_args(argv)
 
 
 def merge_args(cfg, args):
     """The command line's choices in ``cfg``."""
-    cfg.launcher = args.launcher
-    if args.work_dir is not None:
-        cfg.work_dir = args.work_dir
-    elif cfg.get('work_dir') is None:
-        name = os.path.splitext(os.path.basename(args.config))[0]
-        cfg.work_dir = os.path.join('work_dirs', name)
+    apply_launch_arguments(cfg, args)
 
     resume = args.resume is not None or args.auto_resume
     check_work_dir(cfg.work_dir, fresh_training=not resume)

@@ -1,6 +1,8 @@
 """The gaps mmengine's Runner leaves, filled for ``tools/train.py`` and
 ``tools/test.py`` by small named functions:
 
+* :func:`add_launch_arguments`, :func:`apply_launch_arguments`: the
+  options both tools share, the default work dir ``work_dirs/<config>``;
 * :func:`load_config`: a config file read with one-line errors and its
   misspelled keys refused (:mod:`mmpos.utils.config_check`);
 * :func:`work_dir_lock`: one run per work dir, and what a failed run wrote
@@ -28,7 +30,7 @@ import time
 
 import torch
 import torch.distributed as torch_dist
-from mmengine.config import Config
+from mmengine.config import Config, DictAction
 
 from .checkpoint_io import check_checkpoint_file, checkpoint_problem
 from .config_check import config_key_problems, new_option_keys
@@ -43,6 +45,40 @@ def global_rank() -> int:
     """This process' rank before any process group exists: ``RANK``
     (torchrun) or ``SLURM_PROCID`` (srun), else 0."""
     return int(os.environ.get('RANK', os.environ.get('SLURM_PROCID', 0)))
+
+
+def add_launch_arguments(parser) -> None:
+    """``--skip-data-check``, ``--cfg-options``, ``--launcher`` and
+    ``--local-rank`` (which ``torch.distributed.launch`` passes; torchrun
+    sets ``LOCAL_RANK``)."""
+    parser.add_argument(
+        '--skip-data-check',
+        action='store_true',
+        help='do not validate the annotations of the datasets the run '
+        'reads before starting')
+    parser.add_argument(
+        '--cfg-options',
+        nargs='+',
+        action=DictAction,
+        help='override config entries, e.g. train_cfg.max_iters=100')
+    parser.add_argument(
+        '--launcher',
+        choices=['none', 'pytorch', 'slurm'],
+        default='none',
+        help='job launcher')
+    parser.add_argument('--local-rank', '--local_rank', type=int, default=0)
+
+
+def apply_launch_arguments(cfg, args) -> None:
+    """``cfg.launcher``, ``LOCAL_RANK`` and ``cfg.work_dir``: ``--work-dir``
+    > the config's ``work_dir`` > ``work_dirs/<config file name>``."""
+    os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
+    cfg.launcher = args.launcher
+    if args.work_dir is not None:
+        cfg.work_dir = args.work_dir
+    elif cfg.get('work_dir') is None:
+        name = osp.splitext(osp.basename(args.config))[0]
+        cfg.work_dir = osp.join('work_dirs', name)
 
 
 def load_config(path, cfg_options=None):

@@ -288,7 +288,7 @@ def unknown_type_error(cfg_dict: dict, built: dict, registry):
     where = [w for w, node in _typed_dicts(cfg_dict, '')
              if node.get('type') == type_]
     key = f'{where[0]}.type' if where else 'type'
-    hint = _suggest(type_, _registered_names(registry, type_), 0.6)
+    hint = _suggest(type_, _registered_names(registry, type_), 0.7)
     return BadInputError(
         f'{key}={type_!r} is not registered in {registry.scope}::'
         f'{registry.name}{hint}; if a module defines it, the config must '

@@ -138,3 +138,30 @@ def test_frozen_parameters_are_not_warned_about(tmp_path):
     text = log.read_text()
     assert 'requires_grad=False' not in text
     assert 'another warning' in text
+
+
+def test_resume_and_auto_resume(tmp_path):
+    """--resume on a work dir without checkpoint stops; --auto-resume starts
+    fresh there and resumes the newest checkpoint where there is one."""
+    import importlib.util
+
+    from mmpos.utils.launch import LaunchError, load_config
+    spec = importlib.util.spec_from_file_location('train_tool',
+                                                  REPO / 'tools/train.py')
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+
+    def merged(*options):
+        args = train.parse_args([SEG_CONFIG, '--work-dir', str(tmp_path),
+                                 '--skip-data-check', *options])
+        return train.merge_args(load_config(SEG_CONFIG), args)
+
+    with pytest.raises(LaunchError, match=f'nothing to resume in {tmp_path}'):
+        merged('--resume')
+    cfg = merged('--auto-resume')
+    assert not cfg.resume and cfg.load_from is None
+    torch.save({'state_dict': {}}, tmp_path / 'iter_2.pth')
+    (tmp_path / 'last_checkpoint').write_text(str(tmp_path / 'iter_2.pth'))
+    for option in ('--resume', '--auto-resume'):
+        cfg = merged(option)
+        assert cfg.resume and cfg.load_from == str(tmp_path / 'iter_2.pth')

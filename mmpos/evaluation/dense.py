@@ -113,3 +113,54 @@ def resize_maps(maps: Sequence[np.ndarray], size: Tuple[int, int],
                                                                      None],
                          size=size, mode='nearest')[0, 0] for m in maps]
     return torch.stack(out).to(dtype)
+
+
+def split_features(backbone, paths: Sequence[str], size, mean, std,
+                   batch_size: int = 32,
+                   device='cpu') -> Dict[str, List[Optional[Tensor]]]:
+    """:func:`dense_features` of image files, read and preprocessed
+    (:func:`mmpos.evaluation.frozen.load_inputs`, resized to ``size``) one
+    batch at a time."""
+    from .frozen import load_inputs
+    parts = [dense_features(backbone, load_inputs(
+        paths[start:start + batch_size], size, mean, std), batch_size,
+                            device)
+             for start in range(0, len(paths), batch_size)]
+    if not parts:
+        raise BadInputError('no image to extract features from')
+    return {key: [None if parts[0][key][i] is None else torch.cat(
+        [p[key][i] for p in parts]) for i in range(len(parts[0][key]))]
+            for key in ('patch', 'cls')}
+
+
+def image_size(size) -> Tuple[int, int]:
+    """``(h, w)`` of an int or a pair."""
+    return (size, size) if isinstance(size, int) else tuple(size)
+
+
+def probe_dataset(cfg, split: str, data_root: Optional[str] = None) -> dict:
+    """``<split>_dataloader.dataset`` of a probe config (``data_root``
+    replaced where given), recursing into dataset wrappers."""
+    loader = cfg.get(f'{split}_dataloader')
+    if not loader or 'dataset' not in loader:
+        raise BadInputError(f'{cfg.filename}: no {split}_dataloader.dataset')
+    dataset = dict(loader['dataset'])
+    while 'dataset' in dataset:  # RepeatDataset and co.
+        dataset = dict(dataset['dataset'])
+    if data_root:
+        dataset['data_root'] = data_root
+    return dataset
+
+
+def probe_settings(cfg, key: str, defaults: dict, **overrides) -> dict:
+    """``cfg[key]`` over ``defaults``, then the non-``None``
+    ``overrides``; unknown keys are an error naming the config."""
+    settings = dict(defaults)
+    given = dict(cfg.get(key) or {})
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise BadInputError(f'{cfg.filename}: unknown {key} settings '
+                            f'{unknown} (known: {sorted(defaults)})')
+    settings.update(given)
+    settings.update({k: v for k, v in overrides.items() if v is not None})
+    return settings

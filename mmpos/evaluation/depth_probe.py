@@ -311,3 +311,75 @@ def depth_metrics(pred: Tensor, gt: Tensor, min_depth_eval: float = 1e-3,
     metric.process({}, samples)
     MMLogger.get_instance('mmpos')  # DepthMetric logs its table there
     return metric.compute_metrics(metric.results)
+
+
+# Head / training / evaluation settings of a depth probe and their defaults
+# (``configs/dense_probes/depth_*.py`` ``depth_probe``): DINOv2's head;
+# the training schedule is ours (the authors' training configs are not
+# public; their code fixes the head and the loss only).
+HEAD_KEYS = ('classify', 'n_bins', 'bins_strategy', 'norm_strategy',
+             'min_depth', 'max_depth', 'upsample')
+FIT_KEYS = ('iters', 'batch_size', 'lr', 'weight_decay')
+EVAL_KEYS = ('min_depth_eval', 'max_depth_eval', 'crop_type')
+
+
+def run_depth_probe(train_feats: dict, train_depths: Tensor, val_feats: dict,
+                    val_depths: Tensor, seed: int = 0, cls_token: bool = True,
+                    **settings) -> Tuple[Dict[str, float], Tensor]:
+    """Fit the probe on the training features and depths, predict the
+    validation depths ``(M, H, W)`` and score them
+    (:func:`depth_metrics`).
+
+    Args:
+        settings: :class:`LinearDepthHead` (:data:`HEAD_KEYS`),
+            :func:`fit_depth_probe` (:data:`FIT_KEYS`) and
+            :func:`depth_metrics` (:data:`EVAL_KEYS`) arguments.
+
+    Returns:
+        ``(metrics, predicted depths (M, H, W))``.
+    """
+    unknown = sorted(set(settings) - set(HEAD_KEYS + FIT_KEYS + EVAL_KEYS))
+    if unknown:
+        raise BadInputError(f'unknown depth probe settings {unknown}')
+    head = fit_depth_probe(
+        train_feats, train_depths, cls_token=cls_token, seed=seed,
+        **{k: v for k, v in settings.items() if k in HEAD_KEYS + FIT_KEYS})
+    pred = predict_depth(head, val_feats, tuple(val_depths.shape[-2:]),
+                         cls_token)
+    metrics = depth_metrics(pred, val_depths, **{
+        k: v for k, v in settings.items() if k in EVAL_KEYS})
+    return metrics, pred
+
+
+# ``depth_probe`` of a probe config: data settings, then run_depth_probe's.
+DEPTH_PROBE = dict(blocks=1, cls_token=True, size=224, max_train_images=None,
+                   classify=True, n_bins=256, bins_strategy='UD',
+                   norm_strategy='linear', min_depth=1e-3, max_depth=10.,
+                   upsample=4, iters=500, batch_size=16, lr=1e-3,
+                   weight_decay=1e-4)
+
+
+def depth_split(cfg, split: str, size, data_root: Optional[str] = None,
+                max_images: Optional[int] = None
+                ) -> Tuple[List[str], Tensor]:
+    """``(image paths, depths (N, h, w) metres)`` of a probe config's
+    ``train`` / ``val`` split (mmseg ``NYUDataset`` or alike), the depths
+    read by mmseg's ``LoadDepthAnnotation`` (the config's
+    ``depth_rescale_factor``) and resized (nearest) to ``size``."""
+    from .dense import (dataset_files, image_size, probe_dataset,
+                        read_depth_maps, resize_maps)
+    dataset = probe_dataset(cfg, split, data_root)
+    factor = next((t.get('depth_rescale_factor', 1.) for t in
+                   cfg[f'{split}_dataloader'].dataset.get('pipeline', [])
+                   if t.get('type') == 'LoadDepthAnnotation'), 1e-3)
+    infos, _ = dataset_files(dataset, 'depth_map_path')
+    infos = infos[:max_images] if max_images else infos
+    depths = resize_maps(read_depth_maps(infos, factor), image_size(size))
+    return [info['img_path'] for info in infos], depths
+
+
+def depth_eval_settings(cfg) -> dict:
+    """:data:`EVAL_KEYS` of the probe config's ``val_evaluator``
+    (mmseg ``DepthMetric``), for inputs of the probe's size."""
+    evaluator = dict(cfg.get('val_evaluator') or {})
+    return {k: evaluator[k] for k in EVAL_KEYS if k in evaluator}

@@ -8,7 +8,6 @@
 data_root = 'data/SPair-71k'
 correspondence_probe = dict(
     split='test',
-    blocks=1,
     size=448,  # ours: a multiple of 14 and 16 (patch sizes)
     by='bbox',  # 'image': thresholds from max(H, W) of the target image
     alphas=(0.05, 0.1))

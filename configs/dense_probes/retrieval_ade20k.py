@@ -10,4 +10,4 @@
 # 16 / 8 models, 504 for patch 14); the whole training set is the memory.
 _base_ = ['../_base_/datasets/ade20k_512x512.py']
 
-retrieval_probe = dict(blocks=1, size=512, k=30, temperature=0.02)
+retrieval_probe = dict(size=512, k=30, temperature=0.02)

@@ -2,4 +2,4 @@
 # `python tools/misc/make_mini_data.py data/mini --which ade --img-size 64`.
 _base_ = ['../_base_/datasets/mini_ade.py']
 
-retrieval_probe = dict(blocks=1, size=64, k=30, temperature=0.02)
+retrieval_probe = dict(size=64, k=30, temperature=0.02)

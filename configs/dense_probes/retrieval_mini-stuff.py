@@ -3,4 +3,4 @@
 # data/mini --which stuff --img-size 64`.
 _base_ = ['../_base_/datasets/mini_stuff.py']
 
-retrieval_probe = dict(blocks=1, size=64, k=30, temperature=0.02)
+retrieval_probe = dict(size=64, k=30, temperature=0.02)

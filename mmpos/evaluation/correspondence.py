@@ -176,3 +176,28 @@ def correspondence_pck(pairs: Sequence[dict], src_feats: Sequence[Tensor],
         hits.append(pck_hits(pred, pair['trg_kps'], pck_threshold(
             pair['trg_bbox'], trg_hw, by), alphas))
     return pck(hits), preds
+
+
+# ``correspondence_probe`` of a probe config.
+CORRESPONDENCE_PROBE = dict(split='test', size=448, by='bbox',
+                            alphas=PCK_ALPHAS)
+
+
+def pair_features(backbone, pairs: Sequence[dict], size, mean, std,
+                  batch_size: int = 32, device='cpu'):
+    """Last-output patch maps of every pair's source and target image
+    (resized to ``size``) and the images' original ``(H, W)``: ``(src
+    feats, trg feats, hws)`` as :func:`correspondence_pck` takes them."""
+    from PIL import Image
+
+    from .dense import split_features
+    paths = [p['src_img'] for p in pairs] + [p['trg_img'] for p in pairs]
+    feats = split_features(backbone, paths, size, mean, std, batch_size,
+                           device)['patch'][-1]
+    sizes = []
+    for path in paths:
+        with Image.open(path) as img:
+            sizes.append((img.height, img.width))
+    num = len(pairs)
+    return (list(feats[:num]), list(feats[num:]),
+            list(zip(sizes[:num], sizes[num:])))

@@ -164,3 +164,18 @@ def probe_settings(cfg, key: str, defaults: dict, **overrides) -> dict:
     settings.update(given)
     settings.update({k: v for k, v in overrides.items() if v is not None})
     return settings
+
+
+def probe_backbone(config, checkpoint: Optional[str], blocks: int = 1,
+                   device='cpu', prefix: str = 'backbone.'):
+    """:func:`mmpos.apis.init_backbone` with the last ``blocks`` blocks out
+    (:func:`last_blocks`); ``checkpoint`` ``None`` or ``'none'``: random
+    init."""
+    from mmpos.apis import init_backbone
+    checkpoint = None if checkpoint in (None, 'none') else checkpoint
+    first = init_backbone(config, checkpoint, device, prefix=prefix)
+    if blocks == 1 and list(getattr(first, 'out_indices', [])) == [
+            getattr(first, 'num_layers', 0) - 1]:
+        return first
+    return init_backbone(config, checkpoint, device, prefix=prefix,
+                         out_indices=last_blocks(first, blocks))

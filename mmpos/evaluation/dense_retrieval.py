@@ -146,3 +146,24 @@ def hummingbird_miou(train_feats: Tensor, train_labels: Tensor,
                           val_labels.shape[-2:])
     metrics = miou(pred, val_labels, classes, ignore_index)
     return (metrics, pred) if return_pred else metrics
+
+
+# ``retrieval_probe`` of a probe config.
+RETRIEVAL_PROBE = dict(size=512, k=30, temperature=0.02)
+
+
+def seg_split(cfg, split: str, size, data_root: Optional[str] = None):
+    """``(image paths, labels (N, h, w) long, classes, ignore_index)`` of a
+    probe config's ``train`` / ``val`` split (any mmseg segmentation
+    dataset), labels read by mmseg's ``LoadAnnotations`` (the dataset's
+    ``reduce_zero_label``) and resized (nearest) to ``size``."""
+    from .dense import (dataset_files, image_size, probe_dataset,
+                        read_label_maps, resize_maps)
+    infos, meta = dataset_files(probe_dataset(cfg, split, data_root),
+                                'seg_map_path')
+    labels = resize_maps(read_label_maps(infos), image_size(size),
+                         torch.long)
+    ignore = infos[0].get('ignore_index', 255)
+    return [i['img_path'] for i in infos], labels, tuple(
+        meta['classes']), ignore
+

@@ -69,9 +69,8 @@ def main(argv=None):
     args = parse_args(argv)
     from mmengine.config import Config
 
-    from mmpos.apis import init_backbone
     from mmpos.apis.features import data_mean_std
-    from mmpos.evaluation.dense import (last_blocks, probe_settings,
+    from mmpos.evaluation.dense import (probe_backbone, probe_settings,
                                         split_features)
     from mmpos.evaluation.depth_probe import (DEPTH_PROBE, FIT_KEYS,
                                               HEAD_KEYS, depth_eval_settings,
@@ -85,12 +84,8 @@ def main(argv=None):
     settings = probe_settings(
         cfg, 'depth_probe', DEPTH_PROBE, blocks=args.blocks,
         iters=args.iters, cls_token=False if args.no_cls_token else None)
-    checkpoint = None if args.checkpoint == 'none' else args.checkpoint
-    backbone = init_backbone(args.config, checkpoint, args.device,
-                             prefix=args.prefix)
-    blocks = last_blocks(backbone, settings['blocks'])
-    backbone = init_backbone(args.config, checkpoint, args.device,
-                             out_indices=blocks, prefix=args.prefix)
+    backbone = probe_backbone(args.config, args.checkpoint,
+                              settings['blocks'], args.device, args.prefix)
     mean, std = data_mean_std(args.config)
     start = time.perf_counter()
     data = {}
@@ -111,7 +106,8 @@ def main(argv=None):
     settings_out = dict(
         config=args.config, checkpoint=args.checkpoint, probe=args.probe,
         train_images=len(data['train'][0]),
-        val_images=len(data['val'][0]), blocks=list(blocks),
+        val_images=len(data['val'][0]),
+        blocks=list(backbone.out_indices),
         seed=args.seed, **{k: settings[k] for k in ('cls_token', 'size')},
         **probe, **depth_eval_settings(cfg),
         feature_seconds=round(seconds_features, 1),

@@ -1,0 +1,123 @@
+"""In-context dense retrieval (Hummingbird) of a frozen backbone (mIoU).
+
+    python tools/analysis_tools/dense_retrieval.py CONFIG CHECKPOINT
+        --probe PROBE_CONFIG --work-dir DIR [--data-root ROOT]
+        [--size S] [--k 30] [--temperature 0.02] [--pictures N]
+        [--prefix backbone.] [--device cpu|cuda]
+
+The backbone comes from CONFIG and CHECKPOINT (``none``: random init), as
+for ``knn_eval.py``. PROBE_CONFIG (``configs/dense_probes/retrieval_*.py``)
+gives the data (``train_dataloader`` / ``val_dataloader`` datasets, any
+mmseg segmentation dataset: ADE20K, mini-ADE, mini-stuff) and
+``retrieval_probe`` (input size, ``k``, ``temperature``). The last block's
+patch features of every training image and their patch label
+distributions form the memory; every validation patch is labelled by its
+``k`` nearest memory patches (:mod:`mmpos.evaluation.dense_retrieval`). No
+parameter is trained.
+
+Writes ``DIR/metrics.json`` (``retrieval/mIoU``, ``mAcc``, ``aAcc``, from
+mmseg's ``IoUMetric``) and ``DIR/result.md``; with ``--pictures N``,
+``DIR/retrieval_pictures.png``: image, true and retrieved labels of the
+first N validation images.
+"""
+import os.path as osp
+import sys
+import time
+
+sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
+    __file__)))))
+
+from mmpos.apis.cli import backbone_parser  # noqa: E402
+from mmpos.utils.cli import cli_main  # noqa: E402
+
+
+def parse_args(argv=None):
+    parser = backbone_parser(__doc__, images=False)
+    parser.add_argument('--probe', required=True,
+                        help='configs/dense_probes/retrieval_*.py')
+    parser.add_argument('--work-dir', required=True)
+    parser.add_argument('--data-root', help='data_root of both splits')
+    parser.add_argument('--size', type=int)
+    parser.add_argument('--k', type=int)
+    parser.add_argument('--temperature', type=float)
+    parser.add_argument('--pictures', type=int, default=4)
+    parser.add_argument('--batch-size', type=int, default=32)
+    return parser.parse_args(argv)
+
+
+def label_pictures(paths, labels, preds, num_classes, ignore, num, path):
+    """Image | true labels | retrieved labels rows (one colour per class,
+    ignored pixels black)."""
+    import numpy as np
+    from matplotlib import colormaps
+
+    from mmpos.analysis.pictures import save_png, tile_grid
+    from mmpos.apis.features import read_images
+    palette = colormaps['tab20'](np.arange(max(num_classes, 1)) % 20)[:, :3]
+
+    def paint(label):
+        label = label.numpy()
+        out = palette[np.clip(label, 0, num_classes - 1)]
+        out[label == ignore] = 0
+        return out
+
+    rows = [[img, paint(gt), paint(pred)] for img, gt, pred in zip(
+        read_images(paths[:num]), labels, preds)]
+    captions = [['image', 'true labels', 'retrieved']] * len(rows)
+    return save_png(tile_grid(rows, captions, 128), path)
+
+
+@cli_main('dense_retrieval.py')
+def main(argv=None):
+    args = parse_args(argv)
+    from mmengine.config import Config
+
+    from mmpos.apis.features import data_mean_std
+    from mmpos.evaluation.dense import (probe_backbone, probe_settings,
+                                        split_features)
+    from mmpos.evaluation.dense_retrieval import (RETRIEVAL_PROBE,
+                                                  hummingbird_miou, seg_split)
+    from mmpos.evaluation.frozen import write_result
+    for name in ('metrics.json', 'result.md'):
+        if osp.exists(osp.join(args.work_dir, name)):
+            raise FileExistsError(f'{osp.join(args.work_dir, name)} exists; '
+                                  'choose another work dir')
+    cfg = Config.fromfile(args.probe)
+    settings = probe_settings(cfg, 'retrieval_probe', RETRIEVAL_PROBE,
+                              size=args.size, k=args.k,
+                              temperature=args.temperature)
+    backbone = probe_backbone(args.config, args.checkpoint, 1, args.device,
+                              args.prefix)
+    mean, std = data_mean_std(args.config)
+    start = time.perf_counter()
+    data = {}
+    for split in ('train', 'val'):
+        paths, labels, classes, ignore = seg_split(cfg, split,
+                                                   settings['size'],
+                                                   args.data_root)
+        feats = split_features(backbone, paths, settings['size'], mean, std,
+                               args.batch_size, args.device)['patch'][-1]
+        data[split] = (paths, feats, labels)
+    metrics, pred = hummingbird_miou(
+        data['train'][1], data['train'][2], data['val'][1], data['val'][2],
+        classes, settings['k'], settings['temperature'], ignore,
+        return_pred=True)
+    metrics = {f'retrieval/{k}': float(v) for k, v in metrics.items()}
+    out = dict(config=args.config, checkpoint=args.checkpoint,
+               probe=args.probe, train_images=len(data['train'][0]),
+               val_images=len(data['val'][0]), classes=len(classes),
+               **settings, seconds=round(time.perf_counter() - start, 1))
+    paths = write_result(args.work_dir, metrics,
+                         'In-context dense retrieval (frozen features)', out)
+    if args.pictures:
+        paths += (label_pictures(data['val'][0], data['val'][2], pred,
+                                 len(classes), ignore, args.pictures,
+                                 osp.join(args.work_dir,
+                                          'retrieval_pictures.png')), )
+    for key, value in metrics.items():
+        print(f'{key}: {value:.2f}')
+    print(f'written {", ".join(paths)}')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,112 @@
+"""Zero-shot keypoint correspondence of a frozen backbone (PCK).
+
+    python tools/analysis_tools/keypoint_correspondence.py CONFIG CHECKPOINT
+        --probe PROBE_CONFIG --work-dir DIR [--data-root ROOT]
+        [--split test] [--by bbox|image] [--size S] [--categories C ...]
+        [--pictures N] [--prefix backbone.] [--device cpu|cuda]
+
+The backbone comes from CONFIG and CHECKPOINT (``none``: random init), as
+for ``knn_eval.py``. PROBE_CONFIG (``configs/dense_probes/
+correspondence_*.py``) gives ``data_root`` (SPair-71k's layout:
+``PairAnnotation/<split>/*.json``, ``JPEGImages/<category>/``) and
+``correspondence_probe`` (split, input size, PCK threshold from the target
+``bbox`` or ``image``, alphas). Each source keypoint is matched to the
+target patch of most similar feature (:mod:`mmpos.evaluation.
+correspondence`).
+
+Writes ``DIR/metrics.json`` (``correspondence/pck@0.05``, ``pck@0.1``, in
+percent over all keypoints) and ``DIR/result.md``; with ``--pictures N``,
+``DIR/matches.png``: the first N pairs, source and target side by side, a
+line per keypoint to its match (green: within 0.1 of the threshold).
+"""
+import os.path as osp
+import sys
+import time
+
+sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
+    __file__)))))
+
+from mmpos.apis.cli import backbone_parser  # noqa: E402
+from mmpos.utils.cli import cli_main  # noqa: E402
+
+
+def parse_args(argv=None):
+    parser = backbone_parser(__doc__, images=False)
+    parser.add_argument('--probe', required=True,
+                        help='configs/dense_probes/correspondence_*.py')
+    parser.add_argument('--work-dir', required=True)
+    parser.add_argument('--data-root')
+    parser.add_argument('--split')
+    parser.add_argument('--by', choices=['bbox', 'image'])
+    parser.add_argument('--size', type=int)
+    parser.add_argument('--categories', nargs='+')
+    parser.add_argument('--pictures', type=int, default=4)
+    parser.add_argument('--batch-size', type=int, default=32)
+    return parser.parse_args(argv)
+
+
+def match_pictures(pairs, preds, by, hws, num, path):
+    """One row per pair: source | target with the matches drawn."""
+    import numpy as np
+
+    from mmpos.analysis.pictures import draw_matches, save_png
+    from mmpos.apis.features import read_images
+    from mmpos.evaluation.correspondence import pck_hits, pck_threshold
+    rows = []
+    for pair, pred, (_, trg_hw) in list(zip(pairs, preds, hws))[:num]:
+        src, trg = read_images([pair['src_img'], pair['trg_img']])
+        hit = pck_hits(pred, pair['trg_kps'], pck_threshold(
+            pair['trg_bbox'], trg_hw, by), (0.1, ))[0.1]
+        rows.append(draw_matches(src, trg, pair['src_kps'], pred, hit))
+    return save_png(np.concatenate(rows, 0), path)
+
+
+@cli_main('keypoint_correspondence.py')
+def main(argv=None):
+    args = parse_args(argv)
+    from mmengine.config import Config
+
+    from mmpos.apis.features import data_mean_std
+    from mmpos.evaluation.correspondence import (CORRESPONDENCE_PROBE,
+                                                 correspondence_pck,
+                                                 pair_features,
+                                                 read_spair_pairs)
+    from mmpos.evaluation.dense import probe_backbone, probe_settings
+    from mmpos.evaluation.frozen import write_result
+    for name in ('metrics.json', 'result.md'):
+        if osp.exists(osp.join(args.work_dir, name)):
+            raise FileExistsError(f'{osp.join(args.work_dir, name)} exists; '
+                                  'choose another work dir')
+    cfg = Config.fromfile(args.probe)
+    settings = probe_settings(cfg, 'correspondence_probe',
+                              CORRESPONDENCE_PROBE, split=args.split,
+                              by=args.by, size=args.size)
+    root = args.data_root or cfg.get('data_root')
+    pairs = read_spair_pairs(root, settings['split'], args.categories)
+    backbone = probe_backbone(args.config, args.checkpoint, 1, args.device,
+                              args.prefix)
+    mean, std = data_mean_std(args.config)
+    start = time.perf_counter()
+    src, trg, hws = pair_features(backbone, pairs, settings['size'], mean,
+                                  std, args.batch_size, args.device)
+    pck, preds = correspondence_pck(pairs, src, trg, hws, settings['by'],
+                                    settings['alphas'])
+    metrics = {f'correspondence/{k}': v for k, v in pck.items()}
+    out = dict(config=args.config, checkpoint=args.checkpoint,
+               probe=args.probe, data_root=root, pairs=len(pairs),
+               keypoints=sum(len(p['src_kps']) for p in pairs),
+               **settings,
+               seconds=round(time.perf_counter() - start, 1))
+    paths = write_result(args.work_dir, metrics,
+                         'Keypoint correspondence (frozen features)', out)
+    if args.pictures:
+        paths += (match_pictures(pairs, preds, settings['by'], hws,
+                                 args.pictures,
+                                 osp.join(args.work_dir, 'matches.png')), )
+    for key, value in metrics.items():
+        print(f'{key}: {value:.2f}')
+    print(f'written {", ".join(paths)}')
+
+
+if __name__ == '__main__':
+    main()

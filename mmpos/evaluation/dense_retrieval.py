@@ -152,18 +152,21 @@ def hummingbird_miou(train_feats: Tensor, train_labels: Tensor,
 RETRIEVAL_PROBE = dict(size=512, k=30, temperature=0.02)
 
 
-def seg_split(cfg, split: str, size, data_root: Optional[str] = None):
-    """``(image paths, labels (N, h, w) long, classes, ignore_index)`` of a
-    probe config's ``train`` / ``val`` split (any mmseg segmentation
-    dataset), labels read by mmseg's ``LoadAnnotations`` (the dataset's
-    ``reduce_zero_label``) and resized (nearest) to ``size``."""
-    from .dense import (dataset_files, image_size, probe_dataset,
-                        read_label_maps, resize_maps)
-    infos, meta = dataset_files(probe_dataset(cfg, split, data_root),
-                                'seg_map_path')
+def seg_data(dataset_cfg: dict, size):
+    """``(image paths, labels (N, h, w) long, classes, ignore_index)`` of an
+    mmseg segmentation dataset config, labels read by mmseg's
+    ``LoadAnnotations`` (the dataset's ``reduce_zero_label``) and resized
+    (nearest) to ``size``."""
+    from .dense import dataset_files, image_size, read_label_maps, resize_maps
+    infos, meta = dataset_files(dataset_cfg, 'seg_map_path')
     labels = resize_maps(read_label_maps(infos), image_size(size),
                          torch.long)
     ignore = infos[0].get('ignore_index', 255)
     return [i['img_path'] for i in infos], labels, tuple(
         meta['classes']), ignore
 
+
+def seg_split(cfg, split: str, size, data_root: Optional[str] = None):
+    """:func:`seg_data` of a probe config's ``train`` / ``val`` split."""
+    from .dense import probe_dataset
+    return seg_data(probe_dataset(cfg, split, data_root), size)

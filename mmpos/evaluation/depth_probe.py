@@ -359,23 +359,32 @@ DEPTH_PROBE = dict(blocks=1, cls_token=True, size=224, max_train_images=None,
                    weight_decay=1e-4)
 
 
+def depth_data(dataset_cfg: dict, size, depth_rescale_factor: float = 1e-3,
+               max_images: Optional[int] = None) -> Tuple[List[str], Tensor]:
+    """``(image paths, depths (N, h, w) metres)`` of an mmseg depth dataset
+    config (``NYUDataset`` or alike), the depths read by mmseg's
+    ``LoadDepthAnnotation`` and resized (nearest) to ``size``; the first
+    ``max_images`` only where given."""
+    from .dense import (dataset_files, image_size, read_depth_maps,
+                        resize_maps)
+    infos, _ = dataset_files(dataset_cfg, 'depth_map_path')
+    infos = infos[:max_images] if max_images else infos
+    depths = resize_maps(read_depth_maps(infos, depth_rescale_factor),
+                         image_size(size))
+    return [info['img_path'] for info in infos], depths
+
+
 def depth_split(cfg, split: str, size, data_root: Optional[str] = None,
                 max_images: Optional[int] = None
                 ) -> Tuple[List[str], Tensor]:
-    """``(image paths, depths (N, h, w) metres)`` of a probe config's
-    ``train`` / ``val`` split (mmseg ``NYUDataset`` or alike), the depths
-    read by mmseg's ``LoadDepthAnnotation`` (the config's
-    ``depth_rescale_factor``) and resized (nearest) to ``size``."""
-    from .dense import (dataset_files, image_size, probe_dataset,
-                        read_depth_maps, resize_maps)
-    dataset = probe_dataset(cfg, split, data_root)
+    """:func:`depth_data` of a probe config's ``train`` / ``val`` split,
+    with the ``depth_rescale_factor`` of its ``LoadDepthAnnotation``."""
+    from .dense import probe_dataset
     factor = next((t.get('depth_rescale_factor', 1.) for t in
                    cfg[f'{split}_dataloader'].dataset.get('pipeline', [])
                    if t.get('type') == 'LoadDepthAnnotation'), 1e-3)
-    infos, _ = dataset_files(dataset, 'depth_map_path')
-    infos = infos[:max_images] if max_images else infos
-    depths = resize_maps(read_depth_maps(infos, factor), image_size(size))
-    return [info['img_path'] for info in infos], depths
+    return depth_data(probe_dataset(cfg, split, data_root), size, factor,
+                      max_images)
 
 
 def depth_eval_settings(cfg) -> dict:

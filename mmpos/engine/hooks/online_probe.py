@@ -43,7 +43,7 @@ pretraining images (the mini configs: ``'{train_data_root}/../cls'``).
 """
 import os.path as osp
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from typing import Optional, Sequence
 
 import torch
@@ -135,17 +135,7 @@ class OnlineProbeHook(Hook):
         if not self.interval:
             return
         from mmpos.evaluation.frozen import dataset_items, load_inputs
-        model = runner.model.module if is_model_wrapper(
-            runner.model) else runner.model
-        backbone, _ = probe_backbone(model)
-        size = self.img_size or getattr(backbone, 'img_size', None)
-        if size is None:
-            raise ValueError(f'OnlineProbeHook: {type(backbone).__name__} '
-                             'has no img_size; set img_size')
-        size = tuple(size) if isinstance(size, (list, tuple)) else int(size)
-        pre = model.data_preprocessor
-        mean = pre.mean.flatten().tolist() if hasattr(pre, 'mean') else None
-        std = pre.std.flatten().tolist() if hasattr(pre, 'std') else None
+        size, mean, std = self.input_settings(runner)
         state = get_rng_state()  # dataset building must not draw either
         try:
             self._data = {}
@@ -169,6 +159,45 @@ class OnlineProbeHook(Hook):
             f'labelled images at {size} px every {self.interval} '
             'iterations')
 
+    def input_settings(self, runner):
+        """``(size, mean, std)`` of the probe images: ``img_size`` or the
+        backbone's, the model's data preprocessor's normalisation (``None``
+        where it has none: the ImageNet values)."""
+        model = runner.model.module if is_model_wrapper(
+            runner.model) else runner.model
+        backbone, _ = probe_backbone(model)
+        size = self.img_size or getattr(backbone, 'img_size', None)
+        if size is None:
+            raise ValueError(f'{type(self).__name__}: '
+                             f'{type(backbone).__name__} has no img_size; '
+                             'set img_size')
+        size = tuple(size) if isinstance(size, (list, tuple)) else int(size)
+        pre = model.data_preprocessor
+        mean = pre.mean.flatten().tolist() if hasattr(pre, 'mean') else None
+        std = pre.std.flatten().tolist() if hasattr(pre, 'std') else None
+        return size, mean, std
+
+    @staticmethod
+    @contextmanager
+    def probing(runner):
+        """Context of a probe: yields ``(backbone, 'teacher' | 'student',
+        device)``; every random generator is saved before and restored
+        after, and under FSDP the root unit's parameters are gathered
+        read-only (see the module docstring)."""
+        model = runner.model.module if is_model_wrapper(
+            runner.model) else runner.model
+        backbone, which = probe_backbone(model)
+        device = next(backbone.parameters()).device
+        root_params = FSDP.summon_full_params(
+            runner.model, recurse=False, writeback=False) if isinstance(
+                runner.model, FSDP) else nullcontext()
+        state = get_rng_state()
+        try:
+            with root_params:
+                yield backbone, which, device
+        finally:
+            set_rng_state(state)
+
     def after_train_iter(self, runner, batch_idx: int, data_batch=None,
                          outputs=None) -> None:
         if not self.interval:
@@ -181,22 +210,11 @@ class OnlineProbeHook(Hook):
         """Run the kNN probe now; returns ``{'knn_<feature>_top1': %}``."""
         from mmpos.evaluation.frozen import batch_features
         from mmpos.evaluation.knn import knn_accuracy
-        model = runner.model.module if is_model_wrapper(
-            runner.model) else runner.model
-        backbone, which = probe_backbone(model)
-        device = next(backbone.parameters()).device
         start = time.perf_counter()
-        root_params = FSDP.summon_full_params(
-            runner.model, recurse=False, writeback=False) if isinstance(
-                runner.model, FSDP) else nullcontext()
-        state = get_rng_state()
-        try:
-            with root_params:
-                feats = {split: batch_features(backbone, inputs,
-                                               self.batch_size, device)
-                         for split, (inputs, _, _) in self._data.items()}
-        finally:
-            set_rng_state(state)
+        with self.probing(runner) as (backbone, which, device):
+            feats = {split: batch_features(backbone, inputs,
+                                           self.batch_size, device)
+                     for split, (inputs, _, _) in self._data.items()}
         (_, train_labels, num_classes), (_, val_labels, _) = (
             self._data['train'], self._data['val'])
         num_classes = num_classes or int(train_labels.max()) + 1

@@ -73,47 +73,35 @@ def main(argv=None):
     from mmengine.config import Config
 
     from mmpos.apis.features import data_mean_std
-    from mmpos.evaluation.dense import (probe_backbone, probe_settings,
-                                        split_features)
-    from mmpos.evaluation.dense_retrieval import (RETRIEVAL_PROBE,
-                                                  hummingbird_miou, seg_split)
+    from mmpos.evaluation.dense import probe_backbone
+    from mmpos.evaluation.dense_suite import retrieval_run
     from mmpos.evaluation.frozen import write_result
     for name in ('metrics.json', 'result.md'):
         if osp.exists(osp.join(args.work_dir, name)):
             raise FileExistsError(f'{osp.join(args.work_dir, name)} exists; '
                                   'choose another work dir')
     cfg = Config.fromfile(args.probe)
-    settings = probe_settings(cfg, 'retrieval_probe', RETRIEVAL_PROBE,
-                              size=args.size, k=args.k,
-                              temperature=args.temperature)
     backbone = probe_backbone(args.config, args.checkpoint, 1, args.device,
                               args.prefix)
-    mean, std = data_mean_std(args.config)
     start = time.perf_counter()
-    data = {}
-    for split in ('train', 'val'):
-        paths, labels, classes, ignore = seg_split(cfg, split,
-                                                   settings['size'],
-                                                   args.data_root)
-        feats = split_features(backbone, paths, settings['size'], mean, std,
-                               args.batch_size, args.device)['patch'][-1]
-        data[split] = (paths, feats, labels)
-    metrics, pred = hummingbird_miou(
-        data['train'][1], data['train'][2], data['val'][1], data['val'][2],
-        classes, settings['k'], settings['temperature'], ignore,
-        return_pred=True)
+    metrics, details = retrieval_run(
+        cfg, backbone, *data_mean_std(args.config), args.data_root,
+        args.batch_size, args.device, size=args.size, k=args.k,
+        temperature=args.temperature)
     metrics = {f'retrieval/{k}': float(v) for k, v in metrics.items()}
     out = dict(config=args.config, checkpoint=args.checkpoint,
-               probe=args.probe, train_images=len(data['train'][0]),
-               val_images=len(data['val'][0]), classes=len(classes),
-               **settings, seconds=round(time.perf_counter() - start, 1))
+               probe=args.probe,
+               train_images=len(details['paths']['train']),
+               val_images=len(details['paths']['val']),
+               classes=len(details['classes']), **details['settings'],
+               seconds=round(time.perf_counter() - start, 1))
     paths = write_result(args.work_dir, metrics,
                          'In-context dense retrieval (frozen features)', out)
     if args.pictures:
-        paths += (label_pictures(data['val'][0], data['val'][2], pred,
-                                 len(classes), ignore, args.pictures,
-                                 osp.join(args.work_dir,
-                                          'retrieval_pictures.png')), )
+        paths += (label_pictures(
+            details['paths']['val'], details['gt'], details['pred'],
+            len(details['classes']), details['ignore_index'], args.pictures,
+            osp.join(args.work_dir, 'retrieval_pictures.png')), )
     for key, value in metrics.items():
         print(f'{key}: {value:.2f}')
     print(f'written {", ".join(paths)}')

@@ -70,54 +70,38 @@ def main(argv=None):
     from mmengine.config import Config
 
     from mmpos.apis.features import data_mean_std
-    from mmpos.evaluation.dense import (probe_backbone, probe_settings,
-                                        split_features)
-    from mmpos.evaluation.depth_probe import (DEPTH_PROBE, FIT_KEYS,
-                                              HEAD_KEYS, depth_eval_settings,
-                                              depth_split, run_depth_probe)
+    from mmpos.evaluation.dense import probe_backbone, probe_settings
+    from mmpos.evaluation.dense_suite import depth_run
+    from mmpos.evaluation.depth_probe import DEPTH_PROBE
     from mmpos.evaluation.frozen import write_result
     for name in ('metrics.json', 'result.md'):
         if osp.exists(osp.join(args.work_dir, name)):
             raise FileExistsError(f'{osp.join(args.work_dir, name)} exists; '
                                   'choose another work dir')
     cfg = Config.fromfile(args.probe)
-    settings = probe_settings(
-        cfg, 'depth_probe', DEPTH_PROBE, blocks=args.blocks,
-        iters=args.iters, cls_token=False if args.no_cls_token else None)
-    backbone = probe_backbone(args.config, args.checkpoint,
-                              settings['blocks'], args.device, args.prefix)
-    mean, std = data_mean_std(args.config)
+    blocks = probe_settings(cfg, 'depth_probe', DEPTH_PROBE,
+                            blocks=args.blocks)['blocks']
+    backbone = probe_backbone(args.config, args.checkpoint, blocks,
+                              args.device, args.prefix)
     start = time.perf_counter()
-    data = {}
-    for split in ('train', 'val'):
-        paths, depths = depth_split(
-            cfg, split, settings['size'], args.data_root,
-            settings['max_train_images'] if split == 'train' else None)
-        data[split] = (paths, split_features(
-            backbone, paths, settings['size'], mean, std, args.batch_size,
-            args.device), depths)
-    seconds_features = time.perf_counter() - start
-    probe = {k: settings[k] for k in HEAD_KEYS + FIT_KEYS}
-    metrics, pred = run_depth_probe(
-        data['train'][1], data['train'][2], data['val'][1], data['val'][2],
-        seed=args.seed, cls_token=settings['cls_token'], **probe,
-        **depth_eval_settings(cfg))
+    metrics, details = depth_run(
+        cfg, backbone, *data_mean_std(args.config), args.seed,
+        args.data_root, args.batch_size, args.device, blocks=args.blocks,
+        iters=args.iters,
+        cls_token=False if args.no_cls_token else None)
     metrics = {f'depth/{k}': float(v) for k, v in metrics.items()}
-    settings_out = dict(
+    settings = dict(
         config=args.config, checkpoint=args.checkpoint, probe=args.probe,
-        train_images=len(data['train'][0]),
-        val_images=len(data['val'][0]),
-        blocks=list(backbone.out_indices),
-        seed=args.seed, **{k: settings[k] for k in ('cls_token', 'size')},
-        **probe, **depth_eval_settings(cfg),
-        feature_seconds=round(seconds_features, 1),
-        seconds=round(time.perf_counter() - start, 1))
+        train_images=len(details['paths']['train']),
+        val_images=len(details['paths']['val']),
+        out_indices=list(backbone.out_indices), seed=args.seed,
+        **details['settings'], seconds=round(time.perf_counter() - start, 1))
     paths = write_result(args.work_dir, metrics,
-                         'Linear depth probe (frozen features)', settings_out)
+                         'Linear depth probe (frozen features)', settings)
     if args.pictures:
-        paths += (depth_pictures(data['val'][0], data['val'][2], pred,
-                                 args.pictures, osp.join(
-                                     args.work_dir, 'depth_pictures.png')), )
+        paths += (depth_pictures(
+            details['paths']['val'], details['gt'], details['pred'],
+            args.pictures, osp.join(args.work_dir, 'depth_pictures.png')), )
     for key in ('depth/rmse', 'depth/abs_rel', 'depth/d1'):
         print(f'{key}: {metrics[key]:.4f}')
     print(f'written {", ".join(paths)}')

@@ -67,40 +67,34 @@ def main(argv=None):
     from mmengine.config import Config
 
     from mmpos.apis.features import data_mean_std
-    from mmpos.evaluation.correspondence import (CORRESPONDENCE_PROBE,
-                                                 correspondence_pck,
-                                                 pair_features,
-                                                 read_spair_pairs)
-    from mmpos.evaluation.dense import probe_backbone, probe_settings
+    from mmpos.evaluation.dense import probe_backbone
+    from mmpos.evaluation.dense_suite import correspondence_run
     from mmpos.evaluation.frozen import write_result
     for name in ('metrics.json', 'result.md'):
         if osp.exists(osp.join(args.work_dir, name)):
             raise FileExistsError(f'{osp.join(args.work_dir, name)} exists; '
                                   'choose another work dir')
     cfg = Config.fromfile(args.probe)
-    settings = probe_settings(cfg, 'correspondence_probe',
-                              CORRESPONDENCE_PROBE, split=args.split,
-                              by=args.by, size=args.size)
-    root = args.data_root or cfg.get('data_root')
-    pairs = read_spair_pairs(root, settings['split'], args.categories)
     backbone = probe_backbone(args.config, args.checkpoint, 1, args.device,
                               args.prefix)
-    mean, std = data_mean_std(args.config)
     start = time.perf_counter()
-    src, trg, hws = pair_features(backbone, pairs, settings['size'], mean,
-                                  std, args.batch_size, args.device)
-    pck, preds = correspondence_pck(pairs, src, trg, hws, settings['by'],
-                                    settings['alphas'])
-    metrics = {f'correspondence/{k}': v for k, v in pck.items()}
+    metrics, details = correspondence_run(
+        cfg, backbone, *data_mean_std(args.config), args.data_root,
+        args.categories, args.batch_size, args.device, split=args.split,
+        by=args.by, size=args.size)
+    metrics = {f'correspondence/{k}': v for k, v in metrics.items()}
+    pairs = details['pairs']
     out = dict(config=args.config, checkpoint=args.checkpoint,
-               probe=args.probe, data_root=root, pairs=len(pairs),
+               probe=args.probe, data_root=args.data_root or cfg.data_root,
+               pairs=len(pairs),
                keypoints=sum(len(p['src_kps']) for p in pairs),
-               **settings,
+               **details['settings'],
                seconds=round(time.perf_counter() - start, 1))
     paths = write_result(args.work_dir, metrics,
                          'Keypoint correspondence (frozen features)', out)
     if args.pictures:
-        paths += (match_pictures(pairs, preds, settings['by'], hws,
+        paths += (match_pictures(pairs, details['preds'],
+                                 details['settings']['by'], details['hws'],
                                  args.pictures,
                                  osp.join(args.work_dir, 'matches.png')), )
     for key, value in metrics.items():

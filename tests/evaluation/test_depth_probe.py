@@ -151,3 +151,46 @@ def test_depth_tool_end_to_end(dense_mini, tmp_path):
     assert {'depth/rmse', 'depth/abs_rel', 'depth/d1'} <= set(metrics)
     assert 0 <= metrics['depth/d1'] <= 1 and metrics['depth/rmse'] > 0
     assert (tmp_path / 'depth_pictures.png').stat().st_size < 200_000
+
+
+def test_depth_estimator_config_trains(dense_mini):
+    """configs/dense_probes/depth_estimator_*: mmseg's DepthEstimator with
+    the frozen backbone and LinearDepthHead reads mini-NYU through its own
+    pipeline, its SigLoss falls under AdamW on the head, and it predicts
+    depth maps of the image size within the bins' range."""
+    from mmengine.dataset import Compose, pseudo_collate
+    from mmengine.registry import init_default_scope
+    from mmengine.utils import import_modules_from_strings
+    from mmseg.registry import DATASETS, MODELS
+    cfg = Config.fromfile(REPO / 'configs/dense_probes/'
+                          'depth_estimator_vit-tiny-rope-mixed_mini-nyu.py')
+    import_modules_from_strings(**cfg.custom_imports)
+    init_default_scope('mmseg')
+    cfg.model.data_preprocessor.size = (32, 32)
+    torch.manual_seed(0)
+    model = MODELS.build(cfg.model)
+    model.init_weights()
+    dataset = DATASETS.build(dict(cfg.train_dataloader.dataset,
+                                  data_root=str(dense_mini / 'nyu')))
+    batch = model.data_preprocessor(pseudo_collate(
+        [dataset[i] for i in range(6)]), True)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    assert trainable and all(
+        p is q for p, q in zip(trainable, model.decode_head.parameters()))
+    optim = torch.optim.AdamW(trainable, lr=1e-2)
+    losses = []
+    for _ in range(15):
+        loss = model(**batch, mode='loss')['decode.loss_sig']
+        optim.zero_grad()
+        loss.backward()
+        optim.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.7 * losses[0]
+    test = Compose(cfg.test_pipeline)
+    sample = test(dict(dataset.get_data_info(0)))
+    model.eval()
+    with torch.no_grad():
+        out = model.test_step(pseudo_collate([sample]))[0]
+    depth = out.pred_depth_map.data
+    assert depth.shape == (1, 32, 32)
+    assert ((depth >= 1e-3) & (depth <= 10.)).all()

@@ -45,13 +45,16 @@ def depth_run(cfg, backbone, mean, std, seed: int = 0,
     metrics, pred = run_depth_probe(
         *data, seed=seed, cls_token=s['cls_token'],
         **{k: s[k] for k in HEAD_KEYS + FIT_KEYS}, **depth_eval_settings(cfg))
-    return metrics, dict(settings=dict(s, **depth_eval_settings(cfg)),
+    counts = {f'{k}_images': len(v) for k, v in paths.items()}
+    return metrics, dict(settings=dict(s, **depth_eval_settings(cfg),
+                                       **counts),
                          paths=paths, gt=data[3], pred=pred)
 
 
 def correspondence_run(cfg, backbone, mean, std,
-                       data_root: Optional[str] = None, categories=None,
-                       batch_size: int = 32, device='cpu', **overrides):
+                       data_root: Optional[str] = None,
+                       batch_size: int = 32, device='cpu', categories=None,
+                       **overrides):
     """The correspondence probe of probe config ``cfg`` on ``backbone``.
     Returns ``(metrics, details)``: ``pck@<alpha>``, and the settings,
     pairs, predicted target keypoints and image sizes."""
@@ -66,7 +69,10 @@ def correspondence_run(cfg, backbone, mean, std,
                                   batch_size, device)
     metrics, preds = correspondence_pck(pairs, src, trg, hws, s['by'],
                                         s['alphas'])
-    return metrics, dict(settings=s, pairs=pairs, preds=preds, hws=hws)
+    counts = dict(pairs=len(pairs),
+                  keypoints=sum(len(p['src_kps']) for p in pairs))
+    return metrics, dict(settings=dict(s, **counts), pairs=pairs,
+                         preds=preds, hws=hws)
 
 
 def retrieval_run(cfg, backbone, mean, std, data_root: Optional[str] = None,
@@ -86,8 +92,30 @@ def retrieval_run(cfg, backbone, mean, std, data_root: Optional[str] = None,
     metrics, pred = hummingbird_miou(*data, classes, s['k'],
                                      s['temperature'], ignore,
                                      return_pred=True)
-    return metrics, dict(settings=s, paths=paths, gt=data[3], pred=pred,
+    counts = {f'{k}_images': len(v) for k, v in paths.items()}
+    return metrics, dict(settings=dict(s, **counts, classes=len(classes)),
+                         paths=paths, gt=data[3], pred=pred,
                          classes=classes, ignore_index=ignore)
+
+
+RUNS = dict(depth=depth_run, correspondence=correspondence_run,
+            retrieval=retrieval_run)
+
+
+def probed_backbone(name: str, cfg, config: str,
+                    checkpoint: Optional[str], seed: int = 0,
+                    blocks: Optional[int] = None, prefix: str = 'backbone.',
+                    device='cpu'):
+    """The backbone of ``config`` / ``checkpoint`` as probe ``name`` of
+    probe config ``cfg`` needs it (the depth probe: its ``blocks`` out,
+    unless ``blocks`` is given), a random init drawn with ``seed``."""
+    from .dense import probe_backbone
+    if blocks is None:
+        blocks = cfg.get('depth_probe', {}).get('blocks', 1) if (
+            name == 'depth') else 1
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)  # the random init, where there is one
+        return probe_backbone(config, checkpoint, blocks, device, prefix)
 
 
 def run_dense_probes(config: str, checkpoint: Optional[str],
@@ -106,26 +134,65 @@ def run_dense_probes(config: str, checkpoint: Optional[str],
     from mmengine.config import Config
 
     from mmpos.apis.features import data_mean_std
-    from .dense import probe_backbone
-    runs = dict(depth=depth_run, correspondence=correspondence_run,
-                retrieval=retrieval_run)
-    unknown = sorted(set(probes) - set(runs))
+    unknown = sorted(set(probes) - set(RUNS))
     if unknown:
         raise ValueError(f'unknown probes {unknown}; choose from '
-                         f'{sorted(runs)}')
+                         f'{sorted(RUNS)}')
     data_roots = data_roots or {}
     mean, std = data_mean_std(config)
     out: Dict[str, float] = {}
     for name, path in probes.items():
         cfg = Config.fromfile(path)
-        blocks = cfg.get('depth_probe', {}).get('blocks', 1)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)  # the random init, where there is one
-            backbone = probe_backbone(config, checkpoint, blocks, device,
-                                      prefix)
+        backbone = probed_backbone(name, cfg, config, checkpoint, seed,
+                                   prefix=prefix, device=device)
         extra = dict(seed=seed) if name == 'depth' else {}
-        metrics, _ = runs[name](cfg, backbone, mean, std,
+        metrics, _ = RUNS[name](cfg, backbone, mean, std,
                                 data_root=data_roots.get(name),
                                 batch_size=batch_size, device=device, **extra)
         out.update({f'{name}/{k}': float(v) for k, v in metrics.items()})
     return out
+
+
+def probe_tool(args, name: str, title: str, **overrides):
+    """The body of a probe's tool (``tools/analysis_tools/{depth_probe,
+    keypoint_correspondence,dense_retrieval}.py``): ``args`` ``config``,
+    ``checkpoint``, ``probe``, ``work_dir``, ``data_root``, ``prefix``,
+    ``device``, ``batch_size`` (and ``seed``); ``overrides`` of the probe
+    config's settings (``None``: keep). Writes ``metrics.json`` and
+    ``result.md`` into the work dir (which must not hold them yet).
+
+    Returns:
+        ``(metrics with the probe's prefix, details of the run, paths
+        written)``.
+    """
+    import os.path as osp
+    import time
+
+    from mmengine.config import Config
+
+    from mmpos.apis.features import data_mean_std
+    from .frozen import write_result
+    for file in ('metrics.json', 'result.md'):
+        if osp.exists(osp.join(args.work_dir, file)):
+            raise FileExistsError(f'{osp.join(args.work_dir, file)} exists; '
+                                  'choose another work dir')
+    cfg = Config.fromfile(args.probe)
+    seed = getattr(args, 'seed', 0)
+    backbone = probed_backbone(name, cfg, args.config, args.checkpoint, seed,
+                               overrides.get('blocks'), args.prefix,
+                               args.device)
+    start = time.perf_counter()
+    extra = dict(seed=seed) if name == 'depth' else {}
+    metrics, details = RUNS[name](
+        cfg, backbone, *data_mean_std(args.config), data_root=args.data_root,
+        batch_size=args.batch_size, device=args.device, **extra, **overrides)
+    metrics = {f'{name}/{k}': float(v) for k, v in metrics.items()}
+    settings = dict(config=args.config, checkpoint=args.checkpoint,
+                    probe=args.probe, out_indices=list(getattr(
+                        backbone, 'out_indices', [])), **extra,
+                    **details['settings'],
+                    seconds=round(time.perf_counter() - start, 1))
+    paths = write_result(args.work_dir, metrics, title, settings)
+    for key, value in metrics.items():
+        print(f'{key}: {value:.4f}')
+    return metrics, details, paths

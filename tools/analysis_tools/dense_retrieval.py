@@ -22,7 +22,6 @@ first N validation images.
 """
 import os.path as osp
 import sys
-import time
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
@@ -70,40 +69,15 @@ def label_pictures(paths, labels, preds, num_classes, ignore, num, path):
 @cli_main('dense_retrieval.py')
 def main(argv=None):
     args = parse_args(argv)
-    from mmengine.config import Config
-
-    from mmpos.apis.features import data_mean_std
-    from mmpos.evaluation.dense import probe_backbone
-    from mmpos.evaluation.dense_suite import retrieval_run
-    from mmpos.evaluation.frozen import write_result
-    for name in ('metrics.json', 'result.md'):
-        if osp.exists(osp.join(args.work_dir, name)):
-            raise FileExistsError(f'{osp.join(args.work_dir, name)} exists; '
-                                  'choose another work dir')
-    cfg = Config.fromfile(args.probe)
-    backbone = probe_backbone(args.config, args.checkpoint, 1, args.device,
-                              args.prefix)
-    start = time.perf_counter()
-    metrics, details = retrieval_run(
-        cfg, backbone, *data_mean_std(args.config), args.data_root,
-        args.batch_size, args.device, size=args.size, k=args.k,
-        temperature=args.temperature)
-    metrics = {f'retrieval/{k}': float(v) for k, v in metrics.items()}
-    out = dict(config=args.config, checkpoint=args.checkpoint,
-               probe=args.probe,
-               train_images=len(details['paths']['train']),
-               val_images=len(details['paths']['val']),
-               classes=len(details['classes']), **details['settings'],
-               seconds=round(time.perf_counter() - start, 1))
-    paths = write_result(args.work_dir, metrics,
-                         'In-context dense retrieval (frozen features)', out)
+    from mmpos.evaluation.dense_suite import probe_tool
+    _, details, paths = probe_tool(
+        args, 'retrieval', 'In-context dense retrieval (frozen features)',
+        size=args.size, k=args.k, temperature=args.temperature)
     if args.pictures:
         paths += (label_pictures(
             details['paths']['val'], details['gt'], details['pred'],
             len(details['classes']), details['ignore_index'], args.pictures,
             osp.join(args.work_dir, 'retrieval_pictures.png')), )
-    for key, value in metrics.items():
-        print(f'{key}: {value:.2f}')
     print(f'written {", ".join(paths)}')
 
 

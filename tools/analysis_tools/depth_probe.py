@@ -23,7 +23,6 @@ the first N validation images, the image, the true and the predicted depth
 """
 import os.path as osp
 import sys
-import time
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
@@ -67,43 +66,15 @@ def depth_pictures(paths, depths, preds, num, path):
 @cli_main('depth_probe.py')
 def main(argv=None):
     args = parse_args(argv)
-    from mmengine.config import Config
-
-    from mmpos.apis.features import data_mean_std
-    from mmpos.evaluation.dense import probe_backbone, probe_settings
-    from mmpos.evaluation.dense_suite import depth_run
-    from mmpos.evaluation.depth_probe import DEPTH_PROBE
-    from mmpos.evaluation.frozen import write_result
-    for name in ('metrics.json', 'result.md'):
-        if osp.exists(osp.join(args.work_dir, name)):
-            raise FileExistsError(f'{osp.join(args.work_dir, name)} exists; '
-                                  'choose another work dir')
-    cfg = Config.fromfile(args.probe)
-    blocks = probe_settings(cfg, 'depth_probe', DEPTH_PROBE,
-                            blocks=args.blocks)['blocks']
-    backbone = probe_backbone(args.config, args.checkpoint, blocks,
-                              args.device, args.prefix)
-    start = time.perf_counter()
-    metrics, details = depth_run(
-        cfg, backbone, *data_mean_std(args.config), args.seed,
-        args.data_root, args.batch_size, args.device, blocks=args.blocks,
-        iters=args.iters,
+    from mmpos.evaluation.dense_suite import probe_tool
+    _, details, paths = probe_tool(
+        args, 'depth', 'Linear depth probe (frozen features)',
+        blocks=args.blocks, iters=args.iters,
         cls_token=False if args.no_cls_token else None)
-    metrics = {f'depth/{k}': float(v) for k, v in metrics.items()}
-    settings = dict(
-        config=args.config, checkpoint=args.checkpoint, probe=args.probe,
-        train_images=len(details['paths']['train']),
-        val_images=len(details['paths']['val']),
-        out_indices=list(backbone.out_indices), seed=args.seed,
-        **details['settings'], seconds=round(time.perf_counter() - start, 1))
-    paths = write_result(args.work_dir, metrics,
-                         'Linear depth probe (frozen features)', settings)
     if args.pictures:
         paths += (depth_pictures(
             details['paths']['val'], details['gt'], details['pred'],
             args.pictures, osp.join(args.work_dir, 'depth_pictures.png')), )
-    for key in ('depth/rmse', 'depth/abs_rel', 'depth/d1'):
-        print(f'{key}: {metrics[key]:.4f}')
     print(f'written {", ".join(paths)}')
 
 

@@ -21,7 +21,6 @@ line per keypoint to its match (green: within 0.1 of the threshold).
 """
 import os.path as osp
 import sys
-import time
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
@@ -64,41 +63,16 @@ def match_pictures(pairs, preds, by, hws, num, path):
 @cli_main('keypoint_correspondence.py')
 def main(argv=None):
     args = parse_args(argv)
-    from mmengine.config import Config
-
-    from mmpos.apis.features import data_mean_std
-    from mmpos.evaluation.dense import probe_backbone
-    from mmpos.evaluation.dense_suite import correspondence_run
-    from mmpos.evaluation.frozen import write_result
-    for name in ('metrics.json', 'result.md'):
-        if osp.exists(osp.join(args.work_dir, name)):
-            raise FileExistsError(f'{osp.join(args.work_dir, name)} exists; '
-                                  'choose another work dir')
-    cfg = Config.fromfile(args.probe)
-    backbone = probe_backbone(args.config, args.checkpoint, 1, args.device,
-                              args.prefix)
-    start = time.perf_counter()
-    metrics, details = correspondence_run(
-        cfg, backbone, *data_mean_std(args.config), args.data_root,
-        args.categories, args.batch_size, args.device, split=args.split,
-        by=args.by, size=args.size)
-    metrics = {f'correspondence/{k}': v for k, v in metrics.items()}
-    pairs = details['pairs']
-    out = dict(config=args.config, checkpoint=args.checkpoint,
-               probe=args.probe, data_root=args.data_root or cfg.data_root,
-               pairs=len(pairs),
-               keypoints=sum(len(p['src_kps']) for p in pairs),
-               **details['settings'],
-               seconds=round(time.perf_counter() - start, 1))
-    paths = write_result(args.work_dir, metrics,
-                         'Keypoint correspondence (frozen features)', out)
+    from mmpos.evaluation.dense_suite import probe_tool
+    _, details, paths = probe_tool(
+        args, 'correspondence', 'Keypoint correspondence (frozen features)',
+        categories=args.categories, split=args.split, by=args.by,
+        size=args.size)
     if args.pictures:
-        paths += (match_pictures(pairs, details['preds'],
-                                 details['settings']['by'], details['hws'],
-                                 args.pictures,
-                                 osp.join(args.work_dir, 'matches.png')), )
-    for key, value in metrics.items():
-        print(f'{key}: {value:.2f}')
+        paths += (match_pictures(
+            details['pairs'], details['preds'], details['settings']['by'],
+            details['hws'], args.pictures,
+            osp.join(args.work_dir, 'matches.png')), )
     print(f'written {", ".join(paths)}')
 
 

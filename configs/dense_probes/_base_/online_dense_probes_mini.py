@@ -8,34 +8,25 @@
 # the pretraining images: python tools/misc/make_mini_data.py data/mini
 # --which nyu stuff --img-size 64. Off: --cfg-options (their indices in
 # custom_hooks) custom_hooks.1.interval=0 custom_hooks.2.interval=0.
+dense_probe_nyu = dict(type='NYUDataset', data_root='{train_data_root}/../nyu')
+dense_probe_stuff = dict(
+    type='MiniStuffDataset', data_root='{train_data_root}/../stuff')
 dense_probe_hooks = [
     dict(
         type='OnlineDepthProbeHook',
-        train_dataset=dict(
-            type='NYUDataset',
-            data_root='{train_data_root}/../nyu',
-            data_prefix=dict(
-                img_path='images/train', depth_map_path='annotations/train')),
-        val_dataset=dict(
-            type='NYUDataset',
-            data_root='{train_data_root}/../nyu',
-            data_prefix=dict(
-                img_path='images/test', depth_map_path='annotations/test')),
+        train_dataset=dict(dense_probe_nyu, data_prefix=dict(
+            img_path='images/train', depth_map_path='annotations/train')),
+        val_dataset=dict(dense_probe_nyu, data_prefix=dict(
+            img_path='images/test', depth_map_path='annotations/test')),
         interval=500,
         img_size=64,
         crop_type=None),
     dict(
         type='OnlineRetrievalProbeHook',
-        train_dataset=dict(
-            type='MiniStuffDataset',
-            data_root='{train_data_root}/../stuff',
-            data_prefix=dict(
-                img_path='images/train', seg_map_path='annotations/train')),
-        val_dataset=dict(
-            type='MiniStuffDataset',
-            data_root='{train_data_root}/../stuff',
-            data_prefix=dict(
-                img_path='images/val', seg_map_path='annotations/val')),
+        train_dataset=dict(dense_probe_stuff, data_prefix=dict(
+            img_path='images/train', seg_map_path='annotations/train')),
+        val_dataset=dict(dense_probe_stuff, data_prefix=dict(
+            img_path='images/val', seg_map_path='annotations/val')),
         interval=500,
         img_size=64),
 ]

@@ -17,7 +17,6 @@ The probed features are those of the backbone's own outputs
 Logged scalars (``vis_data/scalars.json`` and the training log line):
 ``depth_rmse``, ``depth_abs_rel``, ``depth_d1`` and ``retrieval_miou``.
 """
-import os.path as osp
 import time
 from typing import Optional
 
@@ -31,7 +30,6 @@ class _DenseProbeHook(OnlineProbeHook):
     the training model's data preprocessor says) with :meth:`read_split`
     and runs :meth:`evaluate` on their features."""
     name = ''
-    hint = ''
 
     def __init__(self, train_dataset: dict, val_dataset: dict,
                  interval: int = 1000, img_size=None, batch_size: int = 64):
@@ -61,13 +59,8 @@ class _DenseProbeHook(OnlineProbeHook):
         try:
             self._data = {}
             for split, cfg in self.datasets.items():
-                cfg = self._resolve_root(runner, cfg)
-                root = cfg.get('data_root')
-                if root and not osp.isdir(root):
-                    raise FileNotFoundError(
-                        f'{type(self).__name__}: {split} set not found: '
-                        f'{root} ({self.hint})')
-                paths, targets = self.read_split(cfg, size)
+                paths, targets = self.read_split(
+                    self.resolve_dataset(runner, split, cfg), size)
                 self._data[split] = (load_inputs(paths, size, *(
                     (mean, std) if mean is not None else ())), targets)
         finally:

@@ -92,6 +92,8 @@ class OnlineProbeHook(Hook):
         batch_size: images per backbone forward.
     """
     priority = 'NORMAL'  # before LoggerHook, which logs the iteration
+    hint = ('mini configs: python tools/misc/make_mini_data.py data/mini '
+            '--which cls')
 
     def __init__(self,
                  train_dataset: dict,
@@ -118,16 +120,22 @@ class OnlineProbeHook(Hook):
         self.batch_size = batch_size
         self._data: Optional[dict] = None
 
-    def _resolve_root(self, runner, dataset: dict) -> dict:
+    def resolve_dataset(self, runner, split: str, dataset: dict) -> dict:
+        """``dataset`` with ``{train_data_root}`` in its ``data_root``
+        replaced; a missing ``data_root`` is an error naming it (and
+        ``hint``, how to write the mini set)."""
         root = dataset.get('data_root')
         if root and '{train_data_root}' in root:
             train_root = runner.cfg.train_dataloader.dataset.get('data_root')
             if not train_root:
-                raise ValueError('OnlineProbeHook: data_root uses '
+                raise ValueError(f'{type(self).__name__}: data_root uses '
                                  '{train_data_root}, but the training '
                                  'dataset has no data_root')
-            dataset = dict(dataset, data_root=osp.normpath(
-                root.format(train_data_root=train_root)))
+            root = osp.normpath(root.format(train_data_root=train_root))
+            dataset = dict(dataset, data_root=root)
+        if root and not osp.isdir(root):
+            raise FileNotFoundError(f'{type(self).__name__}: {split} set not '
+                                    f'found: {root} ({self.hint})')
         return dataset
 
     def before_train(self, runner) -> None:
@@ -140,13 +148,7 @@ class OnlineProbeHook(Hook):
         try:
             self._data = {}
             for split, cfg in self.datasets.items():
-                cfg = self._resolve_root(runner, cfg)
-                root = cfg.get('data_root')
-                if root and not osp.isdir(root):
-                    raise FileNotFoundError(
-                        f'OnlineProbeHook: {split} set not found: {root} '
-                        '(mini configs: python tools/misc/make_mini_data.py '
-                        'data/mini --which cls)')
+                cfg = self.resolve_dataset(runner, split, cfg)
                 paths, labels, classes = dataset_items(cfg)
                 inputs = load_inputs(paths, size, *(
                     (mean, std) if mean is not None else ()))

@@ -70,13 +70,14 @@ def last_blocks(backbone, num: int) -> Tuple[int, ...]:
 def dataset_files(dataset_cfg: dict, key: str) -> Tuple[List[dict], dict]:
     """``(data infos, metainfo)`` of an mmseg dataset config (its pipeline
     is ignored); every info has ``img_path`` and ``key`` (``seg_map_path``
-    or ``depth_map_path``)."""
+    or ``depth_map_path``). The default registry scope is left as it
+    was."""
     import mmpos  # noqa: F401
     import mmpos.datasets.mini_datasets  # noqa: F401  (mini-stuff, mini-ADE)
-    from mmengine.registry import init_default_scope
+    from mmengine.registry import DefaultScope
     from mmseg.registry import DATASETS
-    init_default_scope('mmseg')
-    dataset = DATASETS.build(dict(dataset_cfg, pipeline=[]))
+    with DefaultScope.overwrite_default_scope('mmseg'):  # and back after
+        dataset = DATASETS.build(dict(dataset_cfg, pipeline=[]))
     infos = [dataset.get_data_info(i) for i in range(len(dataset))]
     if not infos:
         raise BadInputError(f'dataset {dataset_cfg} is empty')

@@ -153,6 +153,23 @@ def run_dense_probes(config: str, checkpoint: Optional[str],
     return out
 
 
+def probe_parser(doc: str, name: str):
+    """Arguments of a probe's tool: :func:`mmpos.apis.cli.backbone_parser`'s
+    ``CONFIG CHECKPOINT --prefix --device``, and ``--probe`` (a
+    ``configs/dense_probes/<name>_*.py``), ``--work-dir``, ``--data-root``
+    (of both splits), ``--pictures N``, ``--batch-size``."""
+    from mmpos.apis.cli import backbone_parser
+    parser = backbone_parser(doc, images=False)
+    parser.add_argument('--probe', required=True,
+                        help=f'configs/dense_probes/{name}_*.py')
+    parser.add_argument('--work-dir', required=True)
+    parser.add_argument('--data-root', help='data root of the probe data')
+    parser.add_argument('--pictures', type=int, default=4,
+                        help='pictures of the first N validation items')
+    parser.add_argument('--batch-size', type=int, default=32)
+    return parser
+
+
 def probe_tool(args, name: str, title: str, **overrides):
     """The body of a probe's tool (``tools/analysis_tools/{depth_probe,
     keypoint_correspondence,dense_retrieval}.py``): ``args`` ``config``,

@@ -76,6 +76,18 @@ def test_miou_is_mmsegs_by_hand():
     assert metrics['aAcc'] == pytest.approx(75.)
 
 
+def test_reading_data_leaves_the_default_scope(dense_mini):
+    """The probes read mmseg datasets; the backbone of the next probe is
+    then still built from mmpos' registry."""
+    from mmengine.registry import DefaultScope, init_default_scope
+    from mmpos.evaluation.dense_retrieval import seg_data
+    init_default_scope('mmpretrain')
+    seg_data(dict(type='MiniStuffDataset', data_root=str(
+        dense_mini / 'stuff'), data_prefix=dict(
+            img_path='images/val', seg_map_path='annotations/val')), 32)
+    assert DefaultScope.get_current_instance().scope_name == 'mmpretrain'
+
+
 def test_retrieval_tool_end_to_end(dense_mini, tmp_path):
     load_tool('dense_retrieval').main([
         str(REPO / 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'),

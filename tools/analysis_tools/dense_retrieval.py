@@ -26,21 +26,15 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
-from mmpos.apis.cli import backbone_parser  # noqa: E402
+from mmpos.evaluation.dense_suite import probe_parser  # noqa: E402
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):
-    parser = backbone_parser(__doc__, images=False)
-    parser.add_argument('--probe', required=True,
-                        help='configs/dense_probes/retrieval_*.py')
-    parser.add_argument('--work-dir', required=True)
-    parser.add_argument('--data-root', help='data_root of both splits')
+    parser = probe_parser(__doc__, 'retrieval')
     parser.add_argument('--size', type=int)
     parser.add_argument('--k', type=int)
     parser.add_argument('--temperature', type=float)
-    parser.add_argument('--pictures', type=int, default=4)
-    parser.add_argument('--batch-size', type=int, default=32)
     return parser.parse_args(argv)
 
 

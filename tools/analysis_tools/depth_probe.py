@@ -27,23 +27,17 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
-from mmpos.apis.cli import backbone_parser  # noqa: E402
+from mmpos.evaluation.dense_suite import probe_parser  # noqa: E402
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):
-    parser = backbone_parser(__doc__, images=False)
-    parser.add_argument('--probe', required=True,
-                        help='configs/dense_probes/depth_*.py')
-    parser.add_argument('--work-dir', required=True)
-    parser.add_argument('--data-root', help='data_root of both splits')
+    parser = probe_parser(__doc__, 'depth')
     parser.add_argument('--blocks', type=int, choices=[1, 4])
     parser.add_argument('--no-cls-token', action='store_true')
     parser.add_argument('--iters', type=int)
     parser.add_argument('--seed', type=int, default=0,
                         help='seed of the head init and batch draws')
-    parser.add_argument('--pictures', type=int, default=4)
-    parser.add_argument('--batch-size', type=int, default=32)
     return parser.parse_args(argv)
 
 

@@ -25,22 +25,16 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
-from mmpos.apis.cli import backbone_parser  # noqa: E402
+from mmpos.evaluation.dense_suite import probe_parser  # noqa: E402
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):
-    parser = backbone_parser(__doc__, images=False)
-    parser.add_argument('--probe', required=True,
-                        help='configs/dense_probes/correspondence_*.py')
-    parser.add_argument('--work-dir', required=True)
-    parser.add_argument('--data-root')
+    parser = probe_parser(__doc__, 'correspondence')
     parser.add_argument('--split')
     parser.add_argument('--by', choices=['bbox', 'image'])
     parser.add_argument('--size', type=int)
     parser.add_argument('--categories', nargs='+')
-    parser.add_argument('--pictures', type=int, default=4)
-    parser.add_argument('--batch-size', type=int, default=32)
     return parser.parse_args(argv)
 
 

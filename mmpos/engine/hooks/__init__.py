@@ -1,4 +1,5 @@
 from .checkpoint_fit import CheckpointFitHook
+from .dense_probes import OnlineDepthProbeHook, OnlineRetrievalProbeHook
 from .dino_schedules_hook import TeacherTempHook
 from .droppos_sigma_hook import DropPosSigmaHook
 from .ema_teacher import EMATeacherHook
@@ -9,6 +10,7 @@ from .rng_state import RNGStateHook
 
 __all__ = [
     'CheckpointFitHook', 'DropPosSigmaHook', 'EMATeacherHook',
-    'IntactCheckpointHook', 'NonFiniteLossError', 'NonFiniteLossHook', 'OnlineProbeHook',
+    'IntactCheckpointHook', 'NonFiniteLossError', 'NonFiniteLossHook',
+    'OnlineDepthProbeHook', 'OnlineProbeHook', 'OnlineRetrievalProbeHook',
     'RNGStateHook', 'TeacherTempHook'
 ]

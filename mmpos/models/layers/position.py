@@ -233,7 +233,8 @@ class PositionScheme(nn.Module):
             elif self.shared and id(c) in done:
                 out.append(done[id(c)])
             else:
-                out.append(done.setdefault(id(c), self.block_table(i, c)))
+                out.append(self.block_table(i, c))
+                done[id(c)] = out[-1]
         return out
 
     def forward(self, coords: Tensor, hw: Sequence[int],

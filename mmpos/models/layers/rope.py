@@ -27,7 +27,7 @@ Conventions used throughout the suite:
   coordinates; only patch-patch logits are shift invariant (Eq. 15).
   A ``NaN`` coordinate marks a token without position: it gets angle 0
   too (DropPos' dropped positions; ``NaN`` survives the coordinate frames
-  and augmentation of :mod:`.rope_positions`, where a sentinel value would
+  and augmentation of :mod:`.position`, where a sentinel value would
   be moved).
 
 Options for other RoPE families (all off by default):
@@ -71,7 +71,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from mmpos.registry import POSITION_ENCODINGS
-from .position import PositionScheme, PositionTable, per_window
+from .position import (PositionScheme, PositionTable, grid_coords,  # noqa: F401
+                       per_window)
 
 ROPE_TYPES = ('axial', 'mixed')
 ROPE_LAYOUTS = ('pairs', 'half')
@@ -80,20 +81,6 @@ ROPE_IMPLS = ('fast', 'eager')
 #: the pre-``rope=dict`` backbone arguments, see :func:`rope_cfg_from_legacy`
 LEGACY_ROPE_ARGS = ('rope_type', 'rope_theta', 'rope_periods', 'rope_axes',
                     'rope_layout', 'rope_coords')
-
-
-def grid_coords(h: int, w: int, device=None,
-                dtype: torch.dtype = torch.float32) -> Tensor:
-    """Integer patch-grid coordinates, shape ``(h * w, 2)`` as ``(x, y)``.
-
-    Row-major order (``y`` outer, ``x`` inner), i.e. the order of the tokens
-    produced by ``PatchEmbed`` for an ``(h, w)`` patch grid. 0-based.
-    """
-    ys, xs = torch.meshgrid(
-        torch.arange(h, device=device, dtype=dtype),
-        torch.arange(w, device=device, dtype=dtype),
-        indexing='ij')
-    return torch.stack((xs.flatten(), ys.flatten()), dim=-1)
 
 
 def _magnitudes(head_dim: int, theta: float) -> Tensor:

@@ -29,24 +29,11 @@ import torch.nn as nn
 from torch import Tensor
 
 from mmpos.registry import POSITION_ENCODINGS
+from .rope_functional import grid_coords
 
 COORD_FRAMES = ('patch', 'separate', 'max', 'min')
 DRAWS = ('per_forward', 'per_block')
 DRAW_PER = ('sample', 'batch')
-
-
-def grid_coords(h: int, w: int, device=None,
-                dtype: torch.dtype = torch.float32) -> Tensor:
-    """Integer patch-grid coordinates, shape ``(h * w, 2)`` as ``(x, y)``.
-
-    Row-major order (``y`` outer, ``x`` inner), i.e. the order of the tokens
-    produced by ``PatchEmbed`` for an ``(h, w)`` patch grid. 0-based.
-    """
-    ys, xs = torch.meshgrid(
-        torch.arange(h, device=device, dtype=dtype),
-        torch.arange(w, device=device, dtype=dtype),
-        indexing='ij')
-    return torch.stack((xs.flatten(), ys.flatten()), dim=-1)
 
 
 def frame_coords(coords: Tensor, hw: Sequence[int], frame: str) -> Tensor:

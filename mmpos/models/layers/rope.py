@@ -273,4 +273,7 @@ def resolve_rope_cfg(rope, default, legacy: dict, owner: str):
     if rope is not default:
         raise ValueError(f'{owner}: give rope=dict(...) or the old '
                          f'{sorted(legacy)}, not both')
-    return rope_cfg_from_legacy(**legacy)
+    try:
+        return rope_cfg_from_legacy(**legacy)
+    except ValueError as err:
+        raise ValueError(f'{owner}: {err}') from None

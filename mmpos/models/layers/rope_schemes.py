@@ -528,11 +528,14 @@ class ComRoPE(_FrequencyScaling, nn.Module):
             ``'ap'`` (ComRoPE-AP).
         block_size: ``b`` (``head_dim`` divisible by it; ``2 * b`` for
             ``'ap'``), 8 by default.
-        init_std: std of the normal init of ``base`` (``scales`` are
-            ``N(0, 1)``, as ComRoPE's code). ComRoPE's code uses std 1 for
-            positions in ``[0, 1]`` over the image; mmpos' ``'separate'``
-            frame spans ``[-1, 1]``, hence the default 0.5: the same
-            angles per unit of image width.
+        init_std: std of the normal init of ``base`` (1; ``scales`` are
+            ``N(0, 1)``), as ComRoPE's code.
+        position_scale: the positions are multiplied by it first.
+            ComRoPE's code places the training grid in ``[0, 1]`` (patch
+            centre ``(p + 0.5) / n`` for an ``n``-patch side): in the patch
+            frame ``1 / n`` (e.g. 1/14 for 224 px and 16 px patches) gives
+            its angles, and larger inputs extend beyond 1 (extrapolation,
+            as its code). Default 1.
         freq_scaling: ``dict(method='pi', train_size=S)`` only (position
             interpolation, generators divided by ``s``): the NTK/YaRN
             formulas need explicit per-pair frequencies.
@@ -544,7 +547,7 @@ class ComRoPE(_FrequencyScaling, nn.Module):
 
     def __init__(self, head_dim: int, num_heads: int, depth: int,
                  variant: str = 'ld', block_size: int = 8,
-                 init_std: float = 0.5,
+                 init_std: float = 1., position_scale: float = 1.,
                  freq_scaling: Optional[dict] = None):
         super().__init__()
         if variant not in ('ld', 'ap'):
@@ -597,10 +600,12 @@ class LieRE(_FrequencyScaling, nn.Module):
     Args:
         head_dim, num_heads, depth: attention geometry.
         block_size: ``b`` (LieRE's ``generator_dim``), 8 by default.
-        init_range: the strict upper triangles start ``U[0, init_range)``.
-            LieRE's code draws ``U[0, 2 pi)`` for positions spanning
-            ``[0, 1]`` over the training grid; mmpos' ``'separate'`` frame
-            spans about 2, hence the default ``pi``.
+        init_range: the strict upper triangles start ``U[0, init_range)``
+            (``2 pi``, as LieRE's code).
+        position_scale: the positions are multiplied by it first. LieRE's
+            code spans ``[0, 1]`` from the first to the last patch of the
+            training grid: ``1 / (n - 1)`` in the patch frame for an
+            ``n``-patch side; larger inputs extend beyond 1. Default 1.
         freq_scaling: ``dict(method='pi', train_size=S)`` only (as
             :class:`ComRoPE`).
 
@@ -609,7 +614,8 @@ class LieRE(_FrequencyScaling, nn.Module):
     """
 
     def __init__(self, head_dim: int, num_heads: int, depth: int,
-                 block_size: int = 8, init_range: float = math.pi,
+                 block_size: int = 8, init_range: float = 2 * math.pi,
+                 position_scale: float = 1.,
                  freq_scaling: Optional[dict] = None):
         super().__init__()
         if head_dim % block_size:

@@ -43,15 +43,16 @@ y A_y)`` with commuting skew-symmetric generators ``A_x, A_y``,
 * **Test-time frequency scaling** for extrapolation to grids larger than the
   training grid by ``s``: position interpolation (all frequencies / ``s``),
   NTK-aware (the highest frequency kept, the lowest divided by ``s``,
-  geometric in between) and YaRN (by wavelength against the training
-  extent, plus the attention temperature ``0.1 ln s + 1`` on queries and
-  keys) (:func:`scale_frequencies`).
+  geometric in between) and YaRN's NTK-by-parts (by wavelength against the
+  training extent) (:func:`scale_frequencies`), applied to any linear-angle
+  scheme at evaluation by :func:`scaled_frequencies`.
 
 Channel layout: rotary schemes act on contiguous blocks of ``b`` channels
 (``b = 2``: pairs ``(2t, 2t+1)``, the ``'pairs'`` layout of
 :mod:`.rope`), and the 2x2 rotation of angle ``a`` is
 ``exp(a [[0, -1], [1, 0]])``, as :func:`~.rope.apply_rope`.
 """
+import contextlib
 import math
 from typing import Optional, Sequence, Tuple
 
@@ -59,7 +60,9 @@ import torch
 import torch.nn as nn
 from torch import Tensor
 
-from .rope import apply_rope_phasors, mixed_frequencies, rope_phasors
+from mmpos.registry import POSITION_ENCODINGS
+from .position import PositionScheme, PositionTable, per_window
+from .rope import RoPETable, mixed_frequencies, rope_angles
 
 FREQ_SCALINGS = ('pi', 'ntk', 'yarn')
 LOOKHERE_FOVS = {
@@ -127,26 +130,14 @@ def spiral_frequencies(head_dim: int, num_directions: int = 4,
 
 
 # ------------------------------------------------ test-time freq. scaling
-def extent_scale(coords: Tensor, train_extent: float) -> float:
-    """``s = max(1, extent / train_extent)``: how much larger than the
-    training grid the positions ``(..., M, 2)`` spread (extent = largest
-    per-axis span of the finite coordinates + 1, i.e. grid side in patch
-    units). Python float (the tables depend on it)."""
-    finite = coords[~coords.isnan().any(-1)]
-    if finite.numel() == 0:
-        return 1.
-    span = (finite.amax(0) - finite.amin(0)).max().item() + 1.
-    return max(1., span / float(train_extent))
-
-
 def scale_frequencies(freqs: Tensor,
                       scale: float,
                       method: str = 'ntk',
                       train_extent: Optional[float] = None,
                       alpha: float = 1.,
-                      beta: float = 32.) -> Tuple[Tensor, float]:
-    """Rescale 2-D RoPE frequencies for a grid ``scale`` times larger than
-    the training grid; returns ``(freqs, mscale)``.
+                      beta: float = 32.) -> Tensor:
+    """2-D RoPE frequencies rescaled for a grid ``scale`` times larger than
+    the training grid (test-time extrapolation).
 
     ``freqs``: ``(2, [heads,] K)``, the frequency vectors ``f_t`` (row 0
     ``x``, row 1 ``y``) of the ``K`` pairs; each is scaled as a whole, so a
@@ -158,35 +149,67 @@ def scale_frequencies(freqs: Tensor,
       log(|f|_max / |f|_min)``: the highest frequency is kept, the lowest
       divided by ``s``; for RoPE-Axial's geometric frequencies this is the
       base change ``theta -> theta s ** (n / (n - 1))`` (``n = D/4``).
-    * ``'yarn'`` (YaRN's "NTK-by-parts"): with wavelength ``2 pi / |f|`` and
-      ``r = train_extent / wavelength``, ``g = clip((r - alpha) / (beta -
-      alpha), 0, 1)`` and ``f ((1 - g) / s + g)``: pairs that turn less than
-      ``alpha`` times over the training grid are interpolated, those that
-      turn more than ``beta`` times kept. ``mscale = 0.1 ln s + 1`` then
-      multiplies the rotated queries and keys (YaRN's temperature: logits
-      times ``mscale ** 2``).
+    * ``'yarn'`` (YaRN's "NTK-by-parts" frequencies): with wavelength ``2 pi
+      / |f|`` and ``r = train_extent / wavelength``, ``g = clip((r - alpha)
+      / (beta - alpha), 0, 1)`` and ``f ((1 - g) / s + g)``: pairs turning
+      less than ``alpha`` times over the training grid are interpolated,
+      those turning more than ``beta`` times kept. YaRN's attention
+      temperature is not applied (the logit scale is no part of a
+      position table).
 
-    ``mscale`` is 1 except for YaRN; ``scale <= 1`` changes nothing.
+    ``scale <= 1`` returns ``freqs``.
     """
     if method not in FREQ_SCALINGS:
         raise ValueError(f'frequency scaling must be one of {FREQ_SCALINGS}'
                          f', got {method!r}')
     if scale <= 1.:
-        return freqs, 1.
+        return freqs
     mag = freqs.norm(dim=0, keepdim=True)  # (1, [heads,] K)
     if method == 'pi':
-        return freqs / scale, 1.
+        return freqs / scale
     if method == 'ntk':
         top = mag.amax(-1, keepdim=True)
         bottom = mag.amin(-1, keepdim=True)
         g = torch.log(top / mag) / torch.log(top / bottom).clamp_min(1e-12)
-        return freqs * scale**(-g), 1.
+        return freqs * scale**(-g)
     if train_extent is None:
         raise ValueError("frequency scaling 'yarn' needs train_extent (the "
                          'training grid side in coordinate units)')
     turns = train_extent * mag / (2 * math.pi)
     g = ((turns - alpha) / (beta - alpha)).clamp(0., 1.)
-    return freqs * ((1 - g) / scale + g), 0.1 * math.log(scale) + 1.
+    return freqs * ((1 - g) / scale + g)
+
+
+@contextlib.contextmanager
+def scaled_frequencies(scheme: nn.Module, scale: float, method: str = 'ntk',
+                       train_extent: Optional[float] = None, **kwargs):
+    """Evaluate ``scheme`` (any scheme with linear angles and a ``freqs``
+    tensor or per-block ``ParameterList``: ``'axial'``, ``'mixed'``,
+    ``'dinov3'``, ``'spiral'``, ``'string'``) with its frequencies rescaled
+    by :func:`scale_frequencies` inside the ``with`` block; restored on
+    exit. ``kwargs``: ``alpha``, ``beta``. Test-time only: no gradients.
+
+    ``scale`` is the test grid over the training grid in the scheme's
+    coordinate units (patch frame: the grid sides' ratio; a normalised
+    frame keeps the extent, so there is nothing to rescale).
+    """
+    freqs = getattr(scheme, 'freqs', None)
+    tensors = list(freqs) if isinstance(freqs, nn.ParameterList) else [freqs]
+    if any(not isinstance(t, Tensor) for t in tensors):
+        raise ValueError(f'{type(scheme).__name__} has no frequencies to '
+                         'rescale (ComRoPE / LieRE: use position_scale; '
+                         'LookHere: none)')
+    saved = [t.detach().clone() for t in tensors]
+    with torch.no_grad():
+        for t in tensors:
+            t.copy_(scale_frequencies(t, scale, method, train_extent,
+                                      **kwargs))
+    try:
+        yield scheme
+    finally:
+        with torch.no_grad():
+            for t, old in zip(tensors, saved):
+                t.copy_(old)
 
 
 # ------------------------------------------------ generator-based schemes
@@ -319,214 +342,174 @@ def lookhere_bias(coords: Tensor,
     return bias.masked_fill(~visible, torch.finfo(torch.float32).min)
 
 
-# ============================================================== modules
-class PhasorTable:
-    """Per-block table of a scheme whose rotation is 2x2-block-diagonal
-    after an optional change of basis.
+# ============================================================== tables
+class BasisRoPETable(PositionTable):
+    """RoPE after a per-head orthogonal change of basis (STRING):
+    ``RoPE(r) P x`` on the patch tokens (the prefix tokens unchanged).
 
     Args:
-        phasors: ``(B | 1, heads | 1, M, D/2)`` complex ``exp(i a_t)``
-            (:func:`~.rope.rope_phasors`).
-        basis: ``(heads, D, D)`` orthogonal ``P`` applied first (STRING),
-            or ``None``.
-        mscale: factor on the rotated queries / keys (YaRN's temperature).
+        rope: the :class:`~.rope.RoPETable` of the 2x2 rotations.
+        basis: ``(heads, D, D)`` orthogonal ``P``.
     """
-    attn_bias = None
 
-    def __init__(self, phasors: Tensor, basis: Optional[Tensor] = None,
-                 mscale: float = 1.):
-        self.phasors = phasors
-        self.basis = basis
-        self.mscale = mscale
+    def __init__(self, rope: RoPETable, basis: Tensor):
+        self.rope, self.basis = rope, basis
+        self.num_tokens = rope.num_tokens
 
     def rotate(self, x: Tensor) -> Tensor:
-        """``x`` ``(..., heads, M, D)`` -> ``mscale RoPE(r) P x``."""
-        if self.basis is not None:
-            x = torch.matmul(x.to(self.basis.dtype),
-                             self.basis.transpose(-1, -2)).to(x.dtype)
-        out = apply_rope_phasors(x, self.phasors)
-        return out if self.mscale == 1. else out * self.mscale
+        m = self.num_tokens
+        patches = torch.matmul(x[..., -m:, :].to(self.basis.dtype),
+                               self.basis.transpose(-1, -2)).to(x.dtype)
+        x = patches if x.shape[-2] == m else torch.cat(
+            (x[..., :-m, :], patches), dim=-2)
+        return self.rope.rotate(x)
+
+    def export(self) -> 'BasisRoPETable':
+        """The real cos/sin path of the rotation (ONNX)."""
+        return BasisRoPETable(self.rope.export(), self.basis)
 
 
-class BlockRotationTable:
-    """Per-block table of per-token block rotations (ComRoPE, LieRE):
-    ``rotations`` ``(B | 1, heads, M, m, b, b)``
-    (:func:`block_rotations`)."""
-    attn_bias = None
+class BlockRotationTable(PositionTable):
+    """Per-token block rotations (ComRoPE, LieRE): ``rotations`` ``(n,
+    heads, M, m, b, b)`` (:func:`block_rotations`); also the export table
+    (einsum and reshapes only)."""
 
     def __init__(self, rotations: Tensor):
         self.rotations = rotations
+        self.num_tokens = rotations.shape[-4]
 
-    def rotate(self, x: Tensor) -> Tensor:
-        """``x`` ``(..., heads, M, D)`` rotated blockwise."""
-        return apply_block_rotations(x, self.rotations)
+    def rotate_patches(self, x: Tensor) -> Tensor:
+        y = per_window(x, self.rotations.shape[0])
+        return apply_block_rotations(y, self.rotations).reshape(x.shape)
 
 
-class BiasTable:
-    """Per-block table of a bias-only scheme (LookHere): no rotation,
-    ``attn_bias`` ``(B | 1, heads, M, M)`` added to the patch logits."""
+class BiasTable(PositionTable):
+    """Bias-only table (LookHere): ``attn_bias`` ``(n, heads, M, M)``."""
 
     def __init__(self, attn_bias: Tensor):
         self.attn_bias = attn_bias
-
-    def rotate(self, x: Tensor) -> Tensor:
-        return x
+        self.num_tokens = attn_bias.shape[-1]
 
 
-def _batched(coords: Tensor) -> Tensor:
-    """``(M, 2)`` -> ``(1, M, 2)``; ``(B, M, 2)`` unchanged."""
-    if coords.dim() == 2:
-        coords = coords[None]
-    if coords.dim() != 3 or coords.shape[-1] != 2:
-        raise ValueError('position scheme coords must be (M, 2) or '
-                         f'(B, M, 2), got {tuple(coords.shape)}')
-    return coords
-
-
-class _FrequencyScaling:
-    """Mixin: test-time frequency scaling (eval mode only) of the linear
-    angle schemes, configured by ``freq_scaling=dict(method='ntk' | 'yarn'
-    | 'pi', train_size=S[, alpha=1, beta=32])``: ``S`` is the training
-    grid side in coordinate units; at evaluation on positions spreading
-    ``s = extent / S > 1`` times wider the frequencies are rescaled by
-    :func:`scale_frequencies` (``None``: off)."""
-
-    def _init_scaling(self, freq_scaling: Optional[dict]):
-        self.freq_scaling = None
-        if freq_scaling is not None:
-            cfg = dict(freq_scaling)
-            unknown = set(cfg) - {'method', 'train_size', 'alpha', 'beta'}
-            if 'train_size' not in cfg or unknown:
-                raise ValueError('freq_scaling needs train_size (and takes '
-                                 'method, alpha, beta), got '
-                                 f'{freq_scaling}')
-            scale_frequencies(torch.ones(2, 1), 1., cfg.get('method', 'ntk'))
-            self.freq_scaling = cfg
-
-    def scaled(self, freqs: Tensor, coords: Tensor) -> Tuple[Tensor, float]:
-        """``(freqs, mscale)`` for ``coords`` (unchanged in training or
-        without ``freq_scaling``)."""
-        cfg = self.freq_scaling
-        if cfg is None or self.training:
-            return freqs, 1.
-        scale = extent_scale(coords, cfg['train_size'])
-        return scale_frequencies(freqs, scale, cfg.get('method', 'ntk'),
-                                 cfg['train_size'], cfg.get('alpha', 1.),
-                                 cfg.get('beta', 32.))
-
-
-class SpiralRoPE(_FrequencyScaling, nn.Module):
+# =========================================================== schemes
+@POSITION_ENCODINGS.register_module(name='spiral')
+class SpiralRoPE(PositionScheme):
     """Spiral RoPE (arXiv 2602.03227): fixed frequencies along
     ``num_directions`` directions (:func:`spiral_frequencies`); one table
-    shared by all ``depth`` blocks.
+    shared by all blocks.
 
     Args:
-        head_dim, num_heads, depth: the backbone's attention geometry.
+        head_dim, num_heads, depth, coords: :class:`~.position.PositionScheme`.
         num_directions: ``K`` (``head_dim`` divisible by ``2 K``); 2 is
-            RoPE-Axial.
-        theta: frequency base per unit of the coordinate frame (100, as
-            RoPE-Axial, for the patch frame).
-        freq_scaling: test-time frequency scaling (:class:`_FrequencyScaling`).
+            RoPE-Axial. Default 4 (0, 45, 90, 135 degrees).
+        theta: frequency base (100, as RoPE-Axial, for the patch frame).
+        layout, impl: channel layout and path of :class:`~.rope.RoPETable`.
 
-    Buffers: ``freqs`` ``(2, D/2)`` (not saved in checkpoints).
+    ``freqs``: ``(2, D/2)`` buffer (not saved in checkpoints).
     """
+    shared = True
 
     def __init__(self, head_dim: int, num_heads: int, depth: int,
                  num_directions: int = 4, theta: float = 100.,
-                 freq_scaling: Optional[dict] = None):
-        super().__init__()
-        self.depth = depth
-        self.num_directions = num_directions
-        self.theta = float(theta)
+                 layout: str = 'pairs', impl: str = 'fast',
+                 coords: Optional[dict] = None):
+        super().__init__(head_dim, num_heads, depth, coords)
+        self.num_directions, self.theta = num_directions, float(theta)
+        self.layout, self.impl = layout, impl
         self.register_buffer(
             'freqs', spiral_frequencies(head_dim, num_directions, theta),
             persistent=False)
-        self._init_scaling(freq_scaling)
 
     def extra_repr(self) -> str:
-        return (f'num_directions={self.num_directions}, theta={self.theta}, '
-                f'freq_scaling={self.freq_scaling}')
+        return f'num_directions={self.num_directions}, theta={self.theta}'
 
-    def forward(self, coords: Tensor) -> list:
-        """``depth`` references to one :class:`PhasorTable` for ``coords``
-        ``(B | 1, M, 2)``."""
-        coords = _batched(coords)
-        freqs, mscale = self.scaled(self.freqs, coords)
-        table = PhasorTable(
-            rope_phasors(finite_coords(coords).float(), freqs), None,
-            mscale)
-        return [table] * self.depth
+    def block_table(self, index: int, coords: Tensor) -> RoPETable:
+        return RoPETable(rope_angles(finite_coords(coords),
+                                     self.freqs.to(coords.dtype)),
+                         self.layout, self.impl)
 
 
-class STRINGRoPE(_FrequencyScaling, nn.Module):
-    """Cayley-STRING (Schenck et al., ICML 2025, Sec. 3): ``RoPE(r) P`` per
-    block and head, RoPE-Mixed's learnable frequencies after a learned
-    orthogonal change of basis ``P = (I - S)(I + S)^{-1}`` (:func:`cayley`,
-    ``S`` = :func:`upper_skew` of ``basis_raw``). ``basis_raw = 0`` at
-    initialisation, i.e. ``P = I``: exactly RoPE-Mixed. Since the logit is
-    ``q^T P^T RoPE(r_j - r_i) P k``, ``P`` folds into the query / key
+@POSITION_ENCODINGS.register_module(name='string')
+class STRINGRoPE(PositionScheme):
+    """Cayley-STRING (Schenck et al., ICML 2025): ``RoPE(r) P`` per block
+    and head, RoPE-Mixed's learnable frequencies after a learned orthogonal
+    change of basis ``P = (I - S)(I + S)^{-1}`` (:func:`cayley`, ``S`` =
+    :func:`upper_skew` of ``basis.<i>``). ``basis.<i> = 0`` at
+    initialisation, i.e. ``P = I``: exactly RoPE-Mixed. The logit is ``q^T
+    P^T RoPE(r_j - r_i) P k``, so ``P`` folds into the query / key
     projections for inference (:meth:`folded_basis`).
 
     Args:
-        head_dim, num_heads, depth: attention geometry.
+        head_dim, num_heads, depth, coords: :class:`~.position.PositionScheme`.
         theta: RoPE-Mixed's frequency base (10, patch frame).
         rotate_init: RoPE-Mixed's random direction per head at init.
-        freq_scaling: test-time frequency scaling.
 
-    Parameters:
-        freqs: ``(depth, 2, heads, D/2)`` RoPE-Mixed frequencies
-            (:func:`~.rope.mixed_frequencies` per block).
-        basis_raw: ``(depth, heads, D, D)``, zeros; only its strict upper
-            triangle is used.
+    Parameters (per block ``i``):
+        freqs.<i>: ``(2, heads, D/2)`` RoPE-Mixed frequencies
+            (:func:`~.rope.mixed_frequencies`).
+        basis.<i>: ``(heads, D, D)``, zeros; only the strict upper triangle
+            is used.
     """
 
     def __init__(self, head_dim: int, num_heads: int, depth: int,
                  theta: float = 10., rotate_init: bool = True,
-                 freq_scaling: Optional[dict] = None):
-        super().__init__()
-        self.depth = depth
+                 coords: Optional[dict] = None):
+        super().__init__(head_dim, num_heads, depth, coords)
         self.theta = float(theta)
-        self.freqs = nn.Parameter(
-            torch.stack([
-                mixed_frequencies(head_dim, num_heads, theta, rotate_init)
-                for _ in range(depth)
-            ]))
-        self.basis_raw = nn.Parameter(
-            torch.zeros(depth, num_heads, head_dim, head_dim))
-        self._init_scaling(freq_scaling)
+        self.freqs = nn.ParameterList(
+            nn.Parameter(mixed_frequencies(head_dim, num_heads, theta,
+                                           rotate_init))
+            for _ in range(depth))
+        self.basis = nn.ParameterList(
+            nn.Parameter(torch.zeros(num_heads, head_dim, head_dim))
+            for _ in range(depth))
 
     def extra_repr(self) -> str:
-        return f'theta={self.theta}, freq_scaling={self.freq_scaling}'
+        return f'theta={self.theta}'
 
-    def folded_basis(self) -> Tensor:
-        """The orthogonal ``P`` of every block, ``(depth, heads, D, D)``,
-        fp32 at least."""
-        raw = self.basis_raw
+    def folded_basis(self, index: int) -> Tensor:
+        """Block ``index``'s orthogonal ``P``, ``(heads, D, D)``, fp32 at
+        least."""
+        raw = self.basis[index]
         return cayley(upper_skew(
             raw.to(torch.promote_types(raw.dtype, torch.float32))))
 
-    def forward(self, coords: Tensor) -> list:
-        """One :class:`PhasorTable` with basis per block."""
-        coords = finite_coords(_batched(coords)).float()
-        basis = self.folded_basis()
-        tables = []
-        for i in range(self.depth):
-            freqs, mscale = self.scaled(self.freqs[i].float(), coords)
-            tables.append(
-                PhasorTable(rope_phasors(coords, freqs), basis[i], mscale))
-        return tables
+    def block_table(self, index: int, coords: Tensor) -> BasisRoPETable:
+        rope = RoPETable(rope_angles(finite_coords(coords),
+                                     self.freqs[index].to(coords.dtype)))
+        return BasisRoPETable(rope, self.folded_basis(index))
 
 
-class ComRoPE(_FrequencyScaling, nn.Module):
+class _GeneratorRoPE(PositionScheme):
+    """Schemes ``R(r) = exp(x A_x + y A_y)`` with per-block generators:
+    subclasses give :meth:`generators`; ``position_scale`` multiplies the
+    positions first."""
+
+    def __init__(self, head_dim, num_heads, depth, position_scale=1.,
+                 coords=None):
+        super().__init__(head_dim, num_heads, depth, coords)
+        self.position_scale = float(position_scale)
+
+    def generators(self, index: int) -> Tensor:
+        """Block ``index``'s ``(heads, 2, m, b, b)`` skew generators."""
+        raise NotImplementedError
+
+    def block_table(self, index: int, coords: Tensor) -> BlockRotationTable:
+        return BlockRotationTable(block_rotations(
+            coords * self.position_scale, self.generators(index)))
+
+
+@POSITION_ENCODINGS.register_module(name='comrope')
+class ComRoPE(_GeneratorRoPE):
     """ComRoPE (Yu et al., CVPR 2025): ``R(r) = exp(x A_x + y A_y)`` with
     trainable commuting block-diagonal angle matrices
     (:func:`comrope_generators`), per block and head.
 
     Args:
-        head_dim, num_heads, depth: attention geometry.
-        variant: ``'ld'`` (ComRoPE-LD, the paper's best on ImageNet) or
-            ``'ap'`` (ComRoPE-AP).
-        block_size: ``b`` (``head_dim`` divisible by it; ``2 * b`` for
+        head_dim, num_heads, depth, coords: :class:`~.position.PositionScheme`.
+        variant: ``'ld'`` (ComRoPE-LD, the paper's best) or ``'ap'``
+            (ComRoPE-AP).
+        block_size: ``b`` (``head_dim`` divisible by it; by ``2 b`` for
             ``'ap'``), 8 by default.
         init_std: std of the normal init of ``base`` (1; ``scales`` are
             ``N(0, 1)``), as ComRoPE's code.
@@ -536,20 +519,17 @@ class ComRoPE(_FrequencyScaling, nn.Module):
             frame ``1 / n`` (e.g. 1/14 for 224 px and 16 px patches) gives
             its angles, and larger inputs extend beyond 1 (extrapolation,
             as its code). Default 1.
-        freq_scaling: ``dict(method='pi', train_size=S)`` only (position
-            interpolation, generators divided by ``s``): the NTK/YaRN
-            formulas need explicit per-pair frequencies.
 
-    Parameters:
-        base: ``(depth, heads, m, b, b)`` ``P_j`` (``m = D / b``).
-        scales: ``(depth, 2, m)`` ComRoPE-LD's per-axis multipliers.
+    Parameters (per block ``i``, ``m = D / b``):
+        base.<i>: ``(heads, m, b, b)`` ``P_j``.
+        scales.<i>: ``(2, m)`` ComRoPE-LD's per-axis multipliers.
     """
 
     def __init__(self, head_dim: int, num_heads: int, depth: int,
                  variant: str = 'ld', block_size: int = 8,
                  init_std: float = 1., position_scale: float = 1.,
-                 freq_scaling: Optional[dict] = None):
-        super().__init__()
+                 coords: Optional[dict] = None):
+        super().__init__(head_dim, num_heads, depth, position_scale, coords)
         if variant not in ('ld', 'ap'):
             raise ValueError(f"ComRoPE variant must be 'ld' or 'ap', got "
                              f'{variant!r}')
@@ -557,48 +537,34 @@ class ComRoPE(_FrequencyScaling, nn.Module):
         if head_dim % step:
             raise ValueError(f'ComRoPE-{variant.upper()} needs head_dim '
                              f'divisible by {step}, got {head_dim}')
-        if freq_scaling is not None and freq_scaling.get('method') != 'pi':
-            raise ValueError("ComRoPE supports freq_scaling method 'pi' "
-                             f'only, got {freq_scaling}')
-        self.depth = depth
-        self.variant = variant
-        self.block_size = block_size
+        self.variant, self.block_size = variant, block_size
         m = head_dim // block_size
-        self.base = nn.Parameter(
-            torch.randn(depth, num_heads, m, block_size, block_size) *
-            init_std)
-        self.scales = nn.Parameter(torch.randn(
-            depth, 2, m)) if variant == 'ld' else None
-        self._init_scaling(freq_scaling)
+        self.base = nn.ParameterList(
+            nn.Parameter(torch.randn(num_heads, m, block_size, block_size) *
+                         init_std) for _ in range(depth))
+        self.scales = nn.ParameterList(
+            nn.Parameter(torch.randn(2, m))
+            for _ in range(depth)) if variant == 'ld' else None
 
     def extra_repr(self) -> str:
         return (f'variant={self.variant!r}, block_size={self.block_size}, '
-                f'freq_scaling={self.freq_scaling}')
+                f'position_scale={self.position_scale}')
 
     def generators(self, index: int) -> Tensor:
-        """Block ``index``'s ``(heads, 2, m, b, b)`` angle matrices."""
         return comrope_generators(
             self.base[index],
             None if self.scales is None else self.scales[index])
 
-    def forward(self, coords: Tensor) -> list:
-        """One :class:`BlockRotationTable` per block."""
-        coords = _batched(coords)
-        tables = []
-        for i in range(self.depth):
-            gen, _ = self.scaled(self.generators(i), coords)
-            tables.append(BlockRotationTable(block_rotations(coords, gen)))
-        return tables
 
-
-class LieRE(_FrequencyScaling, nn.Module):
+@POSITION_ENCODINGS.register_module(name='liere')
+class LieRE(_GeneratorRoPE):
     """LieRE (Ostmeier et al., 2024): ``R(r) = exp(x A_x + y A_y)`` with
     learned, unconstrained skew-symmetric generators (block-diagonal,
     ``b x b`` blocks; :func:`liere_generators`), per block and head. The
     generators need not commute: logits are not exactly relative.
 
     Args:
-        head_dim, num_heads, depth: attention geometry.
+        head_dim, num_heads, depth, coords: :class:`~.position.PositionScheme`.
         block_size: ``b`` (LieRE's ``generator_dim``), 8 by default.
         init_range: the strict upper triangles start ``U[0, init_range)``
             (``2 pi``, as LieRE's code).
@@ -606,74 +572,58 @@ class LieRE(_FrequencyScaling, nn.Module):
             code spans ``[0, 1]`` from the first to the last patch of the
             training grid: ``1 / (n - 1)`` in the patch frame for an
             ``n``-patch side; larger inputs extend beyond 1. Default 1.
-        freq_scaling: ``dict(method='pi', train_size=S)`` only (as
-            :class:`ComRoPE`).
 
-    Parameters:
-        generators: ``(depth, heads, 2, m, b, b)`` raw generator entries.
+    Parameters (per block ``i``): generators.<i>: ``(heads, 2, m, b, b)``
+    raw generator entries (``m = D / b``).
     """
 
     def __init__(self, head_dim: int, num_heads: int, depth: int,
                  block_size: int = 8, init_range: float = 2 * math.pi,
-                 position_scale: float = 1.,
-                 freq_scaling: Optional[dict] = None):
-        super().__init__()
+                 position_scale: float = 1., coords: Optional[dict] = None):
+        super().__init__(head_dim, num_heads, depth, position_scale, coords)
         if head_dim % block_size:
             raise ValueError(f'LieRE needs head_dim divisible by block_size '
                              f'{block_size}, got {head_dim}')
-        if freq_scaling is not None and freq_scaling.get('method') != 'pi':
-            raise ValueError("LieRE supports freq_scaling method 'pi' only, "
-                             f'got {freq_scaling}')
-        self.depth = depth
         self.block_size = block_size
-        self.generators = nn.Parameter(
-            torch.rand(depth, num_heads, 2, head_dim // block_size,
-                       block_size, block_size) * init_range)
-        self._init_scaling(freq_scaling)
+        m = head_dim // block_size
+        self.generators_raw = nn.ParameterList(
+            nn.Parameter(torch.rand(num_heads, 2, m, block_size, block_size)
+                         * init_range) for _ in range(depth))
 
     def extra_repr(self) -> str:
         return (f'block_size={self.block_size}, '
-                f'freq_scaling={self.freq_scaling}')
+                f'position_scale={self.position_scale}')
 
-    def forward(self, coords: Tensor) -> list:
-        """One :class:`BlockRotationTable` per block."""
-        coords = _batched(coords)
-        tables = []
-        for i in range(self.depth):
-            gen, _ = self.scaled(liere_generators(self.generators[i]),
-                                 coords)
-            tables.append(BlockRotationTable(block_rotations(coords, gen)))
-        return tables
+    def generators(self, index: int) -> Tensor:
+        return liere_generators(self.generators_raw[index])
 
 
-class LookHere(nn.Module):
+@POSITION_ENCODINGS.register_module(name='lookhere')
+class LookHere(PositionScheme):
     """LookHere (Fuller et al., NeurIPS 2024): directed attention masks and
-    distance penalties (:func:`lookhere_bias`), no rotation and no
-    parameters.
+    distance penalties (:func:`lookhere_bias`); no rotation, no parameters.
 
     Args:
-        head_dim, num_heads, depth: attention geometry (``head_dim``
-            unused).
+        head_dim, num_heads, depth, coords: :class:`~.position.PositionScheme`
+            (the patch frame: the penalty is per patch of distance).
         fov: field of view per head, 180 (LH-180, half planes), 90
-            (quadrants) or 45 (wedges).
-        global_slope: overall distance penalty.
+            (quadrants) or 45 (wedges); directions cycle over the heads.
+        global_slope: overall distance penalty (1).
         layer_slopes: ``(first, last)``: block ``l``'s slope, linear from
-            ``first`` to ``last`` over the depth.
+            ``first`` to ``last`` over the depth (``(1, 1)``).
         distance: ``'linear'``, ``'sqrt'`` or ``'square'``.
 
-    Coordinates in patch units (the patch frame): the penalty is per patch
-    of distance, and extrapolation to larger grids is the same formula.
+    ``slopes``: ``(depth, heads)`` buffer (not saved).
     """
 
     def __init__(self, head_dim: int, num_heads: int, depth: int,
                  fov: int = 180, global_slope: float = 1.,
                  layer_slopes: Sequence[float] = (1., 1.),
-                 distance: str = 'linear'):
-        super().__init__()
+                 distance: str = 'linear', coords: Optional[dict] = None):
+        super().__init__(head_dim, num_heads, depth, coords)
         if distance not in ('linear', 'sqrt', 'square'):
             raise ValueError("LookHere distance must be 'linear', 'sqrt' or "
                              f"'square', got {distance!r}")
-        self.depth = depth
         self.fov = fov
         self.directions = lookhere_directions(num_heads, fov)
         self.global_slope = float(global_slope)
@@ -683,15 +633,27 @@ class LookHere(nn.Module):
             'slopes',
             global_slope * torch.linspace(*self.layer_slopes, depth)[:, None]
             * lookhere_head_slopes(num_heads),
-            persistent=False)  # (depth, heads)
+            persistent=False)
 
     def extra_repr(self) -> str:
         return (f'fov={self.fov}, global_slope={self.global_slope}, '
                 f'layer_slopes={self.layer_slopes}, '
                 f'distance={self.distance!r}')
 
-    def forward(self, coords: Tensor) -> list:
-        """One :class:`BiasTable` per block (:func:`lookhere_bias`)."""
-        bias = lookhere_bias(_batched(coords), self.directions, self.slopes,
-                             self.distance)
-        return [BiasTable(b) for b in bias.unbind(0)]
+    def tables(self, coords: Sequence[Optional[Tensor]]) -> list:
+        """All blocks' biases from one :func:`lookhere_bias` call per
+        distinct coordinate tensor (the masks and distances are shared)."""
+        out, done = [], {}
+        for i, c in enumerate(coords):
+            if c is None:
+                out.append(None)
+                continue
+            if id(c) not in done:
+                done[id(c)] = lookhere_bias(c, self.directions, self.slopes,
+                                            self.distance)
+            out.append(BiasTable(done[id(c)][i]))
+        return out
+
+    def block_table(self, index: int, coords: Tensor) -> BiasTable:
+        return BiasTable(lookhere_bias(coords, self.directions,
+                                       self.slopes[index], self.distance))

@@ -101,7 +101,8 @@ def test_mini_pretraining_runs_and_transfers(pretrained, method, scheme):
         report = load_pretrained(transfer, checkpoint, resizable=(
             'pos_embed', ))
         assert report['missing'] == [], report['missing']
-        state = torch.load(checkpoint, map_location='cpu')['state_dict']
+        state = torch.load(checkpoint, map_location='cpu',
+                           weights_only=False)['state_dict']  # our run
         for name, value in transfer.state_dict().items():
             if name.startswith('rope.'):  # the scheme's trained parameters
                 assert torch.equal(value, state[f'backbone.{name}']), name

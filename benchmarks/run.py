@@ -14,7 +14,7 @@ and the ratios ours / baseline. The timing and memory protocol is
 ``rope_vit``          RoPE ViT vs mmpretrain ``VisionTransformer`` step
 ``sdpa``              torch SDPA vs naive attention
 ``pipeline``          multi-view pipelines with boxes vs ``MultiView``
-``rope_scaling``      RoPE ViT forward at 224...1024 px, exponent, cache
+``rope_scaling``      RoPE ViT forward at 224...1024 px, exponent, tables
 ``coord_aug``         DINOv3 coordinate augmentation vs none, RoPE ViT step
 ``online_probe``      pretraining step with vs without the online kNN probe
 ``vitdet_window``     ViTDet window attention (+ checkpointing) vs global

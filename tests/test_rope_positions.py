@@ -9,9 +9,10 @@ import torch
 
 import mmpos  # noqa: F401
 from mmpos.models.backbones import RoPEVisionTransformer
-from mmpos.models.layers import (RoPE2D, RoPEPositions, apply_rope,
-                                 axial_frequencies, frame_coords,
-                                 frequency_magnitudes, grid_coords,
+from mmpos.models.layers import (PatchCoords, apply_rope,
+                                 axial_frequencies, build_position_scheme,
+                                 frame_coords, frequency_magnitudes,
+                                 grid_coords, rope_cfg_from_legacy,
                                  rope_tables)
 
 TINY = dict(embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64)
@@ -42,7 +43,10 @@ def test_period_parametrisation_is_dinov3s():
     with pytest.raises(ValueError, match='either theta or periods'):
         frequency_magnitudes(64, 100., dict(base=100.))
     with pytest.raises(ValueError, match='periods replaces theta'):
-        RoPE2D(64, 2, 'mixed', periods=dict(base=100.))
+        build_position_scheme(dict(type='axial', theta=10.,
+                                   periods=dict(base=100.)), 64, 2, 1)
+    with pytest.raises(ValueError, match='axial" only'):
+        rope_cfg_from_legacy('mixed', rope_periods=dict(base=100.))
 
 
 def test_yx_axes_swap_the_rows():
@@ -79,14 +83,14 @@ def test_normalised_frames_are_dinov3s_patch_centres(frame):
 
 
 def test_augmentation_is_per_sample_training_only_and_seeded():
-    pos = RoPEPositions('separate', shift=0.2, jitter=1.5, rescale=2.)
+    pos = PatchCoords('separate', shift=0.2, jitter=1.5, rescale=2.)
     grid = grid_coords(4, 6)
     base = frame_coords(grid, (4, 6), 'separate')
     pos.eval()
-    assert torch.equal(pos(None, (4, 6), 3), base)
+    assert torch.equal(pos(grid[None], (4, 6), 3, 1)[0][0], base)
     pos.train()
     torch.manual_seed(0)
-    out = pos(None, (4, 6), 3)
+    out = pos(grid[None], (4, 6), 3, 1)[0]
     assert out.shape == (3, 24, 2)
     assert not torch.allclose(out[0], out[1])
     # every sample is one affine map of the grid: x' = a x + b per axis
@@ -100,11 +104,11 @@ def test_augmentation_is_per_sample_training_only_and_seeded():
             assert torch.allclose(
                 base[:, axis] * fit[0] + fit[1], out[b, :, axis], atol=1e-5)
     torch.manual_seed(0)
-    assert torch.equal(pos(None, (4, 6), 3), out)
+    assert torch.equal(pos(grid[None], (4, 6), 3, 1)[0], out)
     with pytest.raises(ValueError, match='needs the patch grid'):
-        pos(grid, None, 1)
+        pos(grid[None], None, 1, 1)
     with pytest.raises(ValueError, match='jitter'):
-        RoPEPositions(jitter=0.5)
+        PatchCoords(jitter=0.5)
 
 
 def test_backbone_augmentation_uses_the_global_rng_state():

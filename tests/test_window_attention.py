@@ -136,16 +136,16 @@ def test_rope_logit_inside_a_window_equals_the_global_logit():
     """The rotated query and key of a token pair inside a window (window
     coordinates) give the same logit as on the global grid, also for a
     window away from the origin."""
-    rope = tiny(rope_type='mixed').layers[0].attn.rope
+    rope = tiny(rope_type='mixed').rope  # block 0's table
     hw, ws = (6, 6), 3
     q, k = torch.randn(2, 1, 2, 36, 16).unbind(0)
-    glob_q, glob_k = rope(torch.stack((q, k)), hw=hw).unbind(0)
+    glob_q, glob_k = rope.block_table(0, grid_coords(*hw)[None]).rotate(
+        torch.stack((q, k))).unbind(0)
     glob_logits = glob_q @ glob_k.transpose(-2, -1)
-    win_q, win_k = rope(
+    win_q, win_k = rope.block_table(0, window_coords(hw, ws, 1)).rotate(
         torch.stack([window_partition(t[0].transpose(0, 1).flatten(1)[None],
                                       hw, ws).unflatten(-1, (2, 16))
-                     .transpose(1, 2) for t in (q, k)]),
-        coords=window_coords(hw, ws, 1)).unbind(0)
+                     .transpose(1, 2) for t in (q, k)])).unbind(0)
     win_logits = win_q @ win_k.transpose(-2, -1)  # (4 windows, 2, 9, 9)
     index = window_partition(torch.arange(36.).view(1, 36, 1), hw, ws)
     index = index[..., 0].long()  # grid index of each window token
@@ -189,7 +189,7 @@ def test_invalid_window_options():
     with pytest.raises(ValueError, match='exactly the 3x3 grid'):
         model.forward_tokens(tokens[:, :4], coords=grid_coords(2, 2),
                              hw=(3, 3))
-    # explicit grid coordinates are the cached grid (4 x 4: no padding)
+    # explicit grid coordinates are the grid (4 x 4: no padding)
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.1 * torch.randn_like(p))  # non-zero qkv biases too
@@ -214,7 +214,7 @@ def test_rel_pos_bias_equals_mmpretrain_vitdet_attention(grid):
     with torch.no_grad():
         peer.rel_pos_h.normal_()
         peer.rel_pos_w.normal_()
-    ours = RoPEAttention(32, 4, rope_type='none', rel_pos_size=(8, 8))
+    ours = RoPEAttention(32, 4, rel_pos_size=(8, 8))
     ours.load_state_dict(peer.state_dict())
     x = torch.randn(2, *grid, 32)
     with torch.no_grad():

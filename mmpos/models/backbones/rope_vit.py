@@ -467,6 +467,11 @@ class RoPEVisionTransformer(BaseBackbone):
         for param in (self.pos_embed, self.cls_token, self.register_tokens):
             if param is not None:
                 param.requires_grad = False
+        for name, param in (self.rope.named_parameters()
+                            if self.rope is not None else ()):
+            index = name.split('.')[-1]  # <param>.<i>: block i's
+            if not index.isdigit() or int(index) < self.frozen_stages:
+                param.requires_grad = False
         for module in frozen:
             module.eval()
             for param in module.parameters():
@@ -579,6 +584,8 @@ class RoPEVisionTransformer(BaseBackbone):
                                  f'(export), got hw={hw}, coords given: '
                                  f'{coords is not None}')
             return tables
+        if self.window_size and hw is None:
+            raise ValueError('window attention needs the patch grid `hw`')
         batch_size = tokens.shape[0]
         dtype = torch.promote_types(tokens.dtype, torch.float32)
         grid = coords is None
@@ -654,8 +661,9 @@ class RoPEVisionTransformer(BaseBackbone):
 
         Stem (``patch_embed``, ``cls_token``, ``register_tokens``,
         ``pos_embed``) is depth 0,
-        ``layers.<i>.*`` and block ``i``'s RoPE-Mixed frequencies
-        ``rope.freqs.<i>`` are ``i + 1``,
+        ``layers.<i>.*`` and block ``i``'s position parameters
+        ``rope.<name>.<i>`` (RoPE-Mixed's ``rope.freqs.<i>``) are ``i + 1``,
+        position parameters shared by all blocks (``rope.<name>``) 0,
         everything else ``num_layers + 1``. Returns ``(depth, num_layers +
         2)``.
         """
@@ -666,7 +674,9 @@ class RoPEVisionTransformer(BaseBackbone):
         if name in ('cls_token', 'register_tokens', 'pos_embed') or \
                 name.startswith('patch_embed'):
             return 0, num_layers
-        if name.startswith(('layers.', 'rope.freqs.')):
-            return int(name.split('.')[-1 if name.startswith('rope') else 1]
-                       ) + 1, num_layers
+        if name.startswith('layers.'):
+            return int(name.split('.')[1]) + 1, num_layers
+        if name.startswith('rope.'):  # rope.<param>.<i>: block i's
+            index = name.split('.')[-1]
+            return (int(index) + 1 if index.isdigit() else 0), num_layers
         return num_layers - 1, num_layers

@@ -176,6 +176,9 @@ class PositionTable:
         ``M`` tokens by this table, the ``N - M`` leading prefix tokens
         (class, registers) unchanged."""
         m = self.num_tokens
+        if x.shape[-2] < m:
+            raise ValueError(f'{m} positions given for only {x.shape[-2]} '
+                             'tokens')
         if x.shape[-2] == m:
             return self.rotate_patches(x)
         return torch.cat((x[..., :-m, :], self.rotate_patches(x[..., -m:, :])),
@@ -233,7 +236,8 @@ class PositionScheme(nn.Module):
             elif self.shared and id(c) in done:
                 out.append(done[id(c)])
             else:
-                out.append(done.setdefault(id(c), self.block_table(i, c)))
+                out.append(self.block_table(i, c))
+                done[id(c)] = out[-1]
         return out
 
     def forward(self, coords: Tensor, hw: Sequence[int],

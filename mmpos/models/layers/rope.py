@@ -74,7 +74,6 @@ from mmpos.registry import POSITION_ENCODINGS
 from .position import PositionScheme, PositionTable, per_window
 
 ROPE_TYPES = ('axial', 'mixed')
-DEFAULT_THETA = {'axial': 100.0, 'mixed': 10.0}
 ROPE_LAYOUTS = ('pairs', 'half')
 ROPE_AXES = ('xy', 'yx')
 ROPE_IMPLS = ('fast', 'eager')
@@ -321,34 +320,39 @@ class RoPETable(PositionTable):
                  impl: str = 'fast'):
         self.num_tokens, self.layout, self.impl = (angles.shape[-2], layout,
                                                    impl)
-        # exp(i a): (n, heads | 1, M, D/2) complex; cos/sin are its parts
-        self.phasors = torch.polar(torch.ones_like(angles), angles)
-        self._padded = {}
+        if impl == 'fast':  # exp(i a): (n, heads | 1, M, D/2) complex
+            self.half = torch.polar(torch.ones_like(angles), angles)
+        else:  # cos a, sin a: (n, heads | 1, M, D/2) each
+            self.half = (angles.cos(), angles.sin())
 
     def _table(self, num_tokens: int):
         """Phasors (fast) or full-width ``(cos, sin)`` (eager) for
         ``num_tokens >= M`` tokens, the leading ones the identity."""
-        if num_tokens not in self._padded:
-            ph = self.phasors
-            if num_tokens > self.num_tokens:  # prefix tokens: exp(i 0) = 1
-                ones = torch.ones_like(ph[..., :1, :]).expand(
-                    *ph.shape[:-2], num_tokens - self.num_tokens, -1)
-                ph = torch.cat((ones, ph), dim=-2)
-            if self.impl == 'eager':  # (..., N, D): (cos, cos), (-sin, sin)
-                cos, sin = ph.real, ph.imag
-                if self.layout == 'pairs':
-                    ph = (torch.stack((cos, cos), -1).flatten(-2),
-                          torch.stack((-sin, sin), -1).flatten(-2))
-                else:
-                    ph = (torch.cat((cos, cos), -1), torch.cat((-sin, sin), -1))
-            self._padded[num_tokens] = ph
-        return self._padded[num_tokens]
+        pad = num_tokens - self.num_tokens  # prefix tokens: angle 0
+
+        def padded(t, value):
+            if not pad:
+                return t
+            fill = torch.full_like(t[..., :1, :], value).expand(
+                *t.shape[:-2], pad, -1)
+            return torch.cat((fill, t), dim=-2)
+
+        if self.impl == 'fast':
+            return padded(self.half, 1.)
+        cos, sin = padded(self.half[0], 1.), padded(self.half[1], 0.)
+        if self.layout == 'pairs':  # (..., N, D): (cos, cos), (-sin, sin)
+            return (torch.stack((cos, cos), -1).flatten(-2),
+                    torch.stack((-sin, sin), -1).flatten(-2))
+        return torch.cat((cos, cos), -1), torch.cat((-sin, sin), -1)
 
     def rotate(self, x: Tensor) -> Tensor:
         """Rotate ``x`` ``(..., B', heads, N, D)``: the last ``M`` tokens
         (Eq. 11), the leading ``N - M`` ones by angle 0 (unchanged)."""
+        if x.shape[-2] < self.num_tokens:
+            raise ValueError(f'{self.num_tokens} positions given for only '
+                             f'{x.shape[-2]} tokens')
         table = self._table(x.shape[-2])
-        n = (table[0] if self.impl == 'eager' else table).shape[0]
+        n = (table[0] if self.impl == 'eager' else table).shape[-4]
         y = per_window(x, n)
         if self.impl == 'eager':
             out = apply_rope(y, *table, self.layout)
@@ -360,11 +364,14 @@ class RoPETable(PositionTable):
         return self.rotate(x)
 
     def export(self) -> 'RoPETable':
-        """The same rotation on the real cos/sin path (ONNX)."""
+        """The same rotation on the real cos/sin path (ONNX: no complex
+        tensors)."""
+        if self.impl == 'eager':
+            return self
         table = RoPETable.__new__(RoPETable)
         table.num_tokens, table.layout, table.impl = (self.num_tokens,
                                                       self.layout, 'eager')
-        table.phasors, table._padded = self.phasors, {}
+        table.half = (self.half.real, self.half.imag)
         return table
 
 

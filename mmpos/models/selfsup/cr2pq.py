@@ -174,14 +174,14 @@ class CR2PQ(BaseSelfSupervisor):
             self._check_masked_student()
         self.view_consistent_rope = view_consistent_rope
         if view_consistent_rope and (
-                getattr(self.backbone, 'rope_type', 'none') == 'none'
+                getattr(self.backbone, 'rope', None) is None
                 or not hasattr(self.backbone, 'forward_tokens')
                 or mask_ratio is not None):
             raise ValueError(
                 'view_consistent_rope needs a RoPEVisionTransformer student '
                 'with RoPE and two views with crop boxes (no mask_ratio), got '
-                f"{type(self.backbone).__name__}(rope_type="
-                f"{getattr(self.backbone, 'rope_type', None)!r}), "
+                f"{type(self.backbone).__name__}(rope="
+                f"{getattr(self.backbone, 'rope', None)!r}), "
                 f'mask_ratio={mask_ratio}')
         self.teacher_checkpoint = teacher_checkpoint
         if teacher_checkpoint is not None and self.target != 'teacher':

@@ -119,7 +119,7 @@ class ICPF(DINOv2):
         self.scale_box = scale_box
         self.view_consistent_rope = view_consistent_rope
         if view_consistent_rope and (
-                getattr(self.backbone, 'rope_type', 'none') == 'none'
+                getattr(self.backbone, 'rope', None) is None
                 or not pos_field):
             raise ValueError('view_consistent_rope needs a RoPE backbone and '
                              'the positional field (crop boxes)')
@@ -183,7 +183,7 @@ class ICPF(DINOv2):
         ``NaN`` (no rotation) where the position mask is set. ``None`` (each
         view's grid) when neither applies or the backbone has no RoPE."""
         pos_mask = (masks or {}).get('pos')
-        if getattr(net.backbone, 'rope_type', 'none') == 'none' or (
+        if getattr(net.backbone, 'rope', None) is None or (
                 pos_mask is None and not self.view_consistent_rope):
             return None
         if self.view_consistent_rope:

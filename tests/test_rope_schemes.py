@@ -16,8 +16,9 @@ D, HEADS, DEPTH = 16, 4, 2
 
 
 def tables(scheme, coords):
-    """Every block's table for the same ``(n, M, 2)`` coordinates."""
-    return [scheme.block_table(i, coords) for i in range(scheme.depth)]
+    """Every block's table for the same ``(n, M, 2)`` coordinates (the
+    position interface's ``tables``)."""
+    return scheme.tables([coords] * scheme.depth)
 
 
 def logits(table, q, k):

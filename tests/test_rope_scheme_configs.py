@@ -106,3 +106,33 @@ def test_mini_pretraining_runs_and_transfers(pretrained, method, scheme):
         for name, value in transfer.state_dict().items():
             if name.startswith('rope.'):  # the scheme's trained parameters
                 assert torch.equal(value, state[f'backbone.{name}']), name
+
+
+@pytest.mark.parametrize('scheme', SCHEMES)
+def test_onnx_export_matches_torch(scheme, tmp_path):
+    """tools/deployment/rope_vit2onnx.py with frozen tables: ComRoPE /
+    LieRE's matrix exponentials, STRING's basis and LookHere's masks are
+    constants of the graph (no trigonometry, no matrix exponential), and
+    onnxruntime gives torch's output."""
+    onnx = pytest.importorskip('onnx')
+    ort = pytest.importorskip('onnxruntime')
+    import copy
+    import sys
+    sys.path.insert(0, 'tools/deployment')
+    import rope_vit2onnx
+    torch.manual_seed(0)
+    rope = Config.fromfile(config('dinov2', scheme)).model.backbone.rope
+    live = RoPEVisionTransformer(arch=dict(ARCH, num_layers=2), img_size=32,
+                                 patch_size=8, rope=rope,
+                                 out_type='featmap').eval()
+    path = str(tmp_path / 'model.onnx')
+    img = rope_vit2onnx.export(copy.deepcopy(live), (40, 56), path,
+                               batch_size=2)
+    ops = {node.op_type for node in onnx.load(path).graph.node}
+    assert not ops & {'Sin', 'Cos', 'Resize', 'Range'}, ops
+    out, = ort.InferenceSession(
+        path, providers=['CPUExecutionProvider']).run(
+            None, {'images': img.numpy()})
+    with torch.no_grad():
+        expected = live(img)[0]
+    assert (torch.from_numpy(out) - expected).abs().max() < 1e-4

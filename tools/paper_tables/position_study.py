@@ -6,7 +6,7 @@ with an absolute position embedding (APE, interpolated) does not. Here the
 demo-size ViT (4 blocks, width 96, 3 heads, 8 px patches) is trained with
 each scheme on a mini classification task (mini-cls' textured circle /
 square / triangle, :mod:`mmpos.datasets.mini.cls`, rendered at 128 px and
-downsampled) at one resolution (64 px: an 8 x 8 grid), with several seeds,
+downsampled) at one resolution (32 px: a 4 x 4 grid), with several seeds,
 and evaluated at smaller and larger resolutions (the same validation
 images resized, as the paper's ResizeEdge + CenterCrop), for the RoPE
 schemes also with test-time frequency scaling
@@ -14,10 +14,11 @@ schemes also with test-time frequency scaling
 YaRN's NTK-by-parts) at the larger ones.
 
     python tools/paper_tables/position_study.py OUT_DIR [--schemes ...]
-        [--seeds 0 1 2] [--iters 400] [--sizes 32 48 64 96 128]
-        [--train-size 64] [--num-train 1200] [--num-val 600] [--threads 1]
+        [--seeds 0 1 2] [--iters 150] [--batch-size 32]
+        [--sizes 24 32 48 64 96] [--train-size 32] [--num-train 1200]
+        [--num-val 600] [--threads 1]
     python tools/paper_tables/position_study.py OUT_DIR --calibrate
-        [--calibrate-iters 100 200 400] [--schemes APE RoPE-Mixed]
+        [--calibrate-iters 75 150 300] [--schemes APE RoPE-Mixed]
 
 Every run writes ``OUT_DIR/runs/<scheme>/seed<k>.json`` (accuracies per
 size and scaling, seconds) and is skipped when that file exists (the study
@@ -131,7 +132,7 @@ class Classifier(nn.Module):
 
 
 def train_run(kwargs: dict, data: dict, seed: int, iters: int,
-              train_size: int, sizes, batch_size: int = 64,
+              train_size: int, sizes, batch_size: int = 32,
               lr: float = 1e-3) -> dict:
     """Train one model, evaluate it; returns ``{'acc': {size: top-1 %},
     'acc_<scaling>': {...}, 'seconds': ...}``."""
@@ -298,7 +299,8 @@ def run_study(args) -> dict:
                             f'seed{seed}.json')
             if not osp.isfile(path):
                 result = train_run(table[name], data, seed, args.iters,
-                                   args.train_size, args.sizes)
+                                   args.train_size, args.sizes,
+                                   args.batch_size)
                 os.makedirs(osp.dirname(path), exist_ok=True)
                 with open(path, 'w') as f:
                     json.dump(result, f, indent=1)
@@ -326,7 +328,8 @@ def calibrate(args, data, table, names) -> dict:
     for iters in args.calibrate_iters:
         for name in names:
             result = train_run(table[name], data, args.seeds[0], iters,
-                               args.train_size, [args.train_size])
+                               args.train_size, [args.train_size],
+                               args.batch_size)
             out.setdefault(str(iters), {})[name] = dict(
                 acc=result['acc'][str(args.train_size)],
                 seconds=round(result['seconds'], 1))
@@ -361,16 +364,17 @@ def parse_args(argv=None):
     parser.add_argument('out_dir')
     parser.add_argument('--schemes', nargs='+')
     parser.add_argument('--seeds', nargs='+', type=int, default=[0, 1, 2])
-    parser.add_argument('--iters', type=int, default=400)
+    parser.add_argument('--iters', type=int, default=150)
+    parser.add_argument('--batch-size', type=int, default=32)
     parser.add_argument('--sizes', nargs='+', type=int,
-                        default=[32, 48, 64, 96, 128])
-    parser.add_argument('--train-size', type=int, default=64)
+                        default=[24, 32, 48, 64, 96])
+    parser.add_argument('--train-size', type=int, default=32)
     parser.add_argument('--num-train', type=int, default=1200)
     parser.add_argument('--num-val', type=int, default=600)
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--calibrate', action='store_true')
     parser.add_argument('--calibrate-iters', nargs='+', type=int,
-                        default=[100, 200, 400])
+                        default=[75, 150, 300])
     args = parser.parse_args(argv)
     if args.train_size % PATCH or any(s % PATCH for s in args.sizes):
         parser.error(f'sizes must be multiples of the patch size {PATCH}')

@@ -268,7 +268,8 @@ def apply_block_rotations(x: Tensor, rotations: Tensor) -> Tensor:
     ``x.dtype``."""
     m, b = rotations.shape[-3], rotations.shape[-1]
     y = x.to(rotations.dtype).unflatten(-1, (m, b))
-    out = torch.einsum('...mij,...mj->...mi', rotations, y)
+    # a broadcasting matmul (ONNX MatMul; the exporter crashed on einsum)
+    out = torch.matmul(rotations, y.unsqueeze(-1)).squeeze(-1)
     return out.flatten(-2).to(x.dtype)
 
 
@@ -372,7 +373,7 @@ class BasisRoPETable(PositionTable):
 class BlockRotationTable(PositionTable):
     """Per-token block rotations (ComRoPE, LieRE): ``rotations`` ``(n,
     heads, M, m, b, b)`` (:func:`block_rotations`); also the export table
-    (einsum and reshapes only)."""
+    (a matmul and reshapes only)."""
 
     def __init__(self, rotations: Tensor):
         self.rotations = rotations

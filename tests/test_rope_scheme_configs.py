@@ -136,3 +136,18 @@ def test_onnx_export_matches_torch(scheme, tmp_path):
     with torch.no_grad():
         expected = live(img)[0]
     assert (torch.from_numpy(out) - expected).abs().max() < 1e-4
+
+
+@pytest.mark.parametrize('scheme', SCHEMES)
+def test_schemes_run_in_rope_swin(scheme):
+    """RoPE-Swin builds one scheme per stage; shifted windows included."""
+    from mmpos.models.backbones.rope_swin import RoPESwinTransformer
+    rope = Config.fromfile(config('dinov2', scheme)).model.backbone.rope
+    model = RoPESwinTransformer(
+        arch=dict(embed_dims=32, depths=[2, 2], num_heads=[2, 4]),
+        window_size=4, rope=rope, out_indices=(0, 1))
+    model.eval()  # (mmpretrain's Swin.train returns None)
+    outs = model(torch.randn(1, 3, 64, 48))
+    assert [tuple(o.shape) for o in outs] == [(1, 32, 16, 12),
+                                               (1, 64, 8, 6)]
+    assert all(torch.isfinite(o).all() for o in outs)

@@ -11,7 +11,7 @@ from mmpretrain.structures import DataSample
 from mmpos.datasets.transforms.crop_boxes import tlhw_to_box
 from mmpos.models.layers.attention import RoPEAttention
 from mmpos.models.layers.position import build_position_scheme
-from mmpos.models.layers.relative_coords import relative_coords
+from mmpos.models.selfsup.cr2pq import relative_coords
 from mmpos.models.layers.rope import grid_coords, sincos_pos_embed_2d
 from mmpos.models.losses.cr2pq_loss import CR2PQLoss
 from mmpos.models.necks.cr2pq_neck import RoPECrossAttention

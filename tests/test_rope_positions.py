@@ -159,3 +159,82 @@ def test_register_tokens():
     with torch.no_grad():
         model.register_tokens.normal_()
         assert not torch.allclose(model(img)[0][:, 4:], raw[:, 4:])
+
+
+def _dinov3_reference_forward(model, img, shift, jitter, rescale):
+    """A re-implementation, from DINOv3's description (Simeoni et al. 2025,
+    RoPE with coordinate augmentation; its ``DinoVisionTransformer`` asks
+    its RoPE module for fresh sin/cos inside the block loop), of a
+    training-mode forward: for every block, one draw for the whole batch of
+    a shift ``U[-s, s]`` per axis, a jitter ``exp(U[-log J, log J])`` per
+    axis and a rescale ``exp(U[-log R, log R])``, in that order, applied to
+    the patch centres normalised to [-1, 1] as (row, col); angles
+    ``2 pi coord / period``, periods ``100 ** (t / (D/4))``; rotate-half
+    channels, the class token unrotated. The blocks' weights are the
+    model's."""
+    x, (h, w) = model.embed(img)
+    x = torch.cat((model.cls_token.expand(x.shape[0], -1, -1), x), dim=1)
+    rows = (torch.arange(h) + 0.5) / h * 2 - 1
+    cols = (torch.arange(w) + 0.5) / w * 2 - 1
+    centres = torch.stack(torch.meshgrid(rows, cols, indexing='ij'),
+                          -1).reshape(-1, 2)  # (h * w, 2) as (row, col)
+    heads = model.layers[0].attn.num_heads
+    dim = model.embed_dims // heads
+    periods = 100.**(torch.arange(dim // 4) / (dim // 4))
+    for layer in model.layers:
+        coords = centres + torch.empty(2).uniform_(-shift, shift)
+        coords = coords * torch.empty(2).uniform_(
+            -math.log(jitter), math.log(jitter)).exp()
+        coords = coords * torch.empty(1).uniform_(
+            -math.log(rescale), math.log(rescale)).exp()
+        angles = (2 * math.pi * coords[:, :, None] / periods).flatten(1)
+        cos, sin = angles.cos().repeat(1, 2), angles.sin().repeat(1, 2)
+
+        def rope(t):  # (B, heads, 1 + h * w, D); the class token stays
+            cls, patches = t[..., :1, :], t[..., 1:, :]
+            first, second = patches.chunk(2, dim=-1)
+            turned = torch.cat((-second, first), dim=-1)
+            return torch.cat((cls, patches * cos + turned * sin), dim=-2)
+
+        attn = layer.attn
+        y = layer.ln1(x)
+        q, k, v = attn.qkv(y).reshape(*y.shape[:2], 3, heads, dim).permute(
+            2, 0, 3, 1, 4)
+        out = torch.nn.functional.scaled_dot_product_attention(
+            rope(q), rope(k), v)
+        x = x + attn.proj(out.transpose(1, 2).flatten(2))
+        x = layer.ffn(layer.ln2(x), identity=x)
+    return model.ln1(x)
+
+
+def test_dinov3_preset_draws_per_block_per_batch_as_dinov3():
+    """rope=dict(type='dinov3') in training: a 3-block model with a fixed
+    seed equals the re-implementation of DINOv3's per-block, per-batch draw;
+    timm's once-per-forward draw (draw='per_forward') and per-sample draws
+    (per='sample') give other numbers."""
+    aug = dict(shift=0.1, jitter=1.3, rescale=2.)
+    arch = dict(embed_dims=32, num_layers=3, num_heads=2,
+                feedforward_channels=64)
+
+    def model_with(**coords):
+        torch.manual_seed(0)
+        model = RoPEVisionTransformer(
+            arch=arch, patch_size=8, img_size=32, out_type='raw',
+            rope=dict(type='dinov3', coords=dict(aug, **coords)))
+        model.init_weights()
+        return model.train()
+
+    model = model_with()
+    assert (model.rope.coords.draw, model.rope.coords.per) == ('per_block',
+                                                                'batch')
+    img = torch.randn(2, 3, 24, 40)
+    with torch.no_grad():
+        torch.manual_seed(1)
+        ours = model(img)[0]
+        torch.manual_seed(1)
+        reference = _dinov3_reference_forward(model, img, **aug)
+        torch.testing.assert_close(ours, reference, rtol=1e-5, atol=1e-5)
+        for other in (dict(draw='per_forward'), dict(per='sample')):
+            torch.manual_seed(1)
+            moved = model_with(**other)(img)[0]
+            assert not torch.allclose(moved, reference, atol=1e-3), other

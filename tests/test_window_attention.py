@@ -317,3 +317,64 @@ def test_pretraining_checkpoint_loads_into_the_windowed_backbone(
     with torch.no_grad():
         out = backbone.eval()(torch.randn(1, 3, 96, 112))[-1]
     assert out.shape == (1, 96, 12, 14) and torch.isfinite(out).all()
+
+
+VITDET_B = dict(arch='b', img_size=1024, patch_size=16, window_size=14,
+                global_attn_indexes=(2, 5, 8, 11), with_cls_token=False,
+                out_type='featmap', use_ape=True, rope=None)
+
+
+def test_vitdet_b_tables_follow_the_finetuning_size():
+    """ViTDet-B at 1024 (issue 22): global blocks' relative position tables
+    over the 64 x 64 grid (2 * 64 - 1 = 127 rows), windowed ones over the
+    14 x 14 window (27 rows), the APE table over 64 x 64, no class slot."""
+    model = RoPEVisionTransformer(**VITDET_B, use_rel_pos=True,
+                                  pretrain_img_size=224)
+    for i, layer in enumerate(model.layers):
+        rows = 127 if i in (2, 5, 8, 11) else 27
+        assert layer.attn.rel_pos_h.shape == (rows, 64), i
+        assert layer.attn.rel_pos_w.shape == (rows, 64), i
+    assert model.pos_embed.shape == (1, 64 * 64, 768)
+
+
+def test_pretraining_ape_with_class_slot_loads_once_into_a_larger_grid():
+    """A 224 px checkpoint (14 x 14 APE with a class-token slot) loads into
+    a class-token-free backbone built for the fine-tuning size with no
+    missing key; its table is resized once, at load, so the output at that
+    grid (20 x 27) equals the blocks run on the patches plus one resize of
+    the checkpoint's table."""
+    from mmpretrain.models.utils import resize_pos_embed
+    arch = dict(embed_dims=32, num_layers=2, num_heads=2,
+                feedforward_channels=64)
+    torch.manual_seed(0)
+    source = RoPEVisionTransformer(arch=arch, img_size=224, use_ape=True,
+                                   rope=None)
+    source.init_weights()
+    state = source.state_dict()
+    assert state['pos_embed'].shape == (1, 1 + 14 * 14, 32)
+    for pretrain_img_size in (224, None):  # given, or inferred (square)
+        model = RoPEVisionTransformer(
+            arch=arch, img_size=(320, 432), use_ape=True, rope=None,
+            with_cls_token=False, out_type='featmap', window_size=7,
+            pretrain_img_size=pretrain_img_size).eval()
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        assert missing == [] and unexpected == ['cls_token']
+        once = resize_pos_embed(state['pos_embed'][:, 1:], (14, 14),
+                                (20, 27), 'bicubic', 0)
+        torch.testing.assert_close(model.pos_embed.data, once, rtol=0,
+                                   atol=0)
+        img = torch.randn(1, 3, 320, 432)
+        with torch.no_grad():
+            tokens, hw = model.patch_embed(img)
+            expected = model.forward_tokens(tokens + once, hw=hw)[0]
+            torch.testing.assert_close(model(img)[0], expected, rtol=0,
+                                       atol=0)
+    # its own state dict round-trips (non-square grid, no class slot)
+    again = RoPEVisionTransformer(arch=arch, img_size=(320, 432),
+                                  use_ape=True, rope=None,
+                                  with_cls_token=False, out_type='featmap')
+    again.load_state_dict(model.state_dict())
+    assert torch.equal(again.pos_embed, model.pos_embed)
+    with pytest.raises(ValueError, match='pretrain_img_size'):
+        again.load_state_dict(dict(pos_embed=torch.zeros(1, 53, 32)),
+                              strict=False)

@@ -204,13 +204,13 @@ def pos_embed_has_cls_slot(pos_embed: Tensor) -> bool:
 
 def _split_mixed_freqs(freqs: Tensor, num_heads: Optional[int]) -> StateDict:
     """RoPE-Mixed frequencies of all layers -> per-layer ``(2, heads, D/2)``
-    under ``layers.<i>.attn.rope.freqs``.
+    under ``rope.freqs.<i>`` (the backbone's position module).
 
     Accepts the authors' ``(2, depth, heads * D/2)`` (``num_heads`` splits
     the last axis) and timm's ``(2, depth, heads, D/2)``.
     """
     if freqs.dim() == 4 and freqs.shape[0] == 2:
-        return {f'layers.{i}.attn.rope.freqs': freqs[:, i].clone()
+        return {f'rope.freqs.{i}': freqs[:, i].clone()
                 for i in range(freqs.shape[1])}
     if freqs.dim() != 3 or freqs.shape[0] != 2 or num_heads is None or \
             freqs.shape[-1] % num_heads:
@@ -219,8 +219,7 @@ def _split_mixed_freqs(freqs: Tensor, num_heads: Optional[int]) -> StateDict:
             f'{num_heads} or (2, depth, heads, D/2), got '
             f'{tuple(freqs.shape)}')
     return {
-        f'layers.{i}.attn.rope.freqs':
-        freqs[:, i].reshape(2, num_heads, -1).clone()
+        f'rope.freqs.{i}': freqs[:, i].reshape(2, num_heads, -1).clone()
         for i in range(freqs.shape[1])
     }
 
@@ -416,7 +415,7 @@ def positional_field_to_ape(backbone: StateDict,
     APE ViT computes what ICPF computed on whole images when its table is
     the field's whole-image crop on the patch grid, i.e. ``P`` resized to
     ``grid`` (bilinear, ``align_corners=False``; :func:`~mmpos.models.
-    layers.positional_field.field_to_pos_embed`). The class-token slot is
+    selfsup.icpf.positional_field.field_to_pos_embed`). The class-token slot is
     kept.
 
     Args:
@@ -430,7 +429,7 @@ def positional_field_to_ape(backbone: StateDict,
     Returns:
         A copy of ``backbone`` with ``pos_embed`` ``(1, 1 + h * w, d)``.
     """
-    from mmpos.models.layers.positional_field import field_to_pos_embed
+    from mmpos.models.selfsup.icpf import field_to_pos_embed
     pos = backbone.get('pos_embed')
     if pos is None:
         raise ConversionError('the backbone has no pos_embed to replace by '

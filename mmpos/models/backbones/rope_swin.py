@@ -209,10 +209,10 @@ class RoPESwinTransformer(SwinTransformer):
                                   stage.blocks[0].attn.w_msa.num_heads,
                                   len(stage.blocks))
             for stage in self.stages)
-        self._register_load_state_dict_pre_hook(self._legacy_rope_keys)
+        self._register_load_state_dict_pre_hook(self.rename_legacy_keys)
         self.set_window_size(window_size)
 
-    def _legacy_rope_keys(self, state_dict, prefix, *args, **kwargs):
+    def rename_legacy_keys(self, state_dict, prefix='', *args, **kwargs):
         """Load hook: ``stages.<i>.blocks.<j>.attn.w_msa.rope.freqs`` of
         checkpoints from before the position module -> ``rope.<i>.freqs.<j>``."""
         for i, stage in enumerate(self.stages):

@@ -293,7 +293,7 @@ class RoPEVisionTransformer(BaseBackbone):
                                   to_2tuple(pretrain_img_size))
         if use_ape:
             self._register_load_state_dict_pre_hook(self._prepare_pos_embed)
-        self._register_load_state_dict_pre_hook(self._legacy_rope_keys)
+        self._register_load_state_dict_pre_hook(self.rename_legacy_keys)
         self.drop_after_pos = nn.Dropout(p=drop_rate)
 
         out_indices = [out_indices] if isinstance(out_indices,
@@ -400,7 +400,7 @@ class RoPEVisionTransformer(BaseBackbone):
                                 self.interpolate_mode, 0)
         state_dict[name] = torch.cat((cls_pos[:, :extra], grid), dim=1)
 
-    def _legacy_rope_keys(self, state_dict, prefix, *args, **kwargs):
+    def rename_legacy_keys(self, state_dict, prefix='', *args, **kwargs):
         """Load hook: per-block RoPE-Mixed frequencies of checkpoints from
         before the position module (``layers.<i>.attn.rope.freqs``) move
         to ``rope.freqs.<i>``."""

@@ -204,7 +204,7 @@ class CR2PQNeck(BaseModule):
             dict(type=rope_type, theta=rope_theta) if self.rotary else None,
             head_dims(embed_dims, num_heads), num_heads,
             1 + len(self.local_blocks))
-        self._register_load_state_dict_pre_hook(self._legacy_rope_keys)
+        self._register_load_state_dict_pre_hook(self.rename_legacy_keys)
         self.global_projector = self.local_head if share_weights else _mlp(
             embed_dims, hidden_channels, out_channels, global_depth)
 
@@ -212,7 +212,7 @@ class CR2PQNeck(BaseModule):
         super().init_weights()
         trunc_normal_(self.mask_token, std=.02)
 
-    def _legacy_rope_keys(self, state_dict, prefix, *args, **kwargs):
+    def rename_legacy_keys(self, state_dict, prefix='', *args, **kwargs):
         """Load hook: RoPE-Mixed frequencies of checkpoints from before the
         position module: ``cross_attn.rope.freqs`` -> ``rope.freqs.0``,
         ``local_blocks.<i>.attn.rope.freqs`` -> ``rope.freqs.<i + 1>``."""

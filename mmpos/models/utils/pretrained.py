@@ -141,6 +141,8 @@ def load_pretrained(module: nn.Module,
         print_log(f'No checkpoint key starts with {prefix!r}: matching the '
                   f'{len(state)} keys as they are', logger='current')
 
+    if hasattr(module, 'rename_legacy_keys'):  # e.g. per-block RoPE keys
+        module.rename_legacy_keys(state)
     own = module.state_dict()
     matched = sorted(set(state) & set(own))
     missing = sorted(set(own) - set(state))

@@ -53,10 +53,10 @@ from torch import Tensor
 
 from mmpos.datasets.transforms.crop_boxes import stack_crop_boxes
 from mmpos.registry import MODELS
-from ..layers.positional_field import sample_scales, scale_shift_boxes
-from ..layers.rope import grid_coords
-from ..layers.rope_positions import box_coords
-from .dinov2 import DINOv2
+from ...layers.rope import grid_coords
+from ...layers.position import box_coords
+from ..dinov2 import DINOv2
+from .positional_field import sample_scales, scale_shift_boxes
 
 
 @MODELS.register_module()

@@ -71,10 +71,10 @@ from mmpos.models.utils.ema import check_teachers_set
 from mmpos.models.utils.pretrained import load_pretrained
 from mmpos.registry import MODELS
 from mmpos.utils.errors import BadInputError
-from ..layers.masking import gather_tokens, random_masking
-from ..layers.relative_coords import ALIGNS, relative_coords
-from ..layers.rope import grid_coords
-from ..layers.rope_positions import box_coords
+from ...layers.masking import gather_tokens, random_masking
+from ...layers.rope import grid_coords
+from ...layers.position import box_coords
+from .relative_coords import ALIGNS, relative_coords
 
 
 def patchify(img: Tensor, patch_size: int) -> Tensor:

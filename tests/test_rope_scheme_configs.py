@@ -46,6 +46,11 @@ def test_schemes_run_in_the_vit_globally_and_in_windows(scheme):
     for hw in ((64, 64), (40, 88)):
         out = model(torch.randn(2, 3, *hw))[0]
         assert out.shape == (2, 96) and torch.isfinite(out).all()
+    # per-block parameters rope.<name>.<i> share block i's lr-decay depth
+    for name, _ in model.named_parameters():
+        if name.startswith('rope.'):
+            assert model.get_layer_depth(name) == (
+                int(name.split('.')[-1]) + 1, ARCH['num_layers'] + 2), name
     windowed = RoPEVisionTransformer(
         arch=ARCH, img_size=64, patch_size=8, rope=rope,
         with_cls_token=False, out_type='featmap', window_size=4,

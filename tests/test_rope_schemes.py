@@ -102,7 +102,8 @@ def test_string_basis_is_special_orthogonal_and_rotations_keep_norms():
     eye = torch.eye(D, dtype=p.dtype)
     assert torch.allclose(p.transpose(-1, -2) @ p, eye.expand_as(p),
                           atol=1e-5)
-    assert torch.allclose(torch.linalg.det(p), torch.ones((), dtype=torch.float64),
+    assert torch.allclose(torch.linalg.det(p),
+                          torch.ones((), dtype=torch.float64),
                           atol=1e-5)
     assert not torch.allclose(p, eye.expand_as(p), atol=1e-2)
     q, _ = qk()
@@ -338,7 +339,8 @@ def test_lookhere_scheme_per_block_slopes_shift_invariance_and_missing():
     blocks = scheme.tables([coords] * 3)  # one bias computation, 3 slopes
     assert [t.attn_bias for t in blocks[:1]][0].shape == (1, HEADS, 16, 16)
     for i, t in enumerate(blocks):
-        assert torch.equal(t.attn_bias, scheme.block_table(i, coords).attn_bias)
+        assert torch.equal(t.attn_bias,
+                           scheme.block_table(i, coords).attn_bias)
     q, _ = qk(batch=1, tokens=16)
     assert all(torch.equal(t.rotate(q), q) for t in blocks)
     first, last = blocks[0].attn_bias, blocks[-1].attn_bias

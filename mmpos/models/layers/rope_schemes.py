@@ -2,7 +2,7 @@
 
 Every scheme here turns the positions ``(B | 1, M, 2)`` of ``M`` patch tokens
 (``(x, y)`` in the scheme's coordinate frame, see
-:mod:`mmpos.models.layers.rope_positions`) into what the attention applies
+:class:`~.position.PatchCoords`) into what the attention applies
 to the queries / keys ``(B, heads, M, D)`` of those tokens: an orthogonal
 map per token (rotary schemes) or an additive logit bias (LookHere).
 
@@ -54,7 +54,7 @@ Channel layout: rotary schemes act on contiguous blocks of ``b`` channels
 """
 import contextlib
 import math
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Sequence
 
 import torch
 import torch.nn as nn

@@ -269,7 +269,8 @@ def plot(summary: dict, path: str) -> None:
             continue
         xs, ys, es = zip(*pts)
         ax.errorbar(xs, ys, yerr=es, marker='o', capsize=2, label=label,
-                    linestyle='--' if '+' in label.split()[-1] else '-')
+                    linestyle='--' if label.endswith(('+NTK', '+YARN'))
+                    else '-')
     ax.axvline(summary['train_size'], color='grey', linewidth=0.8)
     ax.set_xlabel('test resolution (px; training: grey line)')
     ax.set_ylabel('top-1 (%)')

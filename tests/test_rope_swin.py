@@ -152,3 +152,20 @@ def test_rpb_without_rope_is_mmpretrain_swin():
     with torch.no_grad():
         for a, b in zip(model(img), swin(img)):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_mixed_frequencies_share_their_blocks_lr_depth():
+    """Layer-wise lr decay: stage i's block j frequencies ``rope.<i>.freqs.
+    <j>`` get the depth of that block (mmpretrain's Swin depths), and the
+    former per-block keys load into them."""
+    model = tiny()
+    for i, j in ((0, 1), (2, 0), (3, 1)):
+        assert model.get_layer_depth(f'rope.{i}.freqs.{j}') == \
+            model.get_layer_depth(f'stages.{i}.blocks.{j}.attn.w_msa.qkv.'
+                                  'weight')
+    state = model.state_dict()
+    state['stages.3.blocks.1.attn.w_msa.rope.freqs'] = \
+        state.pop('rope.3.freqs.1') + 1
+    other = tiny()
+    other.load_state_dict(state, strict=True)
+    assert torch.equal(other.rope[3].freqs[1], model.rope[3].freqs[1] + 1)

@@ -54,9 +54,9 @@ def parse_args(argv=None):
 
 def learnt_frequencies(args):
     """(2, D/2) mixed frequencies of one head from a checkpoint."""
-    from mmpos.analysis.attention import build_backbone
+    from mmpos.analysis.attention import attention_backbone
     from mmpos.models.layers import MixedRoPE
-    backbone = build_backbone(args.config, args.checkpoint)
+    backbone = attention_backbone(args.config, args.checkpoint)
     if not 0 <= args.layer < len(backbone.layers):
         raise SystemExit(f'--layer {args.layer}: the backbone has '
                          f'{len(backbone.layers)} layers')

@@ -113,7 +113,7 @@ class CR2PQ(BaseSelfSupervisor):
             the student in the update; 0.004 = BYOL's tau 0.996) for
             ``target='ema'``.
         align: coordinate convention of Eq. 4, ``'center'`` or ``'corner'``
-            (see :mod:`mmpos.models.layers.relative_coords`).
+            (see :mod:`mmpos.models.selfsup.cr2pq.relative_coords`).
         boxes_key: data-sample field with the ``(V >= 2, 4)`` crop boxes;
             views 0 and 1 are A and B.
         symmetric: add the B -> A direction.

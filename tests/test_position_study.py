@@ -1,16 +1,11 @@
-"""tools/paper_tables/position_study.py: the study's runs, resume, table
-(mean +- std, "clear" vs noise against APE) and plot, on a tiny budget."""
-import importlib.util
+"""mmpos_harness.position_study (tools/paper_tables/position_study.py):
+the study's runs, resume, table (mean +- std, "clear" vs noise against
+APE) and plot, on a tiny budget."""
 import json
-from pathlib import Path
 
 import pytest
 
-SPEC = importlib.util.spec_from_file_location(
-    'position_study',
-    Path(__file__).parents[1] / 'tools/paper_tables/position_study.py')
-study = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(study)
+from mmpos_harness import position_study as study
 
 
 def test_summary_marks_differences_beyond_twice_the_pooled_std():
@@ -45,7 +40,7 @@ def test_tiny_study_runs_resumes_and_writes_table_and_plot(tmp_path):
     assert rows['RoPE-Mixed +NTK']['32']['mean'] is None  # larger only
     assert all(0 <= v <= 100 for v in rows['APE']['64']['values'])
     assert (tmp_path / 'position_study.png').stat().st_size > 0
-    assert '64 px (train)' in (tmp_path / 'position_study.md').read_text()
+    assert '32 px (train)' in (tmp_path / 'position_study.md').read_text()
     run = tmp_path / 'runs' / 'APE' / 'seed0.json'
     before = run.stat().st_mtime_ns
     study.main(argv)  # resumes: nothing retrained

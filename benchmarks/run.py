@@ -20,6 +20,7 @@ and the ratios ours / baseline. The timing and memory protocol is
 ``vitdet_window``     ViTDet window attention (+ checkpointing) vs global
 ``rope_fast``         RoPE attention / ViT-S step, fast and eager RoPE paths
 ``checkpointing``     RoPE ViT-B step with vs without ``with_cp``
+``position_schemes``  attention layer per position scheme vs none
 ====================  =====================================================
 
 Writes ``<out>/<name>.json`` (settings, every row, each benchmark's full
@@ -65,6 +66,7 @@ BENCHMARKS = {
     'vitdet_window': 'vitdet_window',
     'rope_fast': 'rope_fast',
     'checkpointing': 'checkpointing',
+    'position_schemes': 'position_schemes',
 }
 DEFAULT_OUT = osp.join(osp.dirname(osp.abspath(__file__)), 'results')
 

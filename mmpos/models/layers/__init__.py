@@ -11,6 +11,8 @@ from .rope import (AxialRoPE, DINOv3RoPE, MixedRoPE, RoPETable, apply_rope,
                    frequency_magnitudes, mixed_frequencies,
                    rope_angles, rope_cfg_from_legacy, rope_phasors,
                    rope_tables, sincos_pos_embed_2d)
+# registers the ComRoPE / LieRE / STRING / Spiral / LookHere schemes
+from . import rope_schemes  # noqa: F401,E402
 
 __all__ = [
     'Masking', 'drop_positions', 'gather_tokens', 'num_kept',

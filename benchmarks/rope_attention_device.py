@@ -1,7 +1,8 @@
 """RoPE attention on whatever device is present (CUDA when available).
 
-Loads ``mmpos/models/layers/rope.py`` by path so that it runs where only
-torch is installed (e.g. a GPU machine without the OpenMMLab stack).
+Loads ``mmpos/models/layers/rope_functional.py`` (the RoPE functions of
+mmpos' position schemes) by path so that it runs where only torch is
+installed (e.g. a GPU machine without the OpenMMLab stack).
 
 * Checks on the device, under autocast (``--amp auto``: bf16 on CUDA, fp32
   on CPU): q.k logits between patch tokens are unchanged by a common shift
@@ -31,7 +32,7 @@ import _timing
 
 _ROPE_FILE = osp.join(
     osp.dirname(osp.abspath(__file__)), '..', 'mmpos', 'models', 'layers',
-    'rope.py')
+    'rope_functional.py')
 
 
 def load_rope_module():
@@ -49,16 +50,23 @@ class Attention(nn.Module):
         self.heads = heads
         self.qkv = nn.Linear(dim, dim * 3)
         self.proj = nn.Linear(dim, dim)
-        self.rope = None if rope_type == 'none' else rope_mod.RoPE2D(
-            dim // heads, heads, rope_type=rope_type)
+        self.rope_mod, self.rope_type = rope_mod, rope_type
+        if rope_type == 'mixed':  # learnable (2, heads, D/2)
+            self.freqs = nn.Parameter(
+                rope_mod.mixed_frequencies(dim // heads, heads))
+        elif rope_type == 'axial':  # fixed (2, D/2)
+            self.register_buffer(
+                'freqs', rope_mod.axial_frequencies(dim // heads))
 
     def forward(self, x, hw):
         B, N, C = x.shape
         qkv = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads)
         qkv = qkv.permute(2, 0, 3, 1, 4)
         qk, v = qkv[:2], qkv[2]  # q and k rotated in one call, no copy
-        if self.rope is not None:
-            qk = self.rope(qk, hw=hw)
+        if self.rope_type != 'none':  # the table, as a scheme computes it
+            grid = self.rope_mod.grid_coords(*hw, device=x.device)
+            phasors = self.rope_mod.rope_phasors(grid, self.freqs.float())
+            qk = self.rope_mod.apply_rope_phasors(qk, phasors)
         q, k = qk.unbind(0)
         out = F.scaled_dot_product_attention(q, k, v)
         return self.proj(out.transpose(1, 2).reshape(B, N, C))
@@ -68,7 +76,13 @@ def check_shift_invariance(rope_mod, device, dtype):
     torch.manual_seed(0)
     results = {}
     for rope_type in ('axial', 'mixed'):
-        rope = rope_mod.RoPE2D(64, 4, rope_type=rope_type).to(device)
+        freqs = (rope_mod.axial_frequencies(64) if rope_type == 'axial' else
+                 rope_mod.mixed_frequencies(64, 4)).to(device)
+
+        def rope(x, coords):
+            return rope_mod.apply_rope_phasors(
+                x, rope_mod.rope_phasors(coords, freqs))
+
         q = torch.randn(2, 4, 50, 64, device=device)
         k = torch.randn(2, 4, 50, 64, device=device)
         coords = torch.rand(50, 2, device=device) * 14

@@ -5,13 +5,14 @@ the same input with interleaved rounds (``_timing.measure``):
 
 * ``rotation``: the RoPE ops alone, forward + backward, at one ViT-S
   layer's size (queries and keys ``(2, B, 6, 197, 64)``, a strided view of
-  a qkv tensor as in the layer): the tables (RoPE-Mixed: recomputed from the
-  frequencies each step, gradient to them; RoPE-Axial: the cached grid
-  tables) and the rotation, fast against eager (the markdown's ``x
+  a qkv tensor as in the layer): the block's table (RoPE-Mixed: from the
+  frequencies, gradient to them; RoPE-Axial: from the fixed frequencies) and
+  the rotation, fast against eager (the markdown's ``x
   baseline`` column of this part is against ``mixed eager``).
 * ``attention``: one :class:`~mmpos.models.layers.RoPEAttention` layer at
   ViT-S width (384 channels, 6 heads, 14 x 14 patches + class token),
-  forward + backward, without RoPE (``rope_type='none'``), RoPE-Axial and
+  forward + backward (the block's table computed in the step, as the
+  backbone does once per forward), without RoPE, RoPE-Axial and
   RoPE-Mixed, each with the fast and the eager implementation; ratios
   against the layer without RoPE (issue 17's goal on CPU fp32: <= 1.03x
   axial, <= 1.05x mixed).
@@ -44,35 +45,40 @@ def _load():
 
 
 def set_impl(model: torch.nn.Module, impl: str) -> torch.nn.Module:
-    """Switch every :class:`RoPE2D` of ``model`` to ``impl``."""
-    from mmpos.models.layers import RoPE2D
-    for module in model.modules():
-        if isinstance(module, RoPE2D):
-            module.impl = impl
+    """Switch the RoPE scheme of ``model`` to ``impl``."""
+    model.rope.impl = impl
     return model
 
 
+def scheme(rope_type: str, impl: str, heads: int, head_dim: int, device):
+    """A one-block RoPE scheme on ``device``."""
+    from mmpos.models.layers import build_position_scheme
+    return build_position_scheme(dict(type=rope_type, impl=impl), head_dim,
+                                 heads, 1).to(device)
+
+
 def rotation_steps(batch: int, device) -> dict:
-    """``{'<mixed | axial> <fast | eager>': step}``: RoPE tables (mixed:
-    from the frequencies; axial: the cached grid tables) and rotation of one
-    ViT-S layer's queries and keys, forward + backward."""
-    from mmpos.models.layers import RoPE2D
+    """``{'<mixed | axial> <fast | eager>': step}``: the RoPE table of the
+    grid and the rotation of one ViT-S layer's queries and keys, forward +
+    backward."""
+    from mmpos.models.layers import grid_coords
     heads, dims, hw = ARCHS['ViT-S']['num_heads'], ARCHS['ViT-S'][
         'embed_dims'], (14, 14)
     tokens = 1 + hw[0] * hw[1]
     qkv = torch.randn(batch, tokens, 3, heads, dims // heads, device=device)
     qk = qkv.permute(2, 0, 3, 1, 4)[:2].requires_grad_()
     grad = torch.randn(qk.shape, device=device)
+    grid = grid_coords(*hw, device=device)[None]
     steps = {}
     for rope_type in ('mixed', 'axial'):
         for impl in ('fast', 'eager'):
             torch.manual_seed(0)
-            rope = RoPE2D(dims // heads, heads, rope_type,
-                          impl=impl).to(device)
+            rope = scheme(rope_type, impl, heads, dims // heads, device)
 
             def step(rope=rope):
-                rope(qk, hw=hw).backward(grad)
-                rope.freqs.grad = qk.grad = None
+                rope.block_table(0, grid).rotate(qk).backward(grad)
+                rope.zero_grad(set_to_none=True)
+                qk.grad = None
 
             steps[f'{rope_type} {impl}'] = step
     return steps
@@ -80,11 +86,12 @@ def rotation_steps(batch: int, device) -> dict:
 
 def attention_steps(batch: int, device, amp) -> dict:
     """``{name: fwd+bwd step}`` of one ViT-S attention layer per variant."""
-    from mmpos.models.layers import RoPEAttention
+    from mmpos.models.layers import RoPEAttention, grid_coords
     dims, heads, hw = ARCHS['ViT-S']['embed_dims'], ARCHS['ViT-S'][
         'num_heads'], (14, 14)
     x = torch.randn(batch, 1 + hw[0] * hw[1], dims, device=device,
                     requires_grad=True)
+    grid = grid_coords(*hw, device=device)[None]
     steps = {}
     for name, rope_type, impl in (('none', 'none', 'fast'),
                                   ('axial fast', 'axial', 'fast'),
@@ -92,15 +99,18 @@ def attention_steps(batch: int, device, amp) -> dict:
                                   ('mixed fast', 'mixed', 'fast'),
                                   ('mixed eager', 'mixed', 'eager')):
         torch.manual_seed(0)
-        layer = RoPEAttention(dims, heads, rope_type,
-                              rope_cfg=None if rope_type == 'none' else
-                              dict(impl=impl)).to(device)
+        layer = RoPEAttention(dims, heads).to(device)
+        rope = None if rope_type == 'none' else scheme(
+            rope_type, impl, heads, dims // heads, device)
 
-        def step(layer=layer):
+        def step(layer=layer, rope=rope):
             with _timing.autocast(device, amp):
-                out = layer(x, hw=hw)
+                table = None if rope is None else rope.block_table(0, grid)
+                out = layer(x, rope=table)
             out.float().sum().backward()
             layer.zero_grad(set_to_none=True)
+            if rope is not None:
+                rope.zero_grad(set_to_none=True)
             x.grad = None
 
         steps[name] = step

@@ -12,12 +12,11 @@ O(N C^2) for the projections and MLP, so ``a`` moves from 1 towards 2 as N
 outgrows the width; with SDPA the attention matrix is never stored, so
 memory stays near-linear.
 
-RoPE tables: :func:`count_table_builds` reads the cache counters of
-``mmpos.models.layers.rope`` around the timed forwards. With the tables
-built during warm-up (one per size), RoPE-Axial builds none while timed (all
-cache hits); RoPE-Mixed, whose frequencies are learnable, reuses the cached
-coordinate grid and recomputes only the elementwise angles. Counts, not
-times: ``tests/test_bench_summary.py`` checks them.
+RoPE tables: :func:`count_table_builds` counts the per-block tables the
+backbone's position scheme computes around the timed forwards: once per
+forward, one table for all blocks with RoPE-Axial's shared frequencies and
+one per block with RoPE-Mixed's learnable ones (no process-wide cache).
+Counts, not times: ``tests/test_bench_summary.py`` checks them.
 
 Full: ViT-B. ``--quick``: a 1-block ViT of width 96 (2 heads), so the
 attention term dominates early.
@@ -63,30 +62,32 @@ def forward_step(model, images, device, amp):
     return step
 
 
-def cache_counts() -> dict:
-    """Builds (misses) and reuses (hits) of the RoPE grid / axial caches."""
-    from mmpos.models.layers import rope_cache_info
-    info = rope_cache_info()
-    return {f'{kind}_{field}': getattr(info[kind], field)
-            for kind in ('grid', 'axial') for field in ('misses', 'hits')}
-
-
 def count_table_builds(steps, calls: int = 2) -> dict:
-    """Cache builds / hits during ``calls`` rounds of ``steps`` (callables),
-    run *after* one warm-up call of each: ``{grid_builds, axial_builds,
-    grid_hits, axial_hits}``."""
+    """RoPE tables built (:class:`~mmpos.models.layers.RoPETable`) and
+    backbone forwards run during ``calls`` rounds of ``steps`` (callables),
+    after one warm-up call of each: ``{tables, forwards}``."""
+    from mmpos.models.backbones import RoPEVisionTransformer
+    from mmpos.models.layers import RoPETable
+    counts = dict(tables=0, forwards=0)
     for step in steps:
         step()
-    before = cache_counts()
-    for _ in range(calls):
-        for step in steps:
-            step()
-    after = cache_counts()
-    return {
-        f'{kind}_{"builds" if field == "misses" else "hits"}':
-        after[f'{kind}_{field}'] - before[f'{kind}_{field}']
-        for kind in ('grid', 'axial') for field in ('misses', 'hits')
-    }
+    originals = [(RoPETable, '__init__', 'tables'),
+                 (RoPEVisionTransformer, 'position_tables', 'forwards')]
+    originals = [(cls, name, key, getattr(cls, name))
+                 for cls, name, key in originals]
+    for cls, name, key, original in originals:
+        def wrapped(*args, _key=key, _original=original, **kwargs):
+            counts[_key] += 1
+            return _original(*args, **kwargs)
+        setattr(cls, name, wrapped)
+    try:
+        for _ in range(calls):
+            for step in steps:
+                step()
+    finally:
+        for cls, name, _, original in originals:
+            setattr(cls, name, original)
+    return counts
 
 
 def fit_exponent(tokens, values) -> float:
@@ -99,7 +100,7 @@ def run(quick: bool = False, iters: int = None, warmup: int = None,
         sizes=SIZES) -> dict:
     """Returns ``{'settings', '<size>px': {model: {step_ms, peak_mib,
     time_ratio, mem_ratio}, 'tokens': N}, 'fit': {model: {time_exponent,
-    mem_exponent}}, 'rope_cache': {model: count_table_builds}}``."""
+    mem_exponent}}, 'rope_tables': {model: count_table_builds}}``."""
     from mmengine.logging import MMLogger
     MMLogger.get_current_instance().setLevel('WARNING')
     device, amp = _timing.setup(device, amp, threads)
@@ -132,7 +133,7 @@ def run(quick: bool = False, iters: int = None, warmup: int = None,
                     tokens, [entry[name]['peak_mib'] for entry in sized]))
             for name in MODELS
         }
-    result['rope_cache'] = {
+    result['rope_tables'] = {
         name: count_table_builds(all_steps[name])
         for name in MODELS if name != 'APE'
     }
@@ -151,7 +152,7 @@ def summarize(result: dict) -> list:
 
 
 def markdown(result: dict) -> str:
-    """Fitted exponents and RoPE cache counts as Markdown."""
+    """Fitted exponents and RoPE table counts as Markdown."""
     lines = []
     if 'fit' in result:
         lines += ['| model | time exponent | memory exponent |',
@@ -160,13 +161,11 @@ def markdown(result: dict) -> str:
                   f'{fit["mem_exponent"]:.2f} |'
                   for name, fit in result['fit'].items()]
         lines.append('')
-    lines += ['RoPE cache during repeated forwards (after one warm-up call '
-              'per size):', '',
-              '| model | grid builds | grid hits | axial-table builds | '
-              'axial-table hits |', '|---|---|---|---|---|']
-    lines += [f'| {name} | {c["grid_builds"]} | {c["grid_hits"]} | '
-              f'{c["axial_builds"]} | {c["axial_hits"]} |'
-              for name, c in result['rope_cache'].items()]
+    lines += ['RoPE tables during repeated forwards (after one warm-up call '
+              'per size):', '', '| model | forwards | tables built |',
+              '|---|---|---|']
+    lines += [f'| {name} | {c["forwards"]} | {c["tables"]} |'
+              for name, c in result['rope_tables'].items()]
     return '\n'.join(lines)
 
 

@@ -14,12 +14,13 @@ and the ratios ours / baseline. The timing and memory protocol is
 ``rope_vit``          RoPE ViT vs mmpretrain ``VisionTransformer`` step
 ``sdpa``              torch SDPA vs naive attention
 ``pipeline``          multi-view pipelines with boxes vs ``MultiView``
-``rope_scaling``      RoPE ViT forward at 224...1024 px, exponent, cache
+``rope_scaling``      RoPE ViT forward at 224...1024 px, exponent, tables
 ``coord_aug``         DINOv3 coordinate augmentation vs none, RoPE ViT step
 ``online_probe``      pretraining step with vs without the online kNN probe
 ``vitdet_window``     ViTDet window attention (+ checkpointing) vs global
 ``rope_fast``         RoPE attention / ViT-S step, fast and eager RoPE paths
 ``checkpointing``     RoPE ViT-B step with vs without ``with_cp``
+``position_schemes``  attention layer per position scheme vs none
 ====================  =====================================================
 
 Writes ``<out>/<name>.json`` (settings, every row, each benchmark's full
@@ -65,6 +66,7 @@ BENCHMARKS = {
     'vitdet_window': 'vitdet_window',
     'rope_fast': 'rope_fast',
     'checkpointing': 'checkpointing',
+    'position_schemes': 'position_schemes',
 }
 DEFAULT_OUT = osp.join(osp.dirname(osp.abspath(__file__)), 'results')
 

@@ -7,12 +7,19 @@ config makes them available with::
 
     custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
 """
+from mmengine.registry import Registry
 from mmpretrain.registry import (DATA_SAMPLERS, DATASETS, EVALUATORS, HOOKS,
                                  METRICS, MODELS, OPTIM_WRAPPER_CONSTRUCTORS,
                                  OPTIM_WRAPPERS, OPTIMIZERS, PARAM_SCHEDULERS,
                                  TRANSFORMS)
 
+#: position schemes (:class:`~mmpos.models.layers.position.PositionScheme`),
+#: built from a backbone's ``rope=dict(type=...)``
+POSITION_ENCODINGS = Registry('position encoding',
+                              locations=['mmpos.models.layers'])
+
 __all__ = [
+    'POSITION_ENCODINGS',
     'DATA_SAMPLERS', 'DATASETS', 'EVALUATORS', 'HOOKS', 'METRICS', 'MODELS',
     'OPTIM_WRAPPER_CONSTRUCTORS', 'OPTIM_WRAPPERS', 'OPTIMIZERS',
     'PARAM_SCHEDULERS', 'TRANSFORMS'

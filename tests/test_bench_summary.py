@@ -117,13 +117,13 @@ def test_fit_exponent_recovers_power_law(bench):
 
 
 @pytest.mark.parametrize('rope_type', ['axial', 'mixed'])
-def test_rope_tables_not_rebuilt_across_training_steps(bench, rope_type):
-    """Training steps of a RoPE ViT at two resolutions build their tables
-    once (warm-up) and then only hit the cache."""
+def test_rope_tables_built_once_per_forward_in_training_steps(bench,
+                                                              rope_type):
+    """Training steps of a RoPE ViT at two resolutions compute the position
+    tables once per forward: one for all blocks (RoPE-Axial), one per block
+    (RoPE-Mixed), none inside the blocks."""
     from mmpos.models.backbones import RoPEVisionTransformer
-    from mmpos.models.layers import clear_rope_cache, rope_cache_info
     timing, scaling = bench('_timing'), bench('rope_scaling')
-    clear_rope_cache()
     model = RoPEVisionTransformer(
         arch=dict(embed_dims=32, num_layers=2, num_heads=2,
                   feedforward_channels=64),
@@ -135,15 +135,9 @@ def test_rope_tables_not_rebuilt_across_training_steps(bench, rope_type):
         for s in (32, 48)
     ]
     counts = scaling.count_table_builds(steps, calls=2)
-    forwards = 2 * 2 * 2  # calls x sizes x layers
-    assert counts['grid_builds'] == counts['axial_builds'] == 0
-    info = rope_cache_info()
-    if rope_type == 'axial':
-        assert counts['axial_hits'] == forwards
-        assert info['axial'].misses == 2  # one table per grid, at warm-up
-    else:  # learnable frequencies: the grid is cached, angles recomputed
-        assert counts['grid_hits'] == forwards and counts['axial_hits'] == 0
-        assert info['grid'].misses == 2
+    assert counts['forwards'] == 2 * 2  # calls x sizes
+    per_forward = 1 if rope_type == 'axial' else 2  # layers
+    assert counts['tables'] == counts['forwards'] * per_forward
 
 
 def test_rope_scaling_result_structure(bench):
@@ -153,8 +147,9 @@ def test_rope_scaling_result_structure(bench):
     assert set(result['fit']) == {'APE', 'RoPE-mixed', 'RoPE-axial'}
     for fit in result['fit'].values():
         assert all(math.isfinite(v) for v in fit.values())
-    assert result['rope_cache']['RoPE-axial']['axial_builds'] == 0
-    assert '| RoPE-axial | 0 |' in bench('rope_scaling').markdown(result)
+    # 2 calls x 2 sizes of a 1-block model: one table per forward
+    assert result['rope_tables']['RoPE-axial'] == dict(tables=4, forwards=4)
+    assert '| RoPE-axial | 4 | 4 |' in bench('rope_scaling').markdown(result)
 
 
 def test_pipelines_with_and_without_boxes_draw_the_same_views(bench):

@@ -167,7 +167,7 @@ def test_official_checkpoint_gives_the_authors_outputs(rope, ape,
 def test_mixed_frequencies_land_per_layer_and_head():
     source = fake_source('official', 'mixed')
     model = build_loaded(convert_official_rope_vit(source, HEADS), 'mixed')
-    freqs = model.backbone.layers[1].attn.rope.freqs
+    freqs = model.backbone.rope.freqs[1]
     # head 1, pair 3 of layer 1 is element 1 * D/2 + 3 of the flat vector
     assert freqs[0, 1, 3] == source['freqs'][0, 1, D // 2 + 3]
     assert freqs[1, 1, 3] == source['freqs'][1, 1, D // 2 + 3]
@@ -192,10 +192,10 @@ def test_shape_mismatch_is_refused_naming_key_and_shapes():
         arch=dict(embed_dims=C, num_layers=1, num_heads=HEADS,
                   feedforward_channels=FFN), patch_size=PATCH)
     state_dict = model.state_dict()
-    state_dict['layers.0.attn.rope.freqs'] = torch.zeros(2, 4, 4)
+    state_dict['rope.freqs.0'] = torch.zeros(2, 4, 4)
     with pytest.raises(CheckpointMismatchError) as err:
         compare(state_dict, model).enforce('lenient', 'src', 'Model')
-    assert ('layers.0.attn.rope.freqs: checkpoint (2, 4, 4) vs model '
+    assert ('rope.freqs.0: checkpoint (2, 4, 4) vs model '
             '(2, 2, 8)') in str(err.value)
 
 
@@ -204,13 +204,13 @@ def test_missing_and_unexpected_keys_are_reported():
         arch=dict(embed_dims=C, num_layers=1, num_heads=HEADS,
                   feedforward_channels=FFN), patch_size=PATCH)
     state_dict = model.state_dict()
-    del state_dict['ln1.bias'], state_dict['layers.0.attn.rope.freqs']
+    del state_dict['ln1.bias'], state_dict['rope.freqs.0']
     state_dict['blocks.0.attn.q_norm.weight'] = torch.ones(D)
     report = compare(state_dict, model)
-    assert report.missing == ['layers.0.attn.rope.freqs', 'ln1.bias']
+    assert report.missing == ['ln1.bias', 'rope.freqs.0']
     assert report.unexpected == ['blocks.0.attn.q_norm.weight']
     assert not report.mismatched
-    assert '2 missing key(s): layers.0.attn.rope.freqs, ln1.bias' in str(
+    assert '2 missing key(s): ln1.bias, rope.freqs.0' in str(
         report)
 
 
@@ -295,8 +295,8 @@ def test_timm_cli_to_rope_reports_new_frequencies_missing(tmp_path, capsys):
         timm2mmpos, [src, dst, '--rope-type', 'mixed', '--num-heads', HEADS],
         capsys)
     assert code == 0, out.err
-    assert ('2 missing key(s): backbone.layers.0.attn.rope.freqs, '
-            'backbone.layers.1.attn.rope.freqs') in out.out
+    assert ('2 missing key(s): backbone.rope.freqs.0, '
+            'backbone.rope.freqs.1') in out.out
 
 
 def test_mmpos2backbone(tmp_path, capsys):

@@ -10,7 +10,8 @@ from mmpretrain.structures import DataSample
 
 from mmpos.datasets.transforms.crop_boxes import tlhw_to_box
 from mmpos.models.layers.attention import RoPEAttention
-from mmpos.models.layers.relative_coords import relative_coords
+from mmpos.models.layers.position import build_position_scheme
+from mmpos.models.selfsup.cr2pq import relative_coords
 from mmpos.models.layers.rope import grid_coords, sincos_pos_embed_2d
 from mmpos.models.losses.cr2pq_loss import CR2PQLoss
 from mmpos.models.necks.cr2pq_neck import RoPECrossAttention
@@ -132,8 +133,8 @@ def test_cross_attention_with_b_equal_a_is_a_self_attention(rope_type):
     C, heads, hw = 32, 2, (3, 5)
     tokens = torch.randn(2, 15, C)
     eye = torch.eye(C)
-    cross = RoPECrossAttention(C, heads, rope_type=rope_type)
-    self_attn = RoPEAttention(C, heads, rope_type=rope_type)
+    cross, self_attn = RoPECrossAttention(C, heads), RoPEAttention(C, heads)
+    rope = build_position_scheme(dict(type=rope_type), C // heads, heads, 1)
     with torch.no_grad():
         cross.q.weight.copy_(eye)
         cross.kv.weight.copy_(torch.cat([eye, eye]))
@@ -143,14 +144,16 @@ def test_cross_attention_with_b_equal_a_is_a_self_attention(rope_type):
             layer.bias.zero_()
         cross.proj.weight.copy_(eye)
         self_attn.proj.weight.copy_(eye)
-        if rope_type == 'mixed':
-            cross.rope.freqs.copy_(self_attn.rope.freqs)
     box = boxes((3, 7, 90, 150)).expand(2, 4)
     coords = relative_coords(box, box, hw, hw)
-    out = cross(tokens, tokens, query_coords=coords, context_hw=hw)
-    assert torch.allclose(out, self_attn(tokens, hw=hw), atol=1e-5)
+    grid = rope.block_table(0, grid_coords(*hw)[None])
+    out = cross(tokens, tokens, query_rope=rope.block_table(0, coords),
+                context_rope=grid)
+    assert torch.allclose(out, self_attn(tokens, rope=grid), atol=1e-5)
     # not trivially equal: other coordinates change the pattern
-    shifted = cross(tokens, tokens, query_coords=coords + .5, context_hw=hw)
+    shifted = cross(tokens, tokens,
+                    query_rope=rope.block_table(0, coords + .5),
+                    context_rope=grid)
     assert not torch.allclose(shifted, out, atol=1e-3)
 
 
@@ -321,7 +324,7 @@ def test_continuous_rope_queries_at_eq4_coordinates():
     assert torch.allclose(seen['coords_b'], coords)
     assert not torch.equal(coords, coords.round())  # continuous
     assert seen['coords_a'] is None  # keys: A's whole grid
-    assert model.neck.cross_attn.rope is not None
+    assert model.neck.rope is not None
     query = model.neck.mask_token.expand_as(seen['query'])
     assert torch.equal(seen['query'], query)
     assert torch.equal(seen['context'], seen['tokens_a'])
@@ -341,7 +344,7 @@ def test_additive_rows_embed_the_continuous_coordinates(pos_type):
     inputs, samples = batch()
     losses = model.loss(inputs, samples)
     neck = model.neck
-    assert neck.cross_attn.rope is None
+    assert neck.rope is None
     assert (neck.pos_mlp is not None) == (pos_type == 'mlp')
     pe = (lambda c: sincos_pos_embed_2d(c, 64)) if pos_type == 'sincos' \
         else neck.pos_mlp
@@ -446,8 +449,8 @@ def test_table6_configs_switch_the_query_positions(row, discrete, rotary):
     coords = seen['coords_b']
     assert torch.equal(coords, coords.round()) == discrete
     assert (seen['coords_a'] is not None) == discrete
-    assert (model.neck.cross_attn.rope is not None) == rotary
-    assert (model.backbone.rope_type != 'none') == rotary
+    assert (model.neck.rope is not None) == rotary
+    assert (model.backbone.rope is not None) == rotary
 
 
 def test_symmetric_and_bad_inputs():
@@ -494,11 +497,11 @@ def view_consistent_step(frame, view_consistent_rope=True):
 
     def record(name):
         def hook(module, args, output):
-            seen[name] = output
+            seen[name] = output[0]  # block 0's coordinates
         return hook
 
-    model.backbone.rope_positions.register_forward_hook(record('student'))
-    model.target_generator.module.rope_positions.register_forward_hook(
+    model.backbone.rope.coords.register_forward_hook(record('student'))
+    model.target_generator.module.rope.coords.register_forward_hook(
         record('teacher'))
     model.neck.register_forward_pre_hook(
         lambda module, args, kwargs: seen.update(

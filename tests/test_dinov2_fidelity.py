@@ -14,7 +14,7 @@ from mmengine.logging import MessageHub
 from mmpretrain.registry import MODELS
 
 import mmpos  # noqa: F401
-from mmpos.models.layers.positional_field import scale_shift_boxes
+from mmpos.models.selfsup.icpf import scale_shift_boxes
 from mmpos.models.losses.dino_losses import iBOTPatchLoss
 from mmpos.models.selfsup.dinov2 import DINOv2
 from mmpos.models.selfsup.icpf import ICPF

@@ -22,6 +22,7 @@ from mmpos.models.heads.droppos_head import (droppos_loss,
                                              smoothed_position_targets)
 from mmpos.models.heads.qbheat_head import QBHeatHead
 from mmpos.models.layers.attention import RoPEAttention
+from mmpos.models.layers.position import build_position_scheme
 from mmpos.models.layers.rope import grid_coords
 from mmpos.models.losses.cr2pq_loss import CR2PQLoss
 from mmpos.models.losses.dino_losses import (DINOLoss, KoLeoLoss,
@@ -53,12 +54,14 @@ def test_rope_attention_far_positions(rope_type, dtype):
     in fp32 (bf16 rounds 1000.5 to 1000). Measured max relative error:
     4e-3 (bf16), 6e-4 (fp16)."""
     torch.manual_seed(0)
-    attn = RoPEAttention(64, 4, rope_type=rope_type)
+    attn = RoPEAttention(64, 4)
+    rope = build_position_scheme(dict(type=rope_type), 16, 4, 1)
     x = torch.randn(2, 64, 64)  # unit scale, as after a LayerNorm
-    coords = grid_coords(8, 8)
-    ref = attn(x, coords=coords)
-    with autocast(dtype):
-        out = attn(x, coords=coords + torch.tensor([1000.5, -700.25]))
+    coords = grid_coords(8, 8)[None]
+    ref = attn(x, rope=rope.block_table(0, coords))
+    with autocast(dtype):  # tables computed under autocast, as in forward
+        out = attn(x, rope=rope.block_table(
+            0, coords + torch.tensor([1000.5, -700.25])))
     assert out.dtype == dtype
     err = (out.float() - ref).abs().max() / ref.abs().max()
     assert err < {torch.bfloat16: 2e-2, torch.float16: 4e-3}[dtype]
@@ -70,15 +73,17 @@ def test_rope_attention_saturated_logits_stay_finite(dtype):
     fp16's 65504: output and all gradients stay finite (the attention
     kernel accumulates the scores in fp32)."""
     torch.manual_seed(0)
-    attn = RoPEAttention(64, 4, rope_type='mixed')
+    attn = RoPEAttention(64, 4)
+    rope = build_position_scheme(dict(type='mixed'), 16, 4, 1)
     x = (torch.randn(2, 1 + 64, 64) * 300).requires_grad_()
     q, k = attn.qkv(x.detach()).unflatten(-1, (3, 4, 16))[:, :, :2].unbind(2)
     logits = torch.einsum('bnhd,bmhd->bhnm', q, k) / 4
     assert logits.abs().max() > torch.finfo(torch.float16).max
     with autocast(dtype):
-        out = attn(x, hw=(8, 8))
+        out = attn(x, rope=rope.block_table(0, grid_coords(8, 8)[None]))
     out.float().square().mean().backward()
-    assert all_finite(out, x.grad, *(p.grad for p in attn.parameters()))
+    assert all_finite(out, x.grad, *(p.grad for p in attn.parameters()),
+                      *(p.grad for p in rope.parameters()))
 
 
 # --- losses: fp32 reductions, finite at the edges ---------------------------

@@ -10,8 +10,8 @@ from mmengine.registry import DefaultScope
 
 import mmpos  # noqa: F401
 from conftest import data_root_options, finetune, read_scalars, run_tool
-from mmpos.models.layers import (RoPE2D, box_coords, frame_coords,
-                                 grid_coords)
+from mmpos.models.layers import (box_coords, build_position_scheme,
+                                 frame_coords, grid_coords)
 from mmpos.registry import MODELS
 
 DROPPOS = 'configs/droppos/droppos_vit-tiny-dinov3pos_mini.py'
@@ -38,11 +38,13 @@ def test_box_coords_place_views_at_their_source_positions():
 
 
 def test_nan_coordinates_are_not_rotated_in_any_frame():
-    rope = RoPE2D(16, 2, 'axial', periods=dict(base=100.), axes='yx',
-                  layout='half')
+    rope = build_position_scheme(
+        dict(type='axial', periods=dict(base=100.), axes='yx',
+             layout='half'), 16, 2, 1)
     coords = frame_coords(torch.tensor([[float('nan')] * 2, [1., 2.]]),
                           (4, 4), 'separate')
-    cos, sin = rope.tables(3, coords)
+    cos, sin = (t[0] for t in rope.block_table(0, coords[None]).export()
+                ._table(3))  # 1 prefix token + 2
     assert torch.equal(cos[0, 1], torch.ones(16))
     assert torch.equal(sin[0, 1].abs(), torch.zeros(16))
     assert not torch.equal(cos[0, 2], torch.ones(16))

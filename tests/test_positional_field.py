@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from mmpos.models.layers.block_masking import (boxwise_masks, cross_shapes,
                                                crosswise_masks,
                                                sample_num_masked)
-from mmpos.models.layers.positional_field import (PositionalField,
+from mmpos.models.selfsup.icpf.positional_field import (PositionalField,
                                                   field_to_pos_embed,
                                                   sample_field, sample_scales,
                                                   scale_shift_boxes)

@@ -1,18 +1,40 @@
-"""2-D RoPE (Heo et al. 2024): formulas, relative-position property, caching,
-autocast and gradients of :mod:`mmpos.models.layers.rope` / attention."""
+"""2-D RoPE (Heo et al. 2024): formulas, relative-position property, tables
+once per forward, autocast and gradients of :mod:`mmpos.models.layers.rope` /
+attention."""
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from mmpos.models.layers import (RoPE2D, RoPEAttention, apply_rope,
-                                 axial_frequencies, clear_rope_cache,
+from mmpos.models.layers import (RoPEAttention, apply_rope,
+                                 axial_frequencies, build_position_scheme,
                                  grid_coords, mixed_frequencies,
-                                 rope_cache_info, rope_tables,
+                                 rope_cfg_from_legacy, rope_tables,
                                  sincos_pos_embed_2d)
 
 HEAD_DIM, HEADS = 16, 2
+
+
+def scheme(rope_type, head_dim=HEAD_DIM, heads=HEADS, depth=1, **cfg):
+    """A RoPE scheme of ``depth`` blocks."""
+    return build_position_scheme(dict(type=rope_type, **cfg), head_dim,
+                                 heads, depth)
+
+
+def table(rope, coords=None, hw=None, dtype=torch.float32, index=0):
+    """Block ``index``'s table of ``coords`` (``(M, 2)`` / ``(B, M, 2)``)
+    or of the ``hw`` grid."""
+    coords = grid_coords(*hw) if coords is None else coords
+    coords = coords if coords.dim() == 3 else coords[None]
+    return rope.block_table(index, coords.to(dtype))
+
+
+def rotate(rope, x, coords=None, hw=None):
+    """``x`` ``(..., N, D)`` rotated by block 0's table, in fp32 (fp64 for
+    fp64 inputs)."""
+    dtype = torch.promote_types(x.dtype, torch.float32)
+    return table(rope, coords, hw, dtype).rotate(x)
 
 
 def eq13(head_dim, theta):
@@ -23,7 +45,7 @@ def eq13(head_dim, theta):
 
 
 def logits(rope, q, k, coords):
-    q, k = rope(torch.stack([q, k]), coords=coords)
+    q, k = rotate(rope, torch.stack([q, k]), coords=coords)
     return q @ k.transpose(-1, -2)
 
 
@@ -54,9 +76,10 @@ def test_rotation_is_complex_multiplication():
 def test_axial_angles_follow_eq12_eq13():
     coords = torch.tensor([[0.5, 2.0], [3.25, -1.0], [7.0, 4.5]],
                           dtype=torch.float64)
-    rope = RoPE2D(HEAD_DIM, HEADS, 'axial').double()
+    rope = scheme('axial').double()
     assert rope.theta == 100.0
-    cos, sin = rope.tables(3, coords, dtype=torch.float64)
+    cos, sin = (t[0] for t in table(rope, coords, dtype=torch.float64)
+                .export()._table(3))  # (heads | 1, N, D) as rope_tables
     theta = eq13(HEAD_DIM, 100.)
     angle = torch.cat(
         [coords[:, :1] * theta, coords[:, 1:] * theta], dim=-1)  # x- | y-pairs
@@ -67,13 +90,15 @@ def test_axial_angles_follow_eq12_eq13():
 
 
 def test_default_thetas():
-    assert RoPE2D(HEAD_DIM, HEADS, 'axial').theta == 100.0
-    assert RoPE2D(HEAD_DIM, HEADS, 'mixed').theta == 10.0
-    assert RoPE2D(HEAD_DIM, HEADS, 'mixed', theta=3.).theta == 3.0
+    assert scheme('axial').theta == 100.0
+    assert scheme('mixed').theta == 10.0
+    assert scheme('mixed', theta=3.).theta == 3.0
     with pytest.raises(ValueError, match='divisible by 4'):
-        RoPE2D(18, 1, 'axial')
+        scheme('axial', head_dim=18, heads=1)
     with pytest.raises(ValueError, match='rope_type'):
-        RoPE2D(HEAD_DIM, 1, 'learned')
+        rope_cfg_from_legacy('learned')
+    with pytest.raises(KeyError, match='learned'):
+        scheme('learned')
 
 
 @pytest.mark.parametrize('rope_type', ['axial', 'mixed'])
@@ -84,7 +109,7 @@ def test_logits_depend_on_relative_positions_only(rope_type, offset,
     """Eq. 15: q'_n k'_m depends on p_n - p_m, so a common shift (integer or
     fractional) of all coordinates leaves every attention logit unchanged."""
     torch.manual_seed(0)
-    rope = RoPE2D(HEAD_DIM, HEADS, rope_type).double()
+    rope = scheme(rope_type).double()
     B, N = 2, 7
     q = torch.randn(B, HEADS, N, HEAD_DIM, dtype=torch.float64)
     k = torch.randn(B, HEADS, N, HEAD_DIM, dtype=torch.float64)
@@ -105,16 +130,16 @@ def test_mixed_with_zeroed_axis_equals_axial():
     zero = torch.zeros_like(theta)
     freqs = torch.stack([torch.cat([theta, zero]),
                          torch.cat([zero, theta])])  # (2, D/2)
-    axial = RoPE2D(HEAD_DIM, HEADS, 'axial')
-    mixed = RoPE2D(HEAD_DIM, HEADS, 'mixed', theta=100.)
+    axial = scheme('axial')
+    mixed = scheme('mixed', theta=100.)
     with torch.no_grad():
-        mixed.freqs.copy_(freqs[:, None].expand(2, HEADS, -1))
+        mixed.freqs[0].copy_(freqs[:, None].expand(2, HEADS, -1))
     qk = torch.randn(2, 2, HEADS, 1 + 12, HEAD_DIM)
     for coords in (torch.rand(2, 12, 2) * 8 - 2, grid_coords(3, 4)):
-        assert torch.allclose(mixed(qk, coords=coords),
-                              axial(qk, coords=coords), atol=1e-6)
-    assert torch.allclose(mixed(qk, hw=(3, 4)), axial(qk, hw=(3, 4)),
-                          atol=1e-6)
+        assert torch.allclose(rotate(mixed, qk, coords=coords),
+                              rotate(axial, qk, coords=coords), atol=1e-6)
+    assert torch.allclose(rotate(mixed, qk, hw=(3, 4)),
+                          rotate(axial, qk, hw=(3, 4)), atol=1e-6)
     # the paper's initialisation without random rotation is that point
     assert torch.equal(axial_frequencies(HEAD_DIM, 100.), freqs)
     assert torch.equal(
@@ -127,7 +152,7 @@ def test_mixed_initialisation_rotates_axial_frequencies_per_head():
     pair t + D/4 the orthogonal m_t (-sin, cos)(phi), m_t from Eq. 13
     with theta = 10."""
     torch.manual_seed(0)
-    freqs = RoPE2D(HEAD_DIM, 4, 'mixed').freqs.detach().double()
+    freqs = scheme('mixed', heads=4).freqs[0].detach().double()
     assert freqs.shape == (2, 4, HEAD_DIM // 2)
     quarter = HEAD_DIM // 4
     first, second = freqs[..., :quarter], freqs[..., quarter:]
@@ -142,99 +167,82 @@ def test_mixed_initialisation_rotates_axial_frequencies_per_head():
 
 
 def test_prefix_tokens_are_not_rotated():
-    rope = RoPE2D(HEAD_DIM, HEADS, 'mixed')
+    rope = scheme('mixed')
     qk = torch.randn(2, 2, HEADS, 1 + 6, HEAD_DIM)
     coords = torch.rand(6, 2) * 5
-    rotated = rope(qk, coords=coords)
+    rotated = rotate(rope, qk, coords=coords)
     assert torch.equal(rotated[..., 0, :], qk[..., 0, :])
-    assert torch.allclose(rotated[..., 1:, :], rope(qk[..., 1:, :], coords))
-    with_grid = rope(qk, hw=(2, 3))
+    assert torch.allclose(rotated[..., 1:, :],
+                          rotate(rope, qk[..., 1:, :], coords))
+    with_grid = rotate(rope, qk, hw=(2, 3))
     assert torch.equal(with_grid[..., 0, :], qk[..., 0, :])
     assert torch.allclose(with_grid[..., 1:, :],
-                          rope(qk[..., 1:, :], grid_coords(2, 3)))
+                          rotate(rope, qk[..., 1:, :], grid_coords(2, 3)))
     with pytest.raises(ValueError, match='8 positions given for only 7'):
-        rope(qk, coords=torch.rand(8, 2))
+        rotate(rope, qk, coords=torch.rand(8, 2))
 
 
-def test_axial_grid_tables_are_cached():
-    clear_rope_cache()
-    rope = RoPE2D(HEAD_DIM, HEADS, 'axial')
-    qk = torch.randn(2, 1, HEADS, 20, HEAD_DIM)
-    first = rope(qk, hw=(4, 5))
-    assert rope_cache_info()['axial'].misses == 1
-    second = rope(qk, hw=(4, 5))
-    info = rope_cache_info()['axial']
-    assert (info.misses, info.hits, info.currsize) == (1, 1, 1)
-    assert torch.equal(first, second)
-    assert rope.tables(20, hw=(4, 5))[0] is rope.tables(20, hw=(4, 5))[0]
-    # another layer with the same settings shares the table
-    RoPE2D(HEAD_DIM, HEADS, 'axial')(qk, hw=(4, 5))
-    assert rope_cache_info()['axial'].currsize == 1
-    rope(torch.randn(2, 1, HEADS, 30, HEAD_DIM), hw=(5, 6))
-    assert rope_cache_info()['axial'].currsize == 2
-
-
-def test_mixed_caches_grid_but_recomputes_angles():
-    clear_rope_cache()
-    rope = RoPE2D(HEAD_DIM, HEADS, 'mixed')
-    qk = torch.randn(2, 1, HEADS, 20, HEAD_DIM)
-    before = rope(qk, hw=(4, 5))
-    with torch.no_grad():
-        rope.freqs.mul_(2)
-    after = rope(qk, hw=(4, 5))
-    info = rope_cache_info()
-    assert (info['grid'].misses, info['grid'].hits) == (1, 1)
-    assert info['axial'].currsize == 0
-    assert not torch.allclose(before, after)
-
-
-@pytest.mark.parametrize('rope_type', ['axial', 'mixed'])
-def test_tables_cached_in_inference_mode_work_for_training(rope_type):
-    clear_rope_cache()
-    attn = RoPEAttention(32, HEADS, rope_type=rope_type)
-    x = torch.randn(2, 1 + 12, 32)
-    with torch.inference_mode():
-        attn(x, hw=(3, 4))
-    attn(x.requires_grad_(), hw=(3, 4)).sum().backward()
-    assert x.grad is not None
+@pytest.mark.parametrize('rope_type,calls', [('axial', 1), ('mixed', 3)])
+def test_tables_are_computed_once_per_forward(rope_type, calls,
+                                              monkeypatch):
+    """The backbone asks its position scheme once per forward: one table
+    for all blocks with RoPE-Axial's shared frequencies, one per block with
+    RoPE-Mixed's, none inside the blocks."""
+    from mmpos.models.backbones import RoPEVisionTransformer
+    model = RoPEVisionTransformer(
+        arch=dict(embed_dims=32, num_layers=3, num_heads=HEADS,
+                  feedforward_channels=64), img_size=32, patch_size=8,
+        rope=dict(type=rope_type))
+    seen = []
+    original = type(model.rope).block_table
+    monkeypatch.setattr(type(model.rope), 'block_table',
+                        lambda self, i, c: seen.append(i) or original(
+                            self, i, c))
+    model(torch.randn(2, 3, 32, 40))
+    assert len(seen) == calls
+    model(torch.randn(2, 3, 32, 40))
+    assert len(seen) == 2 * calls
 
 
 def test_gradient_reaches_mixed_frequencies():
-    rope = RoPE2D(4, 1, 'mixed').double()
+    rope = scheme('mixed', head_dim=4, heads=1).double()
     q, k = torch.randn(2, 1, 1, 5, 4, dtype=torch.float64).unbind(0)
-    coords = torch.rand(5, 2, dtype=torch.float64) * 4
+    coords = torch.rand(1, 5, 2, dtype=torch.float64) * 4
 
     def f(freqs):
-        q_rot, k_rot = torch.func.functional_call(
-            rope, {'freqs': freqs}, (torch.stack([q, k]), coords))
+        tables = torch.func.functional_call(
+            rope, {'freqs.0': freqs}, (coords, None, 1))
+        q_rot, k_rot = tables[0].rotate(torch.stack([q, k]))
         return q_rot @ k_rot.transpose(-1, -2)
 
-    freqs = rope.freqs.detach().clone().requires_grad_()
+    freqs = rope.freqs[0].detach().clone().requires_grad_()
     assert torch.autograd.gradcheck(f, (freqs, ))
 
-    attn = RoPEAttention(32, HEADS, rope_type='mixed')
-    attn(torch.randn(2, 1 + 9, 32), hw=(3, 3)).pow(2).sum().backward()
-    grad = attn.rope.freqs.grad
+    attn, rope = RoPEAttention(32, HEADS), scheme('mixed')
+    attn(torch.randn(2, 1 + 9, 32), rope=table(rope, hw=(3, 3)),
+         hw=(3, 3)).pow(2).sum().backward()
+    grad = rope.freqs[0].grad
     assert grad is not None and grad.abs().sum() > 0
 
 
 def test_attention_matches_manual_softmax():
     torch.manual_seed(0)
-    attn = RoPEAttention(32, HEADS, rope_type='mixed').eval()
+    attn, rope = RoPEAttention(32, HEADS).eval(), scheme('mixed')
     x = torch.randn(2, 1 + 6, 32)
     coords = torch.rand(2, 6, 2) * 3
     qkv = attn.qkv(x).reshape(2, 7, 3, HEADS, 16).permute(2, 0, 3, 1, 4)
-    q, k = attn.rope(qkv[:2], coords=coords)
+    q, k = rotate(rope, qkv[:2], coords=coords)
     v = qkv[2]
     probs = (q @ k.transpose(-1, -2) / math.sqrt(16)).softmax(-1)
     expected = attn.proj((probs @ v).transpose(1, 2).reshape(2, 7, 32))
-    assert torch.allclose(attn(x, coords=coords), expected, atol=1e-5)
+    assert torch.allclose(attn(x, rope=table(rope, coords)), expected,
+                          atol=1e-5)
 
 
 def test_attention_without_rope_is_mmpretrain_attention():
     from mmpretrain.models.utils import MultiheadAttention
     ref = MultiheadAttention(32, HEADS, qkv_bias=False).eval()
-    attn = RoPEAttention(32, HEADS, rope_type='none', qkv_bias=False).eval()
+    attn = RoPEAttention(32, HEADS, qkv_bias=False).eval()
     attn.load_state_dict(ref.state_dict(), strict=True)
     x = torch.randn(2, 10, 32)
     assert torch.allclose(attn(x), ref(x), atol=1e-6)
@@ -243,16 +251,16 @@ def test_attention_without_rope_is_mmpretrain_attention():
 @pytest.mark.parametrize('rope_type', ['axial', 'mixed'])
 def test_autocast_and_low_precision(rope_type):
     torch.manual_seed(0)
-    attn = RoPEAttention(32, HEADS, rope_type=rope_type)
+    attn, rope = RoPEAttention(32, HEADS), scheme(rope_type)
     x = torch.randn(2, 1 + 16, 32)
-    full = attn(x, hw=(4, 4))
+    full = attn(x, rope=table(rope, hw=(4, 4)))
     assert full.dtype == torch.float32
     with torch.autocast('cpu', dtype=torch.bfloat16):
-        half = attn(x, hw=(4, 4))
+        half = attn(x, rope=table(rope, hw=(4, 4)))
     assert half.dtype == torch.bfloat16
     assert torch.allclose(half.float(), full, atol=5e-2, rtol=5e-2)
     qk = torch.randn(2, 1, HEADS, 16, 16, dtype=torch.bfloat16)
-    assert attn.rope(qk, coords=torch.rand(16, 2) * 100).dtype == \
+    assert rotate(rope, qk, coords=torch.rand(16, 2) * 100).dtype == \
         torch.bfloat16
 
 

@@ -14,22 +14,32 @@ import torch
 import torch._dynamo as dynamo
 
 from mmpos.models.backbones import RoPEVisionTransformer
-from mmpos.models.layers import (RoPE2D, RoPEAttention, apply_rope,
-                                 apply_rope_phasors, rope_phasors,
-                                 rope_tables)
+from mmpos.models.layers import (RoPEAttention, apply_rope,
+                                 apply_rope_phasors, build_position_scheme,
+                                 grid_coords, rope_phasors, rope_tables)
 
 TOL = {torch.float64: dict(atol=1e-12, rtol=0),
        torch.float32: dict(atol=1e-5, rtol=0),
        torch.bfloat16: dict(atol=1e-2, rtol=1e-2)}
 
 
-def pair(rope_type, layout, **kw):
-    """An eager and a fast :class:`RoPE2D` with identical frequencies."""
-    opts = dict(rope_type=rope_type, layout=layout, **kw)
-    eager = RoPE2D(16, 2, impl='eager', **opts)
-    fast = RoPE2D(16, 2, impl='fast', **opts)
+def pair(rope_type, layout, heads=2, **kw):
+    """An eager and a fast one-block RoPE scheme with identical
+    frequencies."""
+    eager, fast = (build_position_scheme(
+        dict(type=rope_type, layout=layout, impl=impl, **kw), 16, heads, 1)
+        for impl in ('eager', 'fast'))
     fast.load_state_dict(eager.state_dict())
     return eager, fast
+
+
+def rotate(rope, x, coords=None, hw=None):
+    """``x`` rotated by the scheme's block-0 table of ``coords`` / the
+    ``hw`` grid, in fp32 (fp64 for fp64 inputs)."""
+    coords = grid_coords(*hw) if coords is None else coords
+    coords = coords if coords.dim() == 3 else coords[None]
+    dtype = torch.promote_types(x.dtype, torch.float32)
+    return rope.block_table(0, coords.to(dtype)).rotate(x)
 
 
 def qk_view(batch=2, tokens=7, heads=2, dim=16, dtype=torch.float32):
@@ -51,10 +61,11 @@ def test_fast_path_equals_eager(rope_type, layout, dtype):
     for pos in (dict(coords=coords), dict(hw=(2, 3)),
                 dict(coords=coords[0])):
         x = qk_view(dtype=dtype)
-        out = fast(x, **pos)
+        out = rotate(fast, x, **pos)
         assert out.dtype == dtype
-        torch.testing.assert_close(out, eager(x, **pos), **TOL[dtype])
-    assert torch.equal(fast(x, coords=coords)[:, 0, :, 3],
+        torch.testing.assert_close(out, rotate(eager, x, **pos),
+                                   **TOL[dtype])
+    assert torch.equal(rotate(fast, x, coords=coords)[:, 0, :, 3],
                        x[:, 0, :, 3])  # the NaN token (after 1 prefix)
 
 
@@ -69,8 +80,9 @@ def test_fast_path_gradients_equal_eager(rope_type, layout):
     grads = []
     for rope in (eager, fast):
         x = qkv.detach().requires_grad_()
-        rope(x, coords=coords).pow(3).sum().backward()
-        grads.append((x.grad, rope.freqs.grad))
+        rotate(rope, x, coords=coords).pow(3).sum().backward()
+        grads.append((x.grad, rope.freqs[0].grad if rope_type == 'mixed'
+                       else None))
     torch.testing.assert_close(grads[0][0], grads[1][0], **TOL[torch.float64])
     if rope_type == 'mixed':  # learnable frequencies
         torch.testing.assert_close(grads[0][1], grads[1][1],
@@ -94,14 +106,14 @@ def test_phasor_functions_match_tables_and_need_no_contiguous_input():
 
 def test_rope_attention_fast_equals_eager():
     torch.manual_seed(0)
-    layers = [RoPEAttention(64, 4, 'mixed', rope_cfg=dict(impl=impl))
-              for impl in ('eager', 'fast')]
-    layers[1].load_state_dict(layers[0].state_dict())
+    layer = RoPEAttention(64, 4)
+    eager, fast = pair('mixed', 'pairs', heads=4)
     x = torch.randn(2, 13, 64)
-    outs = [layer(x, hw=(3, 4)) for layer in layers]
+    outs = [layer(x, rope=rope.block_table(0, grid_coords(3, 4)[None]))
+            for rope in (eager, fast)]
     torch.testing.assert_close(outs[0], outs[1], **TOL[torch.float32])
     with pytest.raises(ValueError, match="impl must be one of"):
-        RoPE2D(16, impl='fused')
+        build_position_scheme(dict(type='axial', impl='fused'), 16, 1, 1)
 
 
 def tiny_vit(rope_type):

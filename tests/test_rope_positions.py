@@ -9,9 +9,10 @@ import torch
 
 import mmpos  # noqa: F401
 from mmpos.models.backbones import RoPEVisionTransformer
-from mmpos.models.layers import (RoPE2D, RoPEPositions, apply_rope,
-                                 axial_frequencies, frame_coords,
-                                 frequency_magnitudes, grid_coords,
+from mmpos.models.layers import (PatchCoords, apply_rope,
+                                 axial_frequencies, build_position_scheme,
+                                 frame_coords, frequency_magnitudes,
+                                 grid_coords, rope_cfg_from_legacy,
                                  rope_tables)
 
 TINY = dict(embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64)
@@ -42,7 +43,10 @@ def test_period_parametrisation_is_dinov3s():
     with pytest.raises(ValueError, match='either theta or periods'):
         frequency_magnitudes(64, 100., dict(base=100.))
     with pytest.raises(ValueError, match='periods replaces theta'):
-        RoPE2D(64, 2, 'mixed', periods=dict(base=100.))
+        build_position_scheme(dict(type='axial', theta=10.,
+                                   periods=dict(base=100.)), 64, 2, 1)
+    with pytest.raises(ValueError, match='axial" only'):
+        rope_cfg_from_legacy('mixed', rope_periods=dict(base=100.))
 
 
 def test_yx_axes_swap_the_rows():
@@ -79,14 +83,14 @@ def test_normalised_frames_are_dinov3s_patch_centres(frame):
 
 
 def test_augmentation_is_per_sample_training_only_and_seeded():
-    pos = RoPEPositions('separate', shift=0.2, jitter=1.5, rescale=2.)
+    pos = PatchCoords('separate', shift=0.2, jitter=1.5, rescale=2.)
     grid = grid_coords(4, 6)
     base = frame_coords(grid, (4, 6), 'separate')
     pos.eval()
-    assert torch.equal(pos(None, (4, 6), 3), base)
+    assert torch.equal(pos(grid[None], (4, 6), 3, 1)[0][0], base)
     pos.train()
     torch.manual_seed(0)
-    out = pos(None, (4, 6), 3)
+    out = pos(grid[None], (4, 6), 3, 1)[0]
     assert out.shape == (3, 24, 2)
     assert not torch.allclose(out[0], out[1])
     # every sample is one affine map of the grid: x' = a x + b per axis
@@ -100,11 +104,11 @@ def test_augmentation_is_per_sample_training_only_and_seeded():
             assert torch.allclose(
                 base[:, axis] * fit[0] + fit[1], out[b, :, axis], atol=1e-5)
     torch.manual_seed(0)
-    assert torch.equal(pos(None, (4, 6), 3), out)
+    assert torch.equal(pos(grid[None], (4, 6), 3, 1)[0], out)
     with pytest.raises(ValueError, match='needs the patch grid'):
-        pos(grid, None, 1)
+        pos(grid[None], None, 1, 1)
     with pytest.raises(ValueError, match='jitter'):
-        RoPEPositions(jitter=0.5)
+        PatchCoords(jitter=0.5)
 
 
 def test_backbone_augmentation_uses_the_global_rng_state():
@@ -155,3 +159,82 @@ def test_register_tokens():
     with torch.no_grad():
         model.register_tokens.normal_()
         assert not torch.allclose(model(img)[0][:, 4:], raw[:, 4:])
+
+
+def _dinov3_reference_forward(model, img, shift, jitter, rescale):
+    """A re-implementation, from DINOv3's description (Simeoni et al. 2025,
+    RoPE with coordinate augmentation; its ``DinoVisionTransformer`` asks
+    its RoPE module for fresh sin/cos inside the block loop), of a
+    training-mode forward: for every block, one draw for the whole batch of
+    a shift ``U[-s, s]`` per axis, a jitter ``exp(U[-log J, log J])`` per
+    axis and a rescale ``exp(U[-log R, log R])``, in that order, applied to
+    the patch centres normalised to [-1, 1] as (row, col); angles
+    ``2 pi coord / period``, periods ``100 ** (t / (D/4))``; rotate-half
+    channels, the class token unrotated. The blocks' weights are the
+    model's."""
+    x, (h, w) = model.embed(img)
+    x = torch.cat((model.cls_token.expand(x.shape[0], -1, -1), x), dim=1)
+    rows = (torch.arange(h) + 0.5) / h * 2 - 1
+    cols = (torch.arange(w) + 0.5) / w * 2 - 1
+    centres = torch.stack(torch.meshgrid(rows, cols, indexing='ij'),
+                          -1).reshape(-1, 2)  # (h * w, 2) as (row, col)
+    heads = model.layers[0].attn.num_heads
+    dim = model.embed_dims // heads
+    periods = 100.**(torch.arange(dim // 4) / (dim // 4))
+    for layer in model.layers:
+        coords = centres + torch.empty(2).uniform_(-shift, shift)
+        coords = coords * torch.empty(2).uniform_(
+            -math.log(jitter), math.log(jitter)).exp()
+        coords = coords * torch.empty(1).uniform_(
+            -math.log(rescale), math.log(rescale)).exp()
+        angles = (2 * math.pi * coords[:, :, None] / periods).flatten(1)
+        cos, sin = angles.cos().repeat(1, 2), angles.sin().repeat(1, 2)
+
+        def rope(t):  # (B, heads, 1 + h * w, D); the class token stays
+            cls, patches = t[..., :1, :], t[..., 1:, :]
+            first, second = patches.chunk(2, dim=-1)
+            turned = torch.cat((-second, first), dim=-1)
+            return torch.cat((cls, patches * cos + turned * sin), dim=-2)
+
+        attn = layer.attn
+        y = layer.ln1(x)
+        q, k, v = attn.qkv(y).reshape(*y.shape[:2], 3, heads, dim).permute(
+            2, 0, 3, 1, 4)
+        out = torch.nn.functional.scaled_dot_product_attention(
+            rope(q), rope(k), v)
+        x = x + attn.proj(out.transpose(1, 2).flatten(2))
+        x = layer.ffn(layer.ln2(x), identity=x)
+    return model.ln1(x)
+
+
+def test_dinov3_preset_draws_per_block_per_batch_as_dinov3():
+    """rope=dict(type='dinov3') in training: a 3-block model with a fixed
+    seed equals the re-implementation of DINOv3's per-block, per-batch draw;
+    timm's once-per-forward draw (draw='per_forward') and per-sample draws
+    (per='sample') give other numbers."""
+    aug = dict(shift=0.1, jitter=1.3, rescale=2.)
+    arch = dict(embed_dims=32, num_layers=3, num_heads=2,
+                feedforward_channels=64)
+
+    def model_with(**coords):
+        torch.manual_seed(0)
+        model = RoPEVisionTransformer(
+            arch=arch, patch_size=8, img_size=32, out_type='raw',
+            rope=dict(type='dinov3', coords=dict(aug, **coords)))
+        model.init_weights()
+        return model.train()
+
+    model = model_with()
+    assert (model.rope.coords.draw, model.rope.coords.per) == ('per_block',
+                                                                'batch')
+    img = torch.randn(2, 3, 24, 40)
+    with torch.no_grad():
+        torch.manual_seed(1)
+        ours = model(img)[0]
+        torch.manual_seed(1)
+        reference = _dinov3_reference_forward(model, img, **aug)
+        torch.testing.assert_close(ours, reference, rtol=1e-5, atol=1e-5)
+        for other in (dict(draw='per_forward'), dict(per='sample')):
+            torch.manual_seed(1)
+            moved = model_with(**other)(img)[0]
+            assert not torch.allclose(moved, reference, atol=1e-3), other

@@ -7,7 +7,8 @@ import torch
 import mmpos  # noqa: F401
 from mmpos.models.backbones.rope_swin import (RoPESwinTransformer,
                                               RoPEWindowMSA)
-from mmpos.models.layers import RoPEAttention
+from mmpos.models.layers import (RoPEAttention, build_position_scheme,
+                                 grid_coords)
 
 ARCH = dict(embed_dims=32, depths=[2, 2, 2, 2], num_heads=[1, 2, 4, 8])
 
@@ -25,11 +26,14 @@ def tiny(**kwargs):
 def test_one_window_equals_global_rope_attention(rope_type):
     """A single window is plain RoPE attention on the ws x ws grid (the
     shared RoPE layer, no class token)."""
-    window = RoPEWindowMSA(32, (4, 4), 2, rope_type=rope_type).eval()
-    attn = RoPEAttention(32, 2, rope_type=rope_type).eval()
+    window = RoPEWindowMSA(32, (4, 4), 2).eval()
+    attn = RoPEAttention(32, 2).eval()
     attn.load_state_dict(window.state_dict(), strict=True)
+    rope = build_position_scheme(dict(type=rope_type), 16, 2, 1)
+    window.rope_table = rope.block_table(0, grid_coords(4, 4)[None])
     x = torch.randn(3, 16, 32)
-    assert torch.allclose(window(x), attn(x, hw=(4, 4)), atol=1e-5)
+    assert torch.allclose(window(x), attn(x, rope=window.rope_table),
+                          atol=1e-5)
 
 
 def test_shift_mask_matches_per_window_masking():
@@ -63,9 +67,9 @@ def test_shapes_at_several_resolutions_and_windows(rope_type):
 def test_no_bias_table_and_per_block_frequencies():
     keys = tiny().state_dict().keys()
     assert not [k for k in keys if 'relative_position' in k]
-    freqs = [k for k in keys if k.endswith('rope.freqs')]
+    freqs = [k for k in keys if k.startswith('rope.')]
     assert len(freqs) == 8
-    assert 'stages.3.blocks.1.attn.w_msa.rope.freqs' in freqs
+    assert 'rope.3.freqs.1' in freqs
     assert tiny(rope_type='axial').state_dict().keys().isdisjoint(freqs)
 
 
@@ -118,9 +122,7 @@ def test_rope_plus_rpb_is_swin_window_attention_at_zero_frequency():
     rope.init_weights()
     missing, unexpected = rope.load_state_dict(swin.state_dict(),
                                                strict=False)
-    assert missing == ['rope.freqs'] and unexpected == []
-    with torch.no_grad():
-        rope.rope.freqs.zero_()
+    assert missing == [] and unexpected == []  # no table set: no rotation
     x = torch.randn(4, 9, 32)
     mask = torch.zeros(2, 9, 9)
     mask[1, :4, 4:] = mask[1, 4:, :4] = -100.
@@ -150,3 +152,20 @@ def test_rpb_without_rope_is_mmpretrain_swin():
     with torch.no_grad():
         for a, b in zip(model(img), swin(img)):
             torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_mixed_frequencies_share_their_blocks_lr_depth():
+    """Layer-wise lr decay: stage i's block j frequencies ``rope.<i>.freqs.
+    <j>`` get the depth of that block (mmpretrain's Swin depths), and the
+    former per-block keys load into them."""
+    model = tiny()
+    for i, j in ((0, 1), (2, 0), (3, 1)):
+        assert model.get_layer_depth(f'rope.{i}.freqs.{j}') == \
+            model.get_layer_depth(f'stages.{i}.blocks.{j}.attn.w_msa.qkv.'
+                                  'weight')
+    state = model.state_dict()
+    state['stages.3.blocks.1.attn.w_msa.rope.freqs'] = \
+        state.pop('rope.3.freqs.1') + 1
+    other = tiny()
+    other.load_state_dict(state, strict=True)
+    assert torch.equal(other.rope[3].freqs[1], model.rope[3].freqs[1] + 1)

@@ -159,7 +159,7 @@ def test_no_rope_with_ape_reproduces_mmpretrain_vit():
 
 def test_state_dict_keeps_mixed_freqs_only():
     mixed = tiny(rope_type='mixed').state_dict()
-    assert mixed['layers.1.attn.rope.freqs'].shape == (2, 2, 8)
+    assert mixed['rope.freqs.1'].shape == (2, 2, 8)
     assert not any('rope' in k for k in tiny(rope_type='axial').state_dict())
 
 
@@ -174,8 +174,8 @@ def test_gradients_reach_every_mixed_frequency():
     model = tiny(rope_type='mixed', out_type='avg_featmap').train()
     out = model(torch.randn(2, 3, 48, 64))[0]
     (out * torch.randn_like(out)).sum().backward()
-    for i, layer in enumerate(model.layers):
-        grad = layer.attn.rope.freqs.grad
+    for i, freqs in enumerate(model.rope.freqs):
+        grad = freqs.grad
         assert grad is not None and grad.abs().sum() > 0, i
 
 
@@ -193,7 +193,7 @@ def test_frozen_stages():
     model.train()
     assert not model.layers[0].training and model.layers[1].training
     frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
-    assert 'layers.0.attn.rope.freqs' in frozen
+    assert 'rope.freqs.0' in frozen and 'rope.freqs.1' not in frozen
     assert {'cls_token', 'pos_embed', 'patch_embed.projection.weight'} <= set(
         frozen)
     assert not any(n.startswith('layers.1') for n in frozen)
@@ -221,12 +221,12 @@ def test_layer_decay_constructor_scales_blocks_and_mixed_freqs():
         0.75**3)
     assert scale['backbone.layers.0.attn.qkv.weight'] == pytest.approx(0.75**2)
     assert scale['backbone.layers.1.attn.qkv.weight'] == pytest.approx(0.75)
-    assert scale['backbone.layers.0.attn.rope.freqs'] == scale[
+    assert scale['backbone.rope.freqs.0'] == scale[
         'backbone.layers.0.attn.qkv.weight']
-    assert scale['backbone.layers.1.attn.rope.freqs'] == scale[
+    assert scale['backbone.rope.freqs.1'] == scale[
         'backbone.layers.1.attn.qkv.weight']
     assert scale['head.fc.weight'] == 1.0
-    assert groups['backbone.layers.1.attn.rope.freqs']['weight_decay'] == 0.
+    assert groups['backbone.rope.freqs.1']['weight_decay'] == 0.
 
 
 def test_builds_from_mmpretrain_mmdet_and_mmseg_registries():

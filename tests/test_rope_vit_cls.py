@@ -123,5 +123,5 @@ def test_mini_supervised_run_loss_falls(tmp_path, cls_root):
     accuracy = [r['accuracy/top1'] for r in records if 'accuracy/top1' in r]
     assert accuracy and all(0 <= a <= 100 for a in accuracy)
     checkpoint = read_checkpoint(str(work_dir / 'epoch_6.pth'))
-    assert any(k.endswith('attn.rope.freqs')
+    assert any(k.startswith('backbone.rope.freqs.')
                for k in checkpoint['state_dict'])

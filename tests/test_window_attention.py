@@ -136,16 +136,16 @@ def test_rope_logit_inside_a_window_equals_the_global_logit():
     """The rotated query and key of a token pair inside a window (window
     coordinates) give the same logit as on the global grid, also for a
     window away from the origin."""
-    rope = tiny(rope_type='mixed').layers[0].attn.rope
+    rope = tiny(rope_type='mixed').rope  # block 0's table
     hw, ws = (6, 6), 3
     q, k = torch.randn(2, 1, 2, 36, 16).unbind(0)
-    glob_q, glob_k = rope(torch.stack((q, k)), hw=hw).unbind(0)
+    glob_q, glob_k = rope.block_table(0, grid_coords(*hw)[None]).rotate(
+        torch.stack((q, k))).unbind(0)
     glob_logits = glob_q @ glob_k.transpose(-2, -1)
-    win_q, win_k = rope(
+    win_q, win_k = rope.block_table(0, window_coords(hw, ws, 1)).rotate(
         torch.stack([window_partition(t[0].transpose(0, 1).flatten(1)[None],
                                       hw, ws).unflatten(-1, (2, 16))
-                     .transpose(1, 2) for t in (q, k)]),
-        coords=window_coords(hw, ws, 1)).unbind(0)
+                     .transpose(1, 2) for t in (q, k)])).unbind(0)
     win_logits = win_q @ win_k.transpose(-2, -1)  # (4 windows, 2, 9, 9)
     index = window_partition(torch.arange(36.).view(1, 36, 1), hw, ws)
     index = index[..., 0].long()  # grid index of each window token
@@ -189,7 +189,7 @@ def test_invalid_window_options():
     with pytest.raises(ValueError, match='exactly the 3x3 grid'):
         model.forward_tokens(tokens[:, :4], coords=grid_coords(2, 2),
                              hw=(3, 3))
-    # explicit grid coordinates are the cached grid (4 x 4: no padding)
+    # explicit grid coordinates are the grid (4 x 4: no padding)
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.1 * torch.randn_like(p))  # non-zero qkv biases too
@@ -214,7 +214,7 @@ def test_rel_pos_bias_equals_mmpretrain_vitdet_attention(grid):
     with torch.no_grad():
         peer.rel_pos_h.normal_()
         peer.rel_pos_w.normal_()
-    ours = RoPEAttention(32, 4, rope_type='none', rel_pos_size=(8, 8))
+    ours = RoPEAttention(32, 4, rel_pos_size=(8, 8))
     ours.load_state_dict(peer.state_dict())
     x = torch.randn(2, *grid, 32)
     with torch.no_grad():
@@ -317,3 +317,64 @@ def test_pretraining_checkpoint_loads_into_the_windowed_backbone(
     with torch.no_grad():
         out = backbone.eval()(torch.randn(1, 3, 96, 112))[-1]
     assert out.shape == (1, 96, 12, 14) and torch.isfinite(out).all()
+
+
+VITDET_B = dict(arch='b', img_size=1024, patch_size=16, window_size=14,
+                global_attn_indexes=(2, 5, 8, 11), with_cls_token=False,
+                out_type='featmap', use_ape=True, rope=None)
+
+
+def test_vitdet_b_tables_follow_the_finetuning_size():
+    """ViTDet-B at 1024 (issue 22): global blocks' relative position tables
+    over the 64 x 64 grid (2 * 64 - 1 = 127 rows), windowed ones over the
+    14 x 14 window (27 rows), the APE table over 64 x 64, no class slot."""
+    model = RoPEVisionTransformer(**VITDET_B, use_rel_pos=True,
+                                  pretrain_img_size=224)
+    for i, layer in enumerate(model.layers):
+        rows = 127 if i in (2, 5, 8, 11) else 27
+        assert layer.attn.rel_pos_h.shape == (rows, 64), i
+        assert layer.attn.rel_pos_w.shape == (rows, 64), i
+    assert model.pos_embed.shape == (1, 64 * 64, 768)
+
+
+def test_pretraining_ape_with_class_slot_loads_once_into_a_larger_grid():
+    """A 224 px checkpoint (14 x 14 APE with a class-token slot) loads into
+    a class-token-free backbone built for the fine-tuning size with no
+    missing key; its table is resized once, at load, so the output at that
+    grid (20 x 27) equals the blocks run on the patches plus one resize of
+    the checkpoint's table."""
+    from mmpretrain.models.utils import resize_pos_embed
+    arch = dict(embed_dims=32, num_layers=2, num_heads=2,
+                feedforward_channels=64)
+    torch.manual_seed(0)
+    source = RoPEVisionTransformer(arch=arch, img_size=224, use_ape=True,
+                                   rope=None)
+    source.init_weights()
+    state = source.state_dict()
+    assert state['pos_embed'].shape == (1, 1 + 14 * 14, 32)
+    for pretrain_img_size in (224, None):  # given, or inferred (square)
+        model = RoPEVisionTransformer(
+            arch=arch, img_size=(320, 432), use_ape=True, rope=None,
+            with_cls_token=False, out_type='featmap', window_size=7,
+            pretrain_img_size=pretrain_img_size).eval()
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        assert missing == [] and unexpected == ['cls_token']
+        once = resize_pos_embed(state['pos_embed'][:, 1:], (14, 14),
+                                (20, 27), 'bicubic', 0)
+        torch.testing.assert_close(model.pos_embed.data, once, rtol=0,
+                                   atol=0)
+        img = torch.randn(1, 3, 320, 432)
+        with torch.no_grad():
+            tokens, hw = model.patch_embed(img)
+            expected = model.forward_tokens(tokens + once, hw=hw)[0]
+            torch.testing.assert_close(model(img)[0], expected, rtol=0,
+                                       atol=0)
+    # its own state dict round-trips (non-square grid, no class slot)
+    again = RoPEVisionTransformer(arch=arch, img_size=(320, 432),
+                                  use_ape=True, rope=None,
+                                  with_cls_token=False, out_type='featmap')
+    again.load_state_dict(model.state_dict())
+    assert torch.equal(again.pos_embed, model.pos_embed)
+    with pytest.raises(ValueError, match='pretrain_img_size'):
+        again.load_state_dict(dict(pos_embed=torch.zeros(1, 53, 32)),
+                              strict=False)

@@ -12,7 +12,7 @@ model = dict(
         arch=_base_.mini_vit_arch,
         img_size=_base_.img_size,
         patch_size=_base_.patch_size,
-        rope_type='mixed',
+        rope=dict(type='mixed'),
         use_ape=False,
         drop_path_rate=0.,
         out_type='raw'))

@@ -28,16 +28,17 @@ from mmpos.utils.errors import BadInputError
 IMAGE_EXTS = ('.jpg', '.jpeg', '.png', '.bmp')
 
 
-def attention_probs(attn_module, x: Tensor, coords=None, hw=None) -> Tensor:
+def attention_probs(attn_module, x: Tensor, rope=None) -> Tensor:
     """Softmax attention ``(B, heads, N, N)`` of a ``RoPEAttention`` on its
-    input ``x`` (B, N, C), in fp32."""
+    input ``x`` (B, N, C) with its block's position table ``rope``, in
+    fp32."""
     B, N, _ = x.shape
     qkv = attn_module.qkv(x).reshape(B, N, 3, attn_module.num_heads,
                                      attn_module.head_dims).permute(
                                          2, 0, 3, 1, 4)
     qk = qkv[:2]
-    if attn_module.rope is not None:
-        qk = attn_module.rope(qk, coords=coords, hw=hw)
+    if rope is not None:
+        qk = rope.rotate(qk)
     q, k = qk.float().unbind(0)
     return torch.softmax(q @ k.transpose(-2, -1) * q.shape[-1]**-0.5, dim=-1)
 
@@ -59,8 +60,7 @@ class AttentionRecorder:
         x = args[0] if args else kwargs['x']
         with torch.no_grad():
             self.maps.append(
-                attention_probs(module, x, kwargs.get('coords'),
-                                kwargs.get('hw')).cpu())
+                attention_probs(module, x, kwargs.get('rope')).cpu())
 
     def __enter__(self):
         self.maps = []

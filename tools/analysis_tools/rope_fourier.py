@@ -5,7 +5,7 @@
         [--grid 64] [--scale 1] [--out-dir DIR]
 
 Compares the axial frequencies (Eq. 12-13, theta 100) with mixed ones: the
-learnt ``layers.<layer>.attn.rope.freqs`` of a RoPE-Mixed checkpoint when
+learnt ``rope.freqs.<layer>`` of a RoPE-Mixed checkpoint when
 CONFIG/CKPT are given, otherwise the mixed initialisation (theta 10, a
 random direction per head, seed 0). A point target is reconstructed from
 its spectrum restricted to the bins of one head's frequencies (see
@@ -55,17 +55,18 @@ def parse_args(argv=None):
 def learnt_frequencies(args):
     """(2, D/2) mixed frequencies of one head from a checkpoint."""
     from mmpos.analysis.attention import attention_backbone
+    from mmpos.models.layers import MixedRoPE
     backbone = attention_backbone(args.config, args.checkpoint)
     if not 0 <= args.layer < len(backbone.layers):
         raise SystemExit(f'--layer {args.layer}: the backbone has '
                          f'{len(backbone.layers)} layers')
-    rope = backbone.layers[args.layer].attn.rope
-    if rope is None or rope.rope_type != 'mixed':
+    rope = backbone.rope
+    if not isinstance(rope, MixedRoPE):
         raise SystemExit(f'{args.config}: layer {args.layer} has no '
                          'RoPE-Mixed frequencies')
     if not -1 <= args.head < rope.num_heads:
         raise SystemExit(f'--head {args.head}: {rope.num_heads} heads')
-    freqs = rope.freqs.detach()
+    freqs = rope.freqs[args.layer].detach()
     return (freqs.flatten(1) if args.head == -1 else freqs[:, args.head],
             rope.head_dim)
 

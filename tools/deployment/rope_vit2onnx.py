@@ -14,8 +14,9 @@ mixed, DINOv3 periods / frames / rotate-half), register tokens, APE and
 ViTDet window attention (``window_size``, ``global_attn_indexes``) work.
 
 Positions are frozen for ``H x W`` before tracing
-(:func:`freeze_positions`): every layer's RoPE becomes a
-:class:`~mmpos.models.layers.StaticRoPE` holding its cos/sin tables, and
+(:func:`freeze_positions`): the backbone's position module computes every
+block's table once (:meth:`RoPEVisionTransformer.freeze_positions`, the
+real cos/sin path) and the traced graph holds them as constants, and
 the APE table is resized once to the patch grid, so the graph has no
 coordinate grids, caches, trigonometry or resizing: only matmuls,
 elementwise ops, slices and concatenations (the RoPE pair swap uses
@@ -36,7 +37,6 @@ import torch
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
-from mmpos.models.layers import StaticRoPE  # noqa: E402
 from mmpos.checkpoint import (ConversionError, atomic_path,  # noqa: E402
                               load_state, read_checkpoint, state_dict_of,
                               strip_prefix)
@@ -47,11 +47,12 @@ from mmpos.utils.errors import BadInputError  # noqa: E402
 def freeze_positions(backbone, size):
     """Fix ``backbone``'s positions for ``size = (H, W)`` pixels in place.
 
-    Eval mode (no coordinate augmentation); each layer's ``attn.rope`` is
-    replaced by a :class:`StaticRoPE` with the tables the live model uses at
-    that size (class and register tokens unrotated; for a window-attention
-    block, the tables of one image's windows of the padded grid, padding
-    tokens as the live block rotates them); a ``pos_embed`` is
+    Eval mode (no coordinate augmentation); the position tables the live
+    model uses at that size are computed once and frozen
+    (:meth:`~mmpos.models.backbones.RoPEVisionTransformer.freeze_positions`:
+    class and register tokens unrotated; for a window-attention block, the
+    tables of one image's windows of the padded grid, padding tokens as the
+    live block rotates them); a ``pos_embed`` is
     resized to the patch grid (the backbone's own ``interpolate_mode``) and
     ``patch_resolution`` set to it, so no resize is traced. Outputs are
     unchanged at that size. Returns ``backbone``.
@@ -62,23 +63,9 @@ def freeze_positions(backbone, size):
         raise BadInputError(f'input size {size[0]}x{size[1]} is not '
                             f'divisible by the patch size {ph}x{pw}')
     hw = (size[0] // ph, size[1] // pw)
-    num_tokens = (backbone.num_extra_tokens + backbone.num_register_tokens +
-                  hw[0] * hw[1])
+    backbone.freeze_positions(
+        hw, device=backbone.patch_embed.projection.weight.device)
     with torch.no_grad():
-        probe = torch.zeros(1, 1, backbone.embed_dims,
-                            device=backbone.patch_embed.projection.weight.
-                            device)
-        coords = backbone.patch_coords(None, hw, probe)
-        for layer in backbone.layers:
-            rope = layer.attn.rope
-            if rope is None:
-                continue
-            if layer.window_size:  # one image's windows, padding included
-                window = layer.window_positions(coords, hw, 1, probe.device)
-                cos, sin = rope.tables(window.shape[1], window)
-            else:
-                cos, sin = rope.tables(num_tokens, coords, hw)
-            layer.attn.rope = StaticRoPE(cos, sin, rope.layout)
         if backbone.pos_embed is not None:
             from mmpretrain.models.utils import resize_pos_embed
             backbone.pos_embed = torch.nn.Parameter(resize_pos_embed(

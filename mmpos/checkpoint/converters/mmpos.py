@@ -62,7 +62,7 @@ def positional_field_to_ape(backbone: StateDict,
     APE ViT computes what ICPF computed on whole images when its table is
     the field's whole-image crop on the patch grid, i.e. ``P`` resized to
     ``grid`` (bilinear, ``align_corners=False``; :func:`~mmpos.models.
-    layers.positional_field.field_to_pos_embed`). The class-token slot is
+    selfsup.icpf.positional_field.field_to_pos_embed`). The class-token slot is
     kept.
 
     Args:
@@ -76,7 +76,7 @@ def positional_field_to_ape(backbone: StateDict,
     Returns:
         A copy of ``backbone`` with ``pos_embed`` ``(1, 1 + h * w, d)``.
     """
-    from mmpos.models.layers.positional_field import field_to_pos_embed
+    from mmpos.models.selfsup.icpf import field_to_pos_embed
     pos = backbone.get('pos_embed')
     if pos is None:
         raise ConversionError('the backbone has no pos_embed to replace by '

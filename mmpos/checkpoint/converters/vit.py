@@ -114,13 +114,13 @@ def pos_embed_has_cls_slot(pos_embed: Tensor) -> bool:
 
 def split_mixed_freqs(freqs: Tensor, num_heads: Optional[int]) -> StateDict:
     """RoPE-Mixed frequencies of all layers -> per-layer ``(2, heads, D/2)``
-    under ``layers.<i>.attn.rope.freqs``.
+    under ``rope.freqs.<i>`` (the backbone's position module).
 
     Accepts the authors' ``(2, depth, heads * D/2)`` (``num_heads`` splits
     the last axis) and timm's ``(2, depth, heads, D/2)``.
     """
     if freqs.dim() == 4 and freqs.shape[0] == 2:
-        return {f'layers.{i}.attn.rope.freqs': freqs[:, i].clone()
+        return {f'rope.freqs.{i}': freqs[:, i].clone()
                 for i in range(freqs.shape[1])}
     if freqs.dim() != 3 or freqs.shape[0] != 2 or num_heads is None or \
             freqs.shape[-1] % num_heads:
@@ -129,8 +129,7 @@ def split_mixed_freqs(freqs: Tensor, num_heads: Optional[int]) -> StateDict:
             f'{num_heads} or (2, depth, heads, D/2), got '
             f'{tuple(freqs.shape)}')
     return {
-        f'layers.{i}.attn.rope.freqs':
-        freqs[:, i].reshape(2, num_heads, -1).clone()
+        f'rope.freqs.{i}': freqs[:, i].reshape(2, num_heads, -1).clone()
         for i in range(freqs.shape[1])
     }
 

@@ -5,7 +5,7 @@ mmpretrain's ``SwinTransformer`` is reused as is (stages, shifted windows,
 patch merging, parameter names); only the window attention module is
 swapped for :class:`RoPEWindowMSA`, through ``ShiftWindowMSA``'s
 ``window_msa`` argument. Each window is a ``ws x ws`` grid of integer
-coordinates (:class:`~mmpos.models.layers.RoPE2D`, cached tables), so
+coordinates, so
 attention logits inside a window depend on relative offsets only (Eq. 15),
 exactly what the bias table encoded, but with no table: the window size can
 be changed at inference (:meth:`RoPESwinTransformer.set_window_size`), which
@@ -13,6 +13,13 @@ is how the paper evaluates Swin at other resolutions (Fig. 5). With a cyclic
 shift, tokens of one region stay contiguous inside a window, so their
 relative offsets are the true ones; tokens of other regions are masked as in
 Swin.
+
+As in :class:`~mmpos.models.backbones.RoPEVisionTransformer`, positions are
+computed once per forward: the backbone owns one position scheme per stage
+(``rope.<s>``, built from ``rope=dict(type=...)``), computes every block's
+table of the ``ws x ws`` window grid and hands it to the block's
+:class:`RoPEWindowMSA` (:attr:`RoPEWindowMSA.rope_table`; mmpretrain's
+``SwinBlock`` passes nothing but the tokens down).
 """
 import math
 from copy import deepcopy
@@ -29,8 +36,12 @@ from torch import Tensor
 
 from mmpos.registry import MODELS
 from ..layers.attention import head_dims
-from ..layers.rope import RoPE2D
+from ..layers.position import build_position_scheme
+from ..layers.rope import LEGACY_ROPE_ARGS, grid_coords, resolve_rope_cfg
 from ..utils.pretrained import load_pretrained, split_pretrained_cfg
+
+
+DEFAULT_ROPE = dict(type='mixed')
 
 
 class RoPEWindowMSA(BaseModule):
@@ -45,9 +56,6 @@ class RoPEWindowMSA(BaseModule):
             the window side from the token count, so it may change later.
         num_heads: heads; ``C / num_heads`` must be a multiple of 4.
         qkv_bias, qk_scale, attn_drop, proj_drop: as ``WindowMSA``.
-        rope_type: ``'axial'``, ``'mixed'`` (learnable per-head
-            frequencies ``rope.freqs``) or ``'none'``.
-        rope_theta: RoPE base; ``None`` = 100 (axial) / 10 (mixed).
         use_rpb: also add Swin's relative position bias (Eq. 6), with
             ``WindowMSA``'s ``relative_position_bias_table`` (RoPE+RPB of
             the paper's Tables 2 and 4); fixes the window size.
@@ -61,8 +69,6 @@ class RoPEWindowMSA(BaseModule):
                  qk_scale: Optional[float] = None,
                  attn_drop: float = 0.,
                  proj_drop: float = 0.,
-                 rope_type: str = 'mixed',
-                 rope_theta: Optional[float] = None,
                  use_rpb: bool = False,
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
@@ -75,8 +81,10 @@ class RoPEWindowMSA(BaseModule):
         self.qkv = nn.Linear(embed_dims, embed_dims * 3, bias=qkv_bias)
         self.proj = nn.Linear(embed_dims, embed_dims)
         self.proj_drop = nn.Dropout(proj_drop)
-        self.rope = (None if rope_type == 'none' else RoPE2D(
-            self.head_dims, num_heads, rope_type, rope_theta))
+        #: this block's position table of the window grid, set by
+        #: :meth:`RoPESwinTransformer.forward` before the stages run
+        #: (``None``: no RoPE)
+        self.rope_table = None
         self.use_rpb = use_rpb
         if use_rpb:  # WindowMSA's table and index (same names and layout)
             Wh, Ww = self.window_size
@@ -118,8 +126,12 @@ class RoPEWindowMSA(BaseModule):
         qkv = self.qkv(x).reshape(B_, N, 3, self.num_heads,
                                   self.head_dims).permute(2, 0, 3, 1, 4)
         qk, v = qkv[:2], qkv[2]
-        if self.rope is not None:
-            qk = self.rope(qk, hw=(side, side))
+        if self.rope_table is not None:
+            if self.rope_table.num_tokens != N:
+                raise ValueError('position table for '
+                                 f'{self.rope_table.num_tokens} window '
+                                 f'tokens, got {N}')
+            qk = self.rope_table.rotate(qk)
         q, k = qk.unbind(0)
         attn_mask = self._bias(N).to(q.dtype)[None] if self.use_rpb else None
         if mask is not None:
@@ -148,35 +160,41 @@ class RoPESwinTransformer(SwinTransformer):
 
     Args:
         window_size: one side for all stages or one per stage.
-        rope_type: ``'axial'``, ``'mixed'`` or ``'none'`` (with
-            ``use_rpb=True``: Swin itself, the RPB baseline).
-        rope_theta: RoPE base; ``None`` = 100 (axial) / 10 (mixed).
+        rope: the position scheme, ``dict(type='mixed' | 'axial', ...)`` of
+            :data:`mmpos.registry.POSITION_ENCODINGS`, one per stage, or
+            ``None`` (with ``use_rpb=True``: Swin itself, the RPB
+            baseline). The old ``rope_type`` / ``rope_theta`` arguments are
+            still accepted instead
+            (:func:`~mmpos.models.layers.rope.rope_cfg_from_legacy`).
         use_rpb: keep Swin's relative position bias next to RoPE
             (RoPE+RPB); its tables load from Swin checkpoints and the window
             size can then not change.
 
-    The RoPE-Mixed frequencies are
-    ``stages.<i>.blocks.<j>.attn.w_msa.rope.freqs`` (per block and head).
+    The RoPE-Mixed frequencies of stage ``i``'s block ``j`` are
+    ``rope.<i>.freqs.<j>`` (per head; ``get_layer_depth`` gives them the
+    block's depth); checkpoints with the former
+    ``stages.<i>.blocks.<j>.attn.w_msa.rope.freqs`` load.
     Without ``use_rpb`` the checkpoints hold no position table, so the same
     weights run with any window size (:meth:`set_window_size`). The paper's
-    five Swin schemes are ``rope_type`` x ``use_rpb``: RPB = ``('none',
-    True)``, Axial / Mixed = ``('axial' | 'mixed', False)``, Axial+RPB /
-    Mixed+RPB = ``('axial' | 'mixed', True)``.
+    five Swin schemes are ``rope`` x ``use_rpb``: RPB = ``(None, True)``,
+    Axial / Mixed = ``(dict(type='axial' | 'mixed'), False)``, Axial+RPB /
+    Mixed+RPB = ``(dict(type='axial' | 'mixed'), True)``.
     """
 
     def __init__(self,
                  *args,
                  window_size: Union[int, Sequence[int]] = 7,
-                 rope_type: str = 'mixed',
-                 rope_theta: Optional[float] = None,
+                 rope: Optional[dict] = DEFAULT_ROPE,
                  use_rpb: bool = False,
                  stage_cfgs: Union[dict, Sequence[dict]] = dict(),
                  init_cfg=None,
                  **kwargs):
         # A `Pretrained` entry is loaded by init_weights with mmpos' checks.
         init_cfg, pretrained_cfg = split_pretrained_cfg(init_cfg, None)
-        rope_attn = dict(window_msa=RoPEWindowMSA, rope_type=rope_type,
-                         rope_theta=rope_theta, use_rpb=use_rpb)
+        legacy = {k: kwargs.pop(k) for k in LEGACY_ROPE_ARGS if k in kwargs}
+        rope = resolve_rope_cfg(rope, DEFAULT_ROPE, legacy,
+                                type(self).__name__)
+        rope_attn = dict(window_msa=RoPEWindowMSA, use_rpb=use_rpb)
         if isinstance(stage_cfgs, dict):
             stage_cfgs = _with_attn(stage_cfgs, rope_attn)
         else:
@@ -186,8 +204,46 @@ class RoPESwinTransformer(SwinTransformer):
         super().__init__(*args, window_size=sizes[0], stage_cfgs=stage_cfgs,
                          init_cfg=init_cfg, **kwargs)
         self.pretrained_cfg = pretrained_cfg
-        self.rope_type = rope_type
+        self.rope = None if rope is None else nn.ModuleList(
+            build_position_scheme(rope, stage.blocks[0].attn.w_msa.head_dims,
+                                  stage.blocks[0].attn.w_msa.num_heads,
+                                  len(stage.blocks))
+            for stage in self.stages)
+        self._register_load_state_dict_pre_hook(self.rename_legacy_keys)
         self.set_window_size(window_size)
+
+    def rename_legacy_keys(self, state_dict, prefix='', *args, **kwargs):
+        """Load hook: ``stages.<i>.blocks.<j>.attn.w_msa.rope.freqs`` of
+        checkpoints from before the position module -> ``rope.<i>.freqs.<j>``."""
+        for i, stage in enumerate(self.stages):
+            for j in range(len(stage.blocks)):
+                old = f'{prefix}stages.{i}.blocks.{j}.attn.w_msa.rope.freqs'
+                if old in state_dict:
+                    state_dict[f'{prefix}rope.{i}.freqs.{j}'] = \
+                        state_dict.pop(old)
+
+    def get_layer_depth(self, param_name: str, prefix: str = ''):
+        """mmpretrain's Swin depths; block ``j`` of stage ``i``'s RoPE-Mixed
+        frequencies ``rope.<i>.freqs.<j>`` get that block's depth."""
+        name = param_name[len(prefix):]
+        if param_name.startswith(prefix) and name.startswith('rope.'):
+            _, i, _, j = name.split('.')
+            param_name = f'{prefix}stages.{i}.blocks.{j}.attn.w_msa.qkv'
+        return super().get_layer_depth(param_name, prefix)
+
+    def forward(self, x: Tensor):
+        """mmpretrain's forward, after handing every block its table of the
+        ``ws x ws`` window grid (computed once per forward)."""
+        for s, stage in enumerate(self.stages):
+            tables = [None] * len(stage.blocks)
+            if self.rope is not None:
+                ws = stage.blocks[0].attn.window_size
+                grid = grid_coords(ws, ws, device=x.device)[None]
+                dtype = torch.promote_types(x.dtype, torch.float32)
+                tables = self.rope[s](grid.to(dtype), (ws, ws), 1)
+            for block, table in zip(stage.blocks, tables):
+                block.attn.w_msa.rope_table = table
+        return super().forward(x)
 
     def init_weights(self):
         """Swin's init, then the ``Pretrained`` checkpoint of ``init_cfg``

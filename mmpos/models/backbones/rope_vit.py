@@ -4,12 +4,18 @@ RoPE-Axial / RoPE-Mixed replace (or, with ``use_ape=True``, complement) the
 absolute position embedding. Module and parameter names mirror mmpretrain's
 ``VisionTransformer`` (``patch_embed.projection``, ``cls_token``,
 ``pos_embed``, ``layers.<i>.{ln1,attn,ln2,ffn}``, final ``ln1``), so its
-checkpoints, ``get_layer_depth`` and layer-wise lr decay apply unchanged. The
-per-layer, per-head RoPE-Mixed frequencies live in
-``layers.<i>.attn.rope.freqs`` and therefore share their block's lr scale.
+checkpoints, ``get_layer_depth`` and layer-wise lr decay apply unchanged.
+
+Positions are computed once per forward: the backbone owns one position
+scheme :attr:`~RoPEVisionTransformer.rope` (built from ``rope=dict(type=...)``
+of :data:`mmpos.registry.POSITION_ENCODINGS`), which returns one table per
+block, and the block loop runs ``layer(x, rope=tables[i], hw=hw)`` (as timm's
+Eva and DINOv3). The per-block, per-head RoPE-Mixed frequencies are
+``rope.freqs.<i>``; ``get_layer_depth`` gives them block ``i``'s depth, so
+they share its lr scale.
 """
 import math
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -19,7 +25,6 @@ from mmcv.cnn.bricks.drop import build_dropout
 from mmcv.cnn.bricks.transformer import FFN, PatchEmbed
 from mmengine.model import BaseModule, ModuleList
 from mmengine.model.weight_init import trunc_normal_
-from mmpretrain.models.backbones import VisionTransformer
 from mmpretrain.models.backbones.base_backbone import BaseBackbone
 from mmpretrain.models.utils import (build_norm_layer, resize_pos_embed,
                                      to_2tuple)
@@ -28,11 +33,14 @@ from torch import Tensor
 from mmpos.registry import MODELS
 from mmpos.utils.errors import BadInputError
 from ..layers.attention import RoPEAttention
-from ..layers.rope import grid_coords, sincos_pos_embed_2d
-from ..layers.rope_positions import RoPEPositions
+from ..layers.position import PositionTable, build_position_scheme
+from ..layers.rope import (LEGACY_ROPE_ARGS, grid_coords, resolve_rope_cfg,
+                           sincos_pos_embed_2d)
 from ..layers.window import (window_coords, window_partition,
                              window_unpartition)
 from ..utils.pretrained import load_pretrained, split_pretrained_cfg
+
+DEFAULT_ROPE = dict(type='mixed')
 
 # DeiT's initialisation: truncated normal linear layers, unit LayerNorms.
 DEIT_INIT_CFG = [
@@ -42,26 +50,23 @@ DEIT_INIT_CFG = [
 
 
 class RoPETransformerEncoderLayer(BaseModule):
-    """Pre-norm ViT block whose attention applies 2-D RoPE.
+    """Pre-norm ViT block whose attention applies its position table.
 
     ``x = x + attn(ln1(x)); x = x + ffn(ln2(x))`` on ``(B, N, C)`` tokens.
-    Arguments as mmpretrain's ``TransformerEncoderLayer`` plus ``rope_type``,
-    ``rope_theta`` and ``rope_cfg`` (see :class:`RoPEAttention`) and
+    Arguments as mmpretrain's ``TransformerEncoderLayer`` plus
     ``window_size``: ``0`` attends globally; ``ws > 0`` attends inside the
-    ``ws x ws`` windows of the zero-padded patch grid (ViTDet), with RoPE at
-    the tokens' absolute coordinates (:mod:`mmpos.models.layers.window`).
-    Drop-path then acts on whole images after the windows are merged, as in
-    ViTDet. ``rel_pos_size``: ViTDet's decomposed relative position bias
-    (see :class:`RoPEAttention`), over the window or the grid.
+    ``ws x ws`` windows of the zero-padded patch grid (ViTDet), its table
+    then positions the tokens of every window
+    (:meth:`RoPEVisionTransformer.position_tables`). Drop-path then acts on
+    whole images after the windows are merged, as in ViTDet.
+    ``rel_pos_size``: ViTDet's decomposed relative position bias (see
+    :class:`RoPEAttention`), over the window or the grid.
     """
 
     def __init__(self,
                  embed_dims: int,
                  num_heads: int,
                  feedforward_channels: int,
-                 rope_type: str = 'mixed',
-                 rope_theta: Optional[float] = None,
-                 rope_cfg: Optional[dict] = None,
                  layer_scale_init_value: float = 0.,
                  drop_rate: float = 0.,
                  attn_drop_rate: float = 0.,
@@ -81,9 +86,6 @@ class RoPETransformerEncoderLayer(BaseModule):
         self.attn = RoPEAttention(
             embed_dims,
             num_heads,
-            rope_type=rope_type,
-            rope_theta=rope_theta,
-            rope_cfg=rope_cfg,
             qkv_bias=qkv_bias,
             attn_drop=attn_drop_rate,
             proj_drop=drop_rate,
@@ -101,41 +103,20 @@ class RoPETransformerEncoderLayer(BaseModule):
 
     def forward(self,
                 x: Tensor,
-                coords: Optional[Tensor] = None,
+                rope: Optional[PositionTable] = None,
                 hw: Optional[Sequence[int]] = None) -> Tensor:
+        """``x`` ``(B, N, C)``; ``rope``: this block's table (of the
+        windows' tokens for a windowed block); ``hw``: the patch grid."""
         if self.window_size:
-            x = x + self.window_drop_path(
-                self._window_attn(self.ln1(x), coords, hw))
+            if hw is None:
+                raise ValueError('window attention needs the patch grid `hw`')
+            ws = self.window_size
+            windows = self.attn(window_partition(self.ln1(x), hw, ws),
+                                rope=rope, hw=(ws, ws))
+            x = x + self.window_drop_path(window_unpartition(windows, hw, ws))
         else:
-            x = x + self.attn(self.ln1(x), coords=coords, hw=hw)
+            x = x + self.attn(self.ln1(x), rope=rope, hw=hw)
         return self.ffn(self.ln2(x), identity=x)
-
-    def _window_attn(self, x: Tensor, coords, hw) -> Tensor:
-        """Attention inside windows of ``x`` (B, H * W, C) on the ``hw``
-        grid; returns (B, H * W, C). ``coords`` (``(H * W, 2)`` or
-        ``(B, H * W, 2)``, e.g. a normalised or augmented frame) go with
-        their tokens into the windows and the padding tokens of a grid that
-        is not a multiple of the window get none (``nan``: no rotation);
-        ``None`` is the integer grid, which the padding continues."""
-        if hw is None:
-            raise ValueError('window attention needs the patch grid `hw`')
-        ws = self.window_size
-        coords = self.window_positions(coords, hw, x.shape[0], x.device)
-        out = self.attn(window_partition(x, hw, ws), coords=coords,
-                        hw=(ws, ws))
-        return window_unpartition(out, hw, ws)
-
-    def window_positions(self, coords: Optional[Tensor], hw: Sequence[int],
-                         batch_size: int, device=None) -> Tensor:
-        """RoPE coordinates of the tokens of every window, ``(batch_size *
-        nH * nW, ws * ws, 2)`` in :func:`window_partition`'s order:
-        ``coords`` (``(H * W, 2)`` or ``(batch_size, H * W, 2)``)
-        partitioned with ``nan`` padding, or for ``None`` the integer grid
-        continued into the padding (:func:`window_coords`)."""
-        if coords is None:
-            return window_coords(hw, self.window_size, batch_size, device)
-        return window_partition(coords.expand(batch_size, -1, -1), hw,
-                                self.window_size, pad_value=math.nan)
 
 
 @MODELS.register_module()
@@ -146,7 +127,14 @@ class RoPEVisionTransformer(BaseBackbone):
         arch: ``'tiny' | 'small' | 'base' | 'large'`` (ViT-T/S/B/L as in
             DeiT / the paper) or a dict with ``embed_dims``, ``num_layers``,
             ``num_heads``, ``feedforward_channels``.
-        img_size: training image size; sets the size of the APE table only.
+        img_size: the input size the model is built for (for transfer: the
+            fine-tuning size): sizes the APE table and the global blocks'
+            relative position tables (ViTDet-B at 1024: 64 x 64 grid, 127
+            rows). Other input sizes work (tables resized per forward).
+        pretrain_img_size: image size of the checkpoints to load (their APE
+            grid, ``None``: a square grid inferred from the table);
+            a checkpoint's APE, with or without a class-token slot, is
+            resized once, at load, to the ``img_size`` grid.
         patch_size: patch size; inputs of any size divisible by it work.
         in_channels: image channels.
         out_indices: blocks whose output is returned (negative from the end).
@@ -155,27 +143,23 @@ class RoPEVisionTransformer(BaseBackbone):
             register tokens.
         with_cls_token: prepend a class token (never rotated by RoPE).
         final_norm: LayerNorm ``ln1`` after the last block.
-        rope_type: ``'axial'``, ``'mixed'`` (learnable frequencies, the
-            paper's best) or ``'none'``.
-        rope_theta: RoPE base; ``None`` = 100 (axial) / 10 (mixed).
+        rope: the position scheme, ``dict(type=..., **options)`` of
+            :data:`mmpos.registry.POSITION_ENCODINGS` (``'mixed'``:
+            learnable frequencies, the paper's best; ``'axial'``;
+            ``'dinov3'``; see :mod:`mmpos.models.layers.rope`), with the
+            coordinate frame and augmentation in its ``coords`` entry
+            (:class:`~mmpos.models.layers.position.PatchCoords`); ``None``:
+            no RoPE. Built once for all blocks as :attr:`rope`. The old
+            arguments ``rope_type``, ``rope_theta``, ``rope_periods``,
+            ``rope_axes``, ``rope_layout``, ``rope_coords`` are still
+            accepted instead (translated by
+            :func:`~mmpos.models.layers.rope.rope_cfg_from_legacy`), and
+            checkpoints with per-block ``layers.<i>.attn.rope.freqs`` load
+            (into ``rope.freqs.<i>``).
         use_ape: add an absolute position embedding (RoPE + APE).
         ape_type: ``'learnable'`` or ``'sincos'`` (fixed Eq. 2 table, stored
             as a frozen ``pos_embed`` parameter like mmpretrain's MAE).
         interpolate_mode: how APE is resized to other grids.
-        rope_periods: DINOv3's frequency parametrisation instead of
-            ``rope_theta`` (axial only): ``dict(base=100)`` or
-            ``dict(min_period=..., max_period=...)``.
-        rope_axes: ``'xy'`` (first ``D/4`` pairs rotate with ``x``) or
-            ``'yx'`` (with ``y``, DINOv3).
-        rope_layout: channel pairs ``'pairs'`` ``(2t, 2t+1)`` (RoPE-ViT) or
-            ``'half'`` ``(t, t + D/2)`` (rotate-half, DINOv3).
-        rope_coords: :class:`~mmpos.models.layers.RoPEPositions` options:
-            ``frame`` (``'patch'``: integer patch units; ``'separate'`` /
-            ``'max'`` / ``'min'``: patch centres normalised to ``[-1, 1]``
-            as DINOv3) and the training-only coordinate augmentation
-            ``shift`` / ``jitter`` / ``rescale`` (DINOv3's
-            ``*_coords``; drawn per sample). ``None``: patch units, no
-            augmentation.
         num_register_tokens: learnable register ("storage") tokens
             ``register_tokens`` ``(1, R, C)`` placed after the class token;
             never rotated, no APE, left out of ``featmap`` /
@@ -195,7 +179,8 @@ class RoPEVisionTransformer(BaseBackbone):
         use_rel_pos: ViTDet's decomposed relative position bias in every
             block (``attn.rel_pos_h`` / ``attn.rel_pos_w``, zero init): tables
             of ``2 ws - 1`` offsets in windowed blocks and of the
-            ``img_size`` patch grid's in global ones, linearly interpolated
+            ``img_size`` patch grid's in global ones (``2 * 64 - 1 = 127``
+            for ViTDet-B at 1024), linearly interpolated
             to other grids. For APE variants (ViTDet's own ViT-B uses it);
             needs ``with_cls_token=False`` and no register tokens.
         with_cp: activation checkpointing per block during training (saves
@@ -227,9 +212,6 @@ class RoPEVisionTransformer(BaseBackbone):
     OUT_TYPES = {'raw', 'cls_token', 'featmap', 'avg_featmap'}
     APE_TYPES = {'learnable', 'sincos'}
 
-    # Same state-dict hook as mmpretrain: resizes a checkpoint's pos_embed.
-    _prepare_pos_embed = VisionTransformer._prepare_pos_embed
-
     def __init__(self,
                  arch='base',
                  img_size=224,
@@ -244,15 +226,11 @@ class RoPEVisionTransformer(BaseBackbone):
                  out_type='cls_token',
                  with_cls_token=True,
                  frozen_stages=-1,
-                 rope_type='mixed',
-                 rope_theta=None,
+                 rope=DEFAULT_ROPE,
                  use_ape=False,
                  ape_type='learnable',
                  interpolate_mode='bicubic',
-                 rope_periods=None,
-                 rope_axes='xy',
-                 rope_layout='pairs',
-                 rope_coords=None,
+                 pretrain_img_size=None,
                  num_register_tokens=0,
                  window_size=0,
                  global_attn_indexes=(),
@@ -262,7 +240,10 @@ class RoPEVisionTransformer(BaseBackbone):
                  pre_norm=False,
                  patch_cfg=dict(),
                  layer_cfgs=dict(),
-                 init_cfg=DEIT_INIT_CFG):
+                 init_cfg=DEIT_INIT_CFG,
+                 **legacy_rope):
+        rope = resolve_rope_cfg(rope, DEFAULT_ROPE, legacy_rope,
+                                type(self).__name__)
         # A `Pretrained` entry is loaded by init_weights after the random
         # init, with mmpos' checks (see mmpos.models.utils.pretrained).
         init_cfg, pretrained_cfg = split_pretrained_cfg(
@@ -281,7 +262,6 @@ class RoPEVisionTransformer(BaseBackbone):
             raise ValueError(f'Unsupported ape_type {ape_type!r}, choose '
                              f'from {sorted(self.APE_TYPES)}')
         self.out_type = out_type
-        self.rope_type = rope_type
         self.interpolate_mode = interpolate_mode
 
         self.patch_embed = PatchEmbed(**{
@@ -305,13 +285,15 @@ class RoPEVisionTransformer(BaseBackbone):
         self.register_tokens = nn.Parameter(
             torch.zeros(1, num_register_tokens, self.embed_dims)
         ) if num_register_tokens else None
-        self.rope_positions = RoPEPositions(**(rope_coords or {}))
 
         self.use_ape = use_ape
         self.ape_type = ape_type
         self.pos_embed = self._build_pos_embed() if use_ape else None
+        self.pretrain_img_size = (None if pretrain_img_size is None else
+                                  to_2tuple(pretrain_img_size))
         if use_ape:
             self._register_load_state_dict_pre_hook(self._prepare_pos_embed)
+        self._register_load_state_dict_pre_hook(self.rename_legacy_keys)
         self.drop_after_pos = nn.Dropout(p=drop_rate)
 
         out_indices = [out_indices] if isinstance(out_indices,
@@ -357,11 +339,6 @@ class RoPEVisionTransformer(BaseBackbone):
                            num_heads=self.arch_settings['num_heads'],
                            feedforward_channels=self.arch_settings[
                                'feedforward_channels'],
-                           rope_type=rope_type,
-                           rope_theta=rope_theta,
-                           rope_cfg=dict(periods=rope_periods,
-                                         axes=rope_axes,
-                                         layout=rope_layout),
                            layer_scale_init_value=layer_scale_init_value,
                            drop_rate=drop_rate,
                            drop_path_rate=float(dpr[i]),
@@ -371,6 +348,12 @@ class RoPEVisionTransformer(BaseBackbone):
                            rel_pos_size=self._rel_pos_size(i)
                            if use_rel_pos else None),
                     **layer_cfgs[i]}))  # yapf: disable
+
+        self.rope = build_position_scheme(
+            rope, head_dim=self.embed_dims // self.arch_settings['num_heads'],
+            num_heads=self.arch_settings['num_heads'],
+            depth=self.num_layers)
+        self._frozen_tables = None
 
         self.pre_norm = (build_norm_layer(norm_cfg, self.embed_dims)
                          if pre_norm else nn.Identity())
@@ -383,6 +366,51 @@ class RoPEVisionTransformer(BaseBackbone):
         self.frozen_stages = frozen_stages
         if frozen_stages > 0:
             self._freeze_stages()
+
+    def _prepare_pos_embed(self, state_dict, prefix, *args, **kwargs):
+        """Load hook: a checkpoint's ``pos_embed`` of any grid, with or
+        without a class-token slot, becomes this model's table: the slot is
+        dropped or (zeros) added and the grid resized once, here, to the
+        ``img_size`` grid (``interpolate_mode``). The checkpoint's grid is
+        ``pretrain_img_size``'s, else its own if square."""
+        name = prefix + 'pos_embed'
+        if name not in state_dict:
+            return
+        table = state_dict[name]
+        extra = self.num_extra_tokens
+        tokens = table.shape[1]
+        own = tuple(self.patch_resolution)
+        if table.shape == self.pos_embed.shape:
+            return
+        if self.pretrain_img_size is not None:
+            src = tuple(s // p for s, p in zip(self.pretrain_img_size,
+                                               self.patch_size))
+        elif tokens - own[0] * own[1] in (0, 1):
+            src = own
+        else:
+            side = math.isqrt(tokens)
+            side = side if side * side == tokens else math.isqrt(tokens - 1)
+            src = (side, side)
+        slot = tokens - src[0] * src[1]
+        if slot not in (0, 1):
+            raise ValueError(
+                f'{type(self).__name__}: checkpoint {name} has {tokens} '
+                f'tokens, not a {src[0]}x{src[1]} grid with or without a '
+                'class-token slot; set pretrain_img_size to its image size')
+        cls_pos = table[:, :slot] if extra and slot else table.new_zeros(
+            1, extra, table.shape[2])
+        grid = resize_pos_embed(table[:, slot:], src, self.patch_resolution,
+                                self.interpolate_mode, 0)
+        state_dict[name] = torch.cat((cls_pos[:, :extra], grid), dim=1)
+
+    def rename_legacy_keys(self, state_dict, prefix='', *args, **kwargs):
+        """Load hook: per-block RoPE-Mixed frequencies of checkpoints from
+        before the position module (``layers.<i>.attn.rope.freqs``) move
+        to ``rope.freqs.<i>``."""
+        for i in range(self.num_layers):
+            old = f'{prefix}layers.{i}.attn.rope.freqs'
+            if old in state_dict:
+                state_dict[f'{prefix}rope.freqs.{i}'] = state_dict.pop(old)
 
     def _block_window(self, index: int) -> int:
         """Window side of block ``index`` (``0``: global attention)."""
@@ -442,6 +470,11 @@ class RoPEVisionTransformer(BaseBackbone):
         for param in (self.pos_embed, self.cls_token, self.register_tokens):
             if param is not None:
                 param.requires_grad = False
+        for name, param in (self.rope.named_parameters()
+                            if self.rope is not None else ()):
+            index = name.split('.')[-1]  # <param>.<i>: block i's
+            if not index.isdigit() or int(index) < self.frozen_stages:
+                param.requires_grad = False
         for module in frozen:
             module.eval()
             for param in module.parameters():
@@ -486,14 +519,15 @@ class RoPEVisionTransformer(BaseBackbone):
             x: ``(B, M, C)`` patch tokens without class token, APE (if any)
                 already added, e.g. a subset of :meth:`embed`'s output.
             coords: ``(M, 2)`` or ``(B, M, 2)`` float ``(x, y)`` positions of
-                the tokens in patch units (fractional allowed). ``None``:
-                the tokens are the full ``hw`` grid (cached RoPE tables).
+                the tokens in patch units (fractional allowed; ``NaN``: no
+                position). ``None``: the tokens are the full ``hw`` grid.
             hw: the patch grid; required without ``coords`` and for
                 ``out_type='featmap'`` (then ``M`` must equal ``h * w``).
 
         The class token and the register tokens are prepended here and get
         no rotation. ``coords`` are mapped into the RoPE coordinate frame
-        and, in training, augmented (:meth:`patch_coords`). Returns a tuple
+        and, in training, augmented by :attr:`rope`
+        (:meth:`position_tables`). Returns a tuple
         with one output per ``out_indices``, formatted by ``out_type``.
         """
         if coords is None and hw is None:
@@ -512,29 +546,90 @@ class RoPEVisionTransformer(BaseBackbone):
             x = torch.cat((x[:, :self.num_extra_tokens], registers,
                            x[:, self.num_extra_tokens:]), dim=1)
         x = self.pre_norm(self.drop_after_pos(x))
-        coords = self.patch_coords(coords, hw, x)
+        tables = self.position_tables(coords, hw, x)
 
         outs = []
         for i, layer in enumerate(self.layers):
             if self.with_cp and self.training and x.requires_grad:
-                x = cp.checkpoint(layer, x, coords, hw, use_reentrant=False)
+                x = cp.checkpoint(layer, x, tables[i], hw, use_reentrant=False)
             else:
-                x = layer(x, coords=coords, hw=hw)
+                x = layer(x, rope=tables[i], hw=hw)
             if i == self.num_layers - 1 and self.final_norm:
                 x = self.ln1(x)
             if i in self.out_indices:
                 outs.append(self._format_output(x, hw))
         return tuple(outs)
 
-    def patch_coords(self, coords: Optional[Tensor],
-                     hw: Optional[Sequence[int]],
-                     tokens: Tensor) -> Optional[Tensor]:
-        """RoPE positions of the patch tokens: ``coords`` (patch units,
-        ``None`` = the ``hw`` grid) in the configured frame, augmented per
-        sample in training (:class:`~mmpos.models.layers.RoPEPositions`);
-        ``None`` when the cached integer-grid tables apply."""
-        return self.rope_positions(coords, hw, tokens.shape[0],
-                                   tokens.device)
+    def position_tables(self, coords: Optional[Tensor],
+                        hw: Optional[Sequence[int]],
+                        tokens: Tensor) -> List[Optional[PositionTable]]:
+        """One table per block, computed once per forward by :attr:`rope`.
+
+        Args:
+            coords: ``(M, 2)`` / ``(B, M, 2)`` patch-unit positions of the
+                patch tokens, or ``None`` for the full ``hw`` grid.
+            hw: the patch grid.
+            tokens: ``(B, N, C)`` tokens (batch size, device, dtype: tables
+                are computed in fp32, fp64 for fp64 tokens).
+
+        A windowed block gets the table of its windows' tokens ``(n, ws *
+        ws)`` (computed once per window size; ``n`` = ``nW`` windows of one
+        image, or ``B * nW``), where grid tokens keep their absolute
+        coordinates; the padding continues the integer grid (patch frame, no
+        augmentation, no ``coords``) or has no position (``NaN``).
+        """
+        if self.rope is None:
+            return [None] * self.num_layers
+        if self._frozen_tables is not None:
+            frozen_hw, tables = self._frozen_tables
+            if coords is not None or tuple(hw) != frozen_hw:
+                raise ValueError(f'positions frozen for the {frozen_hw} grid '
+                                 f'(export), got hw={hw}, coords given: '
+                                 f'{coords is not None}')
+            return tables
+        if self.window_size and hw is None:
+            raise ValueError('window attention needs the patch grid `hw`')
+        batch_size = tokens.shape[0]
+        dtype = torch.promote_types(tokens.dtype, torch.float32)
+        grid = coords is None
+        if grid:
+            if hw is None:
+                raise ValueError('forward_tokens needs `coords` or `hw`')
+            coords = grid_coords(*hw, device=tokens.device)
+        coords = coords.to(tokens.device, dtype)
+        coords = coords if coords.dim() == 3 else coords[None]
+        drawn = self.rope.coords(coords, hw, batch_size, self.num_layers)
+        windows = [self._block_window(i) for i in range(self.num_layers)]
+        tables = self.rope.tables(
+            [c if not ws else None for c, ws in zip(drawn, windows)])
+        for ws in set(windows) - {0}:
+            if grid and self.rope.coords.is_identity:
+                win = [window_coords(hw, ws, 1, tokens.device).to(dtype)] * \
+                    self.num_layers
+            else:
+                parts = {}
+                win = [parts.setdefault(id(c), window_partition(
+                    c, hw, ws, pad_value=math.nan)) for c in drawn]
+            win_tables = self.rope.tables(
+                [c if w == ws else None for c, w in zip(win, windows)])
+            tables = [w if t is None else t for t, w in zip(tables, win_tables)]
+        return tables
+
+    def freeze_positions(self, hw: Sequence[int], device=None) -> None:
+        """Compute the eval-mode tables of the ``hw`` grid once and use them
+        in every later forward (export: the traced graph then holds the
+        tables as constants, on the real cos/sin path); ``hw=None``
+        unfreezes."""
+        self._frozen_tables = None
+        if hw is None or self.rope is None:
+            return
+        probe = torch.zeros(1, 1, 1, device=device)
+        with torch.no_grad():
+            was_training = self.rope.training
+            self.rope.eval()
+            tables = self.position_tables(None, hw, probe)
+            self.rope.train(was_training)
+        self._frozen_tables = (tuple(hw), [t.export() for t in tables])
 
     def forward(self, x: Tensor) -> tuple:
         """``x``: images ``(B, in_channels, H, W)``, H and W divisible by the
@@ -569,7 +664,9 @@ class RoPEVisionTransformer(BaseBackbone):
 
         Stem (``patch_embed``, ``cls_token``, ``register_tokens``,
         ``pos_embed``) is depth 0,
-        ``layers.<i>.*`` (including RoPE-Mixed frequencies) is ``i + 1``,
+        ``layers.<i>.*`` and block ``i``'s position parameters
+        ``rope.<name>.<i>`` (RoPE-Mixed's ``rope.freqs.<i>``) are ``i + 1``,
+        position parameters shared by all blocks (``rope.<name>``) 0,
         everything else ``num_layers + 1``. Returns ``(depth, num_layers +
         2)``.
         """
@@ -582,4 +679,7 @@ class RoPEVisionTransformer(BaseBackbone):
             return 0, num_layers
         if name.startswith('layers.'):
             return int(name.split('.')[1]) + 1, num_layers
+        if name.startswith('rope.'):  # rope.<param>.<i>: block i's
+            index = name.split('.')[-1]
+            return (int(index) + 1 if index.isdigit() else 0), num_layers
         return num_layers - 1, num_layers

@@ -1,4 +1,4 @@
-"""Multi-head self-attention with 2-D rotary position embedding."""
+"""Multi-head self-attention that applies a block's position table."""
 from typing import Optional, Sequence, Tuple
 
 import torch
@@ -9,7 +9,7 @@ from mmengine.model import BaseModule
 from mmpretrain.models.utils import LayerScale
 from torch import Tensor
 
-from .rope import RoPE2D
+from .position import PositionTable
 
 
 def head_dims(embed_dims: int, num_heads: int) -> int:
@@ -64,25 +64,24 @@ def decomposed_rel_pos_bias(q: Tensor, rel_pos_h: Tensor, rel_pos_w: Tensor,
 
 
 class RoPEAttention(BaseModule):
-    """Multi-head self-attention whose queries and keys are rotated by RoPE.
+    """Multi-head self-attention whose queries and keys are rotated by the
+    block's position table (RoPE) and whose logits get its bias, if any.
 
     Parameter names follow mmpretrain's ``MultiheadAttention`` (``qkv``,
-    ``proj``, ``gamma1``), so ViT checkpoints load unchanged; RoPE-Mixed adds
-    the learnable frequencies ``rope.freqs`` of shape ``(2, heads, D/2)``.
+    ``proj``, ``gamma1``), so ViT checkpoints load unchanged. The position
+    scheme and its parameters live in the backbone
+    (:mod:`mmpos.models.layers.position`), which hands :meth:`forward` a
+    :class:`~mmpos.models.layers.position.PositionTable`.
 
     Args:
         embed_dims: channels ``C``.
-        num_heads: heads; ``C / num_heads`` must be a multiple of 4 for RoPE.
-        rope_type: ``'axial'``, ``'mixed'`` or ``'none'`` (plain attention).
-        rope_theta: RoPE frequency base; ``None`` = 100 (axial) / 10 (mixed).
+        num_heads: heads.
         qkv_bias: learnable bias of the qkv projection.
         attn_drop: dropout on the attention probabilities (training only).
         proj_drop: dropout after the output projection.
         dropout_layer: config of the residual-branch dropout, e.g.
             ``dict(type='DropPath', drop_prob=0.1)``; ``None`` = identity.
         layer_scale_init_value: LayerScale init; 0 disables it.
-        rope_cfg: further :class:`RoPE2D` options (``periods``, ``axes``,
-            ``layout``); ``None``: its defaults.
         rel_pos_size: ``(h, w)``: add ViTDet's decomposed relative position
             bias (:func:`decomposed_rel_pos_bias`) with tables ``rel_pos_h``
             ``(2h - 1, D)`` and ``rel_pos_w`` ``(2w - 1, D)`` (zero init, as
@@ -94,14 +93,11 @@ class RoPEAttention(BaseModule):
     def __init__(self,
                  embed_dims: int,
                  num_heads: int,
-                 rope_type: str = 'mixed',
-                 rope_theta: Optional[float] = None,
                  qkv_bias: bool = True,
                  attn_drop: float = 0.,
                  proj_drop: float = 0.,
                  dropout_layer: Optional[dict] = None,
                  layer_scale_init_value: float = 0.,
-                 rope_cfg: Optional[dict] = None,
                  rel_pos_size: Optional[Tuple[int, int]] = None,
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
@@ -117,9 +113,6 @@ class RoPEAttention(BaseModule):
                          if dropout_layer else nn.Identity())
         self.gamma1 = (LayerScale(embed_dims, layer_scale_init_value)
                        if layer_scale_init_value > 0 else nn.Identity())
-        self.rope = (None if rope_type == 'none' else RoPE2D(
-            self.head_dims, num_heads, rope_type, rope_theta,
-            **(rope_cfg or {})))
         if rel_pos_size is not None:
             h, w = rel_pos_size
             self.rel_pos_h = nn.Parameter(torch.zeros(2 * h - 1,
@@ -130,15 +123,15 @@ class RoPEAttention(BaseModule):
 
     def forward(self,
                 x: Tensor,
-                coords: Optional[Tensor] = None,
+                rope: Optional[PositionTable] = None,
                 hw: Optional[Sequence[int]] = None) -> Tensor:
         """Attend over ``x`` of shape ``(B, N, C)``; returns ``(B, N, C)``.
 
-        ``coords`` (``(M, 2)`` or ``(B, M, 2)``) or ``hw`` (grid of
-        ``M = H * W``) position the last ``M`` tokens; the first ``N - M``
-        (class token) are not rotated. Both are ignored when
-        ``rope_type='none'``. The relative position bias (``rel_pos_size``)
-        needs ``hw`` with ``N = H * W``.
+        ``rope`` positions the last ``M`` tokens (its ``rotate`` leaves the
+        first ``N - M``, class and register tokens, unrotated; its
+        ``attn_bias`` ``(n, heads | 1, M, M)`` is added to their logits);
+        ``None``: no positions. The relative position bias
+        (``rel_pos_size``) needs ``hw`` with ``N = H * W``.
         """
         B, N, C = x.shape
         qkv = self.qkv(x).reshape(B, N, 3, self.num_heads,
@@ -151,8 +144,15 @@ class RoPEAttention(BaseModule):
                                  f'grid of all {N} tokens, got hw={hw}')
             bias = decomposed_rel_pos_bias(qk[0], self.rel_pos_h,
                                            self.rel_pos_w, hw)
-        if self.rope is not None:
-            qk = self.rope(qk, coords=coords, hw=hw)
+        if rope is not None:
+            qk = rope.rotate(qk)
+            if rope.attn_bias is not None:  # prefix rows/columns: no bias
+                table_bias = F.pad(rope.attn_bias, (N - rope.num_tokens, 0) * 2)
+                table_bias = table_bias.to(qk.dtype)
+                if table_bias.shape[0] not in (1, B):  # windows of one image
+                    table_bias = table_bias.repeat(
+                        B // table_bias.shape[0], 1, 1, 1)
+                bias = table_bias if bias is None else bias + table_bias
         q, k = qk.unbind(0)
         x = F.scaled_dot_product_attention(
             q, k, v, attn_mask=bias,

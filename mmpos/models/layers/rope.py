@@ -1,600 +1,279 @@
-"""2-D rotary position embedding (RoPE) on continuous token coordinates.
+"""2-D RoPE position schemes (Heo et al., "Rotary Position Embedding for
+Vision Transformer", ECCV 2024; DINOv3): RoPE-Axial, RoPE-Mixed and DINOv3's
+RoPE as :class:`~.position.PositionScheme` s, built from a backbone's
+``rope=dict(type=...)``. Conventions and the functions they use:
+:mod:`.rope_functional`.
 
-Implements RoPE-Axial and RoPE-Mixed of Heo et al., "Rotary Position
-Embedding for Vision Transformer" (ECCV 2024), and the fixed 2-D sin-cos
-absolute embedding of its Eq. 2.
+Implementation. A scheme (:class:`AxialRoPE`, :class:`MixedRoPE`,
+:class:`DINOv3RoPE`, registered as ``'axial'``, ``'mixed'``, ``'dinov3'``)
+computes the angles of every block once per forward; its
+:class:`RoPETable` rotates in one of two numerically equivalent ways
+(``impl``):
 
-Conventions used throughout the suite:
+* ``'fast'`` (default): one unit complex number ``exp(i a_t)`` per pair
+  (:func:`rope_phasors`, ``(..., N, D/2)``) and one complex product per pair
+  (:func:`apply_rope_phasors`; the ``'pairs'`` input is *viewed* as complex).
+* ``'eager'``: the real reference, also the exported path (ONNX has no
+  complex tensors): :func:`apply_rope` computes ``x * cos + swap_pairs(x) *
+  sin`` with full-width tables, the sign of the sine folded in
+  (:func:`rope_tables`).
 
-* **Coordinates** are ``(x, y)`` in patch units, ``x`` = column and
-  ``y`` = row, as floats. A ``(N, 2)`` tensor is shared by the batch, a
-  ``(B, N, 2)`` tensor gives every sample its own positions. Any real value is
-  allowed (fractional, negative, beyond the training grid). :func:`grid_coords`
-  returns the integer grid in the row-major token order of ``PatchEmbed``.
-* **Channel layout.** A head vector of ``D`` channels is read as ``D/2``
-  complex numbers with channel ``2t`` the real and ``2t+1`` the imaginary part
-  (Sec. 3.1). Complex pair ``t`` is rotated by the angle
-  ``theta_x[t] * x + theta_y[t] * y`` (Eq. 14). RoPE-Axial is the special case
-  where the first ``D/4`` pairs have ``theta_y = 0`` and the last ``D/4`` pairs
-  ``theta_x = 0``, both using the frequencies of Eq. 13. (Eq. 12 interleaves
-  x- and y-pairs instead; that is the same operator up to a fixed permutation
-  of the head channels. The split layout is the one of the authors' code and
-  makes RoPE-Mixed at rotation angle 0 *equal* to RoPE-Axial.)
-* **Prefix tokens.** Coordinates are given for the *last* ``M`` tokens only;
-  the leading ``N - M`` tokens of ``q``/``k`` (class token, register tokens)
-  get angle 0, i.e. no rotation, as the class token in the paper. Their
-  logits against patch keys therefore depend on the patches' absolute
-  coordinates; only patch-patch logits are shift invariant (Eq. 15).
-  A ``NaN`` coordinate marks a token without position: it gets angle 0
-  too (DropPos' dropped positions; ``NaN`` survives the coordinate frames
-  and augmentation of :mod:`.rope_positions`, where a sentinel value would
-  be moved).
-
-Options for other RoPE families (all off by default):
-
-* **Frequencies** (:func:`frequency_magnitudes`): ``theta`` as above
-  (radians per patch, Eq. 13), or DINOv3's period parametrisation: period
-  ``p_t`` = ``base ** (t / (D/4))`` or geometric from ``min_period`` to
-  ``max_period``, frequency ``2 pi / p_t``.
-* **Axis order** ``axes``: ``'xy'`` (above) or ``'yx'``: the first ``D/4``
-  pairs rotate with ``y`` (DINOv3, whose coordinates are ``(row, col)``).
-* **Channel layout** ``layout``: ``'pairs'`` (above) or ``'half'``: pair
-  ``t`` is channels ``(t, t + D/2)`` (the "rotate-half" layout of DINOv3,
-  GPT-NeoX, timm's ``rotate_half=True``). Weights trained with one layout
-  need that layout (the two differ by a fixed permutation of the q/k
-  channels).
-
-Implementation. Two numerically equivalent paths (``RoPE2D(impl=...)``):
-
-* ``'fast'`` (default): half-width tables, one unit complex number
-  ``exp(i a_t)`` per pair (:func:`rope_phasors`, ``(..., N, D/2)``), and
-  :func:`apply_rope_phasors` rotates queries and keys stacked in one tensor
-  by one complex multiplication: for ``layout='pairs'`` the input is *viewed*
-  as complex (no swap copy), for ``'half'`` the two halves are combined.
-* ``'eager'``: the reference, also the path of :class:`StaticRoPE` (ONNX has
-  no complex tensors): ``apply_rope`` computes ``x * cos + swap_pairs(x) *
-  sin`` with full-width per-channel tables in which the sign of the sine is
-  folded into the frequencies (:func:`rope_tables`).
-
-Both run in fp32 for fp16/bf16 inputs and agree to rounding (tests compare
-them in fp32, fp64 and bf16).
-
-Caching: the integer-grid tables of RoPE-Axial (fixed frequencies; cos/sin
-and phasors) are cached per ``(head_dim, theta, H, W, #prefix tokens, device,
-dtype)``; for
-RoPE-Mixed the frequencies are learnable and the tables must stay in the
-autograd graph, so only the coordinate grid per ``(H, W, #prefix tokens,
-device)`` is cached and the tables are recomputed in every forward pass.
-Both caches are small LRU caches shared by all layers and models of the
-process (:func:`clear_rope_cache` empties them); their tensors are created
-outside autograd and inference mode, so a table first built under
-``torch.inference_mode()`` is still usable for training. Explicit ``coords``
-are never cached. Under ``torch.compile`` Dynamo traces through the caches
-(the tables become part of the graph) and the RoPE forward has no graph
-break (tested).
+Both run in fp32 for fp16/bf16 inputs and agree to rounding. RoPE-Axial's
+fixed angles are computed in fp64 and then cast, RoPE-Mixed's learnable ones
+in the coordinates' dtype (in the autograd graph).
 """
-import math
-from functools import lru_cache
-from typing import Optional, Sequence, Tuple
+from typing import Optional
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
+from mmpos.registry import POSITION_ENCODINGS
+from .position import PositionScheme, PositionTable, per_window
+from .rope_functional import (apply_rope, apply_rope_phasors,  # noqa: F401
+                              axial_frequencies, frequency_magnitudes,
+                              grid_coords, mixed_frequencies, rope_angles,
+                              rope_phasors, rope_tables, sincos_pos_embed_2d)
+
 ROPE_TYPES = ('axial', 'mixed')
-DEFAULT_THETA = {'axial': 100.0, 'mixed': 10.0}
 ROPE_LAYOUTS = ('pairs', 'half')
 ROPE_AXES = ('xy', 'yx')
 ROPE_IMPLS = ('fast', 'eager')
+#: the pre-``rope=dict`` backbone arguments, see :func:`rope_cfg_from_legacy`
+LEGACY_ROPE_ARGS = ('rope_type', 'rope_theta', 'rope_periods', 'rope_axes',
+                    'rope_layout', 'rope_coords')
 
 
-def grid_coords(h: int, w: int, device=None,
-                dtype: torch.dtype = torch.float32) -> Tensor:
-    """Integer patch-grid coordinates, shape ``(h * w, 2)`` as ``(x, y)``.
-
-    Row-major order (``y`` outer, ``x`` inner), i.e. the order of the tokens
-    produced by ``PatchEmbed`` for an ``(h, w)`` patch grid. 0-based.
-    """
-    ys, xs = torch.meshgrid(
-        torch.arange(h, device=device, dtype=dtype),
-        torch.arange(w, device=device, dtype=dtype),
-        indexing='ij')
-    return torch.stack((xs.flatten(), ys.flatten()), dim=-1)
-
-
-def _magnitudes(head_dim: int, theta: float) -> Tensor:
-    """``theta ** (-t / (D/4))`` for ``t = 0 .. D/4 - 1`` (Eq. 13)."""
-    if head_dim % 4:
-        raise ValueError('2-D position encodings need a dimension divisible '
-                         f'by 4, got {head_dim}')
-    quarter = head_dim // 4
-    return theta**(-torch.arange(quarter, dtype=torch.float64) / quarter)
-
-
-def frequency_magnitudes(head_dim: int,
-                         theta: Optional[float] = None,
-                         periods: Optional[dict] = None) -> Tensor:
-    """The ``D/4`` frequency magnitudes of one axis, fp64, shape ``(D/4,)``.
+class RoPETable(PositionTable):
+    """One block's RoPE rotation of ``M`` patch tokens.
 
     Args:
-        theta: ``theta ** (-t / (D/4))`` radians per coordinate unit
-            (Eq. 13; today's parametrisation).
-        periods: DINOv3's instead: ``dict(base=b)`` gives periods
-            ``b ** (t / (D/4))``, ``dict(min_period=a, max_period=b)``
-            periods geometric from ``a`` to ``b`` (both ends included); the
-            magnitude is ``2 pi / period``.
-
-    Exactly one of ``theta`` and ``periods`` must be given.
-    """
-    if (theta is None) == (periods is None):
-        raise ValueError('give either theta or periods, got theta='
-                         f'{theta}, periods={periods}')
-    if periods is None:
-        return _magnitudes(head_dim, theta)
-    quarter = _magnitudes(head_dim, 1.).numel()
-    keys = set(periods)
-    if keys == {'base'}:
-        p = periods['base']**(torch.arange(quarter, dtype=torch.float64) /
-                              quarter)
-    elif keys == {'min_period', 'max_period'}:
-        lo, hi = float(periods['min_period']), float(periods['max_period'])
-        if not 0 < lo <= hi:
-            raise ValueError('periods need 0 < min_period <= max_period, '
-                             f'got {periods}')
-        p = lo * (hi / lo)**torch.linspace(0, 1, quarter,
-                                           dtype=torch.float64)
-    else:
-        raise ValueError("periods must be dict(base=...) or dict(min_period="
-                         f"..., max_period=...), got {periods}")
-    return 2 * math.pi / p
-
-
-def axial_frequencies(head_dim: int,
-                      theta: Optional[float] = 100.0,
-                      periods: Optional[dict] = None,
-                      axes: str = 'xy') -> Tensor:
-    """Fixed RoPE-Axial frequencies (Eq. 12/13), shape ``(2, D/2)``.
-
-    Row 0 holds ``theta_x``, row 1 ``theta_y``: with ``axes='xy'`` pairs
-    ``t < D/4`` rotate with ``x`` only and pairs ``t >= D/4`` with ``y``
-    only; ``axes='yx'`` swaps the halves. Magnitudes from
-    :func:`frequency_magnitudes` (``theta`` unless ``periods``).
-    """
-    mag = frequency_magnitudes(head_dim, None if periods else theta,
-                               periods)
-    zero = torch.zeros_like(mag)
-    freqs = torch.stack((torch.cat((mag, zero)), torch.cat((zero, mag))))
-    return (freqs if axes == 'xy' else freqs.flip(0)).float()
-
-
-def mixed_frequencies(head_dim: int,
-                      num_heads: int,
-                      theta: float = 10.0,
-                      rotate: bool = True) -> Tensor:
-    """Initial RoPE-Mixed frequencies (Eq. 14), shape ``(2, num_heads, D/2)``.
-
-    Per head a direction ``phi ~ U[0, 2 pi)`` is drawn (``phi = 0`` when
-    ``rotate=False``). Pair ``t < D/4`` gets the 2-D frequency
-    ``m_t (cos phi, sin phi)``, pair ``t + D/4`` the orthogonal
-    ``m_t (-sin phi, cos phi)``, with ``m_t = theta ** (-t / (D/4))``. With
-    ``rotate=False`` this equals :func:`axial_frequencies` for every head.
-    """
-    mag = _magnitudes(head_dim, theta)
-    if rotate:
-        phi = torch.rand(num_heads, 1, dtype=torch.float64) * (2 * math.pi)
-    else:
-        phi = torch.zeros(num_heads, 1, dtype=torch.float64)
-    cos, sin = torch.cos(phi) * mag, torch.sin(phi) * mag
-    freqs_x = torch.cat((cos, -sin), dim=-1)
-    freqs_y = torch.cat((sin, cos), dim=-1)
-    return torch.stack((freqs_x, freqs_y)).float()
-
-
-def rope_angles(coords: Tensor, freqs: Tensor) -> Tensor:
-    """Rotation angles ``theta_x * x + theta_y * y`` (Eq. 14).
-
-    Args:
-        coords: ``(N, 2)`` or ``(B, N, 2)`` positions ``(x, y)``.
-        freqs: ``(2, K)`` shared by all heads or ``(2, heads, K)``; row 0 is
-            ``theta_x``, row 1 ``theta_y``.
-
-    Returns:
-        ``(heads | 1, N, K)`` or ``(B, heads | 1, N, K)``, broadcastable
-        against ``(B, heads, N, K)``. Elementwise ops only, so autocast keeps
-        the dtype of ``coords`` and ``freqs``.
-    """
-    if freqs.dim() == 2:
-        freqs = freqs.unsqueeze(1)
-    xy = coords.unsqueeze(-3)  # (..., 1, N, 2)
-    return torch.addcmul(xy[..., 0:1] * freqs[0].unsqueeze(-2), xy[..., 1:2],
-                         freqs[1].unsqueeze(-2))
-
-
-def rope_tables(coords: Tensor,
-                freqs: Tensor,
-                layout: str = 'pairs') -> Tuple[Tensor, Tensor]:
-    """Per-channel cos/sin tables for :func:`apply_rope`.
-
-    With ``a_t`` the angle of pair ``t`` (:func:`rope_angles` of
-    ``freqs`` of shape ``(2, [heads,] D/2)``), the two channels of pair
-    ``t`` (``2t, 2t+1`` for ``layout='pairs'``, ``t, t + D/2`` for
-    ``'half'``) both hold ``cos(a_t)`` in the ``cos`` table and ``-sin(a_t)``
-    (real part) and ``+sin(a_t)`` (imaginary part) in the ``sin`` table.
-    Both are computed at once from the angles ``-a_t, +a_t`` (cos is even).
-    Shapes as :func:`rope_angles` with ``K = D``.
-    """
-    if layout == 'pairs':
-        signed = torch.stack((-freqs, freqs), dim=-1).flatten(-2)
-    else:
-        signed = torch.cat((-freqs, freqs), dim=-1)
-    angles = rope_angles(coords, signed)
-    return angles.cos(), angles.sin()
-
-
-def apply_rope(x: Tensor, cos: Tensor, sin: Tensor,
-               layout: str = 'pairs') -> Tensor:
-    """Rotate the channel pairs of ``x`` (Eq. 11).
-
-    For pair ``(r, i)`` (``(2t, 2t+1)`` with ``layout='pairs'``,
-    ``(t, t + D/2)`` with ``'half'``): ``out[r] = x[r] cos a_t - x[i] sin
-    a_t`` and ``out[i] = x[i] cos a_t + x[r] sin a_t``, the complex product
-    ``x_bar * exp(i a_t)`` written with real tensors, as
-    ``x * cos + swap(x) * sin`` with the tables of :func:`rope_tables`
-    (``swap`` exchanges the two channels of every pair). Runs in
-    ``cos.dtype`` (fp32 for fp16/bf16 inputs) and returns ``x.dtype``.
-
-    Args:
-        x: ``(..., N, D)``, e.g. queries and keys stacked as
-            ``(2, B, heads, N, D)``.
-        cos, sin: ``(..., N, D)`` tables broadcastable against ``x``.
-    """
-    y = x.to(cos.dtype)
-    if layout == 'pairs':
-        # strided slices, not flip: exporters (ONNX -> TensorRT) take them
-        swapped = torch.stack((y[..., 1::2], y[..., 0::2]),
-                              dim=-1).flatten(-2)
-    else:
-        half = y.shape[-1] // 2
-        swapped = torch.cat((y[..., half:], y[..., :half]), dim=-1)
-    return torch.addcmul(y * cos, swapped, sin).to(x.dtype)
-
-
-def rope_phasors(coords: Tensor, freqs: Tensor) -> Tensor:
-    """Half-width rotation table ``exp(i a_t)`` for :func:`apply_rope_phasors`.
-
-    ``a_t`` is the angle of pair ``t`` (:func:`rope_angles` of ``freqs`` of
-    shape ``(2, [heads,] D/2)``); complex, shape ``(heads | 1, N, D/2)`` or
-    ``(B, heads | 1, N, D/2)``, one entry per pair instead of the two
-    full-width real tables of :func:`rope_tables`.
-    """
-    angles = rope_angles(coords, freqs)
-    return torch.polar(torch.ones_like(angles), angles)
-
-
-def _complex_view(y: Tensor) -> Tensor:
-    """``y`` ``(..., D)`` as ``(..., D/2)`` complex pairs ``(2t, 2t+1)``; a
-    view when the strides allow it, else of a contiguous copy (always in a
-    compiled graph, where the compiler picks the layout and fuses it)."""
-    pairs = y.unflatten(-1, (y.shape[-1] // 2, 2))
-    if torch.compiler.is_compiling() or pairs.storage_offset() % 2 or any(
-            st % 2 for st in pairs.stride()[:-1]):
-        pairs = pairs.contiguous()
-    return torch.view_as_complex(pairs)
-
-
-def apply_rope_phasors(x: Tensor, phasors: Tensor,
-                       layout: str = 'pairs') -> Tensor:
-    """Rotate the channel pairs of ``x`` by ``phasors`` (Eq. 11), the fast
-    path of :func:`apply_rope`.
-
-    Pair ``t`` of ``x`` (channels ``(2t, 2t+1)`` for ``layout='pairs'``,
-    ``(t, t + D/2)`` for ``'half'``) is read as the complex number
-    ``x[r] + i x[i]`` and multiplied by ``phasors[t]`` = ``exp(i a_t)``: one
-    complex product per pair. With ``'pairs'`` the input is viewed as
-    complex (no copy in fp32), with ``'half'`` the halves are joined. Runs
-    in the real dtype of ``phasors`` (fp32 for fp16/bf16 inputs) and
-    returns ``x.dtype``.
-
-    Args:
-        x: ``(..., N, D)``, e.g. queries and keys stacked as
-            ``(2, B, heads, N, D)``.
-        phasors: ``(..., N, D/2)`` complex (:func:`rope_phasors`),
-            broadcastable against ``x``.
-    """
-    y = x.to(phasors.real.dtype)
-    if layout == 'pairs':
-        out = torch.view_as_real(_complex_view(y) * phasors).flatten(-2)
-    else:
-        re, im = y.chunk(2, dim=-1)
-        rotated = torch.complex(re, im) * phasors
-        out = torch.cat((rotated.real, rotated.imag), dim=-1)
-    return out.to(x.dtype)
-
-
-@lru_cache(maxsize=32)
-def _cached_grid(h: int, w: int, num_prefix: int,
-                 device: torch.device) -> Tensor:
-    """Grid coordinates led by ``num_prefix`` zero rows (angle 0 = identity
-    rotation for prefix tokens), shape ``(num_prefix + h * w, 2)``."""
-    with torch.inference_mode(False), torch.no_grad():
-        return F.pad(grid_coords(h, w, device=device), (0, 0, num_prefix, 0))
-
-
-@lru_cache(maxsize=64)
-def _cached_axial_tables(spec: tuple, h: int, w: int, num_prefix: int,
-                         device: torch.device,
-                         dtype: torch.dtype) -> Tuple[Tensor, ...]:
-    """RoPE-Axial tables of the grid, angles in fp64, stored in ``dtype``:
-    ``(cos, sin)`` of :func:`rope_tables`, the real and imaginary parts of
-    :func:`rope_phasors` (real tensors, from which a compiled graph builds
-    the phasors: it never takes a complex constant) and, for eager calls,
-    the phasors themselves (building them per call costs more than the
-    rotation's backward at ViT-S size); ``spec`` is :attr:`RoPE2D.spec`."""
-    head_dim, theta, periods, axes, layout = spec
-    with torch.inference_mode(False), torch.no_grad():
-        freqs = axial_frequencies(head_dim, theta,
-                                  dict(periods) if periods else None,
-                                  axes).to(device, torch.float64)
-        grid = _cached_grid(h, w, num_prefix, device).double()
-        phasors = rope_phasors(grid, freqs)
-        tables = tuple(
-            t.to(dtype) for t in (*rope_tables(grid, freqs, layout),
-                                  phasors.real, phasors.imag))
-        return (*tables, torch.complex(*tables[2:]))
-
-
-def clear_rope_cache() -> None:
-    """Drop all cached grids and axial cos/sin tables."""
-    _cached_grid.cache_clear()
-    _cached_axial_tables.cache_clear()
-
-
-def rope_cache_info() -> dict:
-    """``functools`` cache statistics of the grid and axial-table caches."""
-    return dict(grid=_cached_grid.cache_info(),
-                axial=_cached_axial_tables.cache_info())
-
-
-class RoPE2D(nn.Module):
-    """2-D rotary position embedding for queries and keys.
-
-    Args:
-        head_dim: channels per head ``D`` (multiple of 4).
-        num_heads: number of heads; RoPE-Mixed learns ``(2, heads, D/2)``
-            frequencies, RoPE-Axial shares fixed ones across heads.
-        rope_type: ``'axial'`` (Eq. 12/13) or ``'mixed'`` (Eq. 14).
-        theta: frequency base; ``None`` picks 100 (axial) or 10 (mixed).
-        rotate_init: draw a random direction per head for the mixed
-            initialisation (``False``: start from the axial frequencies).
-        periods: axial only: DINOv3's period parametrisation instead of
-            ``theta`` (``dict(base=100)`` or ``dict(min_period=...,
-            max_period=...)``, see :func:`frequency_magnitudes`).
-        axes: ``'xy'`` (first ``D/4`` pairs rotate with ``x``) or ``'yx'``
-            (with ``y``, DINOv3).
-        layout: channel pairs ``'pairs'`` ``(2t, 2t+1)`` or ``'half'``
-            ``(t, t + D/2)`` (rotate-half, DINOv3).
-        impl: ``'fast'`` (half-width complex tables,
-            :func:`apply_rope_phasors`) or ``'eager'`` (the full-width
-            real reference, :func:`apply_rope`); same numbers up to
-            rounding.
-
-    Attributes:
-        freqs: ``(2, D/2)`` buffer (axial, not saved in checkpoints) or
-            ``(2, heads, D/2)`` parameter (mixed); row 0 = ``theta_x``,
-            row 1 = ``theta_y``.
+        angles: ``(n, heads | 1, M, D/2)`` angles ``a_t`` of the pairs
+            (:func:`rope_angles`), in the dtype to rotate in.
+        layout: channel layout of the pairs (``'pairs'`` / ``'half'``).
+        impl: ``'fast'`` (phasors, :func:`apply_rope_phasors`) or
+            ``'eager'`` (cos/sin, :func:`apply_rope`).
     """
 
-    def __init__(self,
-                 head_dim: int,
-                 num_heads: int = 1,
-                 rope_type: str = 'axial',
-                 theta: Optional[float] = None,
-                 rotate_init: bool = True,
-                 periods: Optional[dict] = None,
-                 axes: str = 'xy',
-                 layout: str = 'pairs',
+    def __init__(self, angles: Tensor, layout: str = 'pairs',
                  impl: str = 'fast'):
-        super().__init__()
-        for name, value, choices in (('rope_type', rope_type, ROPE_TYPES),
-                                     ('axes', axes, ROPE_AXES),
-                                     ('layout', layout, ROPE_LAYOUTS),
+        self.num_tokens, self.layout, self.impl = (angles.shape[-2], layout,
+                                                   impl)
+        if impl == 'fast':  # exp(i a): (n, heads | 1, M, D/2) complex
+            self.half = torch.polar(torch.ones_like(angles), angles)
+        else:  # cos a, sin a: (n, heads | 1, M, D/2) each
+            self.half = (angles.cos(), angles.sin())
+
+    def _table(self, num_tokens: int):
+        """Phasors (fast) or full-width ``(cos, sin)`` (eager) for
+        ``num_tokens >= M`` tokens, the leading ones the identity."""
+        pad = num_tokens - self.num_tokens  # prefix tokens: angle 0
+
+        def padded(t, value):
+            if not pad:
+                return t
+            fill = torch.full_like(t[..., :1, :], value).expand(
+                *t.shape[:-2], pad, -1)
+            return torch.cat((fill, t), dim=-2)
+
+        if self.impl == 'fast':
+            return padded(self.half, 1.)
+        cos, sin = padded(self.half[0], 1.), padded(self.half[1], 0.)
+        if self.layout == 'pairs':  # (..., N, D): (cos, cos), (-sin, sin)
+            return (torch.stack((cos, cos), -1).flatten(-2),
+                    torch.stack((-sin, sin), -1).flatten(-2))
+        return torch.cat((cos, cos), -1), torch.cat((-sin, sin), -1)
+
+    def rotate(self, x: Tensor) -> Tensor:
+        """Rotate ``x`` ``(..., B', heads, N, D)``: the last ``M`` tokens
+        (Eq. 11), the leading ``N - M`` ones by angle 0 (unchanged)."""
+        if x.shape[-2] < self.num_tokens:
+            raise ValueError(f'{self.num_tokens} positions given for only '
+                             f'{x.shape[-2]} tokens')
+        table = self._table(x.shape[-2])
+        n = (table[0] if self.impl == 'eager' else table).shape[-4]
+        y = per_window(x, n)
+        if self.impl == 'eager':
+            out = apply_rope(y, *table, self.layout)
+        else:
+            out = apply_rope_phasors(y, table, self.layout)
+        return out.reshape(x.shape)
+
+    def rotate_patches(self, x: Tensor) -> Tensor:
+        return self.rotate(x)
+
+    def export(self) -> 'RoPETable':
+        """The same rotation on the real cos/sin path (ONNX: no complex
+        tensors)."""
+        if self.impl == 'eager':
+            return self
+        table = RoPETable.__new__(RoPETable)
+        table.num_tokens, table.layout, table.impl = (self.num_tokens,
+                                                      self.layout, 'eager')
+        table.half = (self.half.real, self.half.imag)
+        return table
+
+
+class _RoPE(PositionScheme):
+    """Shared arguments of the RoPE schemes: ``layout``, ``impl`` and the
+    :class:`~.position.PatchCoords` options ``coords``."""
+
+    def __init__(self, head_dim, num_heads, depth, layout='pairs',
+                 impl='fast', coords=None):
+        super().__init__(head_dim, num_heads, depth, coords)
+        for name, value, choices in (('layout', layout, ROPE_LAYOUTS),
                                      ('impl', impl, ROPE_IMPLS)):
             if value not in choices:
-                raise ValueError(f'{name} must be one of {choices}, got '
+                raise ValueError(f'RoPE {name} must be one of {choices}, got '
                                  f'{value!r}')
-        if periods is not None and (theta is not None or
-                                    rope_type != 'axial'):
-            raise ValueError('periods replaces theta and is for axial RoPE '
-                             f'only, got theta={theta}, rope_type='
-                             f'{rope_type!r}')
-        self.head_dim = head_dim
-        self.num_heads = num_heads
-        self.rope_type = rope_type
-        self.periods = dict(periods) if periods else None
-        self.theta = None if periods else float(theta or
-                                                DEFAULT_THETA[rope_type])
-        self.axes = axes
-        self.layout = layout
-        self.impl = impl
-        if rope_type == 'axial':
-            self.register_buffer(
-                'freqs',
-                axial_frequencies(head_dim, self.theta, self.periods, axes),
-                persistent=False)
-        else:
+        self.layout, self.impl = layout, impl
+
+    def angles(self, index: int, coords: Tensor) -> Tensor:
+        """``(n, heads | 1, M, D/2)`` angles of block ``index``."""
+        raise NotImplementedError
+
+    def block_table(self, index: int, coords: Tensor) -> RoPETable:
+        # NaN coordinates (no position) -> angle 0
+        return RoPETable(self.angles(index, coords.nan_to_num(0.)),
+                         self.layout, self.impl)
+
+
+@POSITION_ENCODINGS.register_module(name='axial')
+class AxialRoPE(_RoPE):
+    """RoPE-Axial (Eq. 12/13), fixed frequencies shared by heads and blocks.
+
+    Args:
+        theta: frequency base (default 100), or ``periods``: DINOv3's
+            parametrisation (:func:`frequency_magnitudes`).
+        axes: ``'xy'`` / ``'yx'`` (which half of the pairs rotates with
+            ``x``); ``layout``, ``impl``, ``coords``: :class:`_RoPE`.
+
+    ``freqs``: ``(2, D/2)`` fp64 buffer (not saved); row 0 ``theta_x``.
+    """
+    shared = True
+
+    def __init__(self, head_dim, num_heads, depth, theta=None, periods=None,
+                 axes='xy', **kwargs):
+        super().__init__(head_dim, num_heads, depth, **kwargs)
+        if axes not in ROPE_AXES:
+            raise ValueError(f'RoPE axes must be one of {ROPE_AXES}, got '
+                             f'{axes!r}')
+        if periods is not None and theta is not None:
+            raise ValueError('periods replaces theta, got theta='
+                             f'{theta}, periods={periods}')
+        self.theta = None if periods else float(theta or 100.)
+        self.periods, self.axes = (dict(periods) if periods else None), axes
+        mag = frequency_magnitudes(head_dim, self.theta, self.periods)
+        freqs = torch.stack((F.pad(mag, (0, mag.numel())),
+                             F.pad(mag, (mag.numel(), 0))))
+        self.register_buffer('freqs', freqs if axes == 'xy' else freqs.flip(0),
+                             persistent=False)
+
+    def angles(self, index, coords):
+        # fp64 angles (exact to fp32 rounding at any coordinate), then cast
+        return rope_angles(coords.double(), self.freqs.double()).to(
+            coords.dtype)
+
+
+@POSITION_ENCODINGS.register_module(name='mixed')
+class MixedRoPE(_RoPE):
+    """RoPE-Mixed (Eq. 14): learnable frequencies per block and head.
+
+    Args:
+        theta: base of the initial magnitudes (default 10).
+        rotate_init: random direction per head at init (``False``: axial).
+        axes, layout, impl, coords: as :class:`AxialRoPE`.
+
+    ``freqs.<i>``: block ``i``'s ``(2, heads, D/2)`` parameter (the
+    backbone's ``get_layer_depth`` gives it block ``i``'s depth).
+    """
+
+    def __init__(self, head_dim, num_heads, depth, theta=None,
+                 rotate_init=True, axes='xy', **kwargs):
+        super().__init__(head_dim, num_heads, depth, **kwargs)
+        if axes not in ROPE_AXES:
+            raise ValueError(f'RoPE axes must be one of {ROPE_AXES}, got '
+                             f'{axes!r}')
+        self.theta, self.axes = float(theta or 10.), axes
+        self.freqs = nn.ParameterList()
+        for _ in range(depth):
             freqs = mixed_frequencies(head_dim, num_heads, self.theta,
                                       rotate=rotate_init)
-            self.freqs = nn.Parameter(freqs if axes == 'xy' else
-                                      freqs.flip(0).contiguous())
+            self.freqs.append(nn.Parameter(
+                freqs if axes == 'xy' else freqs.flip(0).contiguous()))
 
-    @property
-    def spec(self) -> tuple:
-        """Hashable description of the fixed axial tables (cache key)."""
-        periods = tuple(sorted(self.periods.items())) if self.periods \
-            else None
-        return (self.head_dim, self.theta, periods, self.axes, self.layout)
-
-    def extra_repr(self) -> str:
-        freqs = (f'periods={self.periods}' if self.periods else
-                 f'theta={self.theta}')
-        return (f'head_dim={self.head_dim}, num_heads={self.num_heads}, '
-                f'rope_type={self.rope_type!r}, {freqs}, axes={self.axes!r}'
-                f', layout={self.layout!r}, impl={self.impl!r}')
-
-    def _positions(self, num_tokens: int, coords: Optional[Tensor],
-                   hw: Optional[Sequence[int]]):
-        """``(coords, None)`` with ``num_tokens`` rows (leading prefix rows
-        and NaN coordinates set to 0, i.e. angle 0), or ``(None, key)``
-        for the cached axial grid tables, ``key = (h, w, num_prefix)``."""
-        if coords is None:
-            if hw is None:
-                raise ValueError('RoPE2D needs `coords` or `hw`')
-            h, w = (int(s) for s in hw)
-            num_prefix = num_tokens - h * w
-        else:
-            if coords.shape[-1] != 2 or coords.dim() not in (2, 3):
-                raise ValueError('coords must have shape (N, 2) or (B, N, 2),'
-                                 f' got {tuple(coords.shape)}')
-            num_prefix = num_tokens - coords.shape[-2]
-        if num_prefix < 0:
-            raise ValueError(f'{num_tokens - num_prefix} positions given for '
-                             f'only {num_tokens} tokens')
-        if coords is None and self.rope_type == 'axial':
-            return None, (h, w, num_prefix)
-        device = self.freqs.device
-        if coords is None:
-            return _cached_grid(h, w, num_prefix, device), None
-        return F.pad(coords.to(device).nan_to_num(0.),
-                     (0, 0, num_prefix, 0)), None
-
-    def tables(self,
-               num_tokens: int,
-               coords: Optional[Tensor] = None,
-               hw: Optional[Sequence[int]] = None,
-               dtype: torch.dtype = torch.float32) -> Tuple[Tensor, Tensor]:
-        """:func:`rope_tables` for ``num_tokens`` tokens, the last of which
-        are at ``coords`` (or on the ``hw`` grid); leading extra tokens get
-        angle 0. Shapes ``(heads | 1, N, D)`` or ``(B, heads | 1, N, D)``.
-        Axial grid tables come from the cache; the rest is computed."""
-        coords, grid = self._positions(num_tokens, coords, hw)
-        if grid is not None:
-            return _cached_axial_tables(self.spec, *grid, self.freqs.device,
-                                        dtype)[:2]
-        return rope_tables(coords.to(dtype), self.freqs.to(dtype),
-                           self.layout)
-
-    def phasors(self,
-                num_tokens: int,
-                coords: Optional[Tensor] = None,
-                hw: Optional[Sequence[int]] = None,
-                dtype: torch.dtype = torch.float32) -> Tensor:
-        """:func:`rope_phasors` (complex of ``dtype``), positions as
-        :meth:`tables`; shapes ``(heads | 1, N, D/2)`` or
-        ``(B, heads | 1, N, D/2)``."""
-        coords, grid = self._positions(num_tokens, coords, hw)
-        if grid is not None:
-            tables = _cached_axial_tables(self.spec, *grid, self.freqs.device,
-                                          dtype)
-            if torch.compiler.is_compiling():
-                return torch.complex(*tables[2:4])
-            return tables[4]
-        return rope_phasors(coords.to(dtype), self.freqs.to(dtype))
-
-    def forward(self,
-                x: Tensor,
-                coords: Optional[Tensor] = None,
-                hw: Optional[Sequence[int]] = None) -> Tensor:
-        """Rotate ``x`` of shape ``(..., heads, N, D)``.
-
-        Pass queries and keys together (e.g. ``qkv[:2]`` of shape
-        ``(2, B, heads, N, D)``) to rotate both in one go.
-
-        Args:
-            coords: ``(M, 2)`` or ``(B, M, 2)`` positions of the *last* ``M``
-                tokens; takes precedence over ``hw``.
-            hw: ``(H, W)`` patch grid, i.e. ``coords = grid_coords(H, W)``
-                (tables cached).
-
-        The first ``N - M`` tokens (class token) are left unrotated. The
-        rotation is computed in fp32 (fp64 for fp64 inputs) and returned in
-        the input dtype, so it is safe under autocast.
-        """
-        dtype = torch.promote_types(x.dtype, torch.float32)
-        if self.impl == 'fast':
-            return apply_rope_phasors(
-                x, self.phasors(x.shape[-2], coords, hw, dtype), self.layout)
-        cos, sin = self.tables(x.shape[-2], coords, hw, dtype)
-        return apply_rope(x, cos, sin, self.layout)
+    def angles(self, index, coords):
+        return rope_angles(coords, self.freqs[index].to(coords.dtype))
 
 
-class StaticRoPE(nn.Module):
-    """RoPE with fixed cos/sin tables for one token layout (export).
+@POSITION_ENCODINGS.register_module(name='dinov3')
+class DINOv3RoPE(AxialRoPE):
+    """DINOv3's RoPE (Simeoni et al. 2025): axial, periods ``base ** (t /
+    (D/4))`` (``base=100``), axes ``(row, col)``, rotate-half layout,
+    patch centres in ``[-1, 1]`` and in training its coordinate augmentation
+    drawn as its ``DinoVisionTransformer`` draws it: per block, one draw per
+    batch, ``rescale=2`` (its released models). ``coords`` entries given
+    here replace those defaults one by one."""
+    COORDS = dict(frame='separate', rescale=2., draw='per_block', per='batch')
 
-    Holds :meth:`RoPE2D.tables` for a given input size as buffers, so a
-    traced graph contains only :func:`apply_rope`'s elementwise ops, slices,
-    concatenations and (for windows) reshapes: no coordinate grids, caches
-    or trigonometry.
+    def __init__(self, head_dim, num_heads, depth, periods=dict(base=100.),
+                 axes='yx', layout='half', coords=None, **kwargs):
+        super().__init__(head_dim, num_heads, depth, periods=periods,
+                         axes=axes, layout=layout,
+                         coords={**self.COORDS, **(coords or {})}, **kwargs)
 
-    Args:
-        cos, sin: ``(heads | 1, N, D)`` tables for all ``N`` tokens, or
-            ``(nW, heads | 1, N, D)`` per window for window attention: the
-            tables of one image's ``nW`` windows, which
-            :meth:`forward` applies to every image of a ``(..., B * nW,
-            heads, N, D)`` input (windows batch-major, as
-            :func:`~mmpos.models.layers.window.window_partition` orders
-            them), so one table set serves any batch size.
-        layout: the channel layout of the :class:`RoPE2D` they come from.
+
+def rope_cfg_from_legacy(rope_type: str = 'mixed',
+                         rope_theta: Optional[float] = None,
+                         rope_periods: Optional[dict] = None,
+                         rope_axes: str = 'xy', rope_layout: str = 'pairs',
+                         rope_coords: Optional[dict] = None
+                         ) -> Optional[dict]:
+    """The ``rope=dict(...)`` of the old separate backbone arguments (the
+    one translation of old configs; same model, same state dict):
+
+    ========================  ===========================================
+    old argument              ``rope=dict(...)``
+    ========================  ===========================================
+    ``rope_type='none'``      ``rope=None``
+    ``rope_type=T``           ``type=T`` (``'axial'`` / ``'mixed'``)
+    ``rope_theta=v``          ``theta=v`` (``None``: 100 axial, 10 mixed)
+    ``rope_periods=p``        ``periods=p`` (axial only)
+    ``rope_axes=a``           ``axes=a``
+    ``rope_layout=l``         ``layout=l``
+    ``rope_coords=c``         ``coords=c`` (frame, shift, jitter, rescale;
+                              drawn per forward and per sample, as before)
+    ========================  ===========================================
     """
-
-    def __init__(self, cos: Tensor, sin: Tensor, layout: str = 'pairs'):
-        super().__init__()
-        if cos.dim() not in (3, 4) or cos.shape != sin.shape:
-            raise ValueError(f'static RoPE tables must be (heads | 1, N, D) '
-                             f'or (windows, heads | 1, N, D) of one shape, '
-                             f'got {tuple(cos.shape)} and '
-                             f'{tuple(sin.shape)}')
-        self.register_buffer('cos', cos.detach().clone(), persistent=False)
-        self.register_buffer('sin', sin.detach().clone(), persistent=False)
-        self.layout = layout
-
-    def forward(self, x: Tensor, coords: Optional[Tensor] = None,
-                hw: Optional[Sequence[int]] = None) -> Tensor:
-        """Rotate ``x`` ``(..., heads, N, D)`` (per-window tables: ``(...,
-        B * nW, heads, N, D)``); ``coords`` / ``hw`` must be those the
-        tables were built for (they are not read)."""
-        if x.shape[-2] != self.cos.shape[-2]:
-            raise ValueError(f'static RoPE tables hold {self.cos.shape[-2]} '
-                             f'tokens, got {x.shape[-2]}')
-        if self.cos.dim() == 3:
-            return apply_rope(x, self.cos, self.sin, self.layout)
-        num_windows = self.cos.shape[0]
-        if x.dim() < 4 or x.shape[-4] % num_windows:
-            raise ValueError(f'static RoPE tables hold {num_windows} windows '
-                             f'per image, got {tuple(x.shape)}')
-        windows = x.unflatten(-4, (x.shape[-4] // num_windows, num_windows))
-        return apply_rope(windows, self.cos, self.sin,
-                          self.layout).flatten(-5, -4)
+    if rope_type == 'none':
+        return None
+    if rope_type not in ROPE_TYPES:
+        raise ValueError(f'rope_type must be one of {ROPE_TYPES} or "none", '
+                         f'got {rope_type!r}')
+    cfg = dict(type=rope_type, theta=rope_theta, axes=rope_axes,
+               layout=rope_layout, coords=rope_coords)
+    if rope_periods is not None:
+        if rope_type != 'axial':
+            raise ValueError('rope_periods is for rope_type="axial" only, '
+                             f'got {rope_type!r}')
+        cfg['periods'] = rope_periods
+    return cfg
 
 
-def sincos_pos_embed_2d(coords: Tensor,
-                        embed_dims: int,
-                        temperature: float = 10000.) -> Tensor:
-    """Fixed 2-D sin-cos absolute position embedding (Eq. 2).
-
-    Channel ``4t .. 4t+3`` hold ``sin(x w_t), cos(x w_t), sin(y w_t),
-    cos(y w_t)`` with ``w_t = temperature ** (-t / (C/4))``.
-
-    Args:
-        coords: ``(..., N, 2)`` positions ``(x, y)``.
-        embed_dims: ``C``, a multiple of 4.
-
-    Returns:
-        ``(..., N, C)`` in fp32.
-    """
-    omega = _magnitudes(embed_dims, temperature).to(coords.device,
-                                                    torch.float32)
-    x = coords[..., 0:1].float() * omega
-    y = coords[..., 1:2].float() * omega
-    return torch.stack((x.sin(), x.cos(), y.sin(), y.cos()),
-                       dim=-1).flatten(-2)
+def resolve_rope_cfg(rope, default, legacy: dict, owner: str):
+    """``rope`` or, when old ``rope_*`` arguments ``legacy`` are given
+    instead, :func:`rope_cfg_from_legacy` of them (``owner`` names the
+    class in errors)."""
+    if not legacy:
+        return rope
+    unknown = sorted(set(legacy) - set(LEGACY_ROPE_ARGS))
+    if unknown:
+        raise TypeError(f'{owner}: unexpected argument(s) {unknown}')
+    if rope is not default:
+        raise ValueError(f'{owner}: give rope=dict(...) or the old '
+                         f'{sorted(legacy)}, not both')
+    try:
+        return rope_cfg_from_legacy(**legacy)
+    except ValueError as err:
+        raise ValueError(f'{owner}: {err}') from None

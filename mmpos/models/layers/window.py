@@ -17,7 +17,7 @@ from typing import Tuple
 import torch.nn.functional as F
 from torch import Tensor
 
-from .rope import grid_coords
+from .rope_functional import grid_coords
 
 
 def padded_hw(hw: Tuple[int, int], window_size: int) -> Tuple[int, int]:

@@ -14,7 +14,8 @@ from torch import Tensor
 from mmpos.registry import MODELS
 from ..backbones.rope_vit import RoPETransformerEncoderLayer
 from ..layers.attention import head_dims
-from ..layers.rope import RoPE2D, grid_coords, sincos_pos_embed_2d
+from ..layers.position import PositionTable, build_position_scheme
+from ..layers.rope import grid_coords, sincos_pos_embed_2d
 
 POS_TYPES = ('rope', 'sincos', 'mlp')
 PROJECTORS = ('transformer', 'mlp')
@@ -40,24 +41,20 @@ class RoPECrossAttention(BaseModule):
 
     ``softmax((R(c_q) q W_Q)^T (R(c_k) k W_K) / sqrt(D)) (k W_V)``, then
     ``W_O``: queries rotated at their (continuous) coordinates ``c_q``, keys
-    at theirs ``c_k`` (Eq. 5/6 via :class:`RoPE2D`), so every logit depends on
+    at theirs ``c_k`` (Eq. 5/6; the tables of :class:`CR2PQNeck`'s
+    position scheme), so every logit depends on
     ``c_q - c_k``. The ``1 / sqrt(D)`` scale (standard attention, absent from
     Eq. 7/8 as printed) is kept.
 
     Args:
         embed_dims: channels ``C``.
         num_heads: heads (``C / num_heads`` a multiple of 4 for RoPE).
-        rope_type: ``'axial'`` (Eq. 5), ``'mixed'`` or ``'none'``.
-        rope_theta: RoPE base (100 for axial = the paper's
-            ``10000^{-t / (D/2)}``).
         qkv_bias: biases of ``W_Q``, ``W_K``, ``W_V``.
     """
 
     def __init__(self,
                  embed_dims: int,
                  num_heads: int,
-                 rope_type: str = 'axial',
-                 rope_theta: Optional[float] = None,
                  qkv_bias: bool = True,
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
@@ -66,22 +63,18 @@ class RoPECrossAttention(BaseModule):
         self.q = nn.Linear(embed_dims, embed_dims, bias=qkv_bias)
         self.kv = nn.Linear(embed_dims, 2 * embed_dims, bias=qkv_bias)
         self.proj = nn.Linear(embed_dims, embed_dims)
-        self.rope = (None if rope_type == 'none' else RoPE2D(
-            self.head_dims, num_heads, rope_type, rope_theta))
 
     def forward(self,
                 query: Tensor,
                 context: Tensor,
-                query_coords: Optional[Tensor] = None,
-                context_coords: Optional[Tensor] = None,
-                context_hw: Optional[Sequence[int]] = None) -> Tensor:
+                query_rope: Optional[PositionTable] = None,
+                context_rope: Optional[PositionTable] = None) -> Tensor:
         """
         Args:
             query: ``(B, N_q, C)``.
             context: ``(B, N_k, C)`` keys/values source.
-            query_coords: ``(B, N_q, 2)`` or ``(N_q, 2)`` ``(x, y)``.
-            context_coords / context_hw: the keys' coordinates, or their grid
-                (cached tables). Coordinates are ignored without RoPE.
+            query_rope, context_rope: tables of the queries' and the keys'
+                positions (``None``: not rotated).
 
         Returns:
             ``(B, N_q, C)``.
@@ -91,9 +84,10 @@ class RoPECrossAttention(BaseModule):
                                   self.head_dims).transpose(1, 2)
         k, v = self.kv(context).reshape(B, -1, 2, self.num_heads,
                                         self.head_dims).permute(2, 0, 3, 1, 4)
-        if self.rope is not None:
-            q = self.rope(q, coords=query_coords)
-            k = self.rope(k, coords=context_coords, hw=context_hw)
+        if query_rope is not None:
+            q = query_rope.rotate(q)
+        if context_rope is not None:
+            k = context_rope.rotate(k)
         x = F.scaled_dot_product_attention(q, k, v)
         return self.proj(x.transpose(1, 2).reshape(B, Nq, C))
 
@@ -174,7 +168,6 @@ class CR2PQNeck(BaseModule):
         self.pos_type = pos_type
         self.embed_dims = embed_dims
         self.rotary = pos_type == 'rope'
-        rope = rope_type if self.rotary else 'none'
         ffn_dims = int(embed_dims * mlp_ratio)
 
         self.mask_token = nn.Parameter(torch.zeros(1, 1, embed_dims))
@@ -182,8 +175,7 @@ class CR2PQNeck(BaseModule):
                         if pos_type == 'mlp' else None)
         self.norm_query = build_norm_layer(norm_cfg, embed_dims)
         self.norm_context = build_norm_layer(norm_cfg, embed_dims)
-        self.cross_attn = RoPECrossAttention(embed_dims, num_heads, rope,
-                                             rope_theta)
+        self.cross_attn = RoPECrossAttention(embed_dims, num_heads)
         self.norm_ffn = build_norm_layer(norm_cfg, embed_dims)
         self.ffn = FFN(embed_dims=embed_dims, feedforward_channels=ffn_dims,
                        act_cfg=dict(type='GELU'))
@@ -191,8 +183,7 @@ class CR2PQNeck(BaseModule):
         if local_projector == 'transformer':
             self.local_blocks = ModuleList(
                 RoPETransformerEncoderLayer(
-                    embed_dims, num_heads, ffn_dims, rope_type=rope,
-                    rope_theta=rope_theta, norm_cfg=norm_cfg)
+                    embed_dims, num_heads, ffn_dims, norm_cfg=norm_cfg)
                 for _ in range(local_depth))
             self.local_head = nn.Sequential(
                 build_norm_layer(norm_cfg, embed_dims),
@@ -208,12 +199,29 @@ class CR2PQNeck(BaseModule):
                 f'== global_depth, got {local_projector!r} with '
                 f'{local_depth} / {global_depth}')
         self.share_weights = share_weights
+        # block 0: the cross-attention, block 1 + i: local block i
+        self.rope = build_position_scheme(
+            dict(type=rope_type, theta=rope_theta) if self.rotary else None,
+            head_dims(embed_dims, num_heads), num_heads,
+            1 + len(self.local_blocks))
+        self._register_load_state_dict_pre_hook(self.rename_legacy_keys)
         self.global_projector = self.local_head if share_weights else _mlp(
             embed_dims, hidden_channels, out_channels, global_depth)
 
     def init_weights(self):
         super().init_weights()
         trunc_normal_(self.mask_token, std=.02)
+
+    def rename_legacy_keys(self, state_dict, prefix='', *args, **kwargs):
+        """Load hook: RoPE-Mixed frequencies of checkpoints from before the
+        position module: ``cross_attn.rope.freqs`` -> ``rope.freqs.0``,
+        ``local_blocks.<i>.attn.rope.freqs`` -> ``rope.freqs.<i + 1>``."""
+        old = [f'{prefix}cross_attn.rope.freqs'] + [
+            f'{prefix}local_blocks.{i}.attn.rope.freqs'
+            for i in range(len(self.local_blocks))]
+        for i, key in enumerate(old):
+            if key in state_dict:
+                state_dict[f'{prefix}rope.freqs.{i}'] = state_dict.pop(key)
 
     def _pos_embed(self, coords: Tensor) -> Tensor:
         if self.pos_type == 'sincos':
@@ -246,13 +254,23 @@ class CR2PQNeck(BaseModule):
                 coords_a = grid_coords(*hw_a, device=tokens_a.device)
             query = query + self._pos_embed(coords_b).to(query.dtype)
             context = context + self._pos_embed(coords_a).to(context.dtype)
+        tables, context_rope = [None] * (1 + len(self.local_blocks)), None
+        if self.rope is not None:
+            dtype = torch.promote_types(query.dtype, torch.float32)
+            if coords_a is None:
+                coords_a = grid_coords(*hw_a, device=tokens_a.device)
+            coords_a, coords_b = (
+                (c if c.dim() == 3 else c[None]).to(tokens_a.device, dtype)
+                for c in (coords_a, coords_b))
+            tables = self.rope.tables([coords_b] * len(tables))
+            context_rope = self.rope.block_table(0, coords_a)
         h = query + self.cross_attn(
             self.norm_query(query), self.norm_context(context),
-            query_coords=coords_b, context_coords=coords_a, context_hw=hw_a)
+            query_rope=tables[0], context_rope=context_rope)
         h = self.ffn(self.norm_ffn(h), identity=h)
         z = h
-        for block in self.local_blocks:
-            z = block(z, coords=coords_b)
+        for block, table in zip(self.local_blocks, tables[1:]):
+            z = block(z, rope=table)
         return self.local_head(z), self.global_projector(h.mean(1))
 
 

@@ -28,7 +28,7 @@ under FSDP shard by shard, see :mod:`mmpos.models.utils.ema`).
 
 The backbone must expose ``patch_embed`` and ``forward_tokens(x, hw=...)``
 returning ``(B, 1 + N, C)`` (``out_type='raw'``), e.g.
-``RoPEVisionTransformer(rope_type='none', use_ape=True, out_type='raw')``,
+``RoPEVisionTransformer(rope=None, use_ape=True, out_type='raw')``,
 whose parameter names are mmpretrain's ``VisionTransformer``'s: the student
 backbone (keys ``backbone.*``) transfers to downstream ViT configs. The
 algorithm drives the backbone's stem itself so that subclasses can supply

@@ -98,7 +98,7 @@ class DropPos(BaseSelfSupervisor):
     @property
     def uses_rope(self) -> bool:
         """Whether the backbone is a ``RoPEVisionTransformer`` with RoPE."""
-        return getattr(self.backbone, 'rope_type', 'none') != 'none'
+        return getattr(self.backbone, 'rope', None) is not None
 
     def _check_backbone(self):
         bb = self.backbone

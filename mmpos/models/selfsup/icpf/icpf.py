@@ -53,10 +53,10 @@ from torch import Tensor
 
 from mmpos.datasets.transforms.crop_boxes import stack_crop_boxes
 from mmpos.registry import MODELS
-from ..layers.positional_field import sample_scales, scale_shift_boxes
-from ..layers.rope import grid_coords
-from ..layers.rope_positions import box_coords
-from .dinov2 import DINOv2
+from ...layers.rope import grid_coords
+from ...layers.position import box_coords
+from ..dinov2 import DINOv2
+from .positional_field import sample_scales, scale_shift_boxes
 
 
 @MODELS.register_module()
@@ -119,7 +119,7 @@ class ICPF(DINOv2):
         self.scale_box = scale_box
         self.view_consistent_rope = view_consistent_rope
         if view_consistent_rope and (
-                getattr(self.backbone, 'rope_type', 'none') == 'none'
+                getattr(self.backbone, 'rope', None) is None
                 or not pos_field):
             raise ValueError('view_consistent_rope needs a RoPE backbone and '
                              'the positional field (crop boxes)')
@@ -183,7 +183,7 @@ class ICPF(DINOv2):
         ``NaN`` (no rotation) where the position mask is set. ``None`` (each
         view's grid) when neither applies or the backbone has no RoPE."""
         pos_mask = (masks or {}).get('pos')
-        if getattr(net.backbone, 'rope_type', 'none') == 'none' or (
+        if getattr(net.backbone, 'rope', None) is None or (
                 pos_mask is None and not self.view_consistent_rope):
             return None
         if self.view_consistent_rope:

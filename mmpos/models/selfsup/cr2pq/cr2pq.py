@@ -71,10 +71,10 @@ from mmpos.models.utils.ema import check_teachers_set
 from mmpos.models.utils.pretrained import load_pretrained
 from mmpos.registry import MODELS
 from mmpos.utils.errors import BadInputError
-from ..layers.masking import gather_tokens, random_masking
-from ..layers.relative_coords import ALIGNS, relative_coords
-from ..layers.rope import grid_coords
-from ..layers.rope_positions import box_coords
+from ...layers.masking import gather_tokens, random_masking
+from ...layers.rope import grid_coords
+from ...layers.position import box_coords
+from .relative_coords import ALIGNS, relative_coords
 
 
 def patchify(img: Tensor, patch_size: int) -> Tensor:
@@ -113,7 +113,7 @@ class CR2PQ(BaseSelfSupervisor):
             the student in the update; 0.004 = BYOL's tau 0.996) for
             ``target='ema'``.
         align: coordinate convention of Eq. 4, ``'center'`` or ``'corner'``
-            (see :mod:`mmpos.models.layers.relative_coords`).
+            (see :mod:`mmpos.models.selfsup.cr2pq.relative_coords`).
         boxes_key: data-sample field with the ``(V >= 2, 4)`` crop boxes;
             views 0 and 1 are A and B.
         symmetric: add the B -> A direction.
@@ -174,14 +174,14 @@ class CR2PQ(BaseSelfSupervisor):
             self._check_masked_student()
         self.view_consistent_rope = view_consistent_rope
         if view_consistent_rope and (
-                getattr(self.backbone, 'rope_type', 'none') == 'none'
+                getattr(self.backbone, 'rope', None) is None
                 or not hasattr(self.backbone, 'forward_tokens')
                 or mask_ratio is not None):
             raise ValueError(
                 'view_consistent_rope needs a RoPEVisionTransformer student '
                 'with RoPE and two views with crop boxes (no mask_ratio), got '
-                f"{type(self.backbone).__name__}(rope_type="
-                f"{getattr(self.backbone, 'rope_type', None)!r}), "
+                f"{type(self.backbone).__name__}(rope="
+                f"{getattr(self.backbone, 'rope', None)!r}), "
                 f'mask_ratio={mask_ratio}')
         self.teacher_checkpoint = teacher_checkpoint
         if teacher_checkpoint is not None and self.target != 'teacher':

@@ -1,0 +1,47 @@
+"""mmpos_harness.position_study (tools/paper_tables/position_study.py):
+the study's runs, resume, table (mean +- std, "clear" vs noise against
+APE) and plot, on a tiny budget."""
+import json
+
+import pytest
+
+from mmpos_harness import position_study as study
+
+
+def test_summary_marks_differences_beyond_twice_the_pooled_std():
+    runs = {
+        'APE': {s: dict(acc={'64': v}) for s, v in enumerate([50, 51, 49])},
+        'Far': {s: dict(acc={'64': v}) for s, v in enumerate([60, 61, 59])},
+        'Near': {s: dict(acc={'64': v}, acc_ntk={'96': v})
+                 for s, v in enumerate([50.5, 49, 51])},
+    }
+    rows = study.summarise(runs, [64, 96], 64)['rows']
+    assert rows['Far']['64']['clear'] is True
+    assert rows['Far']['64']['diff'] == pytest.approx(10.)
+    assert rows['Near']['64']['clear'] is False
+    assert rows['Near +NTK']['96']['mean'] == pytest.approx(50.1667, 1e-3)
+    assert rows['Near +NTK']['96']['diff'] is None  # no APE at 96
+    assert rows['Near +NTK']['64']['mean'] is None
+    md = study.markdown(dict(study.summarise(runs, [64, 96], 64)), [0, 1, 2],
+                        10)
+    assert '| Far | 60.0 ± 1.0 (+10.0 clear) | - |' in md
+
+
+def test_tiny_study_runs_resumes_and_writes_table_and_plot(tmp_path):
+    argv = [str(tmp_path), '--schemes', 'APE', 'RoPE-Mixed', '--seeds', '0',
+            '1', '--iters', '2', '--sizes', '32', '64', '96',
+            '--num-train', '12', '--num-val', '9']
+    study.main(argv)
+    summary = json.loads((tmp_path / 'position_study.json').read_text())
+    rows = summary['rows']
+    assert set(rows) == {'APE', 'RoPE-Mixed', 'RoPE-Mixed +NTK',
+                         'RoPE-Mixed +YARN'}
+    assert len(rows['RoPE-Mixed']['96']['values']) == 2
+    assert rows['RoPE-Mixed +NTK']['32']['mean'] is None  # larger only
+    assert all(0 <= v <= 100 for v in rows['APE']['64']['values'])
+    assert (tmp_path / 'position_study.png').stat().st_size > 0
+    assert '32 px (train)' in (tmp_path / 'position_study.md').read_text()
+    run = tmp_path / 'runs' / 'APE' / 'seed0.json'
+    before = run.stat().st_mtime_ns
+    study.main(argv)  # resumes: nothing retrained
+    assert run.stat().st_mtime_ns == before

@@ -1,0 +1,360 @@
+"""Paper-derived properties of the position schemes of
+``mmpos.models.layers.rope_schemes`` (ComRoPE, LieRE, STRING, Spiral RoPE,
+LookHere, test-time frequency scaling), checked against mmpos' RoPE2D
+where a paper says a scheme reduces to RoPE-Axial / RoPE-Mixed."""
+import math
+
+import pytest
+import torch
+
+from mmpos.models.layers import (AxialRoPE, MixedRoPE, axial_frequencies,
+                                 grid_coords, rope_phasors)
+from mmpos.models.layers import rope_schemes as rs
+from mmpos.registry import POSITION_ENCODINGS
+
+D, HEADS, DEPTH = 16, 4, 2
+
+
+def tables(scheme, coords):
+    """Every block's table for the same ``(n, M, 2)`` coordinates (the
+    position interface's ``tables``)."""
+    return scheme.tables([coords] * scheme.depth)
+
+
+def logits(table, q, k):
+    """Patch-patch logits ``(B, heads, M, M)`` after the table's rotation."""
+    return table.rotate(q) @ table.rotate(k).transpose(-1, -2)
+
+
+def qk(batch=2, tokens=12, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(batch, HEADS, tokens, D, generator=g),
+            torch.randn(batch, HEADS, tokens, D, generator=g))
+
+
+def learnable_schemes():
+    """Schemes with parameters, each moved away from its initialisation
+    where that is special (STRING's identity basis)."""
+    torch.manual_seed(0)
+    string = rs.STRINGRoPE(D, HEADS, DEPTH)
+    with torch.no_grad():
+        for basis in string.basis:
+            basis.normal_(0, .3)
+    return dict(string=string,
+                comrope_ld=rs.ComRoPE(D, HEADS, DEPTH, 'ld', block_size=4),
+                comrope_ap=rs.ComRoPE(D, HEADS, DEPTH, 'ap', block_size=4),
+                liere=rs.LieRE(D, HEADS, DEPTH, block_size=4))
+
+
+def commuting_schemes():
+    return dict(spiral=rs.SpiralRoPE(D, HEADS, DEPTH, num_directions=4),
+                **{k: v for k, v in learnable_schemes().items()
+                   if k != 'liere'})
+
+
+@pytest.mark.parametrize('name', sorted(commuting_schemes()))
+def test_commuting_schemes_give_shift_invariant_logits(name):
+    """Commuting generators: R(r_i)^T R(r_j) = R(r_j - r_i), so shifting
+    every position by the same real vector leaves every logit unchanged
+    (ComRoPE Thm. / STRING Thm. / RoPE Eq. 15)."""
+    scheme = commuting_schemes()[name]
+    coords = torch.rand(2, 12, 2) * 3
+    q, k = qk()
+    shift = torch.tensor([[[0.7, -1.3]]])
+    for a, b in zip(tables(scheme, coords), tables(scheme, coords + shift)):
+        ref = logits(a, q, k)
+        assert torch.allclose(ref, logits(b, q, k), atol=2e-4, rtol=1e-4)
+        # and it is not trivially position-free
+        assert not torch.allclose(ref, q @ k.transpose(-1, -2), atol=1e-2)
+
+
+def test_liere_generators_do_not_commute_so_logits_are_not_relative():
+    """LieRE's generators are unconstrained (b > 2): a common shift changes
+    the logits, unlike the commuting schemes."""
+    scheme = rs.LieRE(D, HEADS, DEPTH, block_size=4)
+    gen = scheme.generators(0)
+    ax, ay = gen[:, 0], gen[:, 1]
+    assert (ax @ ay - ay @ ax).abs().max() > 1e-2
+    coords = torch.rand(1, 12, 2)
+    q, k = qk()
+    a = scheme.block_table(0, coords)
+    b = scheme.block_table(0, coords + torch.tensor([[[0.5, 0.5]]]))
+    assert not torch.allclose(logits(a, q, k), logits(b, q, k), atol=1e-3)
+
+
+@pytest.mark.parametrize('name', ['comrope_ld', 'comrope_ap', 'liere'])
+def test_block_rotations_are_special_orthogonal(name):
+    scheme = learnable_schemes()[name]
+    coords = torch.randn(2, 7, 2) * 2
+    for table in tables(scheme, coords):
+        r = table.rotations.double()
+        eye = torch.eye(r.shape[-1], dtype=r.dtype)
+        # fp32 matrix exponentials of generators with entries up to 2 pi
+        assert torch.allclose(r.transpose(-1, -2) @ r, eye.expand_as(r),
+                              atol=1e-4)
+        assert torch.allclose(torch.linalg.det(r),
+                              torch.ones((), dtype=r.dtype), atol=1e-4)
+
+
+def test_string_basis_is_special_orthogonal_and_rotations_keep_norms():
+    scheme = learnable_schemes()['string']
+    p = torch.stack([scheme.folded_basis(i) for i in range(DEPTH)]).double()
+    eye = torch.eye(D, dtype=p.dtype)
+    assert torch.allclose(p.transpose(-1, -2) @ p, eye.expand_as(p),
+                          atol=1e-5)
+    assert torch.allclose(torch.linalg.det(p),
+                          torch.ones((), dtype=torch.float64),
+                          atol=1e-5)
+    assert not torch.allclose(p, eye.expand_as(p), atol=1e-2)
+    q, _ = qk()
+    for name, scheme in {**learnable_schemes(),
+                         'spiral': rs.SpiralRoPE(D, HEADS, DEPTH)}.items():
+        for table in tables(scheme, torch.rand(2, 12, 2) * 4):
+            assert torch.allclose(table.rotate(q).norm(dim=-1),
+                                  q.norm(dim=-1), atol=1e-4), name
+
+
+def rope_reference(freqs, coords, x):
+    """mmpos' RoPE-Mixed (pairs layout) with the given ``(2, heads, D/2)``
+    frequencies at ``coords`` ``(B, M, 2)``."""
+    rope = MixedRoPE(D, HEADS, 1)
+    with torch.no_grad():
+        rope.freqs[0].copy_(freqs)
+    return rope.block_table(0, coords).rotate(x)
+
+
+def test_spiral_with_two_directions_is_rope_axial():
+    assert torch.equal(rs.spiral_frequencies(D, 2, 100.),
+                       axial_frequencies(D, 100.))
+    coords = grid_coords(3, 5)[None]
+    q, _ = qk(batch=1, tokens=15)
+    table = rs.SpiralRoPE(D, HEADS, 1, num_directions=2).block_table(0,
+                                                                     coords)
+    axial = AxialRoPE(D, HEADS, 1, theta=100.).block_table(0, coords)
+    assert torch.allclose(table.rotate(q), axial.rotate(q), atol=1e-5)
+
+
+def test_spiral_directions_are_uniform_over_the_half_circle():
+    freqs = rs.spiral_frequencies(32, 4, 100.)  # 4 groups of 4 pairs
+    first = freqs[:, ::4]  # the highest frequency of each group
+    angles = torch.atan2(first[1], first[0])
+    assert torch.allclose(angles, torch.arange(4) * math.pi / 4, atol=1e-6)
+    assert torch.allclose(freqs.norm(dim=0)[:4],
+                          100.**(-torch.arange(4) / 4.), atol=1e-6)
+
+
+def test_string_at_initialisation_is_rope_mixed():
+    """S = 0 gives P = I: STRING starts as RoPE-Mixed with its frequencies
+    (and stays RoPE-Mixed exactly as long as S = 0)."""
+    scheme = rs.STRINGRoPE(D, HEADS, DEPTH)
+    coords = torch.rand(2, 12, 2) * 5
+    q, _ = qk()
+    for i, table in enumerate(tables(scheme, coords)):
+        assert torch.allclose(table.basis, torch.eye(D).expand_as(table.basis))
+        assert torch.allclose(table.rotate(q),
+                              rope_reference(scheme.freqs[i], coords, q),
+                              atol=1e-5)
+
+
+def test_comrope_ld_with_2x2_blocks_is_rope_mixed():
+    """b = 2: block j of axis a is s_aj (P_j - P_j^T), a rotation at the
+    frequency s_aj (P_j - P_j^T)[1, 0] (RoPE-Mixed with head-shared
+    directions)."""
+    scheme = rs.ComRoPE(D, HEADS, 1, 'ld', block_size=2)
+    coords = torch.rand(2, 12, 2) * 2
+    q, _ = qk()
+    rate = rs.skew(scheme.base[0])[..., 1, 0]  # (heads, D/2)
+    freqs = scheme.scales[0][:, None, :] * rate[None]
+    assert torch.allclose(scheme.block_table(0, coords).rotate(q),
+                          rope_reference(freqs, coords, q), atol=1e-5)
+
+
+def test_comrope_ap_with_2x2_blocks_is_axial_style_rope():
+    """b = 2: pair j rotates with axis j mod 2 only, at the learned rate
+    (RoPE-Axial's structure with pairs alternating between the axes)."""
+    scheme = rs.ComRoPE(D, HEADS, 1, 'ap', block_size=2)
+    coords = torch.rand(2, 12, 2) * 2
+    q, _ = qk()
+    rate = rs.skew(scheme.base[0])[..., 1, 0]
+    even = (torch.arange(D // 2) % 2 == 0).float()
+    freqs = torch.stack((rate * even, rate * (1 - even)))
+    assert torch.allclose(scheme.block_table(0, coords).rotate(q),
+                          rope_reference(freqs, coords, q), atol=1e-5)
+
+
+def test_liere_with_2x2_blocks_is_rope_mixed():
+    """2x2 skew generators always commute: LieRE-2 is RoPE-Mixed with the
+    frequencies of the generators' (1, 0) entries."""
+    scheme = rs.LieRE(D, HEADS, 1, block_size=2)
+    coords = torch.rand(2, 12, 2)
+    q, _ = qk()
+    gen = scheme.generators(0)  # (heads, 2, m, 2, 2)
+    freqs = gen[..., 1, 0].permute(1, 0, 2)  # (2, heads, D/2)
+    assert torch.allclose(scheme.block_table(0, coords).rotate(q),
+                          rope_reference(freqs, coords, q), atol=1e-5)
+
+
+def test_nan_positions_are_not_rotated():
+    coords = torch.rand(1, 12, 2)
+    coords[0, 3] = math.nan
+    q, _ = qk(batch=1)
+    for name, scheme in commuting_schemes().items():
+        if name == 'string':  # STRING's P applies to every token
+            continue
+        out = scheme.block_table(0, coords).rotate(q)
+        assert torch.allclose(out[..., 3, :], q[..., 3, :], atol=1e-6), name
+        assert torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize('name', ['string', 'comrope_ld', 'comrope_ap',
+                                  'liere'])
+@pytest.mark.parametrize('grid', [(3, 5), (7, 2), (1, 1)])
+def test_gradients_are_finite_for_any_grid(name, grid):
+    scheme = learnable_schemes()[name]
+    h, w = grid
+    coords = torch.stack([grid_coords(h, w), grid_coords(h, w) + 0.5])
+    q, k = qk(tokens=h * w)
+    loss = sum(logits(t, q, k).square().mean()
+               for t in tables(scheme, coords))
+    loss.backward()
+    for pname, p in scheme.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all(), pname
+        if h * w > 1:
+            assert p.grad.abs().sum() > 0, pname
+
+
+# ------------------------------------------------- frequency scaling
+def test_ntk_scaling_of_axial_frequencies_is_a_base_change():
+    """NTK-aware: theta -> theta s ** (n / (n - 1)) for n = D/4 pairs per
+    axis: the highest frequency kept, the lowest divided by s."""
+    s, n = 3., D // 4
+    scaled = rs.scale_frequencies(axial_frequencies(D, 100.), s, 'ntk')
+    assert torch.allclose(scaled,
+                          axial_frequencies(D, 100. * s**(n / (n - 1))),
+                          atol=1e-6)
+
+
+def test_position_interpolation_equals_rope_at_shrunk_positions():
+    freqs = axial_frequencies(D, 100.)
+    coords = grid_coords(6, 6)[None]
+    scaled = rs.scale_frequencies(freqs, 2., 'pi')
+    assert torch.allclose(rope_phasors(coords, scaled),
+                          rope_phasors(coords / 2, freqs), atol=1e-6)
+
+
+def test_yarn_keeps_fast_pairs_and_interpolates_slow_ones():
+    freqs = axial_frequencies(32, 100.)  # magnitudes 1 .. 100 ** -7/8
+    train, s = 14., 2.
+    scaled = rs.scale_frequencies(freqs, s, 'yarn', train, alpha=1.,
+                                  beta=2.)
+    turns = train * freqs.norm(dim=0) / (2 * math.pi)
+    fast, slow = turns >= 2., turns <= 1.
+    assert fast.any() and slow.any()
+    assert torch.equal(scaled[:, fast], freqs[:, fast])
+    assert torch.allclose(scaled[:, slow], freqs[:, slow] / s)
+    assert rs.scale_frequencies(freqs, 1., 'yarn', train) is freqs
+    with pytest.raises(ValueError, match='train_extent'):
+        rs.scale_frequencies(freqs, 2., 'yarn')
+
+
+@pytest.mark.parametrize('cfg', [dict(type='axial'), dict(type='mixed'),
+                                 dict(type='spiral'), dict(type='string')])
+def test_scaled_frequencies_evaluates_any_linear_scheme_then_restores(cfg):
+    scheme = POSITION_ENCODINGS.build(
+        dict(cfg, head_dim=D, num_heads=HEADS, depth=DEPTH))
+    coords = grid_coords(8, 8)[None]
+    q, _ = qk(batch=1, tokens=64)
+    before = [t.rotate(q) for t in tables(scheme, coords)]
+    state = {k: v.clone() for k, v in scheme.state_dict().items()}
+    with rs.scaled_frequencies(scheme, 2., 'ntk'):
+        inside = [t.rotate(q) for t in tables(scheme, coords)]
+    for b, i in zip(before, inside):
+        assert not torch.allclose(b, i, atol=1e-3)
+    after = [t.rotate(q) for t in tables(scheme, coords)]
+    assert all(torch.equal(b, a) for b, a in zip(before, after))
+    for k, v in scheme.state_dict().items():
+        assert torch.equal(v, state[k]), k
+    with pytest.raises(ValueError, match='no frequencies'):
+        with rs.scaled_frequencies(rs.ComRoPE(D, HEADS, 1), 2.):
+            pass
+
+
+def test_ntk_scaled_axial_table_is_the_axial_table_of_the_new_base():
+    s, n = 2., D // 4
+    coords = grid_coords(8, 8)[None]
+    q, _ = qk(batch=1, tokens=64)
+    scheme = AxialRoPE(D, HEADS, 1, theta=100.)
+    with rs.scaled_frequencies(scheme, s, 'ntk'):
+        got = scheme.block_table(0, coords).rotate(q)
+    want = AxialRoPE(D, HEADS, 1, theta=100. * s**(n / (n - 1))).block_table(
+        0, coords).rotate(q)
+    assert torch.allclose(got, want, atol=1e-5)
+
+
+# ----------------------------------------------------------- LookHere
+def brute_force_visible(direction, dx, dy):
+    """LookHere's fields of view written out case by case (y grows down:
+    'up' is towards row 0); the query's own position is inside."""
+    half = dict(up=dy <= 0, down=dy >= 0, left=dx <= 0, right=dx >= 0)
+    cone = dict(up=abs(dx) <= -dy, down=abs(dx) <= dy, left=abs(dy) <= -dx,
+                right=abs(dy) <= dx)
+    if direction in half:
+        return half[direction]
+    if direction.endswith('45'):
+        a, b = direction[:-2].split('-')
+        return cone[a] and half[b]
+    a, b = direction.split('-')
+    return half[a] and half[b]
+
+
+@pytest.mark.parametrize('fov', [180, 90, 45])
+def test_lookhere_bias_matches_its_definition(fov):
+    h, w = 3, 4
+    heads = 8
+    coords = grid_coords(h, w)[None]
+    dirs = rs.lookhere_directions(heads, fov)
+    slopes = rs.lookhere_head_slopes(heads)
+    assert slopes.tolist() == [.5] * 4 + [.25] * 4
+    bias = rs.lookhere_bias(coords, dirs, slopes)[0]
+    lowest = torch.finfo(torch.float32).min
+    for head in range(heads):
+        for i, (xi, yi) in enumerate(coords[0].tolist()):
+            for j, (xj, yj) in enumerate(coords[0].tolist()):
+                dx, dy = xj - xi, yj - yi
+                if brute_force_visible(dirs[head], dx, dy):
+                    want = -slopes[head].item() * math.hypot(dx, dy)
+                    assert bias[head, i, j].item() == pytest.approx(want)
+                else:
+                    assert bias[head, i, j].item() == lowest
+    # 180: each head sees a half plane, the four cover every key twice
+    if fov == 180:
+        seen = (bias[:4] > lowest).sum(0)
+        assert seen.min() >= 2
+
+
+def test_lookhere_scheme_per_block_slopes_shift_invariance_and_missing():
+    scheme = rs.LookHere(D, HEADS, 3, fov=90, global_slope=2.,
+                         layer_slopes=(1.5, .5))
+    coords = grid_coords(4, 4)[None]
+    blocks = scheme.tables([coords] * 3)  # one bias computation, 3 slopes
+    assert [t.attn_bias for t in blocks[:1]][0].shape == (1, HEADS, 16, 16)
+    for i, t in enumerate(blocks):
+        assert torch.equal(t.attn_bias,
+                           scheme.block_table(i, coords).attn_bias)
+    q, _ = qk(batch=1, tokens=16)
+    assert all(torch.equal(t.rotate(q), q) for t in blocks)
+    first, last = blocks[0].attn_bias, blocks[-1].attn_bias
+    visible = first > torch.finfo(torch.float32).min
+    # block slopes 1.5 and 0.5 (times 2 globally) on the same masks
+    assert torch.allclose(first[visible], 3 * last[visible])
+    assert torch.equal(visible, last > torch.finfo(torch.float32).min)
+    shifted = scheme.tables([coords + torch.tensor([[[3.5, -2.]]])] * 3)
+    for a, b in zip(blocks, shifted):
+        assert torch.allclose(a.attn_bias, b.attn_bias)
+    coords = coords.clone()
+    coords[0, 5] = math.nan
+    bias = scheme.block_table(0, coords).attn_bias
+    assert (bias[..., 5, :] == 0).all() and (bias[..., :, 5] == 0).all()
+    # softmax rows stay finite with the mask (the diagonal is visible)
+    attn = torch.softmax(torch.randn(1, HEADS, 16, 16) + bias, -1)
+    assert torch.isfinite(attn).all()

@@ -491,10 +491,6 @@ def test_lsj_detector_backbone_is_vitdets(config):
     assert len(tables) == 2 * 12
 
 
-@pytest.mark.xfail(strict=True, reason='the backbone sizes its global '
-                   'relative-position tables from the pretraining img_size '
-                   '(224: 27 rows) until it takes the fine-tuning input size '
-                   '(positions stream, issue 22 point 1)')
 def test_vitdet_global_tables_follow_the_1024_grid():
     """ViTDet-B at 1024 px: 64 x 64 patches, 2 x 64 - 1 = 127 offsets."""
     _, model = built_detector(VITDET.format('rope-mixed'))

@@ -21,6 +21,8 @@ model = dict(
     backbone=dict(
         arch=dict(_delete_=True, **_base_.mini_vit_arch),
         patch_size=8,
+        img_size=128,
+        pretrain_img_size=32,  # the mini pretraining crops
         drop_path_rate=0.,
         window_size=6,
         global_attn_indexes=(1, 3)),

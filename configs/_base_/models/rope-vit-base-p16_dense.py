@@ -37,6 +37,10 @@ mln_fpn_vit_s16 = dict(
 # DINO-ViTDet too). Merged into the backbone by the windowed ViTDet
 # protocols (ICPF B.2 keeps global attention and drops the bias).
 vitdet_window = dict(
+    # the fine-tuning input sizes the APE and the relative tables (64 x 64
+    # patches); a 224-px checkpoint's APE is resized once, at load
+    img_size=1024,
+    pretrain_img_size=224,
     window_size=14,
     global_attn_indexes=(2, 5, 8, 11),
     with_cls_token=False,

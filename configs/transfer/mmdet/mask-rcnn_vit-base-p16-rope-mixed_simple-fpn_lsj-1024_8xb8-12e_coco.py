@@ -19,7 +19,11 @@ _base_ = [
 # square_pad; the LSJ pipeline has no Pad step).
 model = dict(
     data_preprocessor=dict(pad_size_divisor=1024),
-    backbone=dict(with_cls_token=False, final_norm=False))
+    backbone=dict(
+        img_size=1024,  # the APE of the 64 x 64 grid, resized once at load
+        pretrain_img_size=224,
+        with_cls_token=False,
+        final_norm=False))
 train_dataloader = dict(batch_size=8)
 default_hooks = dict(
     checkpoint=dict(by_epoch=False, interval=2000, max_keep_ckpts=2))

@@ -264,7 +264,10 @@ def rope_cfg_from_legacy(rope_type: str = 'mixed',
 def resolve_rope_cfg(rope, default, legacy: dict, owner: str):
     """``rope`` or, when old ``rope_*`` arguments ``legacy`` are given
     instead, :func:`rope_cfg_from_legacy` of them (``owner`` names the
-    class in errors)."""
+    class in errors). An old argument set to ``None`` counts as not given:
+    a config unsets an inherited ``rope_type`` that way when it switches to
+    ``rope=dict(...)``."""
+    legacy = {k: v for k, v in legacy.items() if v is not None}
     if not legacy:
         return rope
     unknown = sorted(set(legacy) - set(LEGACY_ROPE_ARGS))

@@ -121,14 +121,19 @@ def test_fsdp_icpf_ema_teacher_probe_resume_convert_on_cpu(
         'model = dict(teacher_momentum=0.5)\n'
         'optim_wrapper = dict(paramwise_cfg=dict(flat_decay_mult=0.))\n'
         'default_hooks = dict(online_probe=dict(interval=2), '
-        'checkpoint=dict(max_keep_ckpts=4))\n')
+        'checkpoint=dict(max_keep_ckpts=4))\n'
+        # the frozen teacher's parameters are named only in the optimizer
+        # builder's requires_grad=False lines, which train.py logs at DEBUG
+        "log_level = 'DEBUG'\n")
     config = fsdp_config(tmp_path, ICPF_MINI, extra)
     work_dir, ddp_dir = tmp_path / 'run', tmp_path / 'ddp'
     log = dist_train(config, work_dir, mini_data, 3, checkpoint_interval=1)
     for unit in ('teacher.module.backbone.layers.0', 'head', 'patch_head',
                  'teacher.module.patch_head'):
         assert f'{unit}._fsdp_wrapped_module.' in log, unit
-    top1 = re.findall(r'teacher backbone: knn_cls_top1 ([\d.]+)', log)
+    # at DEBUG every rank writes a log (`*_rank<k>.log`); rank 0 probes
+    rank0 = '\n'.join(p.read_text() for p in work_dir.glob('*/*rank0.log'))
+    top1 = re.findall(r'teacher backbone: knn_cls_top1 ([\d.]+)', rank0)
     assert len(top1) == 2 and all(math.isfinite(float(v)) for v in top1)
 
     dist_train(fsdp_config(tmp_path, ICPF_MINI, extra, 'ddp'), ddp_dir,

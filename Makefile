@@ -2,7 +2,7 @@
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 
-.PHONY: setup demo test
+.PHONY: setup demo test docs
 
 setup:
 	bash tools/setup_env.sh
@@ -12,3 +12,8 @@ demo: setup
 
 test: setup
 	bash tools/run_tests.sh
+
+# The docs site into docs/_build/html; warnings (a broken link, a path that
+# does not exist, a stale generated table) are errors.
+docs: setup
+	$(PYTHON) -m sphinx -W --keep-going -b html -q docs docs/_build/html

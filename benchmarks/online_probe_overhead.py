@@ -57,7 +57,7 @@ def run(quick: bool = False, iters: int = None, warmup: int = None,
     from mmengine.logging import MMLogger
     from mmengine.registry import init_default_scope
 
-    from mmpos.datasets.mini import make_mini_cls
+    from mmpos_harness.mini_data import make_mini_cls
     from mmpos.registry import MODELS
     MMLogger.get_current_instance().setLevel('WARNING')
     device, amp = _timing.setup(device, amp, threads)

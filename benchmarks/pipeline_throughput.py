@@ -16,7 +16,7 @@ transforms swapped for mmpretrain's / mmcv's own (``baseline``):
 
 Everything else in the views (colour jitter, grayscale, blur, solarisation,
 output sizes) is identical. The images are the mini unlabeled images of
-``mmpos.datasets.mini`` (photograph crops and synthetic scenes), decoded
+``mmpos_harness.mini_data`` (photograph crops and synthetic scenes), decoded
 once into memory before timing: JPEG decoding would be the same for both.
 One timed call pushes every image once through a pipeline with numpy's and
 Python's RNGs reseeded identically for both, so both draw the very same crops,
@@ -94,8 +94,8 @@ def load_images(num_images: int, img_size: int) -> list:
     unlabeled images (BGR uint8)."""
     import mmcv
 
-    from mmpos.datasets.mini import (available_skimage_photos,
-                                     make_unlabeled_images)
+    from mmpos_harness.mini_data import (available_skimage_photos,
+                                         make_unlabeled_images)
     with tempfile.TemporaryDirectory() as tmp:
         root = make_unlabeled_images(
             osp.join(tmp, 'unlabeled'), num_images, img_size,

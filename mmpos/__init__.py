@@ -1,16 +1,12 @@
 """mmpos: position-aware self-supervised pretraining for OpenMMLab.
 
-Importing the package registers all of its modules into mmpretrain's
-registries (see :mod:`mmpos.registry`) and makes mmengine load local
-checkpoints with ``weights_only=True`` where their format allows and write
-them atomically (see :mod:`mmpos.utils.checkpoint_io`).
+Importing the package registers its modules into mmpretrain's registries
+(see :mod:`mmpos.registry`) and changes nothing else: mmengine's checkpoint
+loaders and file backends stay as they are. mmpos' own tools make mmengine
+read checkpoints safely and write them atomically by calling
+:func:`mmpos.checkpoint.use_safe_io` at start-up.
 """
 from .version import __version__
 from . import datasets, engine, evaluation, models  # noqa: F401,E402  (registration)
-from .utils.checkpoint_io import (register_atomic_local_backend,
-                                  register_checkpoint_loader)
-
-register_checkpoint_loader()
-register_atomic_local_backend()
 
 __all__ = ['__version__']

@@ -39,7 +39,7 @@ def mini_data(tmp_path_factory):
     tests (``cls``: the online kNN probe set of the mini pretraining
     configs), and a 2 + 2 image mini-stuff (for the demo's segmentation
     config)."""
-    from mmpos.datasets.mini import make_all, make_mini_stuff
+    from mmpos_harness.mini_data import make_all, make_mini_stuff
     root = tmp_path_factory.mktemp('mini') / 'data'
     make_all(str(root), ('coco', 'ade', 'unlabeled', 'cls'), num_train=48,
              num_val=16, num_unlabeled=64, img_size=128, seed=0)

@@ -12,13 +12,13 @@ import torch
 from PIL import Image
 
 from conftest import REPO
-from mmpos.analysis.attention import (AttentionRecorder, build_backbone,
+from mmpos.analysis.attention import (AttentionRecorder, attention_backbone,
                                       record_attention)
 from mmpos.analysis.fourier import (frequency_mask, point_target,
                                     reconstruct, reconstruction_error)
 from mmpos.analysis.metrics import (attention_distance, attention_entropy,
                                     attention_nmi)
-from mmpos.datasets.mini import make_unlabeled_images
+from mmpos_harness.mini_data import make_unlabeled_images
 from mmpos.models.backbones.rope_vit import RoPEVisionTransformer
 from mmpos.models.layers.rope import axial_frequencies, mixed_frequencies
 
@@ -123,9 +123,9 @@ def test_fourier_masks():
     assert 0 < reconstruction_error(target, reconstruct(target, axial)) < 1
 
 
-def test_build_backbone_loads_checkpoint(setup):
+def test_attention_backbone_loads_checkpoint(setup):
     root, model = setup
-    built = build_backbone(str(root / 'tiny.py'), str(root / 'ckpt.pth'))
+    built = attention_backbone(str(root / 'tiny.py'), str(root / 'ckpt.pth'))
     for key, value in model.state_dict().items():
         torch.testing.assert_close(built.state_dict()[key], value)
 

@@ -347,8 +347,9 @@ def test_wrong_checkpoint_one_line_and_no_partial_output(mini_data,
     message = run_train(SEG_CONFIG, '--work-dir', tmp_path / 'pre',
                         '--cfg-options', *seg_options(mini_data, 'bad4'),
                         f'model.backbone.init_cfg.checkpoint={wrong}')
-    assert message.startswith('train.py: error: RoPEVisionTransformer: none '
-                              f'of the 4 tensors of {wrong} matches')
+    assert message.startswith(f'train.py: error: pretrained checkpoint {wrong}'
+                              ' does not fit RoPEVisionTransformer: none of '
+                              'its 4 tensors matches')
     assert not (tmp_path / 'pre').exists()
 
     result = run_tool('tools/train.py', SEG_CONFIG, '--work-dir',
@@ -463,7 +464,8 @@ class RunsCommand:
 
 def test_untrusted_checkpoints(tmp_path):
     from mmengine.runner.checkpoint import _load_checkpoint
-    from mmpos.utils.checkpoint_io import UnsafeCheckpointError
+    from mmpos.checkpoint import UnsafeCheckpointError, use_safe_io
+    use_safe_io()  # as mmpos' tools do at start-up
     log = log_to(tmp_path)
     plain = tmp_path / 'plain.pth'
     torch.save({'w': torch.ones(2)}, plain)

@@ -190,13 +190,14 @@ CASES = [
       '{root}/o.pth'), ["no 'backbone.' keys", "['head']"]),
     ('timm2mmpos-truncated',
      ('tools/model_converters/timm2mmpos.py', '{trunc}', '{root}/o.pth'),
-     ['cannot load {trunc}']),
+     ['checkpoint {trunc} cannot be read: truncated']),
     ('timm2mmpos-missing',
      ('tools/model_converters/timm2mmpos.py', '{missing}', '{root}/o.pth'),
      ['checkpoint not found: {missing}']),
     ('rope_vit_official2mmpos-empty',
      ('tools/model_converters/rope_vit_official2mmpos.py', '{empty}',
-      '{root}/o.pth'), ['cannot load {empty}']),
+      '{root}/o.pth'),
+     ['checkpoint {empty} cannot be read: the file is empty']),
     ('make_mini_data-non-empty-target',
      ('tools/misc/make_mini_data.py', '{target}'),
      ['{target}/coco', '--force']),
@@ -262,7 +263,7 @@ CASES = [
       '--size', '32', '32'), ['{exists} exists; pass --force']),
     ('dinov3_official2mmpos-truncated',
      ('tools/model_converters/dinov3_official2mmpos.py', '{trunc}',
-      '{root}/o.pth'), ['cannot load {trunc}']),
+      '{root}/o.pth'), ['checkpoint {trunc} cannot be read: truncated']),
     ('plot_curves-no-logs',
      ('tools/analysis_tools/plot_curves.py', '{logs}', '--out-dir',
       '{root}/out'), ['{logs}: no <timestamp>/vis_data/scalars.json']),
@@ -418,7 +419,9 @@ def test_full_disk_during_a_save_keeps_the_old_checkpoint(tmp_path,
 
     from mmengine.runner.checkpoint import save_checkpoint
 
-    import mmpos.utils.checkpoint_io as checkpoint_io
+    import mmpos.checkpoint.write as checkpoint_write
+    from mmpos.checkpoint import use_safe_io
+    use_safe_io()
     path = tmp_path / 'iter_8.pth'
     save_checkpoint({'state_dict': Toy().state_dict()}, str(path))
     before = path.read_bytes()
@@ -426,7 +429,7 @@ def test_full_disk_during_a_save_keeps_the_old_checkpoint(tmp_path,
     def full_disk(fd):
         raise OSError(errno.ENOSPC, 'No space left on device')
 
-    monkeypatch.setattr(checkpoint_io.os, 'fsync', full_disk)
+    monkeypatch.setattr(checkpoint_write.os, 'fsync', full_disk)
     with pytest.raises(OSError, match='No space left'):
         save_checkpoint({'state_dict': Toy().state_dict()}, str(path))
     assert path.read_bytes() == before
@@ -438,7 +441,8 @@ import os, signal, sys
 import torch
 from mmengine.model import BaseModel
 from mmengine.runner import Runner
-import mmpos.utils.checkpoint_io as checkpoint_io
+import mmpos.checkpoint.write as checkpoint_write
+from mmpos.checkpoint import use_safe_io
 
 
 class Model(BaseModel):
@@ -461,7 +465,8 @@ def killed_on_second_save(src, dst):
     replace(src, dst)
 
 
-checkpoint_io.os.replace = killed_on_second_save
+checkpoint_write.os.replace = killed_on_second_save
+use_safe_io()
 Runner(model=Model(), work_dir=sys.argv[1],
        train_dataloader=dict(dataset=[torch.ones(1)] * 8, batch_size=1,
                              sampler=dict(type='DefaultSampler')),
@@ -477,7 +482,7 @@ def test_a_run_killed_during_a_save_resumes_from_the_last_complete_one(
     """SIGKILL while ``iter_2.pth`` is being saved by a real Runner: the
     newest checkpoint on disk and in ``last_checkpoint`` is the complete
     ``iter_1.pth``, which ``--resume`` takes."""
-    from mmpos.utils.checkpoint_io import checkpoint_problem
+    from mmpos.checkpoint import checkpoint_problem
     from mmpos.utils.launch import resume_checkpoint
     work_dir = tmp_path / 'run'
     result = subprocess.run([sys.executable, '-c', KILLED_SAVE, work_dir],
@@ -515,7 +520,8 @@ def test_json_dumps_are_atomic_too(tmp_path):
     import mmengine
     from mmengine.fileio import get_file_backend
 
-    from mmpos.utils.checkpoint_io import AtomicLocalBackend
+    from mmpos.checkpoint import AtomicLocalBackend, use_safe_io
+    use_safe_io()
     assert isinstance(get_file_backend(str(tmp_path)), AtomicLocalBackend)
     mmengine.dump({'a': 1}, str(tmp_path / 'm.json'))
     assert json.loads((tmp_path / 'm.json').read_text()) == {'a': 1}

@@ -1,4 +1,4 @@
-"""The benchmark harness (``benchmarks/run.py``): the JSON / Markdown summary
+"""The benchmark runner (``benchmarks/run.py``): the JSON / Markdown summary
 of a tiny run, failure recording, and the measurement claims the benchmarks
 rest on (memory is really measured, RoPE tables are built once, both
 pipelines draw the same crops). Nothing here asserts a time."""
@@ -16,7 +16,7 @@ BENCH = Path(__file__).resolve().parents[1] / 'benchmarks'
 
 @pytest.fixture
 def bench(monkeypatch):
-    """Import a ``benchmarks/`` script as the harness does (siblings on
+    """Import a ``benchmarks/`` script as the runner does (siblings on
     ``sys.path``)."""
     monkeypatch.syspath_prepend(str(BENCH))
     return importlib.import_module

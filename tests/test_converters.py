@@ -4,7 +4,9 @@ re-implementation of those models' forward passes (complex-number RoPE as
 in the authors' code); plus key/shape checks and the command-line tools."""
 import argparse
 import math
+import os
 import os.path as osp
+import stat
 import sys
 
 import pytest
@@ -15,11 +17,9 @@ from mmengine.registry import DefaultScope
 import mmpos  # noqa: F401
 from mmpos.models.backbones import RoPEVisionTransformer
 from mmpos.registry import MODELS
-from mmpos.utils.checkpoint_convert import (KeyReport, ShapeMismatchError,
-                                            check_against_model,
-                                            convert_official_rope_vit,
-                                            convert_timm_vit,
-                                            infer_vit_config)
+from mmpos.checkpoint import CheckpointMismatchError, compare
+from mmpos.checkpoint.converters import (convert_official_rope_vit,
+                                         convert_timm_vit, infer_vit_config)
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, osp.join(REPO, 'tools', 'model_converters'))
@@ -193,8 +193,8 @@ def test_shape_mismatch_is_refused_naming_key_and_shapes():
                   feedforward_channels=FFN), patch_size=PATCH)
     state_dict = model.state_dict()
     state_dict['layers.0.attn.rope.freqs'] = torch.zeros(2, 4, 4)
-    with pytest.raises(ShapeMismatchError) as err:
-        check_against_model(state_dict, model)
+    with pytest.raises(CheckpointMismatchError) as err:
+        compare(state_dict, model).enforce('lenient', 'src', 'Model')
     assert ('layers.0.attn.rope.freqs: checkpoint (2, 4, 4) vs model '
             '(2, 2, 8)') in str(err.value)
 
@@ -206,10 +206,10 @@ def test_missing_and_unexpected_keys_are_reported():
     state_dict = model.state_dict()
     del state_dict['ln1.bias'], state_dict['layers.0.attn.rope.freqs']
     state_dict['blocks.0.attn.q_norm.weight'] = torch.ones(D)
-    report = check_against_model(state_dict, model)
-    assert report == KeyReport(
-        missing=['layers.0.attn.rope.freqs', 'ln1.bias'],
-        unexpected=['blocks.0.attn.q_norm.weight'])
+    report = compare(state_dict, model)
+    assert report.missing == ['layers.0.attn.rope.freqs', 'ln1.bias']
+    assert report.unexpected == ['blocks.0.attn.q_norm.weight']
+    assert not report.mismatched
     assert '2 missing key(s): layers.0.attn.rope.freqs, ln1.bias' in str(
         report)
 
@@ -342,3 +342,35 @@ def test_mmpos2backbone(tmp_path, capsys):
                         capsys)
     assert code == 1
     assert "no 'teacher.' keys" in out.err and "'backbone'" in out.err
+
+
+def test_clis_name_the_real_problem(tmp_path, capsys):
+    """issue 27: a CNN checkpoint is not asked for a RoPE type, a directory
+    is not 'not found', and outputs get the user's umask."""
+    from mmpretrain.models import MobileNetV2
+    cnn = tmp_path / 'mobilenet.pth'
+    torch.save(dict(model=MobileNetV2().state_dict()), cnn)
+    for module in (rope_vit_official2mmpos, timm2mmpos):
+        code, out = run_cli(module, [cnn, tmp_path / 'o.pth'], capsys)
+        assert code == 1
+        line = out.err.strip()
+        assert line.endswith(
+            f'error: {cnn} is not a ViT checkpoint of this layout: it has no '
+            'patch_embed.proj.weight and blocks.<i>.* keys (its top-level '
+            "modules are ['conv1', 'conv2', 'layer1', 'layer2', 'layer3', "
+            "'layer4', 'layer5', 'layer6'])"), line
+        assert '--rope-type' not in line and '\n' not in line
+    code, out = run_cli(timm2mmpos, [tmp_path, tmp_path / 'o.pth'], capsys)
+    assert code == 1 and out.err.strip().endswith(
+        f'error: checkpoint {tmp_path} is a directory, not a checkpoint file')
+
+    src, dst = tmp_path / 'rope.pth', tmp_path / 'shared' / 'converted.pth'
+    torch.save(dict(model=fake_source('official', 'mixed')), src)
+    old = os.umask(0o022)
+    try:
+        code, out = run_cli(rope_vit_official2mmpos,
+                            [src, dst, '--num-heads', HEADS], capsys)
+    finally:
+        os.umask(old)
+    assert code == 0, out.err
+    assert stat.S_IMODE(os.stat(dst).st_mode) == 0o644

@@ -74,9 +74,8 @@ def test_mini_run_patch_loss_falls(pretraining):
 @pytest.mark.slow
 def test_converted_checkpoint_is_the_student_backbone(pretraining,
                                                       backbone_checkpoint):
-    from mmpos.utils.checkpoint_io import load_local_checkpoint
-    state = load_local_checkpoint(str(pretraining / 'iter_60.pth'),
-                                  map_location='cpu')['state_dict']
+    from mmpos.checkpoint import read_state_dict
+    state = read_state_dict(str(pretraining / 'iter_60.pth'))
     student = {k[len('backbone.'):]: v for k, v in state.items()
                if k.startswith('backbone.')}
     converted = torch.load(backbone_checkpoint, map_location='cpu',

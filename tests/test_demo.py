@@ -1,6 +1,6 @@
 """tools/demo.py's flow (commands recorded, not run: the real demo is the
 tool itself, ~13 minutes) and the runner it shares with the method ranking
-(mmpos.paper_tables.mini): parallel runs, CPU accounting, stale data."""
+(mmpos_harness.comparison.runs): parallel runs, CPU accounting, stale data."""
 import importlib.util
 import json
 import os
@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from conftest import REPO
-from mmpos.datasets.mini import MARKER
-from mmpos.paper_tables import mini, seeds
+from mmpos_harness.comparison import runs, seeds
+from mmpos_harness.mini_data import MARKER
 
 
 def load_demo():
@@ -47,7 +47,7 @@ def test_parallel_flow(tmp_path, monkeypatch, capsys):
                            'mIoU': 30.0 + gain + seed, 'aAcc': 50.0}, f)
         return 6.0  # CPU seconds
 
-    monkeypatch.setattr(mini, 'run', record)
+    monkeypatch.setattr(runs, 'run', record)
     demo = load_demo()
     demo.main(['--data-root', str(data), '--work-dir', str(tmp_path / 'w'),
                '--seeds', '0', '1', '--iters', '2', '--jobs', '2'])
@@ -83,17 +83,17 @@ def test_parallel_flow(tmp_path, monkeypatch, capsys):
 
 
 def test_run_counts_cpu_and_logs(tmp_path):
-    """mini.run: the child's CPU seconds, its output in ``log``, its
+    """runs.run: the child's CPU seconds, its output in ``log``, its
     OMP_NUM_THREADS, and one line naming the log when it fails."""
     log = tmp_path / 'console.log'
     burn = ('import os, time\nt = time.process_time()\n'
             'while time.process_time() - t < 0.3: pass\n'
             'print("threads", os.environ["OMP_NUM_THREADS"])')
-    cpu = mini.run([sys.executable, '-c', burn], log=str(log), threads=3)
+    cpu = runs.run([sys.executable, '-c', burn], log=str(log), threads=3)
     assert cpu >= 0.3
     assert log.read_text().strip() == 'threads 3'
     with pytest.raises(SystemExit, match=f'in {log}'):
-        mini.run([sys.executable, '-c', 'raise SystemExit(3)'],
+        runs.run([sys.executable, '-c', 'raise SystemExit(3)'],
                  log=str(log))
 
 
@@ -102,17 +102,17 @@ def test_stale_data_rewritten(tmp_path, monkeypatch, capsys):
     --force, which replaces only the generator's own directories); data
     with the demo's sizes, or not written by the generator, is reused."""
     commands = []
-    monkeypatch.setattr(mini, 'run', lambda cmd: commands.append(cmd))
+    monkeypatch.setattr(runs, 'run', lambda cmd: commands.append(cmd))
     for name, params in (
             ('objects', dict(num_train=32, num_val=32, img_size=64)),
-            ('stuff', dict(num_train=mini.DATA['num_train'],
-                           num_val=mini.DATA['num_val'],
-                           img_size=mini.DATA['img_size'])),
+            ('stuff', dict(num_train=runs.DATA['num_train'],
+                           num_val=runs.DATA['num_val'],
+                           img_size=runs.DATA['img_size'])),
             ('unlabeled', None), ('cls', None)):
         (tmp_path / name).mkdir()
         if params:
             (tmp_path / name / MARKER).write_text(json.dumps(params))
-    mini.ensure_data(str(tmp_path))
+    runs.ensure_data(str(tmp_path))
     (cmd, ) = commands
     assert cmd[cmd.index('--which') + 1:cmd.index('--num-train')] == [
         'objects']

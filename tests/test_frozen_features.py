@@ -10,7 +10,7 @@ from mmengine.config import Config
 
 from conftest import REPO
 from mmpos.apis import extract_features, init_backbone
-from mmpos.paper_tables.results import read_run
+from mmpos_harness.results import read_run
 from mmpos.evaluation.knn import knn_accuracy, knn_scores
 
 DEMO_ROPE = 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'

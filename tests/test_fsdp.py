@@ -57,6 +57,7 @@ def dist_train(config, work_dir, mini_data, iters, *extra,
     return '\n'.join(p.read_text() for p in work_dir.glob('*/*.log'))
 
 
+@pytest.mark.slow
 def test_fsdp_train_resume_convert_on_cpu(tmp_path, mini_data):
     config = fsdp_config(tmp_path, MINI,
                          'default_hooks = dict(online_probe=dict(interval='
@@ -103,6 +104,7 @@ def convert_and_load(config, checkpoint, tmp_path):
     return backbone.state_dict()
 
 
+@pytest.mark.slow
 def test_fsdp_icpf_ema_teacher_probe_resume_convert_on_cpu(
         tmp_path, mini_data):
     """ICPF mini under FSDP: the teacher's blocks and DINO heads are FSDP

@@ -21,9 +21,9 @@ from mmengine.runner import Runner
 from conftest import REPO, read_scalars
 from mmpos.models.backbones import MAERoPEViT, RoPEVisionTransformer
 from mmpos.models.utils.pretrained import load_pretrained
-from mmpos.paper_tables import mini
-from mmpos.utils.checkpoint_convert import (convert_timm_vit,
-                                            infer_vit_config, strip_prefix)
+from mmpos.checkpoint import strip_prefix
+from mmpos.checkpoint.converters import convert_timm_vit, infer_vit_config
+from mmpos_harness.comparison import runs
 from test_timm_parity import SMALL, assert_close, redraw, timm
 
 sys.path.insert(0, str(REPO / 'tools' / 'model_converters'))
@@ -142,6 +142,7 @@ def test_bad_options_are_named():
             MAERoPEViT(arch=ARCH, img_size=32, patch_size=8, **options)
 
 
+@pytest.mark.slow
 def test_mini_mae_run_loss_falls_and_loads_into_demo_backbones(
         tmp_path, mini_data, capsys):
     cfg = Config.fromfile(REPO / CONFIG)
@@ -165,18 +166,18 @@ def test_mini_mae_run_loss_falls_and_loads_into_demo_backbones(
     # the online probe ran the unmasked backbone (MAE.extract_feat's path)
     assert 'knn_cls_top1' in records[-1]
 
-    # the method ranking's extraction (mini.pretrain's converter call),
+    # the method ranking's extraction (runs.pretrain's converter call),
     # then the demo's transfer backbones as their configs load it
     backbone_file = str(tmp_path / 'backbone.pth')
     mmpos2backbone.main([osp.join(tmp_path, f'iter_{max_iters}.pth'),
                          backbone_file, '--config',
-                         mini.TASKS['detection']['config'],
+                         runs.TASKS['detection']['config'],
                          '--drop-unexpected'])
     assert '0 missing key(s)' in capsys.readouterr().out
     img = torch.randn(1, 3, 64, 64)
     with torch.no_grad():
         pretrained = runner.model.backbone.eval()(img, mask=None)[0]
-    for task in mini.TASKS.values():
+    for task in runs.TASKS.values():
         spec = Config.fromfile(REPO / task['config']).model.backbone
         assert spec.pop('type') == 'mmpretrain.RoPEVisionTransformer'
         transfer = RoPEVisionTransformer(**dict(spec, init_cfg=None)).eval()

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from mmpos.paper_tables.manifest import load_manifest
+from mmpos_harness.paper_tables.manifest import load_manifest
 
 NOT_METHODS = {'_base_', 'transfer', 'demo', 'method_ranking'}
 # CPU-sized configs for tests and demos are not model-zoo entries

@@ -1,23 +1,15 @@
-"""tools/paper_tables/method_ranking.py and tools/demo.py's shared runner
-(mmpos.paper_tables.mini): resumption (finished runs skipped, an interrupted
-one restarted from scratch), the options each transfer run gets, and the
-plan the seed table reads. The commands are recorded, not run (a real run
-is the tool itself, ~30 minutes)."""
-import importlib.util
+"""The method ranking (mmpos_harness.method_ranking, the CLI
+tools/paper_tables/method_ranking.py) and the runner it shares with the demo
+(mmpos_harness.comparison.runs): resumption (finished runs skipped, an
+interrupted one restarted from scratch), the options each transfer run gets,
+and the plan the seed table reads. The commands are recorded, not run (a
+real run is the tool itself, ~30 minutes)."""
 import json
 import os
 
-from conftest import REPO
-from mmpos.paper_tables import mini, seeds
-from mmpos.paper_tables.results import DONE_MARKER
-
-
-def load_tool():
-    spec = importlib.util.spec_from_file_location(
-        'method_ranking', REPO / 'tools/paper_tables/method_ranking.py')
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    return tool
+from mmpos_harness import method_ranking
+from mmpos_harness.comparison import runs, seeds
+from mmpos_harness.results import DONE_MARKER
 
 
 def test_resumes_and_passes_seed_and_backbone(tmp_path, monkeypatch):
@@ -47,11 +39,11 @@ def test_resumes_and_passes_seed_and_backbone(tmp_path, monkeypatch):
             with open(os.path.join(work_dir, 'last_checkpoint'), 'w') as f:
                 f.write(ckpt)
 
-    monkeypatch.setattr(mini, 'run', record)
-    tool = load_tool()
+    monkeypatch.setattr(runs, 'run', record)
     methods = ['--methods', 'droppos', 'mae']
-    tool.main(['--work-dir', str(root), '--data-root', str(data), *methods,
-               '--seeds', '0', '1', '--iters', '3', '--jobs', '1'])
+    method_ranking.main(['--work-dir', str(root), '--data-root', str(data),
+                         *methods, '--seeds', '0', '1', '--iters', '3',
+                         '--jobs', '1'])
     trains = [c for c in commands if 'tools/train.py' in c]
     work_dirs = [c[c.index('--work-dir') + 1] for c in trains]
     # one job: the pretrainings (each its own config) first, then 2 tasks x
@@ -60,11 +52,11 @@ def test_resumes_and_passes_seed_and_backbone(tmp_path, monkeypatch):
     pretrainings = [seeds.pretrain_dir(str(root), i) for i in inits]
     assert work_dirs[:2] == pretrainings
     assert [trains[0][2], trains[1][2]] == [
-        tool.METHODS[m][1] for m in ('droppos', 'mae')]
+        method_ranking.METHODS[m][1] for m in ('droppos', 'mae')]
     # DropPos keeps its config's schedule; MAE's is stretched to its
     # equal-compute iterations
     assert not [a for a in trains[0] if 'max_iters' in a]
-    mae_iters = tool.METHODS['mae'][2]
+    mae_iters = method_ranking.METHODS['mae'][2]
     assert f'train_cfg.max_iters={mae_iters}' in trains[1]
     assert f'param_scheduler.1.end={mae_iters}' in trains[1]
     assert str(done) not in work_dirs and str(broken) in work_dirs
@@ -86,12 +78,13 @@ def test_resumes_and_passes_seed_and_backbone(tmp_path, monkeypatch):
         assert 'minutes' in json.load(
             open(os.path.join(work_dir, seeds.COMPUTE)))
     plan = seeds.load_plan(str(root))
-    assert plan['inits'] == [*inits, mini.RANDOM_INIT]
+    assert plan['inits'] == [*inits, runs.RANDOM_INIT]
     assert plan['seeds'] == [0, 1] and 'reduced' in plan['title']
     assert commands[-1][1:4] == ['tools/paper_tables/gen_tables.py', '--seeds',
                                  str(root)]
     # run again: everything is finished, only the table is regenerated
     commands.clear()
-    tool.main(['--work-dir', str(root), '--data-root', str(data), *methods,
-               '--seeds', '0', '1', '--iters', '3', '--jobs', '1'])
+    method_ranking.main(['--work-dir', str(root), '--data-root', str(data),
+                         *methods, '--seeds', '0', '1', '--iters', '3',
+                         '--jobs', '1'])
     assert [c[1] for c in commands] == ['tools/paper_tables/gen_tables.py']

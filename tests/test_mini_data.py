@@ -11,10 +11,10 @@ import pytest
 import torch
 from PIL import Image
 
-from mmpos.datasets import mini
-from mmpos.datasets.mini import (MINI_ADE_CLASSES, MINI_COCO_CLASSES, coco,
-                                 make_mini_ade, make_mini_coco,
-                                 make_unlabeled_images, shapes, textures)
+from mmpos_harness import mini_data
+from mmpos_harness.mini_data import (MINI_ADE_CLASSES, MINI_COCO_CLASSES,
+                                     coco, make_mini_ade, make_mini_coco,
+                                     make_unlabeled_images, shapes, textures)
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 CLI = osp.join(REPO, 'tools', 'misc', 'make_mini_data.py')
@@ -231,7 +231,7 @@ def test_unlabeled_loads_in_mmpretrain(data_root):
     assert len(dataset) == UNLABELED_ARGS['num_images']
     names = [osp.basename(dataset[i]['img_path']) for i in range(len(dataset))]
     sources = {osp.splitext(n)[0].split('_', 1)[1] for n in names}
-    photos = set(mini.available_skimage_photos())
+    photos = set(mini_data.available_skimage_photos())
     assert 'synthetic' in sources and sources & photos
     img = Image.open(dataset[0]['img_path'])
     assert img.size == (64, 64) and img.mode == 'RGB'

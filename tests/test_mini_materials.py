@@ -8,9 +8,9 @@ import pytest
 import torch
 from PIL import Image
 
-from mmpos.datasets.mini import (MINI_MATERIALS, make_mini_objects,
-                                 make_mini_stuff)
-from mmpos.datasets.mini.stuff import IGNORE_INDEX
+from mmpos_harness.mini_data import (MINI_MATERIALS, make_mini_objects,
+                                     make_mini_stuff)
+from mmpos_harness.mini_data.stuff import IGNORE_INDEX
 
 
 @pytest.fixture(scope='module')
@@ -27,7 +27,7 @@ def stuff(tmp_path_factory):
 
 def test_objects_read_by_coco_dataset_and_scored_by_coco_metric(objects):
     from mmdet.evaluation import CocoMetric
-    from mmpos.datasets.mini_datasets import MiniObjectsDataset
+    from mmpos_harness.mini_data.datasets import MiniObjectsDataset
     dataset = MiniObjectsDataset(
         data_root=objects, ann_file='annotations/instances_val2017.json',
         data_prefix=dict(img='val2017/'), test_mode=True, pipeline=[])
@@ -65,7 +65,7 @@ def test_objects_read_by_coco_dataset_and_scored_by_coco_metric(objects):
 
 def test_stuff_read_by_seg_dataset_and_scored_by_iou_metric(stuff):
     from mmseg.evaluation import IoUMetric
-    from mmpos.datasets.mini_datasets import MiniStuffDataset
+    from mmpos_harness.mini_data.datasets import MiniStuffDataset
     dataset = MiniStuffDataset(
         data_root=stuff, data_prefix=dict(img_path='images/val',
                                           seg_map_path='annotations/val'),

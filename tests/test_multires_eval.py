@@ -14,7 +14,7 @@ from mmengine.registry import DefaultScope
 from PIL import Image
 
 import mmpos  # noqa: F401
-from mmpos.datasets.mini import make_mini_cls
+from mmpos_harness.mini_data import make_mini_cls
 from mmpos.registry import MODELS
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))

@@ -11,6 +11,7 @@ from mmengine.config import Config
 from mmengine.runner import Runner
 
 from conftest import read_scalars
+from mmpos.checkpoint import use_safe_io
 from mmpos.engine.hooks import OnlineProbeHook
 from mmpos.engine.hooks.online_probe import probe_backbone
 from mmpos.engine.hooks.rng_state import get_rng_state
@@ -37,6 +38,7 @@ def droppos_cfg(work_dir, mini_data, probe=True, resume_from=None):
 
 
 def train_records(cfg):
+    use_safe_io()  # as tools/train.py: mmengine checkpoints resume
     Runner.from_cfg(cfg).train()
     return {r['iter']: {k: v for k, v in r.items() if 'time' not in k}
             for r in read_scalars(cfg.work_dir)}

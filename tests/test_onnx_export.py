@@ -3,7 +3,9 @@ scheme, registers, APE, window attention on a padded grid) exported for one
 input size runs in onnxruntime with torch's outputs (within 1e-4), and the
 graph holds static RoPE tables (no trigonometry, no resizing)."""
 import copy
+import os
 import os.path as osp
+import stat
 import sys
 
 import pytest
@@ -13,7 +15,7 @@ onnx = pytest.importorskip('onnx')
 pytest.importorskip('onnxruntime')
 
 from mmpos.models.backbones import RoPEVisionTransformer  # noqa: E402
-from mmpos.utils.checkpoint_convert import save_state_dict  # noqa: E402
+from mmpos.checkpoint import save_state_dict  # noqa: E402
 
 REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
 sys.path.insert(0, osp.join(REPO, 'tools', 'deployment'))
@@ -84,8 +86,14 @@ def test_cli_reads_the_converters_meta_and_checks(tmp_path, capsys):
                     meta=dict(model=dict(type='ImageClassifier',
                                          backbone=cfg)))
     out = str(tmp_path / 'vit.onnx')
-    rope_vit2onnx.main([ckpt, out, '--size', '48', '32', '--out-type',
-                        'raw', '--check'])
+    old = os.umask(0o022)
+    try:
+        rope_vit2onnx.main([ckpt, out, '--size', '48', '32', '--out-type',
+                            'raw', '--check'])
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o644  # issue 27: not 0600
+    assert sorted(os.listdir(tmp_path)) == ['converted.pth', 'vit.onnx']
     printed = capsys.readouterr().out
     err = float(printed.split('max abs difference ')[1])
     assert err < 1e-4
@@ -97,3 +105,14 @@ def test_cli_reads_the_converters_meta_and_checks(tmp_path, capsys):
         rope_vit2onnx.main([ckpt, str(tmp_path / 'x.onnx'), '--size', '50',
                             '32'])
     assert 'not divisible by the patch size' in exit_.value.code
+    state = {'backbone.' + k: v for k, v in model.state_dict().items()
+             if k != 'ln1.bias'}
+    save_state_dict(state, ckpt, force=True,
+                    meta=dict(model=dict(type='ImageClassifier',
+                                         backbone=cfg)))
+    with pytest.raises(SystemExit) as exit_:
+        rope_vit2onnx.main([ckpt, str(tmp_path / 'y.onnx'), '--size', '32',
+                            '32'])
+    assert exit_.value.code == (
+        f'rope_vit2onnx.py: error: checkpoint {ckpt} does not fit '
+        'RoPEVisionTransformer: 1 model tensors missing (ln1.bias)')

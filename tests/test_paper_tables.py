@@ -1,6 +1,7 @@
-"""Benchmark manifest + table generator on fabricated work dirs, and checks of
-the real manifest (configs present or pending, effective epochs, the papers'
-own deltas and cross-references re-derived from the transcribed numbers)."""
+"""The paper-table manifest and table generator on fabricated work dirs, and
+checks of the real manifest (configs present or pending, effective epochs,
+the papers' own deltas and cross-references re-derived from the transcribed
+numbers)."""
 import csv
 import importlib.util
 import json
@@ -11,13 +12,15 @@ import pytest
 import yaml
 
 from conftest import REPO
-from mmpos.paper_tables.manifest import (ManifestError, effective_epochs,
-                                      load_manifest, parse_views)
-from mmpos.paper_tables.results import (DONE_MARKER, last_checkpoint, read_run,
-                                     training_records)
-from mmpos.paper_tables.tables import (EFF_EP_LEGEND, README_BEGIN, README_END,
-                                    build_table, generate, readme_section,
-                                    run_results, update_readme)
+from mmpos_harness.paper_tables.manifest import (ManifestError,
+                                                 effective_epochs,
+                                                 load_manifest, parse_views)
+from mmpos_harness.paper_tables.tables import (EFF_EP_LEGEND, README_BEGIN,
+                                               README_END, build_table,
+                                               generate, readme_section,
+                                               run_results, update_readme)
+from mmpos_harness.results import (DONE_MARKER, last_checkpoint, read_run,
+                                   training_records)
 
 TRAIN = {'lr': 1e-3, 'loss': 1.0, 'iter': 10, 'step': 10}
 
@@ -86,7 +89,7 @@ def fabricated(tmp_path):
             ]
         }]
     }
-    tools = root / 'tools' / 'benchmark'
+    tools = root / 'tools' / 'paper_tables'
     tools.mkdir(parents=True)
     (tools / 'm.yaml').write_text(yaml.safe_dump(manifest, sort_keys=False))
 
@@ -343,14 +346,14 @@ def test_seed_table(tmp_path, capsys):
     """tools/demo.py's / method_ranking.py's closing table (gen_tables.py
     --seeds): mean and sample std over seeds, the difference to random init
     judged against 2 pooled std, ranking, compute and a missing run."""
-    from mmpos.paper_tables import mini, seeds
+    from mmpos_harness.comparison import runs, seeds
     root = tmp_path / 'run'
-    mini.write_plan(str(root), 'DropPos-pretrained vs random init',
-                    ['DropPos', 'MAE', mini.RANDOM_INIT], [0, 1, 2])
+    runs.write_plan(str(root), 'DropPos-pretrained vs random init',
+                    ['DropPos', 'MAE', runs.RANDOM_INIT], [0, 1, 2])
     maps = {'DropPos': [0.30, 0.32, 0.34], 'MAE': [0.10, 0.20],
-            mini.RANDOM_INIT: [0.10, 0.12, 0.14]}
+            runs.RANDOM_INIT: [0.10, 0.12, 0.14]}
     mious = {'DropPos': [20.0, 30.0, 40.0], 'MAE': [50.0, 52.0, 54.0],
-             mini.RANDOM_INIT: [21.0, 22.0, 23.0]}
+             runs.RANDOM_INIT: [21.0, 22.0, 23.0]}
     for init in maps:
         for seed, value in enumerate(maps[init]):
             work = tmp_path.joinpath(
@@ -384,7 +387,7 @@ def test_seed_table(tmp_path, capsys):
     assert '**DropPos-pretrained vs random init**' in stdout
     # ranks (AP^bb, mIoU): DropPos 0 + 1, MAE 1 + 0, random init 2 + 2;
     # the tie is broken by the plan's order
-    assert seeds.ranking(summary) == ['DropPos', 'MAE', mini.RANDOM_INIT]
+    assert seeds.ranking(summary) == ['DropPos', 'MAE', runs.RANDOM_INIT]
     assert ('| 1 | DropPos | 32.0 ± 2.0 | 16.0 ± 1.0 | 64.0 ± 4.0 | '
             '+20.0 (clear) | 30.0 ± 10.0 | 40.0 ± 10.0 | +8.0 (within '
             'noise) | - | 4.5 |') in stdout
@@ -550,7 +553,7 @@ def test_real_readmes_show_the_paper_tables(real, tmp_path):
 def test_run_plan_resumable(fabricated, tmp_path):
     """Finished runs are skipped, a run with a checkpoint resumes, a pending
     config blocks its run, downstream runs get the upstream checkpoint."""
-    from mmpos.paper_tables.launch import plan, shell_line
+    from mmpos_harness.paper_tables.commands import plan, shell_line
     _, manifest_path, work = fabricated
     manifest = load_manifest(str(manifest_path))
     manifest.runs['seg_eval'] = type(manifest.runs['pre'])(

@@ -16,7 +16,7 @@ from mmengine.registry import init_default_scope
 import mmpos.models.backbones.mobile_former  # noqa: F401 (registers)
 import mmpos.models.heads.probe_heads  # noqa: F401 (registers)
 from conftest import data_root_options, read_scalars, run_tool
-from mmpos.datasets.mini import make_mini_cls
+from mmpos_harness.mini_data import make_mini_cls
 from mmpos.models.selfsup.qbheat import QBHeat
 
 PROBING = 'configs/qbheat/probing/'

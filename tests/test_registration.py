@@ -18,7 +18,7 @@ def test_version():
 def test_registered_in_mmpretrain():
     from mmpretrain.registry import MODELS as PRETRAIN_MODELS
     assert MODELS is PRETRAIN_MODELS
-    for name in ('SimpleFeaturePyramid', 'MultiLevelNeck',
+    for name in ('SimpleFeaturePyramid', 'DeconvMultiLevelNeck',
                  'RoPEVisionTransformer'):
         assert PRETRAIN_MODELS.get(name) is not None, name
     assert OPTIM_WRAPPER_CONSTRUCTORS.get(
@@ -50,15 +50,55 @@ def test_simple_feature_pyramid_strides():
                                               (2, 16, 2, 3)]
 
 
-def test_multi_level_neck_keeps_width():
+def test_deconv_multi_level_neck_keeps_width():
     neck = MODELS.build(
-        dict(type='MultiLevelNeck', in_channels=32, norm_cfg=dict(type='BN')))
+        dict(type='DeconvMultiLevelNeck', in_channels=32,
+             norm_cfg=dict(type='BN')))
     feats = tuple(torch.randn(2, 32, 8, 8) for _ in range(4))
     outs = neck(feats)
     assert [tuple(o.shape[1:]) for o in outs] == [(32, 32, 32), (32, 16, 16),
                                                   (32, 8, 8), (32, 4, 4)]
     with pytest.raises(ValueError, match='expects 4 feature maps'):
         neck(feats[:3])
+
+
+def test_no_class_named_like_an_mmdet_or_mmseg_class():
+    """A config's ``type='X'`` means one class: no module mmpos registers
+    (into mmpretrain's registries, where a clash with mmpretrain could not
+    register at all) shares its name with one registered in the same
+    registry of mmdet or mmseg (mmseg's ``MultiLevelNeck`` takes a list of
+    widths and an ``out_channels``; ours is ``DeconvMultiLevelNeck``)."""
+    import importlib
+    import pkgutil
+
+    import mmdet.registry
+    import mmpretrain.registry
+    import mmseg.registry
+    from mmdet.utils import register_all_modules as register_mmdet
+    from mmengine.registry import Registry
+    from mmseg.utils import register_all_modules as register_mmseg
+    register_mmdet(init_default_scope=False)
+    register_mmseg(init_default_scope=False)
+    for module in pkgutil.walk_packages(mmpos.__path__, 'mmpos.'):
+        importlib.import_module(module.name)
+    clashes, checked = set(), set()
+    for name in dir(mmpretrain.registry):
+        ours = getattr(mmpretrain.registry, name)
+        if not isinstance(ours, Registry):
+            continue
+        for key, cls in ours.module_dict.items():
+            if not getattr(cls, '__module__', '').startswith('mmpos.'):
+                continue
+            checked.add(f'{name}.{key}')
+            for lib in (mmdet.registry, mmseg.registry):
+                theirs = getattr(lib, name, None)
+                if theirs is not None and key in theirs.module_dict:
+                    clashes.add(f'{name}.{key} ({lib.__name__})')
+    assert 'MODELS.DeconvMultiLevelNeck' in checked
+    assert 'MultiLevelNeck' in mmseg.registry.MODELS.module_dict
+    # DINOv2's projection head vs mmdet's DINO detector head: to be renamed
+    # with the heads (listed so that any new clash fails here)
+    assert clashes == {'MODELS.DINOHead (mmdet.registry)'}
 
 
 def test_layer_decay_constructor_for_detectors():

@@ -31,7 +31,7 @@ from torch.utils.data import Dataset
 from conftest import REPO, read_scalars
 from mmpos.engine.hooks import RNGStateHook
 from mmpos.engine.hooks.rng_state import get_rng_state, set_rng_state
-from mmpos.utils.checkpoint_io import load_local_checkpoint
+from mmpos.checkpoint import read_checkpoint, use_safe_io
 
 
 @pytest.fixture(autouse=True)
@@ -40,6 +40,7 @@ def no_epoch_transition_pause(monkeypatch):
     (for worker processes; the toy runs have none)."""
     import mmengine.runner.loops as loops
     monkeypatch.setattr(loops, 'time', SimpleNamespace(sleep=lambda _: None))
+    use_safe_io()  # as tools/train.py: mmengine checkpoints load, saves atomic
 
 
 def draws():
@@ -252,8 +253,8 @@ def test_sigkill_and_resume_matches_uninterrupted(tmp_path, mini_data, algo,
     assert got == expected
 
     final = f'iter_{MAX_ITERS}.pth'
-    a = load_local_checkpoint(str(full_dir / final))
-    b = load_local_checkpoint(str(killed_dir / final))
+    a = read_checkpoint(str(full_dir / final))
+    b = read_checkpoint(str(killed_dir / final))
     assert a['meta']['iter'] == b['meta']['iter'] == MAX_ITERS
     for key in ('state_dict', 'optimizer', 'param_schedulers', 'rng_state'):
         assert_same(a[key], b[key], key)

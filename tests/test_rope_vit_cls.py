@@ -10,9 +10,9 @@ from mmengine.config import Config
 from mmengine.registry import DefaultScope
 
 from conftest import REPO, read_scalars, run_tool
-from mmpos.datasets.mini import (MINI_COCO_CLASSES, make_all,
-                                 make_mini_cls)
-from mmpos.utils.checkpoint_io import load_local_checkpoint
+from mmpos.checkpoint import read_checkpoint
+from mmpos_harness.mini_data import (MINI_COCO_CLASSES, make_all,
+                                     make_mini_cls)
 
 CONFIG_DIR = osp.join(REPO, 'configs', 'rope_vit')
 MINI_CONFIG = osp.join(CONFIG_DIR, 'vit-mini_rope-mixed_mini-cls.py')
@@ -101,6 +101,7 @@ def test_deit3_recipe_values():
     assert base.model.backbone.drop_path_rate == 0.1
 
 
+@pytest.mark.slow
 def test_mini_supervised_run_loss_falls(tmp_path, cls_root):
     root = f'{cls_root}/'
     work_dir = tmp_path / 'work'
@@ -121,6 +122,6 @@ def test_mini_supervised_run_loss_falls(tmp_path, cls_root):
     assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.005, losses
     accuracy = [r['accuracy/top1'] for r in records if 'accuracy/top1' in r]
     assert accuracy and all(0 <= a <= 100 for a in accuracy)
-    checkpoint = load_local_checkpoint(str(work_dir / 'epoch_6.pth'))
+    checkpoint = read_checkpoint(str(work_dir / 'epoch_6.pth'))
     assert any(k.endswith('attn.rope.freqs')
                for k in checkpoint['state_dict'])

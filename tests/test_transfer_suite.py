@@ -1,7 +1,7 @@
 """The transfer suite's other protocols end to end through mmengine's Runner
 (tools/train.py) on the mini data: Cascade Mask R-CNN with a tiny RoPE ViT
-(MultiLevelNeck + FPN) must reach a box AP above 0 with the real CocoMetric,
-Semantic FPN an mIoU well above chance with IoUMetric."""
+(DeconvMultiLevelNeck + FPN) must reach a box AP above 0 with the real
+CocoMetric, Semantic FPN an mIoU well above chance with IoUMetric."""
 import pytest
 
 from conftest import data_root_options

@@ -88,9 +88,10 @@ def test_auto_scale_lr_needs_a_base_batch(tmp_path):
 def test_manifest_multi_scale_rows_launch_test_py_with_tta(tmp_path):
     """RoPE-ViT Table 3's multi-scale rows test the single-scale runs'
     checkpoints with tools/test.py --tta; tta needs a test_of run."""
-    from mmpos.paper_tables.launch import plan
-    from mmpos.paper_tables.manifest import ManifestError, _parse_run, \
-        load_manifest
+    from mmpos_harness.paper_tables.commands import plan
+    from mmpos_harness.paper_tables.manifest import (ManifestError,
+                                                     _parse_run,
+                                                     load_manifest)
     manifest = load_manifest(str(REPO / 'tools/paper_tables/manifest.yaml'))
     run = manifest.runs['deit3_vit-b_rope-mixed_upernet_ms']
     assert run.tta and run.test_of == 'deit3_vit-b_rope-mixed_upernet'

@@ -64,6 +64,8 @@ def main(argv=None):
     from mmengine.utils import import_modules_from_strings
 
     import mmpos  # noqa: F401
+    from mmpos.checkpoint import use_safe_io
+    use_safe_io()  # safe checkpoint reads (mmpos.checkpoint)
     cfg = Config.fromfile(args.config)
     if cfg.get('custom_imports'):
         import_modules_from_strings(**cfg.custom_imports)

@@ -27,7 +27,7 @@ stamp_of() {
 }
 STAMP_FILE="$VENV/.mmpos-setup-stamp"
 if [[ -f "$STAMP_FILE" && "$(cat "$STAMP_FILE")" == "$(stamp_of)" ]] \
-    && "$VENV/bin/python" -c "import mmpos, mmcv.ops, mmdet, mmseg, mmpretrain" 2>/dev/null; then
+    && "$VENV/bin/python" -c "import mmpos, mmpos_harness, mmcv.ops, mmdet, mmseg, mmpretrain" 2>/dev/null; then
     log "environment at $VENV is up to date"
     exit 0
 fi
@@ -66,6 +66,6 @@ log "installing the runtime and test stack"
 "${PIP[@]}" install -q --find-links "$WHEELS" -r "$ROOT/requirements/tests.txt"
 "${PIP[@]}" install -q --no-deps --no-build-isolation -e "$ROOT"
 
-"$VENV/bin/python" -c "import mmpos, mmcv.ops, mmdet, mmseg, mmpretrain; print('mmpos', mmpos.__version__)"
+"$VENV/bin/python" -c "import mmpos, mmpos_harness, mmcv.ops, mmdet, mmseg, mmpretrain; print('mmpos', mmpos.__version__)"
 stamp_of > "$STAMP_FILE"
 log "done: activate with 'source $VENV/bin/activate'"

@@ -15,6 +15,7 @@ model is wrapped by ``cfg.tta_model`` (e.g. ``SegTTAModel``), which merges
 the predictions of the augmented views.
 """
 import mmpos  # noqa: F401  (registers mmpos modules)
+from mmpos.checkpoint import use_safe_io
 from mmpos.engine.hooks import CheckpointFitHook
 from mmpos.utils.cli import exit_on_bad_input
 from mmpos.utils.config_check import blame_config
@@ -62,6 +63,7 @@ def build_test_config(args):
 
 def main(argv=None):
     args = parse_args(argv)
+    use_safe_io()  # safe checkpoint reads, atomic writes (mmpos.checkpoint)
     with exit_on_bad_input('test.py'):
         cfg = build_test_config(args)
         with remove_partial_output(cfg.work_dir), \

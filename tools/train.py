@@ -22,6 +22,7 @@ mmdet's and mmseg's ``tools/train.py`` do.
 import torch
 
 import mmpos  # noqa: F401  (registers mmpos modules)
+from mmpos.checkpoint import use_safe_io
 from mmpos.engine.hooks import CheckpointFitHook, NonFiniteLossError
 from mmpos.utils.cli import exit_on_bad_input
 from mmpos.utils.config_check import blame_config
@@ -92,6 +93,7 @@ def checkpoint_fit_hook(cfg, args):
 
 def main(argv=None):
     args = parse_args(argv)
+    use_safe_io()  # safe checkpoint reads, atomic writes (mmpos.checkpoint)
     runner = None
 
     def trained():

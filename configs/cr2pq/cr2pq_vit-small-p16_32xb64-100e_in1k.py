@@ -1,5 +1,7 @@
 # CR2PQ ViT-S/16, 100 epochs (40 warm-up epochs as at 300), blr 1.75e-4.
 _base_ = [
+    '../_base_/default_runtime_pretrain.py',
+    '_base_/imagenet_byol-views_boxes.py',
     '_base_/cr2pq_vit-small-p16.py',
     '_base_/cr2pq_32xb64-100e_in1k.py',
 ]

@@ -8,6 +8,8 @@
 #   cr2pq_vit-small-p16_dino-r50-teacher_32xb64-300e_in1k.py; pixels:
 #   model.target='pixel', neck.out_channels=768, loss.norm='layernorm'.
 _base_ = [
+    '../_base_/default_runtime_pretrain.py',
+    '_base_/imagenet_byol-views_boxes.py',
     '_base_/cr2pq_vit-small-p16.py',
     '_base_/cr2pq_32xb64-300e_in1k.py',
 ]

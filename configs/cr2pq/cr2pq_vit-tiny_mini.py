@@ -3,6 +3,7 @@
 # boxes, EMA teacher (tau 0.996 -> 1 as on ImageNet). About a minute of
 # CPU time.
 _base_ = [
+    '../_base_/default_runtime_pretrain.py',
     '../_base_/schedules/pretrain_mini.py',
     '../_base_/datasets/mini_unlabeled.py',
     '_base_/cr2pq_vit-base-p16.py',
@@ -31,3 +32,4 @@ train_pipeline = [
     dict(type='PackInputs', algorithm_keys=['crop_boxes']),
 ]
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
+default_hooks = _base_.pretrain_mini_hooks

@@ -13,7 +13,7 @@ width, num_classes = 64, 3
 model = dict(
     backbone=_base_.mini_mln_backbone,
     neck=[
-        dict(type='mmpretrain.MultiLevelNeck', in_channels=embed_dims,
+        dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=embed_dims,
              scale_factors=_base_.mini_mln_scales),
         dict(type='FPN', in_channels=[embed_dims] * 4, out_channels=width,
              num_outs=5)

@@ -16,6 +16,8 @@ _base_ = [
 ffn = dict(feedforward_channels=256)  # DINO's widths stay 256
 model = dict(
     num_queries=30,
+    # ViTDet's square pad after normalisation, at the mini images' 128 px
+    data_preprocessor=dict(pad_size_divisor=128),
     backbone=dict(
         arch=dict(_delete_=True, **_base_.mini_vit_arch),
         patch_size=8,

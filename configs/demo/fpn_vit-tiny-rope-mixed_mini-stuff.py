@@ -10,7 +10,7 @@ _base_ = [
     '../_base_/schedules/mmseg_mini_300it.py',
 ]
 custom_imports = dict(
-    imports=['mmpos', 'mmpos.datasets.mini_datasets'],
+    imports=['mmpos', 'mmpos_harness.mini_data.datasets'],
     allow_failed_imports=False)
 model = dict(
     data_preprocessor=dict(size=_base_.crop_size),

@@ -8,12 +8,14 @@
 # recipe's AdamW (backbone x0.1, clip 0.01) at lr 1e-3 and scored by the real
 # IoUMetric. Checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [
-    '../transfer/mmseg/mask2former_swin-t-rope-mixed_8xb2-160k_ade20k-512x512.py',  # noqa: E501
+    'mmseg::mask2former/mask2former_swin-t_8xb2-160k_ade20k-512x512.py',
+    '../_base_/models/rope-swin-t.py',
     '../_base_/datasets/mini_ade_loaders.py',
     '../_base_/schedules/mini_300it_loop.py'
 ]
+pretrained = None  # the base's download; ours is init_cfg.checkpoint
 custom_imports = dict(
-    imports=['mmdet.models', 'mmpos', 'mmpos.datasets.mini_datasets'],
+    imports=['mmdet.models', 'mmpos', 'mmpos_harness.mini_data.datasets'],
     allow_failed_imports=False)
 
 num_classes = 6  # MiniADEDataset
@@ -25,7 +27,8 @@ ffn = dict(embed_dims=dims, feedforward_channels=2 * dims)
 model = dict(
     data_preprocessor=dict(size=crop_size),
     backbone=dict(
-        arch=dict(_delete_=True, embed_dims=widths[0], depths=[1, 1, 2, 1],
+        _base_.rope_swin_t,
+        arch=dict(embed_dims=widths[0], depths=[1, 1, 2, 1],
                   num_heads=[2, 4, 8, 16]),
         window_size=4,
         drop_path_rate=0.),
@@ -57,5 +60,5 @@ train_cfg = _base_.mini_300it.train_cfg
 param_scheduler = _base_.mini_300it.param_scheduler
 default_hooks = _base_.mini_300it.default_hooks
 optim_wrapper = dict(optimizer=dict(lr=1e-3))
-auto_scale_lr = dict(base_batch_size=4)
+auto_scale_lr = dict(enable=False, base_batch_size=4)
 randomness = dict(seed=0)

@@ -7,7 +7,7 @@ _base_ = [
     '../_base_/models/rope-vit_mini-arch.py',
 ]
 custom_imports = dict(
-    imports=['mmpos', 'mmpos.datasets.mini_datasets'],
+    imports=['mmpos', 'mmpos_harness.mini_data.datasets'],
     allow_failed_imports=False)
 crop_size = (128, 128)
 embed_dims = _base_.mini_vit_arch['embed_dims']

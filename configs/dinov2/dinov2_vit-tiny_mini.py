@@ -2,6 +2,7 @@
 # 4-block ViT: 2 global 64px + 2 local 32px crops, patch 8, 256 prototypes.
 # About a minute on 2 CPU cores (tests shorten it with train_cfg.max_iters).
 _base_ = [
+    '../_base_/default_runtime_pretrain.py',
     '../_base_/schedules/pretrain_mini.py',
     '../_base_/datasets/mini_unlabeled.py',
     '../_base_/models/rope-vit_mini-arch.py',
@@ -85,7 +86,9 @@ param_scheduler = _base_.param_scheduler + [
     dict(type='CosineAnnealingParamScheduler', param_name='weight_decay',
          eta_min_ratio=10., by_epoch=False, begin=0, end=_base_.max_iters),
 ]
-default_hooks = dict(checkpoint=dict(max_keep_ckpts=2))
+default_hooks = dict(
+    _base_.pretrain_mini_hooks,
+    checkpoint=dict(_base_.pretrain_mini_hooks.checkpoint, max_keep_ckpts=2))
 # mmpos modules not yet imported by the package's __init__ files.
 custom_imports = dict(
     imports=[

@@ -12,7 +12,8 @@
 # the dropped positions) is logged with the loss; chance is 1/16.
 _base_ = [
     './_base_/droppos_vit-base-p16.py',
-    '../_base_/schedules/pretrain_mini_300it.py',
+    '../_base_/default_runtime_pretrain.py',
+    '../_base_/schedules/pretrain_mini.py',
     '../_base_/datasets/mini_unlabeled.py',
     '../_base_/models/rope-vit_mini-arch.py',
 ]
@@ -46,7 +47,11 @@ train_dataloader = dict(
     sampler=dict(type='InfiniteSampler', shuffle=True),
     dataset=dict(pipeline=train_pipeline))
 
+train_cfg = _base_.pretrain_mini_300it.train_cfg
+param_scheduler = _base_.pretrain_mini_300it.param_scheduler
+default_hooks = _base_.pretrain_mini_300it.default_hooks
 optim_wrapper = dict(
     clip_grad=dict(max_norm=5.0),
+    optimizer=_base_.pretrain_mini_300it.optimizer,
     paramwise_cfg=dict(custom_keys={'mask_token': dict(decay_mult=0.),
                                     'cls_token': dict(decay_mult=0.)}))

@@ -8,10 +8,11 @@
 # process's shard of a tensor (PerTensorClipOptimWrapper clips what a rank
 # holds), not on the whole tensor as in a DDP run. The paper reports ViT-S
 # and ViT-B only; this is the same recipe at ViT-L width, not a paper row.
-_base_ = ['./icpf_vit-base-p16_8xb64-100e_in1k.py', '../_base_/fsdp.py']
+_base_ = ['./icpf_vit-small-p16_4xb128-100e_in1k.py', '../_base_/fsdp.py']
 
 embed_dims = 1024
 model = dict(
     backbone=dict(arch='large'),
     head=dict(in_channels=embed_dims),
     patch_head=dict(in_channels=embed_dims))
+train_dataloader = dict(batch_size=64)

@@ -10,7 +10,8 @@
 # AdamW betas; see README.md "Method ranking".
 _base_ = [
     'mmpretrain::_base_/models/mae_vit-base-p16.py',
-    '../_base_/schedules/pretrain_mini_300it.py',
+    '../_base_/default_runtime_pretrain.py',
+    '../_base_/schedules/pretrain_mini.py',
     '../_base_/datasets/mini_unlabeled.py',
     '../_base_/models/rope-vit_mini-arch.py',
 ]
@@ -60,6 +61,11 @@ train_dataloader = dict(
 
 # no decay on MAE's tokens nor on the RoPE-Mixed frequencies (as every
 # RoPE schedule)
-optim_wrapper = dict(paramwise_cfg=dict(custom_keys={
-    name: dict(decay_mult=0.)
-    for name in ('mask_token', 'cls_token', '.freqs')}))
+train_cfg = _base_.pretrain_mini_300it.train_cfg
+param_scheduler = _base_.pretrain_mini_300it.param_scheduler
+default_hooks = _base_.pretrain_mini_300it.default_hooks
+optim_wrapper = dict(
+    paramwise_cfg=dict(custom_keys={
+        name: dict(decay_mult=0.)
+        for name in ('mask_token', 'cls_token', '.freqs')}),
+    optimizer=_base_.pretrain_mini_300it.optimizer)

@@ -6,6 +6,7 @@
 # Higher lr than the ImageNet recipe (tiny batch, few iterations).
 _base_ = [
     './_base_/qbheat_mobileformer-285m.py',
+    '../_base_/default_runtime_pretrain.py',
     '../_base_/schedules/pretrain_mini.py',
     '../_base_/datasets/mini_unlabeled.py',
 ]
@@ -41,5 +42,8 @@ param_scheduler = [
 ]
 train_cfg = dict(max_iters=max_iters)
 default_hooks = dict(
-    logger=dict(interval=10), checkpoint=dict(interval=max_iters),
-    online_probe=dict(img_size=img_size))  # Mobile-Former has no img_size
+    _base_.pretrain_mini_hooks,
+    logger=dict(_base_.pretrain_mini_hooks.logger, interval=10),
+    checkpoint=dict(_base_.pretrain_mini_hooks.checkpoint, interval=max_iters),
+    online_probe=dict(_base_.online_probe,
+                      img_size=img_size))  # Mobile-Former has no img_size

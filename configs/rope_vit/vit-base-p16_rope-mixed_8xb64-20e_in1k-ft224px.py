@@ -3,11 +3,12 @@
 # 512 (8 x 64), drop path 0.2, cross-entropy with label smoothing 0.1,
 # Mixup/CutMix, RandAugment m9-mstd0.5 (mmpretrain's DeiT-III pipeline
 # without random erasing), no repeated augmentation.
-_base_ = ['./vit-base-p16_rope-mixed_8xb256-400e_in1k-192px.py']
+_base_ = ['./vit-small-p16_rope-mixed_8xb256-400e_in1k.py']
 
 model = dict(
-    backbone=dict(img_size=224, drop_path_rate=0.2),
+    backbone=dict(arch='base', img_size=224, drop_path_rate=0.2),
     head=dict(
+        in_channels=768,
         loss=dict(
             _delete_=True,
             type='LabelSmoothLoss',

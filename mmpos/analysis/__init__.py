@@ -1,13 +1,13 @@
 """Analysis helpers: attention maps of RoPE ViTs and their statistics, RoPE
 frequency Fourier reconstructions (used by tools/analysis_tools/)."""
-from .attention import (AttentionRecorder, attention_probs, build_backbone,
+from .attention import (AttentionRecorder, attention_backbone, attention_probs,
                         load_images, record_attention)
 from .fourier import frequency_mask, reconstruct, reconstruction_error
 from .metrics import attention_distance, attention_entropy, attention_nmi
 
 __all__ = [
-    'AttentionRecorder', 'attention_probs', 'build_backbone', 'load_images',
-    'record_attention', 'frequency_mask', 'reconstruct',
+    'AttentionRecorder', 'attention_backbone', 'attention_probs',
+    'load_images', 'record_attention', 'frequency_mask', 'reconstruct',
     'reconstruction_error', 'attention_distance', 'attention_entropy',
     'attention_nmi'
 ]

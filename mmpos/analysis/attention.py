@@ -18,17 +18,13 @@ import os
 import os.path as osp
 from typing import List, Optional, Sequence
 
-import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image
 from torch import Tensor
 
-from mmpos.utils.checkpoint_io import load_local_checkpoint
-from mmpos.utils.errors import BadInputError, CheckpointMismatchError
+from mmpos.apis.features import init_backbone, preprocess, read_images
+from mmpos.utils.errors import BadInputError
 
-IMAGENET_MEAN = (123.675, 116.28, 103.53)
-IMAGENET_STD = (58.395, 57.12, 57.375)
 IMAGE_EXTS = ('.jpg', '.jpeg', '.png', '.bmp')
 
 
@@ -103,59 +99,25 @@ def list_images(folder: str, limit: Optional[int] = None) -> List[str]:
 
 
 def load_images(paths: Sequence[str], size: int) -> Tensor:
-    """Images resized to ``size x size`` and normalised with the ImageNet
-    mean/std of the configs, ``(B, 3, size, size)``."""
-    arrays = [
-        np.asarray(Image.open(p).convert('RGB').resize((size, size),
-                                                        Image.BICUBIC),
-                   dtype=np.float32) for p in paths
-    ]
-    x = torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2)
-    mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
-    std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
-    return (x - mean) / std
+    """Images resized to ``size x size`` (bicubic) and normalised with the
+    ImageNet mean/std of the configs, ``(B, 3, size, size)``
+    (:func:`mmpos.apis.preprocess` of :func:`mmpos.apis.read_images`)."""
+    return preprocess(read_images(paths), size)
 
 
-def build_backbone(config: str, checkpoint: Optional[str] = None,
-                   device: str = 'cpu'):
-    """Build ``model.backbone`` (or a top-level ``backbone``) of an mmpos /
-    mmpretrain config and load ``checkpoint`` into it: keys under
-    ``backbone.`` of a full-model checkpoint, or a bare backbone state dict.
-    Returns the backbone in eval mode."""
-    from mmengine.config import Config
-
-    import mmpos  # noqa: F401  (registers RoPEVisionTransformer)
-    from mmpos.registry import MODELS
-
-    cfg = Config.fromfile(config)
-    if 'model' in cfg and 'backbone' in cfg.model:
-        backbone_cfg = cfg.model.backbone
-    elif 'backbone' in cfg:
-        backbone_cfg = cfg.backbone
-    else:
-        raise BadInputError(
-            f'{config}: has neither model.backbone nor backbone')
-    backbone_cfg = dict(backbone_cfg)
-    backbone_cfg['type'] = backbone_cfg['type'].split('.')[-1]
-    backbone_cfg.pop('init_cfg', None)
-    backbone = MODELS.build(backbone_cfg)
+def attention_backbone(config: str, checkpoint: Optional[str] = None,
+                       device: str = 'cpu'):
+    """:func:`mmpos.apis.init_backbone` (the config's ``out_type``) of a
+    backbone whose blocks have ``layers[i].attn.qkv``, i.e. whose attention
+    :class:`AttentionRecorder` can record; in eval mode."""
+    backbone = init_backbone(config, checkpoint, device, raw_tokens=False)
     if not hasattr(backbone, 'layers') or not all(
             hasattr(layer, 'attn') and hasattr(layer.attn, 'qkv')
             for layer in backbone.layers):
         raise BadInputError(
-            f'{config}: backbone {backbone_cfg["type"]} has no '
+            f'{config}: backbone {type(backbone).__name__} has no '
             '`layers[i].attn.qkv`; a RoPEVisionTransformer is expected')
-    if checkpoint:
-        state = load_local_checkpoint(checkpoint, map_location='cpu')
-        state = state.get('state_dict', state)
-        sub = {k[len('backbone.'):]: v for k, v in state.items()
-               if k.startswith('backbone.')}
-        missing, unexpected = backbone.load_state_dict(sub or state,
-                                                       strict=False)
-        if len(missing) == len(backbone.state_dict()):
-            raise CheckpointMismatchError(
-                f'{checkpoint}: no backbone weights found')
-    return backbone.to(device).eval()
+    return backbone
 
 
 def resize_for(backbone, size: int) -> int:

@@ -13,7 +13,7 @@ The backbone of ``model.backbone`` (or a top-level ``backbone``) of an
 mmpretrain, mmdet or mmseg config is built with every output it has
 (``out_type='raw'`` where the backbone offers it: class token and patch
 tokens of each ``out_indices`` block) and loaded with
-:func:`mmpos.models.utils.pretrained.load_pretrained` (training checkpoints,
+:func:`mmpos.checkpoint.load_pretrained` (training checkpoints,
 ``mmpos2backbone.py`` outputs with or without the ``backbone.`` prefix; no
 silent random init). :func:`split_output` turns one backbone output into
 ``cls_token`` ``(B, C)`` (``None`` for backbones without one) and
@@ -35,8 +35,11 @@ import torch
 import torch.nn as nn
 from torch import Tensor
 
-from mmpos.analysis.attention import IMAGENET_MEAN, IMAGENET_STD
 from mmpos.utils.errors import BadInputError, UnsupportedModelError
+
+# RGB, 0-255: the normalisation of the configs' data preprocessors.
+IMAGENET_MEAN = (123.675, 116.28, 103.53)
+IMAGENET_STD = (58.395, 57.12, 57.375)
 
 
 def _load_config(config):
@@ -59,7 +62,6 @@ def backbone_config(config) -> dict:
     elif 'backbone' in cfg:
         backbone_cfg = cfg.backbone
     else:
-        from mmpos.utils.errors import BadInputError
         raise BadInputError(f'{getattr(cfg, "filename", config)}: has '
                             'neither model.backbone nor backbone')
     backbone_cfg = dict(backbone_cfg)
@@ -77,13 +79,44 @@ def data_mean_std(config) -> Tuple[tuple, tuple]:
             tuple(pre.get('std', IMAGENET_STD)))
 
 
+def build_backbone(config,
+                   out_indices: Optional[Sequence[int]] = None,
+                   raw_tokens: bool = False) -> nn.Module:
+    """The backbone of ``config`` (path or :class:`mmengine.Config`:
+    ``model.backbone`` or a top-level ``backbone`` of an mmpretrain, mmdet
+    or mmseg config), randomly initialised (``init_weights`` without its
+    ``init_cfg``), nothing loaded.
+
+    Args:
+        out_indices: blocks / stages to output (default: the config's).
+        raw_tokens: use ``out_type='raw'`` where the backbone has it, so that
+            class and patch tokens both come out.
+    """
+    from mmpos.registry import MODELS
+
+    backbone_cfg = backbone_config(config)
+    backbone_cfg.pop('init_cfg', None)
+    if out_indices is not None:
+        backbone_cfg['out_indices'] = tuple(out_indices)
+    cls = MODELS.get(backbone_cfg['type'])
+    if cls is None:
+        raise BadInputError(f'{config}: backbone type '
+                            f'{backbone_cfg["type"]!r} is not registered')
+    if raw_tokens and 'raw' in getattr(cls, 'OUT_TYPES', ()):
+        backbone_cfg['out_type'] = 'raw'
+    backbone = MODELS.build(backbone_cfg)
+    backbone.init_weights()
+    return backbone
+
+
 def init_backbone(config,
                   checkpoint: Optional[str] = None,
                   device: Union[str, torch.device] = 'cpu',
                   out_indices: Optional[Sequence[int]] = None,
                   prefix: str = 'backbone.',
                   raw_tokens: bool = True) -> nn.Module:
-    """Build the backbone of ``config`` and load ``checkpoint`` into it.
+    """:func:`build_backbone` and load ``checkpoint`` into it with
+    :func:`mmpos.checkpoint.load_pretrained`.
 
     Args:
         config: config path or :class:`mmengine.Config` (mmpretrain, mmdet
@@ -95,28 +128,14 @@ def init_backbone(config,
         out_indices: blocks / stages to output (default: the config's).
         prefix: key prefix of the backbone in the checkpoint, e.g.
             ``'teacher.module.backbone.'`` for a DINOv2 EMA teacher.
-        raw_tokens: use ``out_type='raw'`` where the backbone has it, so that
-            class and patch tokens both come out.
+        raw_tokens: see :func:`build_backbone`.
 
     Returns:
         The backbone, in eval mode, without gradients.
     """
-    from mmpos.models.utils.pretrained import load_pretrained
-    from mmpos.registry import MODELS
+    from mmpos.checkpoint import load_pretrained
 
-    backbone_cfg = backbone_config(config)
-    backbone_cfg.pop('init_cfg', None)
-    if out_indices is not None:
-        backbone_cfg['out_indices'] = tuple(out_indices)
-    cls = MODELS.get(backbone_cfg['type'])
-    if cls is None:
-        from mmpos.utils.errors import BadInputError
-        raise BadInputError(f'{config}: backbone type '
-                            f'{backbone_cfg["type"]!r} is not registered')
-    if raw_tokens and 'raw' in getattr(cls, 'OUT_TYPES', ()):
-        backbone_cfg['out_type'] = 'raw'
-    backbone = MODELS.build(backbone_cfg)
-    backbone.init_weights()
+    backbone = build_backbone(config, out_indices, raw_tokens)
     load_pretrained(backbone, checkpoint, prefix=prefix)
     backbone.to(device).requires_grad_(False)
     backbone.eval()  # some backbones' train() returns None
@@ -239,7 +258,8 @@ def preprocess(images: Sequence[np.ndarray],
 
 
 def read_images(paths: Sequence[str]) -> List[np.ndarray]:
-    """uint8 RGB arrays of image files (a missing file: FileNotFoundError
-    naming it)."""
+    """uint8 RGB arrays ``(H, W, 3)`` of image files (a missing file:
+    FileNotFoundError naming it); with :func:`preprocess`, the one place
+    mmpos' analysis reads images."""
     from PIL import Image
     return [np.asarray(Image.open(p).convert('RGB')) for p in paths]

@@ -8,7 +8,7 @@ preprocessed by :func:`mmpos.apis.features.preprocess`, the same for every
 backbone.
 
 Result files (``write_result``), read by the table regenerator
-(:func:`mmpos.paper_tables.results.read_run` takes ``metrics.json`` as the
+(``tools/paper_tables/gen_tables.py`` takes ``metrics.json`` as the
 finished result of a work dir): ``<work_dir>/metrics.json`` (flat
 ``{name: value}``) and ``<work_dir>/result.md`` (the same as a table, with
 the settings).

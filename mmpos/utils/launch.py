@@ -28,7 +28,7 @@ from mmengine.config import Config, DictAction
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
-from .checkpoint_io import check_checkpoint_file, checkpoint_problem
+from mmpos.checkpoint.read import check_checkpoint_file, checkpoint_problem
 from .config_check import config_key_problems, new_option_keys
 from .errors import BadInputError
 
@@ -294,7 +294,7 @@ def resume_checkpoint(work_dir):
 
     Raises:
         LaunchError: when that checkpoint cannot be read
-            (:func:`~mmpos.utils.checkpoint_io.checkpoint_problem`), naming
+            (:func:`~mmpos.checkpoint.read.checkpoint_problem`), naming
             it and the newest intact checkpoint beside it.
     """
     marker = osp.join(work_dir, 'last_checkpoint')
@@ -333,7 +333,7 @@ def _pretrained_inits(node, where):
 
 def check_checkpoint_paths(cfg, load_from_what='load_from checkpoint'):
     """Refuse local checkpoints that do not exist or are no complete
-    checkpoint files (:func:`~mmpos.utils.checkpoint_io.checkpoint_problem`)
+    checkpoint files (:func:`~mmpos.checkpoint.read.checkpoint_problem`)
     before anything is built: ``load_from`` (named ``load_from_what``) and
     every ``init_cfg=dict(type='Pretrained', ...)`` (mmengine would fail
     after creating the work dir, or, for a Pretrained init of a module that

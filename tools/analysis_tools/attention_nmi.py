@@ -25,11 +25,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
-from mmpos.analysis.attention import (IMAGENET_MEAN, IMAGENET_STD,  # noqa
-                                      build_backbone, list_images,
+from mmpos.apis.features import IMAGENET_MEAN, IMAGENET_STD  # noqa: E402
+from mmpos.analysis.attention import (attention_backbone, list_images,  # noqa
                                       load_images, record_attention,
-                                      resize_for, upsample_map,
-                                      write_rows)
+                                      resize_for, upsample_map, write_rows)
 from mmpos.analysis.metrics import attention_distance, attention_nmi  # noqa
 from mmpos.utils.cli import cli_main  # noqa: E402
 
@@ -64,7 +63,7 @@ def parse_args(argv=None):
 @cli_main('attention_nmi.py')
 def main(argv=None):
     args = parse_args(argv)
-    backbone = build_backbone(args.config, args.checkpoint)
+    backbone = attention_backbone(args.config, args.checkpoint)
     size = resize_for(backbone, args.img_size)
     p = backbone.patch_size[0]
     hw = (size // p, size // p)

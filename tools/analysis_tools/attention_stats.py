@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
-from mmpos.analysis.attention import (build_backbone, list_images,  # noqa
+from mmpos.analysis.attention import (attention_backbone, list_images,  # noqa
                                       load_images, record_attention,
                                       resize_for, write_rows)
 from mmpos.analysis.metrics import attention_distance, attention_entropy  # noqa
@@ -63,7 +63,7 @@ def layer_stats(backbone, paths, size, batch_size):
 @cli_main('attention_stats.py')
 def main(argv=None):
     args = parse_args(argv)
-    backbone = build_backbone(args.config, args.checkpoint)
+    backbone = attention_backbone(args.config, args.checkpoint)
     paths = list_images(args.img_dir, args.num_images)
     os.makedirs(args.out_dir, exist_ok=True)
     rows = []

@@ -161,9 +161,9 @@ def main(argv=None):
 
     from mmengine.config import Config
     from mmengine.registry import init_default_scope
-    from mmengine.runner import load_checkpoint
     from mmengine.utils import import_modules_from_strings
     import mmpos  # noqa: F401
+    from mmpos.checkpoint import load_checkpoint_into
     from mmpretrain.registry import MODELS
 
     cfg = Config.fromfile(args.config)
@@ -174,7 +174,7 @@ def main(argv=None):
     if not hasattr(model, 'position_predictions'):
         raise TypeError(f'{args.config}: model {type(model).__name__} is '
                         f'not a DropPos model')
-    load_checkpoint(model, args.checkpoint, map_location='cpu')
+    load_checkpoint_into(model, args.checkpoint)
     model.to(args.device)
     acc = position_accuracy_table(model, build_batches(cfg, args, model),
                                   seed=args.seed)

@@ -67,11 +67,11 @@ def main(argv=None):
     args = parse_args(argv)
     from mmengine.config import Config
     from mmengine.registry import init_default_scope
-    from mmengine.runner import load_checkpoint
 
     from mmpos.analysis.pictures import save_png
     from mmpos.apis import read_images
     from mmpos.apis.features import data_mean_std
+    from mmpos.checkpoint import load_checkpoint_into
     from mmpos.registry import MODELS
     cfg = Config.fromfile(args.config)
     init_default_scope('mmpretrain')
@@ -79,9 +79,7 @@ def main(argv=None):
     if not hasattr(model, 'position_predictions'):
         raise UnsupportedModelError(
             f'{args.config}: {type(model).__name__} is not a DropPos model')
-    if not osp.isfile(args.checkpoint):
-        raise FileNotFoundError(f'checkpoint not found: {args.checkpoint}')
-    load_checkpoint(model, args.checkpoint, map_location='cpu', strict=True)
+    load_checkpoint_into(model, args.checkpoint)
     model.to(args.device)
     mean, std = data_mean_std(args.config)
     picture, acc = droppos_picture(model, read_images([args.image])[0],

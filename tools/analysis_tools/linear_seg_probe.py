@@ -44,7 +44,7 @@ def main(argv=None):
     args = parse_args(argv)
     from mmengine.config import Config, DictAction
 
-    from mmpos.paper_tables.results import training_records
+    from mmpos_harness.results import training_records
     from mmpos.evaluation.frozen import write_markdown
     if not osp.isfile(args.backbone):
         raise FileNotFoundError(f'backbone checkpoint not found: '

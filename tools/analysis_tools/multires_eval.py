@@ -165,15 +165,14 @@ def run(args):
     import torch
     from mmengine.config import Config
     from mmengine.registry import init_default_scope
-    from mmengine.runner import load_checkpoint
     from mmpretrain.registry import MODELS
 
-    import mmpos  # noqa: F401  (registers mmpos; safe checkpoint loading)
+    import mmpos  # noqa: F401  (registers mmpos)
+    from mmpos.checkpoint import check_checkpoint_file, load_checkpoint_into
 
     if not osp.isfile(args.config):
         raise MultiresError(f'config not found: {args.config}')
-    if not osp.isfile(args.checkpoint):
-        raise MultiresError(f'checkpoint not found: {args.checkpoint}')
+    check_checkpoint_file(args.checkpoint)
     bad = [r for r in args.resolutions if r < 1]
     if bad:
         raise MultiresError(f'resolutions must be positive, got {bad}')
@@ -208,7 +207,7 @@ def run(args):
         if bad:
             raise MultiresError(f'resolutions {bad} are not multiples of '
                                 f'the patch size {step}')
-    load_checkpoint(model, args.checkpoint, map_location='cpu', strict=True)
+    load_checkpoint_into(model, args.checkpoint)
     device = 'cuda' if torch.cuda.is_available() else 'cpu'
     model = model.to(device).eval()
 

@@ -21,7 +21,7 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
-from mmpos.paper_tables.results import load_scalars, scalar_files  # noqa: E402
+from mmpos_harness.results import load_scalars, scalar_files  # noqa: E402
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 

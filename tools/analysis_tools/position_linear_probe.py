@@ -35,7 +35,7 @@ def build_probe(config: str, checkpoint: str, img_size: int,
     import mmpos  # noqa: F401
     from mmpos.analysis.position_probe import LinearPositionProbe
     from mmpos.models.selfsup.droppos import DropPos
-    from mmpos.models.utils.pretrained import load_pretrained
+    from mmpos.checkpoint import load_pretrained
 
     cfg = Config.fromfile(config)
     if 'model' not in cfg or 'backbone' not in cfg.model:

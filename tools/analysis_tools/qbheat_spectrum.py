@@ -23,7 +23,7 @@ from typing import Dict
 
 import torch
 
-from mmpos.utils.checkpoint_io import load_local_checkpoint
+from mmpos.checkpoint import read_state_dict
 from mmpos.utils.cli import cli_main
 
 
@@ -119,11 +119,7 @@ def main(argv=None):
                         choices=['corner', 'center'],
                         help="the predictor's `positions`, in order")
     args = parser.parse_args(argv)
-    try:
-        ckpt = load_local_checkpoint(args.checkpoint, map_location='cpu')
-    except (OSError, RuntimeError) as e:
-        parser.error(f'cannot read checkpoint {args.checkpoint}: {e}')
-    state = ckpt.get('state_dict', ckpt)
+    state = read_state_dict(args.checkpoint)
     try:
         spec = spectrum(load_models(state, positions=tuple(args.positions),
                                     prefix=args.prefix))

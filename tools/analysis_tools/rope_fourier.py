@@ -54,8 +54,8 @@ def parse_args(argv=None):
 
 def learnt_frequencies(args):
     """(2, D/2) mixed frequencies of one head from a checkpoint."""
-    from mmpos.analysis.attention import build_backbone
-    backbone = build_backbone(args.config, args.checkpoint)
+    from mmpos.analysis.attention import attention_backbone
+    backbone = attention_backbone(args.config, args.checkpoint)
     if not 0 <= args.layer < len(backbone.layers):
         raise SystemExit(f'--layer {args.layer}: the backbone has '
                          f'{len(backbone.layers)} layers')

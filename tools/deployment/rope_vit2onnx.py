@@ -5,9 +5,9 @@
         [--batch-size B] [--opset N] [--check] [--force]
 
 CHECKPOINT holds the backbone (``backbone.*`` keys as written by the
-converters in ``tools/model_converters/``, or bare keys), loaded with
-``torch.load(weights_only=True)`` and strictly. The backbone config comes
-from ``--config`` (``model.backbone`` of an mmpretrain / mmdet / mmseg
+converters in ``tools/model_converters/``, or bare keys), read with
+``mmpos.checkpoint.read_checkpoint`` and loaded with the strict policy.
+The backbone config comes from ``--config`` (``model.backbone`` of an mmpretrain / mmdet / mmseg
 config, or ``model`` itself) or else from the checkpoint's
 ``meta['model']`` (written by the converters). Any RoPE scheme (axial,
 mixed, DINOv3 periods / frames / rotate-half), register tokens, APE and
@@ -28,10 +28,8 @@ kept unless ``--force``. Errors exit with status 1 and one line.
 """
 import argparse
 import copy
-import os
 import os.path as osp
 import sys
-import tempfile
 
 import torch
 
@@ -39,8 +37,9 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
 from mmpos.models.layers import StaticRoPE  # noqa: E402
-from mmpos.utils.checkpoint_convert import (  # noqa: E402
-    ConversionError, load_weights, unwrap_state_dict)
+from mmpos.checkpoint import (ConversionError, atomic_path,  # noqa: E402
+                              load_state, read_checkpoint, state_dict_of,
+                              strip_prefix)
 from mmpos.utils.cli import cli_main  # noqa: E402
 from mmpos.utils.errors import BadInputError  # noqa: E402
 
@@ -96,7 +95,7 @@ def build_backbone(checkpoint, config=None, out_type=None):
     import mmpos  # noqa: F401  (registers RoPEVisionTransformer)
     from mmengine.registry import DefaultScope
     from mmpretrain.registry import MODELS
-    raw = load_weights(checkpoint)
+    raw = read_checkpoint(checkpoint)
     if config is not None:
         from mmengine.config import Config
         model = Config.fromfile(config).model
@@ -118,15 +117,9 @@ def build_backbone(checkpoint, config=None, out_type=None):
         cfg['out_type'] = out_type
     with DefaultScope.overwrite_default_scope('mmpretrain'):
         backbone = MODELS.build(cfg)
-    state = unwrap_state_dict(raw)
-    if any(k.startswith('backbone.') for k in state):
-        state = {k[len('backbone.'):]: v for k, v in state.items()
-                 if k.startswith('backbone.')}
-    result = backbone.load_state_dict(state, strict=False)
-    if result.missing_keys or result.unexpected_keys:
-        raise ConversionError(
-            f'{checkpoint} does not fit the backbone: missing '
-            f'{result.missing_keys}, unexpected {result.unexpected_keys}')
+    state = state_dict_of(raw, source=f'checkpoint {checkpoint}')
+    state = strip_prefix(state, 'backbone.') or state
+    load_state(backbone, state, 'strict', f'checkpoint {checkpoint}')
     return backbone.eval()
 
 
@@ -138,18 +131,10 @@ def export(backbone, size, out, batch_size=1, opset=18):
     img = torch.randn(batch_size, backbone.patch_embed.projection.in_channels,
                       *size)
     names = [f'out{i}' for i in range(len(backbone.out_indices))]
-    out = osp.abspath(out)
-    os.makedirs(osp.dirname(out), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix='.onnx', dir=osp.dirname(out))
-    os.close(fd)
-    try:
+    with atomic_path(out) as tmp:  # the user's umask, never a partial file
         torch.onnx.export(backbone, (img, ), tmp, input_names=['images'],
                           output_names=names, opset_version=opset,
                           dynamo=True, external_data=False)
-        os.replace(tmp, out)
-    finally:
-        if osp.exists(tmp):
-            os.remove(tmp)
     return img
 
 

@@ -24,11 +24,10 @@ extracted ``backbone.``, e.g. ``teacher.module.pos_field.field`` for
 checkpoint's ``pos_embed``), so the result is a plain APE ViT. The
 backbone's own ``pos_embed`` is not what ICPF trained and is never kept.
 
-SRC is loaded with ``torch.load(weights_only=True)`` when the file allows;
-mmengine's own training checkpoints (message hub) need
-``weights_only=False`` and are accepted only if they pickle nothing but
-what mmengine writes (``mmpos.utils.checkpoint_io``). An existing DST is
-kept unless ``--force``.
+SRC is read with ``mmpos.checkpoint.read_checkpoint``: ``weights_only=True``
+when the file allows; mmengine's own training checkpoints (message hub)
+need ``weights_only=False`` and are accepted only if they pickle nothing
+but what mmengine writes. An existing DST is kept unless ``--force``.
 """
 import argparse
 import math
@@ -41,10 +40,13 @@ import torch.nn as nn
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
-from mmpos.utils.checkpoint_convert import (  # noqa: E402
-    ConversionError, check_and_save, extract_backbone, find_positional_field,
-    load_training_checkpoint, positional_field_to_ape, save_state_dict,
-    unwrap_state_dict)
+from mmpos.apis import build_backbone  # noqa: E402
+from mmpos.checkpoint import (ConversionError, read_checkpoint,  # noqa: E402
+                              save_state_dict, state_dict_of)
+from mmpos.checkpoint.converters import (  # noqa: E402
+    extract_backbone, find_positional_field, positional_field_to_ape)
+from mmpos.checkpoint.converters.command import (  # noqa: E402
+    USER_ERRORS, check_and_save)
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 
@@ -70,20 +72,6 @@ def parse_args(argv=None):
     parser.add_argument('--force', action='store_true',
                         help='overwrite DST')
     return parser, parser.parse_args(argv)
-
-
-def build_backbone(config_path):
-    """``model.backbone`` of a config, built in the config's scope."""
-    from mmengine.config import Config
-    from mmengine.registry import init_default_scope
-    from mmpretrain.registry import MODELS
-
-    import mmpos  # noqa: F401  (registers mmpos backbones)
-    cfg = Config.fromfile(config_path)
-    if cfg.get('model', {}).get('backbone') is None:
-        raise ConversionError(f'{config_path} has no model.backbone')
-    init_default_scope(cfg.get('default_scope', 'mmpretrain'))
-    return MODELS.build(cfg.model.backbone)
 
 
 def export_field(state_dict, backbone, args, model):
@@ -124,11 +112,12 @@ def fit_cls_slot(backbone, model):
 def main(argv=None):
     parser, args = parse_args(argv)
     try:
-        checkpoint = load_training_checkpoint(args.src)
+        checkpoint = read_checkpoint(args.src)
         key = 'ema_state_dict' if args.ema else 'state_dict'
         if args.ema and key not in checkpoint:
             raise ConversionError(f'{args.src} has no ema_state_dict')
-        state_dict = unwrap_state_dict(checkpoint, (key, ))
+        state_dict = state_dict_of(checkpoint, (key, ),
+                                   f'checkpoint {args.src}')
         model = build_backbone(args.config) if args.config else None
         backbone, grid = export_field(
             state_dict, extract_backbone(state_dict, args.src_prefix), args,
@@ -150,7 +139,7 @@ def main(argv=None):
         else:
             save_state_dict(backbone, args.dst, meta, args.force)
             print(f'saved {len(backbone)} tensors to {args.dst}')
-    except (ConversionError, OSError, ValueError, KeyError) as err:
+    except USER_ERRORS as err:
         parser.exit(1, f'{parser.prog}: error: {err}\n')
 
 

@@ -6,9 +6,10 @@ checkpoints into an mmpretrain classifier checkpoint for
         [--rope-type auto|axial|mixed|none] [--num-heads N] [--no-head]
         [--drop-unexpected] [--force]
 
-SRC is loaded with ``torch.load(weights_only=True)`` (tensors and plain
-containers only; the ``args`` namespace their training script stores is
-allowed). DST holds ``backbone.*`` and ``head.layers.head.*`` (use
+SRC is read with ``mmpos.checkpoint.read_checkpoint`` (``weights_only=True``:
+tensors and plain containers only; the ``args`` namespace their training
+script stores is allowed); a checkpoint that is not a DeiT-III-layout ViT
+(no ``patch_embed.proj.weight`` and ``blocks.<i>.*``) is refused first. DST holds ``backbone.*`` and ``head.layers.head.*`` (use
 ``init_cfg=dict(type='Pretrained', checkpoint=DST, prefix='backbone.')`` in
 mmdet/mmseg) and, under ``meta['model']``, the classifier config it was
 checked against. The architecture is read from the tensor shapes; heads
@@ -24,16 +25,19 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
-from mmpos.utils.checkpoint_convert import (  # noqa: E402
-    convert_official_rope_vit, infer_vit_config, resolve_rope_type,
-    vit_converter_main)
+from mmpos.checkpoint.converters import (  # noqa: E402
+    convert_official_rope_vit, infer_vit_config, require_vit,
+    resolve_rope_type)
+from mmpos.checkpoint.converters.command import vit_converter_main  # noqa
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def convert(source, args):
     """``(state_dict, model config)``: the rope type from ``freqs`` or
     ``--rope-type`` (see :func:`resolve_rope_type`), the heads from
-    ``--num-heads`` or ``embed_dims // 64``."""
+    ``--num-heads`` or ``embed_dims // 64``. A state dict that is not a
+    DeiT-III-layout ViT is refused first."""
+    require_vit(source, args.src)
     rope_type = resolve_rope_type(args.rope_type, 'freqs' in source,
                                   args.src)
     embed_dims = source['cls_token'].shape[-1] \

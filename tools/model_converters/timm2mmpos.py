@@ -5,12 +5,14 @@ mmpretrain classifier checkpoint for ``RoPEVisionTransformer``.
         [--rope-type auto|none|axial|mixed|dinov3] [--num-heads N]
         [--no-head] [--drop-unexpected] [--force]
 
-SRC (a timm ``state_dict``, e.g. ``pytorch_model.bin``) is loaded with
-``torch.load(weights_only=True)``. Sources: timm's plain ViTs and the naver
-RoPE ViTs (``vit_*_patch16_rope{,_mixed}{,_ape}_224``, timm's ``Eva``),
-timm's DINOv3 ViTs (``vit_*_patch16_dinov3{,_qkvb}``, ``--rope-type
+SRC (a timm ``state_dict``, e.g. ``pytorch_model.bin``) is read with
+``mmpos.checkpoint.read_checkpoint`` (``weights_only=True``); one that is
+not a ViT (no ``patch_embed.proj.weight`` and ``blocks.<i>.*``) is refused.
+Sources: timm's plain ViTs and the naver RoPE ViTs
+(``vit_*_patch16_rope{,_mixed}{,_ape}_224``, timm's ``Eva``), timm's DINOv3
+ViTs (``vit_*_patch16_dinov3{,_qkvb}``, ``--rope-type
 dinov3``: the axial RoPE options of
-``mmpos.utils.checkpoint_convert.DINOV3_BACKBONE``) and timm's DINOv2 with
+``mmpos.checkpoint.converters.DINOV3_BACKBONE``) and timm's DINOv2 with
 registers (``vit_*_patch14_reg4_dinov2``, ``--rope-type none``).
 ``pos_embed`` with or without the class-token slot is accepted (timm's
 ``no_embed_class`` models have none); ``ls1/ls2.gamma`` and ``gamma_1/2``
@@ -34,14 +36,15 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
-from mmpos.utils.checkpoint_convert import (  # noqa: E402
-    convert_timm_vit, infer_vit_config, resolve_rope_type,
-    vit_converter_main)
+from mmpos.checkpoint.converters import (  # noqa: E402
+    convert_timm_vit, infer_vit_config, require_vit, resolve_rope_type)
+from mmpos.checkpoint.converters.command import vit_converter_main  # noqa
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 
 def convert(source, args):
     """``(state_dict, model config)`` of the timm state dict ``source``."""
+    require_vit(source, args.src)
     rope_type = resolve_rope_type(args.rope_type, 'rope.freqs' in source,
                                   args.src)
     state_dict = convert_timm_vit(source)

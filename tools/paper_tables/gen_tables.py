@@ -13,11 +13,12 @@ yet are marked, never an error. A run's work dir is ``<work-root>/<run id>``.
 manifest's ``readmes`` (``configs/<method>/README.md``), between markers;
 the rest of a README is left as it is.
 ``--seeds DIR`` instead regenerates a seed-repeated comparison of backbone
-initialisations (``tools/demo.py``, ``tools/benchmark/method_ranking.py``)
+initialisations (``tools/demo.py``, ``tools/paper_tables/method_ranking.py``)
 from ``DIR/plan.json`` and its work dirs: one table ranked by the mean over
 seeds, ``mean ± std`` per metric, the difference to random init and the
 compute, written as ``seeds.md`` / ``seeds.csv`` / ``summary.json`` to
-``--out-dir`` (default ``DIR/tables``); see :mod:`mmpos.benchmark.seeds`.
+``--out-dir`` (default ``DIR/tables``); see
+:mod:`mmpos_harness.comparison.seeds`.
 ``--check`` also fails (exit 1) when a config is missing without being listed
 in the manifest's ``pending`` or when the effective-epoch accounting
 disagrees with a paper's ``eff_ep``.
@@ -29,11 +30,12 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 
-from mmpos.paper_tables import seeds  # noqa: E402
-from mmpos.paper_tables.manifest import ManifestError, load_manifest  # noqa: E402
-from mmpos.paper_tables.tables import (  # noqa: E402
-    generate, model_zoo_markdown, update_readmes)
 from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos_harness.comparison import seeds  # noqa: E402
+from mmpos_harness.paper_tables.manifest import (  # noqa: E402
+    ManifestError, load_manifest)
+from mmpos_harness.paper_tables.tables import (  # noqa: E402
+    generate, model_zoo_markdown, update_readmes)
 
 
 def parse_args(argv=None):

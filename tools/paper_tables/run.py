@@ -23,9 +23,11 @@ import sys
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
-from mmpos.paper_tables.launch import plan, shell_line  # noqa: E402
-from mmpos.paper_tables.manifest import ManifestError, load_manifest  # noqa
 from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos_harness.paper_tables.commands import (  # noqa: E402
+    plan, shell_line)
+from mmpos_harness.paper_tables.manifest import (  # noqa: E402
+    ManifestError, load_manifest)
 
 
 def parse_args(argv=None):

@@ -1,10 +1,13 @@
 # Large-scale jitter at 1024x1024 (ViTDet, DropPos A.2, ICPF B.2, detrex's
 # DINO-ViTDet): random rescale of the 1024 square by 0.1-2.0, a 1024 crop that
-# may hold no box, tiny boxes dropped, padded to 1024 (mmdet's LSJ pipeline).
+# may hold no box, tiny boxes dropped (mmdet's LSJ pipeline). No Pad step:
+# as ViTDet (detectron2 pads the normalised batch with 0, i.e. the mean
+# colour, to `square_pad=1024`), the detectors' data_preprocessor pads with
+# `pad_size_divisor=1024` and its default pad_value 0 after normalisation
+# (mmdet's LSJ configs pad the raw image with 114 instead).
 # Named lsj_* so that configs whose other base defines train_pipeline (mmdet's
 # DINO) can take them; detectors without masks switch `with_mask` off.
 lsj_image_size = (1024, 1024)
-lsj_pad = dict(type='Pad', size=lsj_image_size, pad_val=dict(img=(114, 114, 114)))
 lsj_train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
@@ -21,13 +24,11 @@ lsj_train_pipeline = [
         allow_negative_crop=True),
     dict(type='FilterAnnotations', min_gt_bbox_wh=(1e-2, 1e-2)),
     dict(type='RandomFlip', prob=0.5),
-    lsj_pad,
     dict(type='PackDetInputs')
 ]
 lsj_test_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='Resize', scale=lsj_image_size, keep_ratio=True),
-    lsj_pad,
     dict(type='LoadAnnotations', with_bbox=True, with_mask=True),
     dict(
         type='PackDetInputs',

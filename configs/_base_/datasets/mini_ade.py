@@ -1,5 +1,5 @@
 # mini-ADE (./mini_ade_loaders.py) on mmseg's ADE20K base (evaluator, TTA
-# pipeline). Leaf configs add 'mmpos.datasets.mini_datasets' to
+# pipeline). Leaf configs add 'mmpos_harness.mini_data.datasets' to
 # `custom_imports`.
 _base_ = ['mmseg::_base_/datasets/ade20k.py', './mini_ade_loaders.py']
 

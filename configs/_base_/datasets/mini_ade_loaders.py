@@ -4,7 +4,7 @@
 # _base_.mini_ade_train_dataloader (./mini_ade.py does so on mmseg's ADE20K
 # base). ADE20K layout and label convention (0 = ignore,
 # reduce_zero_label=True), read by MiniADEDataset (ADE20KDataset with the 6
-# classes mini-ADE draws); leaf configs add 'mmpos.datasets.mini_datasets'
+# classes mini-ADE draws); leaf configs add 'mmpos_harness.mini_data.datasets'
 # to `custom_imports`.
 mini_ade_root = 'data/mini/ade/'
 mini_ade_train_pipeline = [

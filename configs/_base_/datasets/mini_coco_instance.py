@@ -3,7 +3,7 @@
 _base_ = ['mmdet::_base_/datasets/coco_instance.py']
 
 data_root = 'data/mini/coco/'
-# Must equal mmpos.datasets.mini.MINI_COCO_CLASSES (a test checks it).
+# Must equal mmpos_harness.mini_data.MINI_COCO_CLASSES (a test checks it).
 metainfo = dict(classes=('circle', 'square', 'triangle'))
 image_scale = (128, 128)  # the generator's native size
 

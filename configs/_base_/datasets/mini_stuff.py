@@ -1,7 +1,7 @@
 # mini-stuff written by tools/misc/make_mini_data.py (--which stuff):
 # texture-defined regions of 8 materials (MiniStuffDataset's metainfo, 255
 # ignored), 64px images, scored by mmseg's IoUMetric. Leaf configs add
-# 'mmpos.datasets.mini_datasets' to `custom_imports`.
+# 'mmpos_harness.mini_data.datasets' to `custom_imports`.
 data_root = 'data/mini/stuff/'
 crop_size = (64, 64)
 dataset_type = 'MiniStuffDataset'

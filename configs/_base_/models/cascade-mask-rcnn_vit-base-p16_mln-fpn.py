@@ -1,6 +1,6 @@
 # Cascade Mask R-CNN with a plain ViT-B/16 (CR2PQ Table 1 protocol): the
 # backbone and MultiLevelNeck + FPN of mask-rcnn_vit-base-p16_mln-fpn.py with
-# mmdet's three-stage cascade RoI head. ViT-S/16 leaves merge `vit_s16`.
+# mmdet's three-stage cascade RoI head. ViT-S/16 leaves merge `mln_fpn_vit_s16`.
 _base_ = [
     'mmdet::_base_/models/cascade-mask-rcnn_r50_fpn.py',
     './rope-vit-base-p16_dense.py'
@@ -9,4 +9,3 @@ _base_ = [
 model = dict(
     backbone=dict(_delete_=True, **_base_.mln_backbone),
     neck=_base_.mln_fpn_neck)
-vit_s16 = _base_.mln_fpn_vit_s16

@@ -7,13 +7,13 @@ model = dict(
     pretrained=None,  # the backbone loads through its init_cfg
     backbone=dict(_delete_=True, **_base_.mln_backbone),
     neck=[
-        dict(type='mmpretrain.MultiLevelNeck', in_channels=768),
+        dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=768),
         dict(type='FPN', in_channels=[768] * 4, out_channels=256, num_outs=4)
     ],
     decode_head=dict(num_classes=150))
 vit_s16 = dict(
     backbone=dict(arch='small'),
     neck=[
-        dict(type='mmpretrain.MultiLevelNeck', in_channels=384),
+        dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=384),
         dict(type='FPN', in_channels=[384] * 4, out_channels=256, num_outs=4)
     ])

@@ -2,14 +2,18 @@
 # (every block, the patch embedding and the final norm frozen, eval mode) ->
 # normalised last-block patch tokens -> BatchNorm + 1x1 conv to the classes
 # (BNLinearHead) -> bilinear upsampling to the labels. Only the head trains.
-# ViT-S/16 leaves merge `linear_probe_vit_s16` into `model`.
-_base_ = ['./segmenter-linear_vit-base-p16.py']
+# ViT-S/16 leaves merge `vit_s16` into `model`.
+_base_ = ['mmseg::_base_/models/fpn_r50.py', './rope-vit-base-p16_dense.py']
 
 custom_imports = dict(
     imports=['mmpos', 'mmpos.evaluation.seg_probe'],
     allow_failed_imports=False)
 model = dict(
-    backbone=dict(frozen_stages=12, drop_path_rate=0.),
+    pretrained=None,  # the backbone loads through its init_cfg
+    backbone=dict(
+        _base_.vit_backbone, _delete_=True, out_indices=(-1, ),
+        final_norm=True, frozen_stages=12, drop_path_rate=0.),
+    neck=None,
     decode_head=dict(
         _delete_=True,
         type='mmpretrain.BNLinearHead',
@@ -22,6 +26,6 @@ model = dict(
         loss_decode=dict(
             type='mmseg.CrossEntropyLoss', use_sigmoid=False,
             loss_weight=1.0)))
-linear_probe_vit_s16 = dict(
+vit_s16 = dict(
     backbone=dict(arch='small'),
     decode_head=dict(in_channels=384, channels=384))

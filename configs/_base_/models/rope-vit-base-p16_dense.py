@@ -20,21 +20,24 @@ vit_backbone = dict(
 mln_backbone = dict(**vit_backbone, out_indices=(3, 5, 7, 11), final_norm=False)
 # MultiLevelNeck (strides 4..32) + FPN, shared by the two R-CNN detectors.
 mln_fpn_neck = [
-    dict(type='mmpretrain.MultiLevelNeck', in_channels=768),
+    dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=768),
     dict(type='FPN', in_channels=[768] * 4, out_channels=256, num_outs=5)
 ]
 # What a ViT-S/16 (384 wide) changes in those detectors.
 mln_fpn_vit_s16 = dict(
     backbone=dict(arch='small'),
     neck=[
-        dict(type='mmpretrain.MultiLevelNeck', in_channels=384),
+        dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=384),
         dict(type='FPN', in_channels=[384] * 4, out_channels=256, num_outs=5)
     ])
 # ViTDet window attention (Li et al. 2022): 14x14 windows in every block but
 # the 4 global ones closing each third of the 12 blocks, no class token (an
-# APE table with a class slot still loads). Merged into the backbone by the
-# windowed ViTDet protocols (ICPF B.2 keeps global attention).
+# APE table with a class slot still loads) and ViTDet's decomposed relative
+# position bias in every block (its configs' use_rel_pos=True; detrex's
+# DINO-ViTDet too). Merged into the backbone by the windowed ViTDet
+# protocols (ICPF B.2 keeps global attention and drops the bias).
 vitdet_window = dict(
     window_size=14,
     global_attn_indexes=(2, 5, 8, 11),
-    with_cls_token=False)
+    with_cls_token=False,
+    use_rel_pos=True)

@@ -7,7 +7,7 @@ model = dict(
     backbone=dict(_delete_=True, **_base_.mln_backbone),
     neck=dict(
         _delete_=True,
-        type='mmpretrain.MultiLevelNeck',
+        type='mmpretrain.DeconvMultiLevelNeck',
         in_channels=768,
         norm_cfg=dict(type='SyncBN', requires_grad=True)),
     decode_head=dict(in_channels=[768] * 4, channels=512, num_classes=150),

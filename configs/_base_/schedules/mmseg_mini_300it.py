@@ -2,7 +2,8 @@
 # iterations, AdamW lr 1e-3 without layer decay, 30 warm-up iterations then
 # poly, one validation at the end.
 _base_ = [
-    './mmseg_adamw-layer-decay_160k.py', 'mmseg::_base_/default_runtime.py'
+    'mmseg::_base_/schedules/schedule_160k.py',
+    'mmseg::_base_/default_runtime.py', './vit_layer-decay_paramwise.py'
 ]
 
 max_iters = 300
@@ -12,8 +13,13 @@ param_scheduler = [
     dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=30,
          end=max_iters)
 ]
+# mmseg_adamw-layer-decay_160k.py's AdamW at lr 1e-3, no layer decay
 optim_wrapper = dict(
-    optimizer=dict(lr=1e-3), paramwise_cfg=dict(layer_decay_rate=1.0))
+    _delete_=True, type='OptimWrapper',
+    constructor='mmpretrain.LayerDecayOptimWrapperConstructor',
+    optimizer=dict(type='AdamW', lr=1e-3, betas=(0.9, 0.999),
+                   weight_decay=0.05),
+    paramwise_cfg=dict(**_base_.vit_paramwise_cfg, layer_decay_rate=1.0))
 default_hooks = dict(
     logger=dict(interval=20),
     checkpoint=dict(interval=max_iters),

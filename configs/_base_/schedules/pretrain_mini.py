@@ -1,11 +1,29 @@
-# Runtime and schedule of the mini pretraining configs (CPU, tens to
-# hundreds of iterations on the mini unlabeled images), with the online kNN
-# probe of ../online_probe_mini.py: AdamW without decay
+# Schedule of the mini pretraining configs (CPU, tens to hundreds of
+# iterations on the mini unlabeled images), with an online kNN probe: AdamW
+# without decay
 # on norms and biases, gradient clipping, linear warm-up then cosine, an
 # iteration-based loop logging every few iterations and one checkpoint at
 # the end. A config with another `max_iters` / `warmup_iters` restates
 # `param_scheduler`, `train_cfg.max_iters` and the checkpoint interval.
-_base_ = ['../default_runtime_pretrain.py', '../online_probe_mini.py']
+# No base: the configs list ../default_runtime_pretrain.py beside this file
+# and set `default_hooks = _base_.pretrain_mini_hooks` (or the 300-iteration
+# variant's, `pretrain_mini_300it` below).
+# Online kNN probe of the mini pretraining runs (OnlineProbeHook), enabled
+# as default_hooks.online_probe by `pretrain_mini_hooks` below: DINO's
+# weighted kNN (k = 20, T = 0.07) on the frozen backbone (the EMA teacher's
+# where there is one), memory = the mini classification set's `train`
+# split, queries = its `val` split, every 50 iterations and after the last;
+# logged as knn_cls_top1 / knn_avg_top1 (chance: 33.3%). The set lies
+# beside the pretraining images: python tools/misc/make_mini_data.py
+# data/mini --which cls. Off: --cfg-options
+# default_hooks.online_probe.interval=0
+probe_dataset = dict(
+    type='CustomDataset', data_root='{train_data_root}/../cls')
+online_probe = dict(
+    type='OnlineProbeHook',
+    train_dataset=dict(probe_dataset, data_prefix='train'),
+    val_dataset=dict(probe_dataset, data_prefix='val'),
+    interval=50)
 
 max_iters, warmup_iters = 60, 10
 optim_wrapper = dict(
@@ -21,9 +39,30 @@ param_scheduler = [
          begin=warmup_iters, end=max_iters),
 ]
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters)
-default_hooks = dict(
+pretrain_mini_hooks = dict(
     logger=dict(type='LoggerHook', interval=5),
     checkpoint=dict(type='CheckpointHook', by_epoch=False,
                     interval=max_iters, max_keep_ckpts=1),
-    online_probe=_base_.online_probe)
+    online_probe=online_probe)
 log_processor = dict(by_epoch=False)
+# The 300-iteration mini pretraining schedule of the masked-image methods
+# (DropPos' mini config, MAE in the method ranking): the above with
+# AdamW lr 1e-3 and MAE's betas (0.9, 0.95), 20 warm-up iterations then
+# cosine to 1e-5, logging every 10 iterations and one checkpoint at the end.
+# Their configs take batches of 32 from an InfiniteSampler and set
+# `train_cfg`, `param_scheduler`, `default_hooks` and
+# `optim_wrapper.optimizer` from it.
+pretrain_mini_300it = dict(
+    train_cfg=dict(max_iters=300),
+    optimizer=dict(lr=1e-3, betas=(0.9, 0.95)),
+    param_scheduler=[
+        dict(type='LinearLR', start_factor=1e-3, by_epoch=False, begin=0,
+             end=20),
+        dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=False,
+             begin=20, end=300),
+    ],
+    default_hooks=dict(
+        pretrain_mini_hooks,
+        logger=dict(type='LoggerHook', interval=10),
+        checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=300,
+                        max_keep_ckpts=2)))

@@ -1,10 +1,7 @@
 # CR2PQ pretraining recipe on ImageNet-1K, 300 epochs: batch 2048
 # (32 GPUs x 64), AdamW, lr = blr * 2048 / 256 (blr 1.5e-4 for ViT-B), 40
 # warm-up epochs, then cosine.
-_base_ = [
-    '../../_base_/default_runtime_pretrain.py',
-    './imagenet_byol-views_boxes.py',
-]
+# No base: the configs list the runtime and the ImageNet views beside it.
 
 batch_size, blr = 2048, 1.5e-4
 max_epochs, warmup_epochs = 300, 40

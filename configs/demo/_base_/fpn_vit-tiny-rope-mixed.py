@@ -3,16 +3,24 @@
 # layout). Leaves add a dataset (its `crop_size`), a schedule and the
 # number of classes.
 _base_ = [
-    '../../_base_/models/fpn_vit-base-p16_mln.py',
+    'mmseg::_base_/models/fpn_r50.py',
+    '../../_base_/models/rope-vit-base-p16_dense.py',
     '../../_base_/models/rope-vit_mini-arch.py',
 ]
 embed_dims = _base_.mini_vit_arch['embed_dims']
 width = 64
 norm_cfg = dict(type='BN', requires_grad=True)
 model = dict(
-    backbone=_base_.mini_mln_backbone,
+    pretrained=None,  # the backbone loads through its init_cfg
+    backbone=dict(
+        _base_.mln_backbone,
+        _delete_=True,
+        arch=_base_.mini_vit_arch,
+        patch_size=8,
+        drop_path_rate=0.,
+        out_indices=(0, 1, 2, 3)),
     neck=[
-        dict(type='mmpretrain.MultiLevelNeck', in_channels=embed_dims,
+        dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=embed_dims,
              scale_factors=_base_.mini_mln_scales, norm_cfg=norm_cfg),
         dict(type='FPN', in_channels=[embed_dims] * 4, out_channels=width,
              num_outs=4)

@@ -3,7 +3,7 @@
 # probe: the MF-1.0G recipe with 100 epochs, layer-wise lr decay 0.85,
 # mixup 0.8 and cutmix 1.0.
 # Probe checkpoint:  --cfg-options load_from=PATH
-_base_ = ['./mobileformer-1.0g_tran1-ft_8xb64-coslr-150e_in1k.py']
+_base_ = ['./mobileformer-285m_tran1-ft_8xb64-coslr-200e_in1k.py']
 
 model = dict(
     backbone=dict(arch='3.7g'),

@@ -7,10 +7,13 @@
 #   --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [
     'mmpretrain::_base_/datasets/imagenet_bs32_pil_resize.py',
+    'mmpretrain::_base_/default_runtime.py',
+    './_base_/mobileformer-archs.py',
     './_base_/mobileformer-285m-frozen_cls.py',
 ]
 
 model = dict(
+    backbone=dict(init_cfg=_base_.mf_pretrained['285m']),
     head=dict(
         type='BNLinearClsHead',
         num_classes=1000,
@@ -34,3 +37,6 @@ param_scheduler = [
          convert_to_iter_based=True)
 ]
 train_cfg = dict(max_epochs=max_epochs)
+# Validation and a checkpoint (the last three kept) every 10 epochs.
+default_hooks = dict(
+    checkpoint=dict(type='CheckpointHook', interval=10, max_keep_ckpts=3))

@@ -4,7 +4,8 @@
 # Pretrained checkpoint (a QB-Heat pretraining checkpoint):
 #   --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [
-    './_base_/retinanet_mobileformer-285m-frozen.py',
+    'mmdet::_base_/models/retinanet_r50_fpn.py',
+    './_base_/mobileformer-285m-frozen.py',
     'mmdet::_base_/datasets/coco_detection.py',
     'mmdet::_base_/schedules/schedule_1x.py',
     'mmdet::_base_/default_runtime.py',
@@ -12,3 +13,11 @@ _base_ = [
 
 optim_wrapper = dict(
     optimizer=dict(_delete_=True, type='AdamW', lr=1e-4, weight_decay=1e-4))
+# RetinaNet with a frozen Mobile-Former-285M (QB-Heat Sec. 5, App. C,
+# Tab. 14): only FPN + head learn. FPN takes the stride-8 and stride-16
+# levels of the shared frozen backbone and adds strides 32-128 by stride-2
+# convs, matching RetinaNet's anchors.
+model = dict(
+    backbone=dict(_delete_=True, **_base_.frozen_mobileformer),
+    neck=dict(in_channels=_base_.frozen_mobileformer_channels, start_level=0,
+              num_outs=5))

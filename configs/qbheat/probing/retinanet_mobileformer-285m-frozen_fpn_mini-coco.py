@@ -4,7 +4,8 @@
 # CocoMetric (bbox). Checkpoint:
 #   --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [
-    './_base_/retinanet_mobileformer-285m-frozen.py',
+    'mmdet::_base_/models/retinanet_r50_fpn.py',
+    './_base_/mobileformer-285m-frozen.py',
     '../../_base_/datasets/mini_coco_instance.py',
     'mmdet::_base_/schedules/schedule_1x.py',
     'mmdet::_base_/default_runtime.py',
@@ -15,7 +16,9 @@ _base_ = [
 # 0.05, and CocoMetric then reports nothing; keeping the top boxes makes the
 # mini run always produce an AP (low, but measured).
 model = dict(
-    neck=dict(out_channels=64),
+    backbone=dict(_delete_=True, **_base_.frozen_mobileformer),
+    neck=dict(in_channels=_base_.frozen_mobileformer_channels, start_level=0,
+              num_outs=5, out_channels=64),
     bbox_head=dict(num_classes=3, in_channels=64, feat_channels=64,
                    stacked_convs=2),
     test_cfg=dict(score_thr=0.0))

@@ -1,6 +1,8 @@
 # Cascade Mask R-CNN MLN+FPN 1x (CR2PQ Table 1) with an APE ViT-S/16
 # (learnable absolute position embedding, no RoPE) instead of RoPE-Mixed.
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
-_base_ = './cascade-mask-rcnn_vit-small-p16-rope-mixed_mln-fpn_8xb2-1x_coco.py'
+_base_ = './cascade-mask-rcnn_vit-base-p16-rope-mixed_mln-fpn_8xb2-1x_coco.py'
 
-model = dict(backbone=dict(rope_type='none', use_ape=True))
+model = dict(
+    _base_.mln_fpn_vit_s16,
+    backbone=dict(arch='small', rope_type='none', use_ape=True))

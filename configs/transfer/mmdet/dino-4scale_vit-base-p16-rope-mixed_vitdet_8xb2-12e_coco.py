@@ -15,13 +15,18 @@ _base_ = [
     '../../_base_/schedules/vit_layer-decay_paramwise.py'
 ]
 
+# detrex's DINO-ViTDet backbone: ViTDet's (windows, relative position bias,
+# no class token, no LayerNorm after the last block) and its input padded to
+# 1024x1024 with 0 after normalisation (square_pad; the LSJ pipeline has no
+# Pad step).
 model = dict(
+    data_preprocessor=dict(pad_size_divisor=1024),
     backbone=dict(
         _delete_=True,
         **_base_.vit_backbone,
         **_base_.vitdet_window,
         out_indices=(-1, ),
-        final_norm=True),
+        final_norm=False),
     neck=[
         dict(
             type='mmpretrain.SimpleFeaturePyramid',

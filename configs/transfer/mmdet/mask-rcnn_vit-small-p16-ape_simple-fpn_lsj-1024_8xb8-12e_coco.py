@@ -2,6 +2,9 @@
 # ViT-S/16 (learnable absolute position embedding, no RoPE) instead of RoPE-
 # Mixed.
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
-_base_ = './mask-rcnn_vit-small-p16-rope-mixed_simple-fpn_lsj-1024_8xb8-12e_coco.py'
+_base_ = './mask-rcnn_vit-base-p16-rope-mixed_simple-fpn_lsj-1024_8xb8-12e_coco.py'
 
-model = dict(backbone=dict(rope_type='none', use_ape=True))
+model = dict(
+    _base_.vit_s16,
+    backbone=dict(arch='small', rope_type='none', use_ape=True))
+optim_wrapper = dict(optimizer=dict(lr=1e-4))  # ICPF B.2 for ViT-S

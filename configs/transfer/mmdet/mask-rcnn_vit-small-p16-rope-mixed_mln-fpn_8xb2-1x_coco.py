@@ -3,4 +3,4 @@
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = './mask-rcnn_vit-base-p16-rope-mixed_mln-fpn_8xb2-1x_coco.py'
 
-model = _base_.vit_s16
+model = _base_.mln_fpn_vit_s16

@@ -5,10 +5,15 @@
 # LSJ 1024, 88,750 iterations at batch 16 (8 GPUs x 2; 12 epochs), AdamW lr
 # 3e-4, x0.1 at 78,889 and 85,463 (ViTDet's schedule, as A.2 states).
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
-_base_ = './vitdet_mask-rcnn_vit-base-p16-ape_simple-fpn_lsj-1024_8xb8-12e_coco.py'
+_base_ = './mask-rcnn_vit-base-p16-rope-mixed_simple-fpn_lsj-1024_8xb8-12e_coco.py'
 
 model = dict(
-    backbone=dict(out_indices=(2, 5, 8, 11), final_norm=False),
+    backbone=dict(
+        _base_.vitdet_window,
+        rope_type='none',
+        use_ape=True,
+        out_indices=(2, 5, 8, 11),
+        final_norm=False),
     neck=_base_.mln_fpn_neck)
 train_dataloader = dict(batch_size=2)
 max_iters = 88750

@@ -1,6 +1,7 @@
 # Windowed ViTDet Mask R-CNN, LSJ 1024, 12 epochs, with an APE ViT-B/16
 # (learnable absolute position embedding, no RoPE) instead of RoPE-Mixed.
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
-_base_ = './vitdet_mask-rcnn_vit-base-p16-rope-mixed_simple-fpn_lsj-1024_8xb8-12e_coco.py'
+_base_ = './mask-rcnn_vit-base-p16-rope-mixed_simple-fpn_lsj-1024_8xb8-12e_coco.py'
 
-model = dict(backbone=dict(rope_type='none', use_ape=True))
+model = dict(
+    backbone=dict(_base_.vitdet_window, rope_type='none', use_ape=True))

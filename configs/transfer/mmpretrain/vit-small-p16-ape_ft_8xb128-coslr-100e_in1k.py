@@ -1,6 +1,8 @@
 # End-to-end fine-tuning on ImageNet-1K (MAE recipe) with an APE ViT-S/16
 # (learnable absolute position embedding, no RoPE) instead of RoPE-Mixed.
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
-_base_ = './vit-small-p16-rope-mixed_ft_8xb128-coslr-100e_in1k.py'
+_base_ = './vit-base-p16-rope-mixed_ft_8xb128-coslr-100e_in1k.py'
 
-model = dict(backbone=dict(rope_type='none', use_ape=True))
+model = dict(
+    _base_.vit_s16,
+    backbone=dict(arch='small', rope_type='none', use_ape=True))

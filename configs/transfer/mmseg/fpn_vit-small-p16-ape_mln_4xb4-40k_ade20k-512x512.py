@@ -1,6 +1,8 @@
 # Semantic FPN 40k, ADE20K 512x512 (CR2PQ Table 2) with an APE ViT-S/16
 # (learnable absolute position embedding, no RoPE) instead of RoPE-Mixed.
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
-_base_ = './fpn_vit-small-p16-rope-mixed_mln_4xb4-40k_ade20k-512x512.py'
+_base_ = './fpn_vit-base-p16-rope-mixed_mln_4xb4-40k_ade20k-512x512.py'
 
-model = dict(backbone=dict(rope_type='none', use_ape=True))
+model = dict(
+    _base_.vit_s16,
+    backbone=dict(arch='small', rope_type='none', use_ape=True))

@@ -2,4 +2,4 @@
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = './linear-probe_vit-base-p16-rope-mixed_4xb4-40k_ade20k-512x512.py'
 
-model = _base_.linear_probe_vit_s16
+model = _base_.vit_s16

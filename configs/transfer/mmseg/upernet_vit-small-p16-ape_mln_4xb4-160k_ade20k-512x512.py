@@ -2,6 +2,8 @@
 # ViT-S/16 (learnable absolute position embedding, no RoPE) instead of RoPE-
 # Mixed.
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
-_base_ = './upernet_vit-small-p16-rope-mixed_mln_4xb4-160k_ade20k-512x512.py'
+_base_ = './upernet_vit-base-p16-rope-mixed_mln_4xb4-160k_ade20k-512x512.py'
 
-model = dict(backbone=dict(rope_type='none', use_ape=True))
+model = dict(
+    _base_.vit_s16,
+    backbone=dict(arch='small', rope_type='none', use_ape=True))

@@ -4,9 +4,9 @@ mmengine's Runner loads these with ``strict=False``: a checkpoint of another
 architecture loads nothing (or only what happens to match), logs a list of
 keys and goes on with random weights. :class:`CheckpointFitHook` checks the
 checkpoint against the model in ``after_load_checkpoint``, i.e. after the
-file is read and before its tensors are copied into the model.
+file is read and before its tensors are copied into the model, with the key
+report and policies of :mod:`mmpos.checkpoint.match`.
 """
-import re
 from typing import Optional
 
 import torch
@@ -14,16 +14,9 @@ from mmengine.hooks import Hook
 from mmengine.logging import print_log
 from mmengine.model import BaseTTAModel, is_model_wrapper
 
+from mmpos.checkpoint import (CheckpointMismatchError, compare,
+                              without_ddp_prefix)
 from mmpos.registry import HOOKS
-from mmpos.utils.errors import CheckpointMismatchError
-
-SHOWN = 3  # keys named in a message
-
-
-def _names(keys) -> str:
-    keys = sorted(keys)
-    more = f' (+{len(keys) - SHOWN} more)' if len(keys) > SHOWN else ''
-    return ', '.join(keys[:SHOWN]) + more
 
 
 def _full_shapes(wrapper, model) -> dict:
@@ -51,10 +44,11 @@ class CheckpointFitHook(Hook):
 
     Args:
         checkpoint: the path being loaded, named in the message.
-        strict: also refuse model keys that the checkpoint lacks or holds
-            with another shape (resuming, testing). Otherwise (``load_from``
-            for fine-tuning, where a new head is expected) only a checkpoint
-            of which no tensor fits is refused.
+        strict: the ``strict`` policy (resuming, testing: every model tensor
+            present with its shape, nothing unexpected). Otherwise
+            (``load_from`` for fine-tuning, where a new head is expected)
+            the ``partial`` policy: only a checkpoint of which no tensor
+            fits by name and shape is refused.
     """
     priority = 'VERY_HIGH'  # before hooks that rewrite the checkpoint (EMA)
 
@@ -76,29 +70,18 @@ class CheckpointFitHook(Hook):
                 f'{name} holds a {type(state).__name__}, not a checkpoint '
                 '(a dict of tensors, or one under state_dict)')
         # The Runner strips DDP's 'module.' prefix (its revise_keys).
-        state = {re.sub(r'^module\.', '', k): v for k, v in state.items()
-                 if isinstance(v, torch.Tensor)}
-        own = _full_shapes(runner.model, model)
-        wrong = [k for k in set(state) & set(own)
-                 if state[k].shape != own[k]]
-        fits = set(state) & set(own) - set(wrong)
-        missing = set(own) - set(state)
-        what = type(model).__name__
-        if not fits:
-            raise CheckpointMismatchError(
-                f'{name} does not fit {what}: none of its {len(state)} '
-                f'tensors matches the model\'s {len(own)} by name and shape '
-                f'(checkpoint keys: {_names(state)}; model keys: '
-                f'{_names(own)}); another model\'s checkpoint?')
-        if self.strict and (missing or wrong):
-            raise CheckpointMismatchError(
-                f'{name} does not fit {what}: {len(missing)} model tensors '
-                f'missing ({_names(missing)}), {len(wrong)} of another shape '
-                f'({_names(wrong)})')
-        rest = (f'; {len(missing)} missing and {len(wrong)} of another shape '
-                'stay as initialised' if missing or wrong else '')
-        print_log(f'{name}: {len(fits)} of the model\'s {len(own)} tensors '
-                  f'fit{rest}', logger='current')
+        state = without_ddp_prefix(
+            {k: v for k, v in state.items() if isinstance(v, torch.Tensor)})
+        report = compare(state, _full_shapes(runner.model, model))
+        report.enforce('strict' if self.strict else 'partial', name,
+                       type(model).__name__)
+        rest = (f'; {len(report.missing)} missing and '
+                f'{len(report.mismatched)} of another shape stay as '
+                'initialised' if report.missing or report.mismatched else '')
+        own = len(report.matched) + len(report.mismatched) + len(
+            report.missing)
+        print_log(f'{name}: {len(report.matched)} of the model\'s {own} '
+                  f'tensors fit{rest}', logger='current')
 
 
 __all__ = ['CheckpointFitHook']

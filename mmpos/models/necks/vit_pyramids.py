@@ -92,13 +92,16 @@ class SimpleFeaturePyramid(BaseModule):
 
 
 @MODELS.register_module()
-class MultiLevelNeck(BaseModule):
+class DeconvMultiLevelNeck(BaseModule):
     """BEiT/MAE-style multi-level neck for dense prediction with a plain ViT.
 
     Takes feature maps from several ViT blocks (e.g. blocks 4, 6, 8, 12 of
     ViT-B) at stride 16 and resamples them by (4, 2, 1, 0.5) to strides
     4/8/16/32, keeping the width, so that mmdet's ``FPN`` or mmseg's
-    ``UPerHead`` can consume them with ``in_channels=[C] * 4``.
+    ``UPerHead`` can consume them with ``in_channels=[C] * 4``. Upsampling
+    is learned (transposed convolutions), downsampling max-pools; mmseg's
+    ``MultiLevelNeck`` instead maps each input to ``out_channels`` with a
+    1x1 conv and resizes by interpolation.
 
     Args:
         in_channels (int): ViT width C.
@@ -143,8 +146,9 @@ class MultiLevelNeck(BaseModule):
 
     def forward(self, inputs: Tuple[torch.Tensor]) -> Tuple[torch.Tensor]:
         if len(inputs) != len(self.stages):
-            raise ValueError(f'MultiLevelNeck expects {len(self.stages)} '
-                             f'feature maps, got {len(inputs)}; set the '
+            raise ValueError(f'DeconvMultiLevelNeck expects '
+                             f'{len(self.stages)} feature maps, got '
+                             f'{len(inputs)}; set the '
                              'backbone out_indices to match scale_factors')
         return tuple(
             stage(norm(x))

@@ -2,9 +2,10 @@
 # linear and tran-1 probes (QB-Heat Sec. 5, App. B.1): all stages, the
 # global tokens and the BN statistics are frozen and the head (set by each
 # probe) reads the stride-16 final 720-d map; only the checkpoint's
-# `backbone.` weights load. Validation and a checkpoint (the last three
-# kept) every 10 epochs; batch 4096 for the lr scaling.
-_base_ = ['mmpretrain::_base_/default_runtime.py', './mobileformer-archs.py']
+# `backbone.` weights load. Validation every 10 epochs; batch 4096 for the
+# lr scaling. No base: the probes list mmpretrain's default_runtime.py and
+# mobileformer-archs.py beside it and set the backbone's `init_cfg` and the
+# checkpoint hook.
 
 custom_imports = dict(
     imports=[
@@ -19,12 +20,9 @@ model = dict(
         type='MobileFormer',
         arch='285m',
         frozen_stages=4,
-        norm_eval=True,
-        init_cfg=_base_.mf_pretrained['285m']))
+        norm_eval=True))
 
 train_cfg = dict(by_epoch=True, val_interval=10)
 val_cfg = dict()
 test_cfg = dict()
-default_hooks = dict(
-    checkpoint=dict(type='CheckpointHook', interval=10, max_keep_ckpts=3))
 auto_scale_lr = dict(base_batch_size=4096)

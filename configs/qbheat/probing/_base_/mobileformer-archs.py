@@ -17,3 +17,13 @@ mf_pretrained = {
     for arch in mf_channels
 }
 unfrozen_mobileformer = dict(frozen_stages=-1, norm_eval=False, init_cfg=None)
+# The frozen MF-285M backbone of the COCO decoder probes and its two output
+# widths (strides 8 and 16).
+frozen_mobileformer = dict(
+    type='mmpretrain.MobileFormer',
+    arch='285m',
+    out_indices=(2, 4),
+    frozen_stages=4,
+    norm_eval=True,
+    init_cfg=mf_pretrained['285m'])
+frozen_mobileformer_channels = mf_channels['285m']

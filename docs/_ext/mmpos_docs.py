@@ -1,0 +1,158 @@
+"""Sphinx extension of the mmpos docs.
+
+* Generates, at every build, the pages' measured tables into
+  ``docs/_generated/`` (pages include them with MyST's ``{include}``):
+  ``benchmarks.md`` from ``benchmarks/results/*.json`` (every row with its
+  date and machine), ``paper_tables/<paper>.md`` (every table of the paper
+  tables' manifest, paper-only rows included: the method pages' comparison
+  tables) and ``model_zoo.md`` (only the rows with a number of ours),
+  both with the table tool (``mmpos_harness.paper_tables``) from the runs
+  under ``mmpos_paper_work_root``.
+* Checks every repository path a page mentions (:mod:`repo_paths`); a
+  missing one is a warning, i.e. an error under ``-W``.
+"""
+import json
+import os
+import re
+from pathlib import Path
+
+from sphinx.util import logging
+
+import repo_paths
+
+logger = logging.getLogger(__name__)
+
+
+def _machine(settings: dict) -> str:
+    if settings.get('gpu'):
+        return str(settings['gpu'])
+    if settings.get('device', 'cpu') != 'cpu':
+        return str(settings['device'])
+    cores = settings.get('cpu_count')
+    return f"{settings.get('cpu', 'CPU')} ({cores} cores)" if cores \
+        else str(settings.get('cpu', 'CPU'))
+
+
+def _num(value, fmt='{:.3f}'):
+    return '' if value is None else fmt.format(value)
+
+
+def _suite_table(name: str, data: dict) -> list:
+    s = data['settings']
+    date = str(s.get('date', ''))[:10]
+    machine = _machine(s)
+    setup = (f"torch {s.get('torch')}, {s.get('amp')}, "
+             f"{s.get('threads')} thread(s)")
+    cmd = 'python benchmarks/run.py ' + ' '.join(
+        a for a in s.get('argv', []) if not a.startswith('/'))
+    lines = [f'### `{name}`', '',
+             f'`{cmd}` ({setup}' +
+             (f"; code: {s['code']}" if s.get('code') else '') + ')', '',
+             '| date | machine | benchmark | ours | baseline | time ratio | '
+             'memory ratio | ours ms | baseline ms | target |',
+             '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
+    for r in data['rows']:
+        if r.get('error'):
+            continue
+        lines.append(
+            f"| {date} | {machine} | {r.get('benchmark', '')} | "
+            f"{r.get('ours', '')} | {r.get('baseline', '')} | "
+            f"{_num(r.get('time_ratio'))} | {_num(r.get('mem_ratio'))} | "
+            f"{_num(r.get('ours_ms'), '{:.1f}')} | "
+            f"{_num(r.get('baseline_ms'), '{:.1f}')} | "
+            f"{r.get('target', '')} |")
+    return lines + ['']
+
+
+def _device_table(name: str, data: dict, mtime: str) -> list:
+    lines = [f'### `{name}`', '',
+             '`python benchmarks/rope_attention_device.py` (one attention '
+             f"layer forward + backward, ViT-B width, {data['autocast']})", '',
+             '| date | machine | tokens | batch | no RoPE ms | axial / none '
+             '| mixed / none |', '| --- | --- | --- | --- | --- | --- | --- |']
+    for r in data['attention_fwd_bwd']:
+        lines.append(f"| {mtime} | {data['device']} | {r['tokens']} | "
+                     f"{r['batch']} | {r['ms_none']:.3f} | "
+                     f"{r['ratio_axial']:.3f} | {r['ratio_mixed']:.3f} |")
+    return lines + ['']
+
+
+def benchmark_markdown(results_dir: Path) -> str:
+    out = []
+    for path in sorted(results_dir.glob('*.json')):
+        data = json.loads(path.read_text())
+        rel = f'benchmarks/results/{path.name}'
+        if 'settings' in data and 'rows' in data:
+            out += _suite_table(rel, data)
+        elif 'attention_fwd_bwd' in data:
+            date = data.get('date', 'date not recorded')
+            out += _device_table(rel, data, date)
+        else:
+            raise ValueError(f'{rel}: neither a benchmarks/run.py summary '
+                             "('settings', 'rows') nor a device result")
+    return '\n'.join(out)
+
+
+def paper_table_pages(work_root: str, out_dir: Path) -> None:
+    from mmpos_harness.paper_tables.manifest import load_manifest
+    from mmpos_harness.paper_tables.tables import (LEGEND, build_table,
+                                                   run_results, to_markdown)
+    manifest = load_manifest('tools/paper_tables/manifest.yaml')
+    results = run_results(manifest, work_root)
+    (out_dir / 'paper_tables').mkdir(parents=True, exist_ok=True)
+    papers = list(dict.fromkeys(t.paper for t in manifest.tables))
+    zoo = []
+    for paper in papers:
+        tables = [t for t in manifest.tables if t.paper == paper]
+        parts = []
+        for table in tables:
+            rows = build_table(manifest, table, results)
+            parts.append(to_markdown(table, rows))
+            ours = [r for r in rows if any(c.ours is not None
+                                           for c in r.cells)]
+            if ours:
+                zoo.append(to_markdown(table, ours).replace(
+                    '### ', '## ', 1).replace(LEGEND, ''))
+        slug = re.sub(r'[^a-z0-9]+', '_', paper.lower()).strip('_')
+        (out_dir / 'paper_tables' / f'{slug}.md').write_text(
+            '\n'.join(parts))
+    if not zoo:
+        zoo = ['No run of `tools/paper_tables/manifest.yaml` has finished '
+               f'under `{os.path.relpath(work_root)}` in this build, so no '
+               'row has a number of ours yet. The measured mini-scale runs '
+               'are on the method pages and in the method ranking.']
+    else:
+        zoo.append(LEGEND)
+    (out_dir / 'model_zoo.md').write_text('\n\n'.join(zoo) + '\n')
+
+
+def generate(app):
+    root = Path(app.config.mmpos_repo_root)
+    out_dir = Path(app.srcdir) / '_generated'
+    out_dir.mkdir(exist_ok=True)
+    (out_dir / 'benchmarks.md').write_text(
+        benchmark_markdown(root / 'benchmarks' / 'results'))
+    cwd = os.getcwd()
+    os.chdir(root)  # the manifest names configs relative to the repo
+    try:
+        paper_table_pages(app.config.mmpos_paper_work_root, out_dir)
+    finally:
+        os.chdir(cwd)
+    app.env.mmpos_index = repo_paths.RepoIndex(str(root))
+
+
+def check_paths(app, docname, source):
+    index = getattr(app.env, 'mmpos_index', None) or \
+        repo_paths.RepoIndex(app.config.mmpos_repo_root)
+    for lineno, path, problem in repo_paths.check_text(source[0], index):
+        logger.warning(f'`{path}`: {problem}',
+                       location=(docname, lineno))
+
+
+def setup(app):
+    app.add_config_value('mmpos_repo_root', '..', 'env')
+    app.add_config_value('mmpos_paper_work_root', 'work_dirs/paper_tables',
+                         'env')
+    app.connect('builder-inited', generate)
+    app.connect('source-read', check_paths)
+    return {'parallel_read_safe': True, 'parallel_write_safe': True}

@@ -1,0 +1,27 @@
+"""Pure ``state dict -> state dict`` converters, one module per source.
+
+* :mod:`.rope_vit` -- the RoPE-ViT authors' checkpoints (naver-ai/rope-vit,
+  DeiT-III layout; RoPE-Mixed ``freqs`` split per block);
+* :mod:`.timm` -- timm ``VisionTransformer`` / ``Eva`` (the naver RoPE ViTs,
+  DINOv2 with registers, timm's DINOv3 ports);
+* :mod:`.dinov3` -- facebookresearch/dinov3 ``DinoVisionTransformer``;
+* :mod:`.mmpos` -- mmpos / mmpretrain training checkpoints -> backbone, and
+  ICPF's positional field -> the backbone's APE;
+* :mod:`.vit` -- the key layout these ViT converters share and the model
+  config of a converted state dict (:func:`infer_vit_config`);
+* :mod:`.command` -- the command line of ``tools/model_converters/``.
+"""
+from .dinov3 import convert_dinov3_official, dinov3_periods
+from .mmpos import (extract_backbone, find_positional_field,
+                    positional_field_to_ape)
+from .rope_vit import convert_official_rope_vit
+from .timm import convert_timm_vit
+from .vit import (DINOV3_BACKBONE, infer_vit_config, pos_embed_has_cls_slot,
+                  require_vit, resolve_rope_type)
+
+__all__ = [
+    'DINOV3_BACKBONE', 'convert_dinov3_official', 'convert_official_rope_vit',
+    'convert_timm_vit', 'dinov3_periods', 'extract_backbone',
+    'find_positional_field', 'infer_vit_config', 'pos_embed_has_cls_slot',
+    'positional_field_to_ape', 'require_vit', 'resolve_rope_type'
+]

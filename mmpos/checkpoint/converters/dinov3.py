@@ -1,0 +1,72 @@
+"""facebookresearch/dinov3 ``DinoVisionTransformer`` checkpoints -> mmpos."""
+import math
+from collections import OrderedDict
+from typing import Tuple
+
+import torch
+from torch import Tensor
+
+from ..errors import ConversionError
+from .vit import StateDict, classifier_key, rename_key
+
+
+def dinov3_periods(periods: Tensor) -> dict:
+    """``rope_periods`` of a DINOv3 checkpoint's ``rope_embed.periods``
+    ``(D/4,)``: ``dict(base=b)`` when ``periods[t] = b ** (t / (D/4))``,
+    else ``dict(min_period=periods[0], max_period=periods[-1])``; either
+    checked against every stored period (relative 1e-2: released weights
+    store them in bf16). Raises if the periods are not geometric."""
+    from mmpos.models.layers.rope import frequency_magnitudes
+    periods = periods.double()
+    quarter = periods.numel()
+    if quarter < 2 or not torch.isfinite(periods).all() or \
+            (periods <= 0).any():
+        raise ConversionError('rope_embed.periods must hold >= 2 positive '
+                              f'periods, got {periods.tolist()}')
+    candidates = []
+    if abs(periods[0].item() - 1) < 1e-2:
+        base = periods[-1].item()**(quarter / (quarter - 1))
+        candidates.append(dict(base=float(f'{base:.4g}')))
+    candidates.append(dict(min_period=periods[0].item(),
+                           max_period=periods[-1].item()))
+    for cand in candidates:
+        expected = 2 * math.pi / frequency_magnitudes(4 * quarter,
+                                                      periods=cand)
+        if torch.allclose(expected, periods, rtol=1e-2, atol=0):
+            return cand
+    raise ConversionError('rope_embed.periods is not a geometric sequence: '
+                          f'{periods.tolist()}')
+
+
+def convert_dinov3_official(state_dict: StateDict) -> Tuple[StateDict, dict]:
+    """facebookresearch/dinov3 ``DinoVisionTransformer`` state dict ->
+    ``(mmpretrain classifier layout, rope_periods)``.
+
+    ``storage_tokens`` become ``register_tokens``; a masked key bias
+    (``attn.qkv.bias_mask``, ``mask_k_bias=True``) is applied to
+    ``attn.qkv.bias`` and dropped; ``mask_token`` (pretraining only) is
+    dropped; ``rope_embed.periods`` is read by :func:`dinov3_periods`.
+    Other keys (``cls_norm``, ``local_cls_norm`` of untied-norm models,
+    SwiGLU FFNs) keep their names and are reported unexpected.
+    """
+    if 'rope_embed.periods' not in state_dict:
+        raise ConversionError('no rope_embed.periods: not a DINOv3 '
+                              'DinoVisionTransformer checkpoint')
+    periods = dinov3_periods(state_dict['rope_embed.periods'])
+    out = OrderedDict()
+    for key, value in state_dict.items():
+        if key in ('mask_token', 'rope_embed.periods') or \
+                key.endswith('.bias_mask'):
+            continue
+        if key == 'storage_tokens':
+            out['backbone.register_tokens'] = value
+            continue
+        if key.endswith('.attn.qkv.bias'):
+            mask = state_dict.get(key + '_mask')
+            if mask is not None:
+                if not torch.isfinite(mask).all():
+                    raise ConversionError(f'{key}_mask is not finite (an '
+                                          'uninitialised buffer)')
+                value = value * mask.to(value.dtype)
+        out[classifier_key(rename_key(key))] = value
+    return out, periods

@@ -1,0 +1,101 @@
+"""mmpos / mmpretrain training checkpoints -> a backbone; ICPF's
+positional field -> the backbone's APE."""
+import math
+from collections import OrderedDict
+from typing import Optional, Sequence
+
+from torch import Tensor
+
+from ..errors import ConversionError
+from ..read import StateDict
+
+
+def extract_backbone(state_dict: StateDict,
+                     src_prefix: str = 'backbone.',
+                     keep_prefix: bool = False) -> StateDict:
+    """Keep the ``src_prefix`` sub-state-dict of a training checkpoint.
+
+    Args:
+        src_prefix: the module to extract, e.g. ``'backbone.'`` or
+            ``'teacher.backbone.'``. A DDP ``module.`` prefix is ignored.
+        keep_prefix: write keys as ``backbone.<name>`` (for ``load_from`` of
+            a whole detector/segmentor/classifier, or ``init_cfg=dict(
+            type='Pretrained', prefix='backbone.')``) instead of bare
+            ``<name>`` (backbone ``init_cfg`` without prefix).
+    """
+    state_dict = OrderedDict(
+        (k[len('module.'):] if k.startswith('module.') else k, v)
+        for k, v in state_dict.items())
+    out = OrderedDict((('backbone.' if keep_prefix else '') + k[len(
+        src_prefix):], v) for k, v in state_dict.items()
+                      if k.startswith(src_prefix))
+    if not out:
+        modules = sorted({k.split('.')[0] for k in state_dict})
+        raise ConversionError(f'no {src_prefix!r} keys in the checkpoint; '
+                              f'its top-level modules are {modules}')
+    return out
+
+
+def find_positional_field(state_dict: StateDict,
+                          src_prefix: str = 'backbone.') -> Optional[Tensor]:
+    """The ICPF positional field of the backbone under ``src_prefix``: the
+    sibling ``pos_field.field`` (``'backbone.'`` -> ``'pos_field.field'``,
+    ``'teacher.module.backbone.'`` -> ``'teacher.module.pos_field.field'``;
+    a DDP ``module.`` prefix is ignored), or ``None`` when there is none."""
+    if not src_prefix.endswith('backbone.'):
+        return None
+    key = src_prefix[:-len('backbone.')] + 'pos_field.field'
+    for candidate in (key, 'module.' + key):
+        if candidate in state_dict:
+            return state_dict[candidate]
+    return None
+
+
+def positional_field_to_ape(backbone: StateDict,
+                            field: Tensor,
+                            grid: Optional[Sequence[int]] = None
+                            ) -> StateDict:
+    """Replace a backbone's APE by an ICPF positional field (ICPF §3.2.1).
+
+    While ICPF pretrains, patch positions are crops of the field ``P``; the
+    patch slots of the backbone's own ``pos_embed`` are never used. A plain
+    APE ViT computes what ICPF computed on whole images when its table is
+    the field's whole-image crop on the patch grid, i.e. ``P`` resized to
+    ``grid`` (bilinear, ``align_corners=False``; :func:`~mmpos.models.
+    layers.positional_field.field_to_pos_embed`). The class-token slot is
+    kept.
+
+    Args:
+        backbone: bare backbone state dict (keys without ``backbone.``) with
+            ``pos_embed`` ``(1, 1 + h0 * w0, d)`` (class-token slot first,
+            as every ICPF backbone has).
+        field: ``(1, d, h_P, w_P)``.
+        grid: ``(h, w)`` patch grid of the new table; default: the square
+            grid of the existing ``pos_embed``.
+
+    Returns:
+        A copy of ``backbone`` with ``pos_embed`` ``(1, 1 + h * w, d)``.
+    """
+    from mmpos.models.layers.positional_field import field_to_pos_embed
+    pos = backbone.get('pos_embed')
+    if pos is None:
+        raise ConversionError('the backbone has no pos_embed to replace by '
+                              'the positional field (needs use_ape=True)')
+    if field.dim() != 4 or field.shape[:2] != (1, pos.shape[-1]):
+        raise ConversionError(
+            f'positional field must have shape (1, {pos.shape[-1]}, h, w) '
+            f'to match pos_embed {tuple(pos.shape)}, got '
+            f'{tuple(field.shape)}')
+    if grid is None:
+        side = math.isqrt(pos.shape[1] - 1)
+        if side * side != pos.shape[1] - 1:
+            raise ConversionError(
+                f'pos_embed {tuple(pos.shape)} is not a class token plus a '
+                'square grid; give the grid (h, w) explicitly')
+        grid = (side, side)
+    if len(grid) != 2 or min(grid) < 1:
+        raise ConversionError(f'grid must be (h, w) >= 1, got {grid}')
+    out = OrderedDict(backbone)
+    out['pos_embed'] = field_to_pos_embed(
+        field.float(), tuple(grid), pos[:, :1].float()).to(pos.dtype)
+    return out

@@ -1,0 +1,280 @@
+"""Runs shared by the demo (``tools/demo.py``) and the CPU method ranking
+(``tools/paper_tables/method_ranking.py``): the mini data, pretraining on the
+unlabeled views, and the seed-repeated label-scarce transfer to
+mini-objects (Mask R-CNN) and mini-stuff (Semantic FPN), laid out as
+:mod:`mmpos_harness.comparison.seeds` reads it.
+
+Every run is a ``tools/train.py`` subprocess; a finished run leaves
+:data:`~mmpos_harness.results.DONE_MARKER` and ``compute.json`` in its
+work dir and is skipped when asked again (so both tools resume).
+"""
+import contextlib
+import json
+import os
+import os.path as osp
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from mmengine.config import Config
+
+from ..mini_data import MARKER
+from ..results import DONE_MARKER, last_checkpoint, read_run
+from .seeds import COMPUTE, PLAN, pretrain_dir, transfer_dir, write_json
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+# Mini data of the demo: label-scarce splits (256 labelled images per task,
+# 8x fewer than the unlabeled views), thousands of unlabeled views.
+DATA = dict(num_train=256, num_val=32, num_unlabeled=2048, img_size=64)
+# task -> (config, dataset folder, {metric key: label}, scale to percent)
+TASKS = {
+    'detection': dict(
+        config='configs/demo/mask-rcnn_vit-tiny-rope-mixed_mini-objects.py',
+        data='objects', label='mini-objects',
+        metrics={'coco/bbox_mAP': 'AP^bb', 'coco/segm_mAP': 'AP^mk',
+                 'coco/bbox_mAP_50': 'AP^bb_50'},
+        scale=100.0),
+    'segmentation': dict(
+        config='configs/demo/fpn_vit-tiny-rope-mixed_mini-stuff.py',
+        data='stuff', label='mini-stuff',
+        metrics={'mIoU': 'mIoU', 'aAcc': 'aAcc'}, scale=1.0),
+}
+RANDOM_INIT = 'random init'
+
+
+def run(cmd, log=None, threads=None):
+    """Run ``cmd`` in the repository; stop with one line if it fails.
+
+    Args:
+        cmd (list[str]): The command.
+        log (str, optional): File that takes its output instead of the
+            console (runs in parallel).
+        threads (int, optional): Its ``OMP_NUM_THREADS``.
+
+    Returns:
+        float: The CPU seconds (user + system) it used, i.e. about the
+        seconds it takes on one idle core when run single-threaded.
+    """
+    print('+', ' '.join(cmd), flush=True)
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads)) if threads else None
+    with open(log, 'w') if log else contextlib.nullcontext() as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out,
+                                stderr=subprocess.STDOUT if log else None)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        where = f'in {log}' if log else 'above'
+        raise SystemExit(f'stopped, this step failed (its error is {where}): '
+                         f'{" ".join(cmd[1:3])}')
+    return usage.ru_utime + usage.ru_stime
+
+
+def _needs_writing(path, **wanted):
+    """Whether the mini dataset at ``path`` is missing or was written with
+    other sizes than ``wanted`` (then it is rewritten: the generator's
+    ``--force`` replaces only what it wrote itself)."""
+    marker = osp.join(path, MARKER)
+    if not osp.isdir(path):
+        return True
+    if not osp.isfile(marker):
+        return False  # not ours: the generator refuses it with one line
+    with open(marker) as f:
+        written = json.load(f)
+    stale = {k: written.get(k) for k, v in wanted.items()
+             if written.get(k) != v}
+    if stale:
+        print(f'{path} was written with {stale}; the demo needs {wanted}: '
+              'rewriting it')
+    return bool(stale)
+
+
+def ensure_data(data_root):
+    """Write the mini datasets the comparison needs, reusing existing ones
+    written with the same sizes (others are rewritten)."""
+    tool = [sys.executable, 'tools/misc/make_mini_data.py', data_root,
+            '--img-size', str(DATA['img_size']), '--force']
+    labelled = [t['data'] for t in TASKS.values() if _needs_writing(
+        osp.join(data_root, t['data']), num_train=DATA['num_train'],
+        num_val=DATA['num_val'], img_size=DATA['img_size'])]
+    if labelled:
+        run(tool + ['--which', *labelled, '--num-train',
+                    str(DATA['num_train']), '--num-val',
+                    str(DATA['num_val'])])
+    unlabeled = _needs_writing(osp.join(data_root, 'unlabeled'),
+                               num_images=DATA['num_unlabeled'],
+                               img_size=DATA['img_size'])
+    if unlabeled:
+        run(tool + ['--which', 'unlabeled', '--num-unlabeled',
+                    str(DATA['num_unlabeled'])])
+    # the labelled set of the pretraining configs' online kNN probe
+    probe = not osp.isdir(osp.join(data_root, 'cls'))
+    if probe:
+        run([sys.executable, 'tools/misc/make_mini_data.py', data_root,
+             '--which', 'cls'])
+    if not (labelled or unlabeled or probe):
+        print(f'reusing mini data in {data_root}')
+
+
+def _finish(work_dir, start, cpu_seconds):
+    """Mark ``work_dir`` done, with its wall minutes since ``start`` and the
+    CPU minutes of its commands in ``compute.json``."""
+    write_json(osp.join(work_dir, COMPUTE),
+               dict(minutes=round((time.time() - start) / 60, 2),
+                    cpu_minutes=round((cpu_seconds or 0) / 60, 2)))
+    open(osp.join(work_dir, DONE_MARKER), 'w').close()
+
+
+def _console(work_dir, threads):
+    """``<work_dir>/console.log`` (created) for a run in parallel (with
+    ``threads``), else None (the console)."""
+    if not threads:
+        return None
+    os.makedirs(work_dir, exist_ok=True)
+    return osp.join(work_dir, 'console.log')
+
+
+def _fresh(work_dir):
+    """Whether ``work_dir`` must be (re)run; an unfinished one is removed
+    (a resumed comparison restarts its interrupted run)."""
+    if osp.isfile(osp.join(work_dir, DONE_MARKER)):
+        print(f'done already: {work_dir}')
+        return False
+    if osp.isdir(work_dir):
+        shutil.rmtree(work_dir)
+    return True
+
+
+def schedule_options(config, iters):
+    """``--cfg-options`` that run ``config`` for ``iters`` iterations with
+    its schedule stretched to them: ``train_cfg.max_iters``, the ``end`` of
+    every parameter scheduler that ends at the config's ``max_iters`` (lr,
+    weight decay; warm-ups keep their length) and the checkpoint interval
+    when it equals ``max_iters``. Schedules kept inside a model or a hook
+    (DINOv2's teacher momentum and temperature) read the runner's
+    ``max_iters`` themselves."""
+    cfg = Config.fromfile(config)
+    length = cfg.train_cfg.max_iters
+    options = [f'train_cfg.max_iters={iters}']
+    for i, scheduler in enumerate(cfg.get('param_scheduler') or []):
+        if scheduler.get('end') == length:
+            options.append(f'param_scheduler.{i}.end={iters}')
+    if cfg.default_hooks.get('checkpoint', {}).get('interval') == length:
+        options.append(f'default_hooks.checkpoint.interval={iters}')
+    return options
+
+
+def pretrain(config, root, init, data_root, iters=None, options=(),
+             threads=None):
+    """Pretrain ``config`` on ``data_root/unlabeled`` into
+    ``root/pretraining/<init>``; returns the backbone checkpoint extracted
+    for the detection config (no key may be missing; keys it has no place
+    for, such as the APE DINOv2 / ICPF train with, are left out). With
+    ``threads`` (runs in parallel) it trains with that many threads and
+    its output goes to ``<work dir>/console.log``."""
+    work_dir = pretrain_dir(root, init)
+    backbone = osp.join(work_dir, 'backbone.pth')
+    if _fresh(work_dir):
+        start = time.time()
+        opts = ['train_dataloader.dataset.data_root='
+                f'{osp.join(data_root, "unlabeled")}/', *options]
+        if iters:
+            opts += schedule_options(config, iters)
+        cpu = run([sys.executable, 'tools/train.py', config, '--work-dir',
+                   work_dir, '--cfg-options', *opts],
+                  log=_console(work_dir, threads), threads=threads)
+        run([sys.executable, 'tools/model_converters/mmpos2backbone.py',
+             last_checkpoint(work_dir), backbone, '--config',
+             TASKS['detection']['config'], '--drop-unexpected'])
+        _finish(work_dir, start, cpu)
+    return backbone
+
+
+def data_options(task, data_root):
+    """``--cfg-options`` pointing a task's config at ``data_root``."""
+    root = osp.join(data_root, TASKS[task]['data']) + '/'
+    options = [f'{split}_dataloader.dataset.data_root={root}'
+               for split in ('train', 'val', 'test')]
+    if task == 'detection':
+        ann = root + 'annotations/instances_val2017.json'
+        options += [f'val_evaluator.ann_file={ann}',
+                    f'test_evaluator.ann_file={ann}']
+    return options
+
+
+def transfer(root, task, init, seed, data_root, backbone=None, iters=None,
+             threads=None):
+    """One transfer run (train, final evaluation) of ``task`` from
+    ``backbone`` (None: random init) with ``seed``; returns its metrics.
+    With ``threads`` (runs in parallel) it runs with that many threads and
+    its output goes to ``<work dir>/console.log``."""
+    work_dir = transfer_dir(root, task, init, seed)
+    if _fresh(work_dir):
+        start = time.time()
+        options = data_options(task, data_root) + [f'randomness.seed={seed}']
+        if backbone:
+            options.append(f'model.backbone.init_cfg.checkpoint={backbone}')
+        if iters:
+            options += [f'train_cfg.max_iters={iters}',
+                        f'train_cfg.val_interval={iters}']
+        cpu = run([sys.executable, 'tools/train.py', TASKS[task]['config'],
+                   '--work-dir', work_dir, '--cfg-options', *options],
+                  log=_console(work_dir, threads), threads=threads)
+        _finish(work_dir, start, cpu)
+    return read_run(work_dir).metrics
+
+
+def compare(root, methods, seeds, data_root, jobs=2, iters=None):
+    """Pretrain each of ``methods`` and transfer every init to every task
+    for every seed, under ``root``; returns ``{init: backbone or None}``.
+
+    Args:
+        methods: ``[(init, config, pretrain_iters)]``; ``config`` None is a
+            random init, ``pretrain_iters`` None keeps the config's schedule
+            (else :func:`schedule_options` stretches it).
+        jobs: runs at a time; above 1 each is single-threaded with its
+            output in ``<work dir>/console.log`` (pretrainings run beside
+            the random-init transfers, a method's transfers start once its
+            backbone is there; the long detection runs come first so the
+            short segmentation runs fill the end). 1: one run at a time
+            with all threads, its log on the console.
+
+    A failed run stops the queued ones; the finished runs stay (the
+    comparison resumes, see :func:`_fresh`).
+    """
+    threads = 1 if jobs > 1 else None
+    with ThreadPoolExecutor(jobs) as pool:
+        backbones = {
+            init: config and pool.submit(pretrain, config, root, init,
+                                         data_root, pretrain_iters,
+                                         threads=threads)
+            for init, config, pretrain_iters in methods}
+
+        def run_transfer(task, init, seed):
+            backbone = backbones[init] and backbones[init].result()
+            return transfer(root, task, init, seed, data_root, backbone,
+                            iters, threads)
+
+        futures = [pool.submit(run_transfer, task, init, seed)
+                   for task in TASKS for init in reversed(list(backbones))
+                   for seed in seeds]
+        try:
+            for future in [*backbones.values(), *futures]:
+                if future:
+                    future.result()
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+    return {init: future and future.result()
+            for init, future in backbones.items()}
+
+
+def write_plan(root, title, inits, seeds):
+    """``root/plan.json`` for :mod:`mmpos_harness.comparison.seeds`."""
+    os.makedirs(root, exist_ok=True)
+    tasks = {name: dict(label=t['label'], metrics=t['metrics'],
+                        scale=t['scale']) for name, t in TASKS.items()}
+    write_json(osp.join(root, PLAN),
+               dict(title=title, seeds=list(seeds), reference=RANDOM_INIT,
+                    inits=list(inits), tasks=tasks))

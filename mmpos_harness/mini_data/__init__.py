@@ -1,0 +1,95 @@
+"""Deterministic mini datasets in the real on-disk formats.
+
+Six generators (one module each), each writing one dataset directory:
+
+* :func:`make_mini_coco` -- COCO instance segmentation (``annotations/
+  instances_{train,val}2017.json`` + ``{train,val}2017/*.jpg``): textured
+  circles, squares and triangles of varied size on a textured background,
+  occluding one another. Boxes, areas and polygons describe the *visible*
+  part of every instance; the polygons rasterise (pycocotools) back to
+  exactly that part.
+* :func:`make_mini_ade` -- ADE20K layout (``images/{training,validation}/
+  *.jpg`` + ``annotations/{training,validation}/*.png``), label 0 meaning
+  "other" and ids ``1..6`` (see :data:`MINI_ADE_CLASSES`) each rendered with
+  its own colour and texture statistics.
+* :func:`make_unlabeled_images` -- a flat folder of JPEG views for
+  self-supervised pretraining: random crops of the photographs that
+  scikit-image ships inside its package, plus synthetic shape scenes.
+* :func:`make_mini_cls` -- image classification in mmpretrain's
+  ``CustomDataset`` folder-per-class layout (``{train,val}/<class>/*.jpg``):
+  one textured circle, square or triangle per image.
+* :func:`make_mini_objects` (the demo's detection task) -- COCO instance
+  segmentation whose 8 classes are materials (:data:`MINI_MATERIALS`,
+  textures of scikit-image's photographs, brightness, contrast and tint
+  jittered alike for all): outline random, appearance names the class;
+  small to large instances, occluding one another, on photo backgrounds.
+* :func:`make_mini_stuff` (the demo's segmentation task) -- regions of the
+  same 8 materials, the grey ones told apart by texture only; read by
+  :class:`mmpos_harness.mini_data.datasets.MiniStuffDataset`.
+
+The output depends only on the arguments: the same ``seed`` gives
+byte-identical files. Each image draws from its own random stream, so image
+``i`` of a split does not change with the number of images requested.
+
+Every dataset is written into a hidden temporary sibling of its target and
+renamed into place at the end, so an interrupted run never leaves a half
+dataset. An existing non-empty target is an error; with ``force=True`` it is
+replaced as a whole, but only if it holds the marker file
+(:data:`MARKER`) that these generators write, so ``force`` never deletes a
+directory they did not create.
+"""
+import os.path as osp
+
+from ._io import MARKER, _check_sizes, _check_target
+from .ade import MINI_ADE_CLASSES, make_mini_ade
+from .cls import make_mini_cls
+from .coco import make_mini_coco
+from .materials import MINI_MATERIALS
+from .objects import make_mini_objects
+from .photos import SKIMAGE_PHOTOS, available_skimage_photos
+from .shapes import MINI_COCO_CLASSES
+from .stuff import make_mini_stuff
+from .unlabeled import make_unlabeled_images
+
+__all__ = [
+    'MARKER', 'MINI_ADE_CLASSES', 'MINI_COCO_CLASSES', 'MINI_MATERIALS',
+    'SKIMAGE_PHOTOS', 'available_skimage_photos', 'make_all', 'make_mini_ade',
+    'make_mini_cls', 'make_mini_coco', 'make_mini_objects', 'make_mini_stuff',
+    'make_unlabeled_images'
+]
+
+
+def make_all(root, which=('coco', 'ade', 'unlabeled'), num_train=64,
+             num_val=16, num_unlabeled=256, img_size=128, seed=0,
+             force=False):
+    """Write the chosen mini datasets (``'coco'``, ``'ade'``,
+    ``'unlabeled'``, ``'cls'``, ``'objects'``, ``'stuff'``) to
+    ``root/<name>``; see the individual generators.
+
+    Returns:
+        dict: Dataset name -> absolute path written.
+    """
+    makers = {
+        'coco': lambda path: make_mini_coco(
+            path, num_train, num_val, img_size, seed, force=force),
+        'ade': lambda path: make_mini_ade(
+            path, num_train, num_val, img_size, seed, force=force),
+        'unlabeled': lambda path: make_unlabeled_images(
+            path, num_unlabeled, img_size, seed, force=force),
+        'cls': lambda path: make_mini_cls(
+            path, num_train, num_val, img_size, seed, force=force),
+        'objects': lambda path: make_mini_objects(
+            path, num_train, num_val, img_size, seed, force=force),
+        'stuff': lambda path: make_mini_stuff(
+            path, num_train, num_val, img_size, seed, force=force),
+    }
+    unknown = sorted(set(which) - set(makers))
+    if unknown:
+        raise ValueError(f'unknown datasets {unknown}; choose from '
+                         f'{sorted(makers)}')
+    # Refuse before writing anything rather than after the first dataset.
+    _check_sizes(img_size, num_train=num_train, num_val=num_val,
+                 num_unlabeled=num_unlabeled)
+    for name in which:
+        _check_target(osp.abspath(osp.join(root, name)), force)
+    return {name: makers[name](osp.join(root, name)) for name in which}

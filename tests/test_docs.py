@@ -1,0 +1,157 @@
+"""The docs site builds with warnings as errors, renders the measured tables
+from their result files, and every repository path the Markdown files
+mention exists (``docs/_ext/repo_paths.py``)."""
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / 'docs' / '_ext'))
+
+import repo_paths  # noqa: E402
+
+MARKDOWN_OUTSIDE_SITE = ['README.md', 'CONTRIBUTING.md', 'benchmarks/README.md'] + \
+    sorted(str(p.relative_to(REPO)) for p in REPO.glob('configs/**/README.md'))
+
+
+@pytest.fixture(scope='module')
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp('html')
+    proc = subprocess.run(
+        [sys.executable, '-m', 'sphinx', '-W', '--keep-going', '-b', 'html',
+         '-q', '-d', str(out / '.doctrees'), str(REPO / 'docs'), str(out)],
+        capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return out
+
+
+def test_site_builds_and_has_every_page(site):
+    sources = sorted(p.relative_to(REPO / 'docs').with_suffix('.html')
+                     for p in (REPO / 'docs').rglob('*.md')
+                     if '_build' not in p.parts and '_generated' not in p.parts)
+    missing = [str(p) for p in sources if not (site / p).is_file()]
+    assert not missing
+
+
+def test_benchmark_tables_are_rendered_from_the_result_files(site):
+    html = (site / 'notes' / 'benchmarks.html').read_text()
+    for path in sorted((REPO / 'benchmarks' / 'results').glob('*.json')):
+        data = json.loads(path.read_text())
+        assert path.name in html
+        if 'rows' in data:
+            row = next(r for r in data['rows'] if 'time_ratio' in r)
+            # each row carries the run's date and the ratio from the file
+            assert data['settings']['date'][:10] in html
+            assert f"{row['time_ratio']:.3f}" in html
+
+
+def test_method_pages_carry_the_papers_tables(site):
+    html = (site / 'methods' / 'cr2pq.html').read_text()
+    # a paper-only row of CR2PQ Table 1 (MoCo-v2, AP^bb 38.9) and its title
+    assert 'COCO detection and instance segmentation, 1x schedule' in html
+    assert re.search(r'MoCo-v2.*?38\.9', html, re.S)
+
+
+def test_path_checker_finds_missing_and_accepts_existing():
+    index = repo_paths.RepoIndex(str(REPO))
+    text = '\n'.join([
+        'Train with `configs/droppos/droppos_vit-tiny_mini.py`.',
+        'Old name: `configs/droppos/droppos_vit-tiny_mini_old.py`.',
+        '```bash',
+        'python tools/train_old.py configs/{droppos,nosuch}/metafile.yml',
+        '```',
+        'Module `mmpos.models.selfsup.droppos.DropPos`, `mmpos.nosuch.x`.',
+        'Bare name `droppos_vit-tiny_mini.py`, `nosuch_config.py`.',
+        'Placeholder `configs/transfer/mmdet/<config>.py`, `{size}` ok.',
+    ])
+    found = sorted(p for _, p, _ in repo_paths.check_text(text, index))
+    assert found == ['configs/droppos/droppos_vit-tiny_mini_old.py',
+                     'configs/nosuch/metafile.yml', 'mmpos.nosuch.x',
+                     'nosuch_config.py', 'tools/train_old.py']
+
+
+def test_planned_paths_may_be_missing_until_they_exist():
+    index = repo_paths.RepoIndex(str(REPO))
+    for path in repo_paths.PLANNED:
+        problems = repo_paths.check_text(f'`{path}`', index)
+        if index.exists(path):
+            assert problems, f'{path} exists: the checker must say so'
+        else:
+            assert not problems
+
+
+def test_markdown_outside_the_site_mentions_existing_paths_only():
+    files = [f for f in MARKDOWN_OUTSIDE_SITE if (REPO / f).is_file()]
+    assert 'README.md' in files and len(files) >= 8
+    assert repo_paths.check_files(str(REPO), files) == {}
+
+
+@pytest.mark.parametrize('path', MARKDOWN_OUTSIDE_SITE)
+def test_relative_links_resolve(path):
+    if not (REPO / path).is_file():
+        pytest.skip(f'{path} does not exist')
+    text = (REPO / path).read_text()
+    broken = []
+    for target in re.findall(r'\]\(([^)\s]+)\)', text):
+        if re.match(r'[a-z]+:', target) or target.startswith('#'):
+            continue
+        file = (REPO / path).parent / target.split('#')[0]
+        if not file.exists():
+            broken.append(target)
+    assert not broken
+
+
+def test_sizes():
+    assert (REPO / 'README.md').stat().st_size <= 10 * 1024
+    for path in REPO.glob('configs/*/README.md'):
+        assert path.stat().st_size <= 5 * 1024, path
+
+
+def _documented_commands():
+    """``(file, tool, options)`` of every ``python tools/...`` /
+    ``python benchmarks/...`` / ``bash tools/...`` command in the Markdown
+    files (code blocks and code spans; continuation lines joined)."""
+    files = sorted((REPO / 'docs').rglob('*.md')) + \
+        [REPO / f for f in MARKDOWN_OUTSIDE_SITE if (REPO / f).is_file()]
+    pattern = re.compile(
+        r'(?:python|bash)\s+((?:tools|benchmarks)/[\w/.-]+\.(?:py|sh))([^`\n]*)')
+    for path in files:
+        if '_build' in path.parts or '_generated' in path.parts:
+            continue
+        text = path.read_text().replace('\\\n', ' ')
+        for tool, rest in pattern.findall(text):
+            options = {o.split('=')[0] for o in
+                       re.findall(r'(?<![\w-])--[a-z][\w-]*(?:=\S*)?', rest)}
+            yield path.relative_to(REPO), tool, options
+
+
+def test_documented_tool_options_exist():
+    """A command in the docs names a tool that exists and only options that
+    its argument parser (the tool, or the mmpos / mmpos_harness helper it
+    uses) defines."""
+    library = '\n'.join(p.read_text()
+                        for package in ('mmpos', 'mmpos_harness')
+                        for p in (REPO / package).rglob('*.py'))
+    commands = list(_documented_commands())
+    assert len(commands) > 30
+    problems = []
+    for page, tool, options in commands:
+        if not (REPO / tool).is_file():
+            problems.append(f'{page}: {tool} does not exist')
+            continue
+        # the tool and the helpers beside it (benchmarks/_timing.py)
+        source = '\n'.join(p.read_text() for p in
+                            (REPO / tool).parent.glob('*.py'))
+        source += (REPO / tool).read_text()
+        if tool.endswith('.sh'):  # launchers pass options to train / test
+            source += (REPO / 'tools/train.py').read_text() + \
+                (REPO / 'tools/test.py').read_text()
+        source += library
+        for option in sorted(options):
+            if f"'{option}'" not in source and f'"{option}"' not in source:
+                problems.append(f'{page}: {tool} has no option {option}')
+    assert not problems, '\n'.join(problems)

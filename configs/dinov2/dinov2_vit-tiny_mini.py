@@ -86,9 +86,12 @@ param_scheduler = _base_.param_scheduler + [
     dict(type='CosineAnnealingParamScheduler', param_name='weight_decay',
          eta_min_ratio=10., by_epoch=False, begin=0, end=_base_.max_iters),
 ]
+# health_monitor: the teacher-entropy check against log(out_dim) once the
+# method logs `teacher_entropy`.
 default_hooks = dict(
     _base_.pretrain_mini_hooks,
-    checkpoint=dict(_base_.pretrain_mini_hooks.checkpoint, max_keep_ckpts=2))
+    checkpoint=dict(_base_.pretrain_mini_hooks.checkpoint, max_keep_ckpts=2),
+    health_monitor=dict(_base_.health_monitor, num_prototypes=out_dim))
 # mmpos modules not yet imported by the package's __init__ files.
 custom_imports = dict(
     imports=[

@@ -46,4 +46,5 @@ default_hooks = dict(
     logger=dict(_base_.pretrain_mini_hooks.logger, interval=10),
     checkpoint=dict(_base_.pretrain_mini_hooks.checkpoint, interval=max_iters),
     online_probe=dict(_base_.online_probe,
-                      img_size=img_size))  # Mobile-Former has no img_size
+                      img_size=img_size),  # Mobile-Former has no img_size
+    health_monitor=dict(_base_.health_monitor, img_size=img_size))

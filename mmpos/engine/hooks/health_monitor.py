@@ -7,7 +7,7 @@ from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
 
 from mmpos.registry import HOOKS
-from .online_probe import probe_backbone
+from .online_probe import probe_backbone, resolve_train_root
 from .rng_state import get_rng_state, set_rng_state
 
 HEALTH_FILE = 'health.json'
@@ -83,7 +83,9 @@ class HealthMonitorHook(Hook):
         pre = model.data_preprocessor
         state = get_rng_state()
         try:
-            paths = dataset_items(self.dataset)[0][:self.num_images]
+            paths = dataset_items(resolve_train_root(
+                runner, self.dataset, 'HealthMonitorHook'))[0][
+                    :self.num_images]
             self.inputs = load_inputs(
                 paths, size, pre.mean.flatten().tolist(),
                 pre.std.flatten().tolist())

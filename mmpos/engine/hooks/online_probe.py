@@ -74,6 +74,21 @@ def probe_backbone(model):
     return model.backbone, 'student'
 
 
+def resolve_train_root(runner, dataset: dict, hook: str = 'OnlineProbeHook'
+                       ) -> dict:
+    """``dataset`` with ``{train_data_root}`` in its ``data_root`` replaced
+    by the ``data_root`` of the runner's training dataset."""
+    root = dataset.get('data_root')
+    if root and '{train_data_root}' in root:
+        train_root = runner.cfg.train_dataloader.dataset.get('data_root')
+        if not train_root:
+            raise ValueError(f'{hook}: data_root uses {{train_data_root}}, '
+                             'but the training dataset has no data_root')
+        dataset = dict(dataset, data_root=osp.normpath(
+            root.format(train_data_root=train_root)))
+    return dataset
+
+
 @HOOKS.register_module()
 class OnlineProbeHook(Hook):
     """Log kNN top-1 of the current backbone every ``interval`` iterations.
@@ -118,18 +133,6 @@ class OnlineProbeHook(Hook):
         self.batch_size = batch_size
         self._data: Optional[dict] = None
 
-    def _resolve_root(self, runner, dataset: dict) -> dict:
-        root = dataset.get('data_root')
-        if root and '{train_data_root}' in root:
-            train_root = runner.cfg.train_dataloader.dataset.get('data_root')
-            if not train_root:
-                raise ValueError('OnlineProbeHook: data_root uses '
-                                 '{train_data_root}, but the training '
-                                 'dataset has no data_root')
-            dataset = dict(dataset, data_root=osp.normpath(
-                root.format(train_data_root=train_root)))
-        return dataset
-
     def before_train(self, runner) -> None:
         """Read and preprocess the probe images once."""
         if not self.interval:
@@ -150,7 +153,7 @@ class OnlineProbeHook(Hook):
         try:
             self._data = {}
             for split, cfg in self.datasets.items():
-                cfg = self._resolve_root(runner, cfg)
+                cfg = resolve_train_root(runner, cfg)
                 root = cfg.get('data_root')
                 if root and not osp.isdir(root):
                     raise FileNotFoundError(

@@ -127,12 +127,12 @@ def nested_difference(a: List[List[float]], b: List[List[float]],
         se2 = sides[0][var] + sides[1][var]
         if se2 == 0:  # no spread at all: any difference is clear
             out.update({f'se{name}': 0.0, f'df{name}': math.inf,
-                        key: out['diff'] != 0})
+                        key: bool(out['diff'] != 0)})
             continue
         nu = se2**2 / sum(s[var]**2 / s[df] for s in sides if s[var])
         out.update({f'se{name}': math.sqrt(se2), f'df{name}': nu,
-                    key: abs(out['diff']) >
-                    student_t.ppf(level, nu) * math.sqrt(se2)})
+                    key: bool(abs(out['diff']) > float(
+                        student_t.ppf(level, nu)) * math.sqrt(se2))})
     return out
 
 

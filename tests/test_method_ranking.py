@@ -198,13 +198,14 @@ def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
     commands.clear()
     method_ranking.main(common)
     trains = [c for c in commands if 'tools/train.py' in c]
-    pretrainings = [c for c in trains if '/pretraining/' in ' '.join(c)]
+    pretrainings = [c for c in trains
+                    if '/pretraining/' in c[c.index('--work-dir') + 1]]
     # 2 methods x 2 pretraining seeds, all at batch 32 for 20 iterations
     assert len(pretrainings) == 4
     for cmd in pretrainings:
         assert 'train_dataloader.batch_size=32' in cmd
         assert 'train_cfg.max_iters=20' in cmd
-    droppos = [c for c in pretrainings if '/DropPos/' in ' '.join(c)]
+    droppos = [c for c in pretrainings if '/DropPos/' in c[3 + 1]]
     assert all('optim_wrapper.optimizer.lr=5e-4' in c for c in droppos)
     assert {a for c in droppos for a in c if a.startswith('randomness')} \
         == {'randomness.seed=0', 'randomness.seed=1'}

@@ -48,7 +48,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .comparison import runs
-from .comparison.seeds import write_json
+from .comparison.seeds import minutes, pretrain_health, write_json
 
 # method -> (table name, pretraining config with the demo's backbone)
 CONFIGS = 'configs/method_ranking/'
@@ -169,13 +169,11 @@ def tune(args, grid):
         scores = {task: runs.probe(root, task, init, 0, tune_data, backbone,
                                    iters=args.probe_iters, threads=threads)
                   for task in runs.PROBES}
-        health_file = osp.join(osp.dirname(backbone), 'health.json')
-        health = None
-        if osp.isfile(health_file):
-            with open(health_file) as f:
-                health = json.load(f)
+        health = pretrain_health([osp.dirname(backbone)])
         return dict(name=entry['name'], options=entry['options'],
-                    scores=scores,
+                    scores=scores, health=health,
+                    cpu_minutes=minutes(osp.dirname(backbone),
+                                        'cpu_minutes'),
                     collapsed=bool(health and health['collapsed']))
 
     with ThreadPoolExecutor(args.jobs) as pool:
@@ -203,13 +201,18 @@ def tuning_markdown(log):
     lines = [f'**Tuning** ({log["images"]} images, batch '
              f'{log["batch_size"]}; selected by {log["selected_by"]})', '',
              '| method | config | options | linear probe mIoU | kNN top-1 '
-             '| collapsed | chosen |', '|' + ' --- |' * 7]
+             '| eff. rank (init) | pretrain CPU min | collapsed | chosen |',
+             '|' + ' --- |' * 9]
     for method, entry in log['methods'].items():
         for c in entry['configs']:
             lines.append('| ' + ' | '.join([
                 method, c['name'], ' '.join(c['options']) or '-',
                 f'{c["scores"]["linear-probe"].get("mIoU", float("nan")):.1f}',
                 f'{c["scores"]["knn"].get("knn/avg_top1", float("nan")):.1f}',
+                '-' if not c['health'] else
+                f'{c["health"]["eff_rank"]:.1f} '
+                f'({c["health"]["eff_rank0"]:.1f})',
+                f'{c["cpu_minutes"] or 0:.2f}',
                 'yes' if c['collapsed'] else 'no',
                 '**yes**' if c['name'] == entry['chosen'] else '']) + ' |')
     return '\n'.join(lines) + '\n'

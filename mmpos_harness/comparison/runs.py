@@ -15,6 +15,7 @@ import os.path as osp
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -42,6 +43,9 @@ TASKS = {
         metrics={'mIoU': 'mIoU', 'aAcc': 'aAcc'}, scale=1.0),
 }
 RANDOM_INIT = 'random init'
+# Config.fromfile is not thread-safe (pkg_resources while resolving
+# `mmdet::` bases): the runs of a parallel comparison read configs in turn.
+_CONFIG_LOCK = threading.Lock()
 # Frozen probes of the method ranking (its primary metrics): task ->
 # (tool, config, data folder, {metric key: label}, scale, seeded). The
 # linear probe trains a BN + 1x1 conv head per 8x8-pixel cell (one token of
@@ -50,17 +54,16 @@ RANDOM_INIT = 'random init'
 # per pretraining seed. New frozen probes (depth, correspondence,
 # retrieval) are further entries here: a tool that writes
 # ``<work dir>/metrics.json`` from (config, backbone, data root).
+# (kNN builds the backbone from the linear probe's config.)
+PROBE_CONFIG = ('configs/method_ranking/'
+                'linear-probe_vit-tiny-rope-mixed_mini-stuff.py')
 PROBES = {
     'linear-probe': dict(
-        tool='tools/analysis_tools/linear_seg_probe.py',
-        config='configs/method_ranking/'
-        'linear-probe_vit-tiny-rope-mixed_mini-stuff.py',
+        tool='tools/analysis_tools/linear_seg_probe.py', config=PROBE_CONFIG,
         data='stuff', label='mini-stuff linear probe',
         metrics={'mIoU': 'mIoU'}, scale=1.0, seeded=True),
     'knn': dict(
-        tool='tools/analysis_tools/knn_eval.py',
-        config='configs/method_ranking/'
-        'linear-probe_vit-tiny-rope-mixed_mini-stuff.py',
+        tool='tools/analysis_tools/knn_eval.py', config=PROBE_CONFIG,
         data='cls', label='mini-cls kNN',
         metrics={'knn/avg_top1': 'top-1'}, scale=1.0, seeded=False),
 }
@@ -176,7 +179,8 @@ def schedule_options(config, iters):
     when it equals ``max_iters``. Schedules kept inside a model or a hook
     (DINOv2's teacher momentum and temperature) read the runner's
     ``max_iters`` themselves."""
-    cfg = Config.fromfile(config)
+    with _CONFIG_LOCK:
+        cfg = Config.fromfile(config)
     length = cfg.train_cfg.max_iters
     options = [f'train_cfg.max_iters={iters}']
     for i, scheduler in enumerate(cfg.get('param_scheduler') or []):
@@ -244,8 +248,10 @@ def random_backbone(root, init, pretrain_seed):
         from mmpos.checkpoint import save_state_dict
         start, cpu = time.time(), time.process_time()
         os.makedirs(work_dir)
-        torch.manual_seed(pretrain_seed)
-        model = build_backbone(osp.join(ROOT, TASKS['detection']['config']))
+        with _CONFIG_LOCK:
+            torch.manual_seed(pretrain_seed)
+            model = build_backbone(osp.join(ROOT,
+                                            TASKS['detection']['config']))
         save_state_dict(model.state_dict(), backbone)
         _finish(work_dir, start, time.process_time() - cpu)
     return backbone

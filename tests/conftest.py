@@ -47,6 +47,19 @@ def mini_data(tmp_path_factory):
     return root
 
 
+
+@pytest.fixture(scope='session')
+def dense_mini(tmp_path_factory):
+    """Tiny mini-NYU, mini-SPair and mini-stuff at 32 px for the dense
+    probes' tests."""
+    from mmpos_harness.mini_data import (make_mini_nyu, make_mini_spair,
+                                     make_mini_stuff)
+    root = tmp_path_factory.mktemp('dense_mini')
+    make_mini_nyu(str(root / 'nyu'), num_train=6, num_val=3, img_size=32)
+    make_mini_spair(str(root / 'spair'), num_train=1, num_val=3, img_size=32)
+    make_mini_stuff(str(root / 'stuff'), num_train=6, num_val=3, img_size=32)
+    return root
+
 def run_tool(*args, timeout=600, env=None):
     """Run ``python <args>`` from the repo root; returns CompletedProcess."""
     return subprocess.run([sys.executable, *map(str, args)],

@@ -16,7 +16,9 @@ from mmengine.runner import Runner
 from PIL import Image
 
 from conftest import REPO, data_root_options, run_tool
-from mmpos.datasets.robust_loading import ImageLoadError, SafeLoadImageFromFile
+from mmpos.datasets.robust_loading import (ImageLoadError,
+                                           SafeLoadImageFromFile,
+                                           use_safe_image_loading)
 from mmpos.datasets.transforms.crop_boxes import (CropBoxError,
                                                   MultiViewWithBoxes,
                                                   RandomFlipWithBox,
@@ -25,8 +27,7 @@ from mmpos.datasets.validate import coco_problems, seg_label_problems
 from mmpos.engine.hooks import CheckpointFitHook
 from mmpos.utils.cli import one_line
 from mmpos.utils.errors import BadInputError, CheckpointMismatchError
-from mmpos.utils.launch import (LaunchError, load_config,
-                                use_safe_image_loading)
+from mmpos.utils.launch import LaunchError, load_config
 
 SEG_CONFIG = 'configs/demo/upernet_vit-tiny-rope-mixed_mini-ade.py'
 DET_CONFIG = 'configs/demo/mask-rcnn_vit-tiny-rope-mixed_mini-coco.py'
@@ -480,3 +481,36 @@ def test_untrusted_checkpoints(tmp_path):
                        match=rf"refusing to load {evil}: .*'posix.system'"):
         _load_checkpoint(str(evil))
     assert not marker.exists()
+
+
+def test_infer_keeps_names_pads_and_goes_past_a_bad_image(tmp_path):
+    """Two images named ``img.png`` in two folders, of a size that is no
+    multiple of the patch (50x37), and a corrupt one: both drawn at their
+    own size under distinct names, the corrupt one named in the one-line
+    error (status 1)."""
+    from mmengine.config import Config
+    from mmengine.registry import DefaultScope
+    from mmseg.registry import MODELS
+    with DefaultScope.overwrite_default_scope('mmseg'):
+        model = MODELS.build(Config.fromfile(REPO / SEG_CONFIG).model)
+    checkpoint = tmp_path / 'seg.pth'
+    torch.save({'state_dict': model.state_dict()}, checkpoint)
+    images = []
+    for folder in ('a', 'b'):
+        (tmp_path / folder).mkdir()
+        images.append(tmp_path / folder / 'img.png')
+        Image.new('RGB', (50, 37), (200, 30, 60)).save(images[-1])
+    bad = tmp_path / 'c.jpg'
+    bad.write_bytes(b'\xff\xd8\xff\xe0 cut short')
+    out = tmp_path / 'out'
+    result = run_tool('tools/infer.py', SEG_CONFIG, checkpoint, images[0],
+                      bad, images[1], '--out-dir', out, '--cfg-options',
+                      'model.test_cfg.mode=whole')
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert 'Traceback' not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f'infer.py: error: cannot read image {bad}: not a decodable image '
+        '(2 of 3 drawn)')
+    assert sorted(os.listdir(out)) == ['a_img_pred.png', 'b_img_pred.png']
+    for name in os.listdir(out):
+        assert Image.open(out / name).size == (50, 37)

@@ -37,6 +37,8 @@ from mmpos.utils.launch import work_dir_lock
 SEG = 'configs/demo/upernet_vit-tiny-rope-mixed_mini-ade.py'
 DROPPOS = 'configs/droppos/droppos_vit-tiny_mini.py'
 CLS = 'configs/rope_vit/vit-mini_rope-mixed_mini-cls.py'
+DET = 'configs/demo/mask-rcnn_vit-tiny-rope-mixed_mini-coco.py'
+LINEAR = 'configs/demo/linear-probe_vit-tiny-rope-mixed_mini-ade.py'
 QUIET = {'OMP_NUM_THREADS': '1'}
 
 
@@ -99,7 +101,35 @@ def inputs(tmp_path):
     d.run = tmp_path / 'run'  # work dir of train/test, must not remain
     d.photo = tmp_path / 'photo.png'
     Image.new('RGB', (48, 32), (120, 80, 40)).save(d.photo)
+    d.corrupt = tmp_path / 'corrupt.jpg'
+    d.corrupt.write_bytes(b'\xff\xd8\xff\xe0 not really a jpeg')
+    d.no_anns = tmp_path / 'no_anns.json'
+    d.no_anns.write_text(json.dumps(dict(
+        images=[dict(id=1, file_name='a.jpg', height=8, width=8)],
+        annotations=[], categories=[
+            dict(id=i, name=name)
+            for i, name in enumerate(('circle', 'square', 'triangle'))])))
     return d
+
+
+@pytest.fixture(scope='module')
+def checkpoints(tmp_path_factory):
+    """Checkpoints that fit: CLS's backbone, SEG's whole model (random
+    weights)."""
+    from mmengine.config import Config
+    from mmengine.registry import DefaultScope
+    from mmseg.registry import MODELS
+
+    from mmpos.apis import init_backbone
+    root = tmp_path_factory.mktemp('fitting')
+    cls_backbone = root / 'cls_backbone.pth'
+    torch.save({'state_dict': {f'backbone.{k}': v for k, v in init_backbone(
+        CLS).state_dict().items()}}, cls_backbone)
+    with DefaultScope.overwrite_default_scope('mmseg'):
+        model = MODELS.build(Config.fromfile(REPO / SEG).model)
+    seg_model = root / 'seg_model.pth'
+    torch.save({'state_dict': model.state_dict()}, seg_model)
+    return SimpleNamespace(cls_backbone=cls_backbone, seg_model=seg_model)
 
 
 def train(*args):
@@ -155,6 +185,31 @@ CASES = [
     ('train-work-dir-in-use',
      ('tools/train.py', SEG, '--work-dir', '{busy}'),
      ['work dir {busy} is in use by another run (pid {pid}']),
+    ('train-misspelled-type',
+     train(OPT, '{data}', 'model.backbone.type=mmpretrain.RoPEVisionTransfomer'),
+     ["model.backbone.type='mmpretrain.RoPEVisionTransfomer'",
+      "did you mean 'mmpretrain.RoPEVisionTransformer'"]),
+    ('train-negative-window-size',
+     train(OPT, '{data}', 'model.backbone.window_size=-2'),
+     ['model.backbone.window_size=-2']),
+    ('train-batch-size-zero',
+     train(OPT, '{data}', 'train_dataloader.batch_size=0'),
+     ['train_dataloader.batch_size=0']),
+    ('train-num-classes-below-dataset',
+     train(OPT, '{data}', 'model.decode_head.num_classes=2'),
+     ['model.decode_head.num_classes=2', '6 classes']),
+    ('train-coco-without-annotations',
+     ('tools/train.py', DET, '--work-dir', '{run}', OPT,
+      'train_dataloader.dataset.data_root={mini}/coco/',
+      'train_dataloader.dataset.ann_file={no_anns}'),
+     ['{no_anns}', 'no annotations']),
+    ('train-resume-nothing',
+     ('tools/train.py', SEG, '--work-dir', '{logs}', '--resume'),
+     ['--resume: nothing to resume in {logs}', '--auto-resume']),
+    ('test-work-dir-of-a-running-training',
+     ('tools/test.py', SEG, '{train_ckpt}', '--work-dir', '{busy}', OPT,
+      '{data}'),
+     ['work dir {busy} is in use by another run (pid {pid}']),
     ('train-data-root-missing',
      train(OPT, 'train_dataloader.dataset.data_root={missing}/'),
      ['{missing}']),
@@ -172,6 +227,10 @@ CASES = [
      ['{as_list} holds a list, not a checkpoint']),
     ('test-rope-type-rejected',
      evaluate('{train_ckpt}', OPT, '{data}', 'model.backbone.rope_type=spiral'),
+     ["model.backbone.rope_type='spiral'"]),
+    ('test-fails-in-a-trained-work-dir',
+     ('tools/test.py', SEG, '{train_ckpt}', '--work-dir', '{used}', OPT,
+      '{data}', 'model.backbone.rope_type=spiral'),
      ["model.backbone.rope_type='spiral'"]),
     ('mmpos2backbone-truncated',
      ('tools/model_converters/mmpos2backbone.py', '{trunc}', '{root}/o.pth'),
@@ -236,6 +295,21 @@ CASES = [
     ('infer-missing-image',
      ('tools/infer.py', SEG, '{train_ckpt}', '{missing}.jpg', '--out-dir',
       '{root}/out'), ['image not found: {missing}.jpg']),
+    ('infer-backbone-only-checkpoint',
+     ('tools/infer.py', SEG, '{train_ckpt}', '{photo}', '--out-dir',
+      '{root}/out'), ['{train_ckpt}', 'holds only backbone weights',
+                      'EncoderDecoder']),
+    ('infer-corrupt-image',
+     ('tools/infer.py', SEG, '{seg_model}', '{corrupt}', '--out-dir',
+      '{root}/out'), ['cannot read image {corrupt}']),
+    ('extract_features-layer-out-of-range',
+     ('tools/analysis_tools/extract_features.py', CLS, '{cls_backbone}',
+      '{photo}', '--layers', '99', '--out-dir', '{root}/out'),
+     ['--layers 99']),
+    ('feature_pictures-layer-out-of-range',
+     ('tools/analysis_tools/feature_pictures.py', CLS, '{cls_backbone}',
+      '{photo}', '--layers', '99', '--out-dir', '{root}/out'),
+     ['--layers 99']),
     ('infer-truncated-checkpoint',
      ('tools/infer.py', SEG, '{trunc}', '{photo}', '--out-dir',
       '{root}/out'), ['{trunc}', 'truncated']),
@@ -322,10 +396,12 @@ def run_in_process(argv, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize('case', CASES, ids=[c[0] for c in CASES])
-def test_bad_input_table(case, inputs, mini_data, capsys, monkeypatch):
+def test_bad_input_table(case, inputs, checkpoints, mini_data, capsys,
+                         monkeypatch):
     name, argv, names, *status = case
     expected_status = status[0] if status else 1
-    values = dict(vars(inputs), pid=os.getpid(), mini=mini_data)
+    values = dict(vars(inputs), **vars(checkpoints), pid=os.getpid(),
+                  mini=mini_data)
     data = [f'{o}' for o in data_root_options(mini_data, 'ade')] + [
         f'experiment_name=sweep_{name}', f'visualizer.name=sweep_{name}']
     args = []
@@ -371,6 +447,23 @@ def test_processes_exit_with_one_line(inputs):
     assert result.stderr.strip().splitlines()[-1].startswith(
         'mmpos.utils.errors.CheckpointReadError: checkpoint ')
     assert not inputs.run.exists()
+
+
+def test_a_type_no_module_registered_is_named(tmp_path, mini_data):
+    """A config whose dataset type no imported module registers (the
+    demo linear probe without its custom_imports, in a fresh process): the
+    line names the key and the registry, not ``_scope_``."""
+    result = run_tool(
+        'tools/train.py', LINEAR, '--work-dir', tmp_path / 'run',
+        '--cfg-options', *data_root_options(mini_data, 'ade'),
+        'train_dataloader.dataset.type=NoSuchADEDataset', env=QUIET)
+    assert result.returncode == 1
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("train.py: error: train_dataloader.dataset.type="
+                           "'NoSuchADEDataset' is not registered in "
+                           "mmseg::dataset"), result.stderr[-3000:]
+    assert '_scope_' not in line and 'Traceback' not in result.stderr
+    assert not (tmp_path / 'run').exists()
 
 
 def test_a_killed_run_leaves_no_stuck_lock(tmp_path):
@@ -538,7 +631,14 @@ def test_cli_main_keeps_bugs_visible(monkeypatch):
     def main(error):
         raise error
 
-    for bug in (ZeroDivisionError('bug'), KeyError('k'), RuntimeError('x')):
+    import errno
+    with pytest.raises(SystemExit, match=r'^tool.py: error: /data/w: '
+                       r'Read-only file system$'):
+        main(OSError(errno.EROFS, 'Read-only file system', '/data/w'))
+    with pytest.raises(SystemExit, match=r'^tool.py: error: No space left'):
+        main(OSError(errno.ENOSPC, 'No space left on device'))
+    for bug in (ZeroDivisionError('bug'), KeyError('k'), RuntimeError('x'),
+                OSError(errno.EIO, 'I/O error')):
         with pytest.raises(type(bug)):
             main(bug)
     with pytest.raises(SystemExit, match=r'^tool.py: error: bad value 3$'):

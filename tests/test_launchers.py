@@ -77,6 +77,29 @@ def test_dist_train_two_processes_on_cpu(tmp_path, mini_data):
     assert "'backend': 'gloo'" in log
 
 
+def test_dist_run_uses_the_repository_venv(tmp_path):
+    """Without PYTHON and without an activated venv (a PATH whose python
+    has no torch), dist_run.sh runs the repository's .venv/bin/python."""
+    import shutil
+    import subprocess
+    (tmp_path / 'tools').mkdir()
+    shutil.copy(REPO / 'tools/dist_run.sh', tmp_path / 'tools')
+    (tmp_path / 'tools/probe.py').write_text(
+        'import os, torch\nprint("ran", os.environ["VENV_PYTHON"])\n')
+    (tmp_path / '.venv/bin').mkdir(parents=True)
+    venv_python = tmp_path / '.venv/bin/python'  # stands for the venv's
+    venv_python.write_text(f'#!/bin/sh\nVENV_PYTHON="$0" exec '
+                           f'{sys.executable} "$@"\n')
+    venv_python.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != 'PYTHON'}
+    env.update(PATH='/usr/bin:/bin', PORT=str(free_port()))
+    result = subprocess.run(
+        ['bash', str(tmp_path / 'tools/dist_run.sh'), 'probe.py', '1'],
+        capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f'ran {tmp_path}/.venv/bin/python' in result.stdout
+
+
 def test_none_switches_off_mmpos_default_hooks():
     """``default_hooks.check_loss=None`` removes mmpos' hook (mmengine 0.10
     would fail on it), while ``None`` for mmengine's own hooks is kept for
@@ -91,3 +114,54 @@ def test_none_switches_off_mmpos_default_hooks():
     assert 'rng_state' not in cfg.default_hooks
     assert cfg.default_hooks.timer is None
     assert cfg.default_hooks.checkpoint.type == 'CheckpointHook'
+
+
+def test_frozen_parameters_are_not_warned_about(tmp_path):
+    """mmengine's optimizer constructor warns per frozen parameter; after
+    quiet_frozen_parameters the runner's log file has them at DEBUG only,
+    other warnings stay."""
+    import torch.nn as nn
+    from mmengine.logging import MMLogger, print_log
+    from mmengine.optim import build_optim_wrapper
+
+    from mmpos.utils.launch import quiet_frozen_parameters
+    log = tmp_path / 'run.log'
+    logger = MMLogger.get_instance('frozen_test', log_file=str(log),
+                                   log_level='INFO')
+    quiet_frozen_parameters(logger)
+    model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+    model[0].requires_grad_(False)
+    build_optim_wrapper(model, dict(optimizer=dict(type='SGD', lr=0.1,
+                                                   weight_decay=0.01),
+                                    paramwise_cfg=dict(norm_decay_mult=0.)))
+    print_log('another warning', logger='current', level=30)
+    text = log.read_text()
+    assert 'requires_grad=False' not in text
+    assert 'another warning' in text
+
+
+def test_resume_and_auto_resume(tmp_path):
+    """--resume on a work dir without checkpoint stops; --auto-resume starts
+    fresh there and resumes the newest checkpoint where there is one."""
+    import importlib.util
+
+    from mmpos.utils.launch import LaunchError, load_config
+    spec = importlib.util.spec_from_file_location('train_tool',
+                                                  REPO / 'tools/train.py')
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+
+    def merged(*options):
+        args = train.parse_args([SEG_CONFIG, '--work-dir', str(tmp_path),
+                                 '--skip-data-check', *options])
+        return train.merge_args(load_config(SEG_CONFIG), args)
+
+    with pytest.raises(LaunchError, match=f'nothing to resume in {tmp_path}'):
+        merged('--resume')
+    cfg = merged('--auto-resume')
+    assert not cfg.resume and cfg.load_from is None
+    torch.save({'state_dict': {}}, tmp_path / 'iter_2.pth')
+    (tmp_path / 'last_checkpoint').write_text(str(tmp_path / 'iter_2.pth'))
+    for option in ('--resume', '--auto-resume'):
+        cfg = merged(option)
+        assert cfg.resume and cfg.load_from == str(tmp_path / 'iter_2.pth')

@@ -6,9 +6,14 @@
 set -euo pipefail
 SCRIPT=$1
 NPROC=$2
-PYTHON=${PYTHON:-python}
+# The repository's virtual environment (what `make` creates) unless PYTHON
+# names another interpreter; then the `python` on the PATH.
+REPO="$(cd "$(dirname "$0")/.." && pwd)"
+if [ -z "${PYTHON:-}" ]; then
+    if [ -x "$REPO/.venv/bin/python" ]; then PYTHON="$REPO/.venv/bin/python"; else PYTHON=python; fi
+fi
 
-PYTHONPATH="$(dirname "$0")/..${PYTHONPATH:+:$PYTHONPATH}" \
+PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" \
 "$PYTHON" -m torch.distributed.run \
     --nnodes="${NNODES:-1}" \
     --node_rank="${NODE_RANK:-0}" \

@@ -9,10 +9,15 @@ GPUS=${GPUS:-8}
 GPUS_PER_NODE=${GPUS_PER_NODE:-8}
 CPUS_PER_TASK=${CPUS_PER_TASK:-5}
 SRUN_ARGS=${SRUN_ARGS:-""}
-PYTHON=${PYTHON:-python}
+# The repository's virtual environment (what `make` creates) unless PYTHON
+# names another interpreter; then the `python` on the PATH.
+REPO="$(cd "$(dirname "$0")/.." && pwd)"
+if [ -z "${PYTHON:-}" ]; then
+    if [ -x "$REPO/.venv/bin/python" ]; then PYTHON="$REPO/.venv/bin/python"; else PYTHON=python; fi
+fi
 
 # shellcheck disable=SC2086
-PYTHONPATH="$(dirname "$0")/..${PYTHONPATH:+:$PYTHONPATH}" \
+PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" \
 srun -p "$PARTITION" \
     --job-name="$JOB_NAME" \
     --gres=gpu:"$GPUS_PER_NODE" \

@@ -4,45 +4,56 @@ The config's ``default_scope`` picks the library whose registries build the
 model, datasets and metrics; mmpos is imported first so its modules are in
 mmpretrain's registry. Examples::
 
-    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp]
-        [--bad-images raise|skip] [--auto-scale-lr] [--skip-data-check]
+    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]]
+        [--auto-resume] [--amp] [--bad-images raise|skip] [--auto-scale-lr]
+        [--skip-data-check] [--cfg-options KEY=VALUE ...]
     bash tools/dist_train.sh CONFIG 8 [same options]
 
-Bad input (a misspelled config key, a missing or unfitting checkpoint, bad
-annotations, an unreadable image, an input size the backbone cannot take, a
-config value a constructor rejects, a work dir another run holds) is
-reported as one line ``train.py: error: ...`` with exit status 1, and a run
-that fails before its first iteration leaves nothing behind in the work dir
-(see README, "Bad input and failure behaviour"; ``MMPOS_DEBUG=1`` shows the
-traceback). ``--auto-scale-lr`` scales the learning rate linearly with the
-total batch (GPUs x ``train_dataloader.batch_size``) against the config's
-``auto_scale_lr.base_batch_size`` (the batch its lr was set for), as
-mmdet's and mmseg's ``tools/train.py`` do.
+As mmpretrain's ``tools/train.py``, plus the gaps mmengine leaves, each a
+named function of :mod:`mmpos.utils.launch`: bad input (a misspelled config
+key or ``type``, a missing or unfitting checkpoint, bad annotations, an
+unreadable image, a value a constructor rejects, a work dir another run
+holds) is one line ``train.py: error: ...`` with exit status 1
+(``MMPOS_DEBUG=1`` shows the traceback); a run that fails before its first
+iteration removes what it wrote, and only that; ``--resume`` takes the
+newest intact checkpoint and stops when there is none (``--auto-resume``
+starts fresh then); distributed runs work on CPU (gloo).
 """
+import argparse
+
 import torch
+from mmengine.registry import RUNNERS
+from mmengine.runner import Runner
 
 import mmpos  # noqa: F401  (registers mmpos modules)
 from mmpos.checkpoint import use_safe_io
+from mmpos.datasets.robust_loading import use_safe_image_loading
+from mmpos.datasets.validate import check_config_datasets
 from mmpos.engine.hooks import CheckpointFitHook, NonFiniteLossError
 from mmpos.utils.cli import exit_on_bad_input
 from mmpos.utils.config_check import blame_config
-from mmpos.utils.launch import (LaunchError, build_runner,
-                                check_checkpoint_paths, check_work_dir,
-                                finish_launch_config, launcher_parser,
-                                load_launch_config, parse_common,
-                                remove_partial_output, resume_checkpoint,
-                                work_dir_lock)
+from mmpos.utils.launch import (LaunchError, add_launch_arguments,
+                                apply_launch_arguments, check_checkpoint_paths,
+                                check_work_dir, global_rank, load_config,
+                                quiet_frozen_parameters, resume_checkpoint,
+                                start_cpu_process_group, work_dir_lock)
 
 
 def parse_args(argv=None):
-    parser = launcher_parser('Train a model', 'where logs and checkpoints go',
-                             'train/val')
+    parser = argparse.ArgumentParser(description='Train a model')
+    parser.add_argument('config', help='config file')
+    parser.add_argument('--work-dir', help='where logs and checkpoints go')
     parser.add_argument(
         '--resume',
         nargs='?',
         const='auto',
-        help='resume from CKPT, or without a value from the latest '
-        'checkpoint in the work dir')
+        help='resume from CKPT, or without a value from the newest '
+        'checkpoint in the work dir (an error if there is none)')
+    parser.add_argument(
+        '--auto-resume',
+        action='store_true',
+        help='resume from the newest checkpoint in the work dir if there is '
+        'one, else start fresh')
     parser.add_argument(
         '--amp', action='store_true', help='automatic mixed precision (CUDA)')
     parser.add_argument(
@@ -56,18 +67,27 @@ def parse_args(argv=None):
         action='store_true',
         help='scale the lr by the actual total batch / '
         'auto_scale_lr.base_batch_size of the config')
-    return parse_common(parser, argv)
+    add_launch_arguments(parser)
+    return parser.parse_args(argv)
 
 
-def build_train_config(args):
-    cfg = load_launch_config(args)
+def merge_args(cfg, args):
+    """The command line's choices in ``cfg``."""
+    apply_launch_arguments(cfg, args)
 
-    check_work_dir(cfg.work_dir, resume=args.resume is not None)
-    if args.resume == 'auto':
-        cfg.resume, cfg.load_from = True, resume_checkpoint(cfg.work_dir)
-    elif args.resume is not None:
+    resume = args.resume is not None or args.auto_resume
+    check_work_dir(cfg.work_dir, fresh_training=not resume)
+    if args.resume not in (None, 'auto'):
         cfg.resume, cfg.load_from = True, args.resume
-    check_checkpoint_paths(cfg, '--resume checkpoint' if args.resume
+    elif resume:
+        latest = resume_checkpoint(cfg.work_dir)
+        if latest is None and not args.auto_resume:
+            raise LaunchError(
+                f'--resume: nothing to resume in {cfg.work_dir} (no '
+                'last_checkpoint); check --work-dir, or pass --auto-resume '
+                'to start fresh when there is no checkpoint')
+        cfg.resume, cfg.load_from = latest is not None, latest
+    check_checkpoint_paths(cfg, '--resume checkpoint' if cfg.get('resume')
                            else 'load_from checkpoint')
 
     if args.amp:
@@ -81,14 +101,11 @@ def build_train_config(args):
             raise LaunchError('--auto-scale-lr: the config has no '
                               'auto_scale_lr.base_batch_size')
         cfg.auto_scale_lr.enable = True
-    return finish_launch_config(cfg, args, ('train', 'val'), args.bad_images)
 
-
-def checkpoint_fit_hook(cfg, args):
-    """The checkpoint the runner will load, checked against the model:
-    strictly when resuming, leniently for ``load_from`` (fine-tuning)."""
-    return CheckpointFitHook(cfg.get('load_from'),
-                             strict=args.resume is not None)
+    use_safe_image_loading(cfg, args.bad_images)
+    if not args.skip_data_check and global_rank() == 0:
+        check_config_datasets(cfg, ('train', 'val'))
+    return cfg
 
 
 def main(argv=None):
@@ -101,11 +118,17 @@ def main(argv=None):
             runner.message_hub.get_info('iter', 0) > 0
 
     with exit_on_bad_input('train.py', (NonFiniteLossError, )):
-        cfg = build_train_config(args)
-        with work_dir_lock(cfg.work_dir) as existed, \
-                remove_partial_output(cfg.work_dir, trained, existed), \
+        cfg = merge_args(load_config(args.config, args.cfg_options), args)
+        start_cpu_process_group(cfg, args.launcher)
+        with work_dir_lock(cfg.work_dir, keep_output=trained), \
                 blame_config(cfg, args.cfg_options):
-            runner = build_runner(cfg, checkpoint_fit_hook(cfg, args))
+            runner = (RUNNERS.build(cfg)
+                      if 'runner_type' in cfg else Runner.from_cfg(cfg))
+            # resuming: every model tensor must be in the checkpoint;
+            # load_from (fine-tuning): at least one
+            runner.register_hook(CheckpointFitHook(
+                cfg.get('load_from'), strict=bool(cfg.get('resume'))))
+            quiet_frozen_parameters(runner.logger)
             runner.train()
     # A process group left for the interpreter's exit to tear down can abort
     # a rank ("terminate called without an active exception", seen with 2

@@ -183,3 +183,27 @@ def attention_picture(backbone, image: np.ndarray, sizes: Sequence[int],
             captions.append([f'{s}px block {layer}'] +
                             [f'head {hd}' for hd in heads])
     return tile_grid(rows, captions, tile)
+
+
+def draw_matches(src: np.ndarray, trg: np.ndarray, src_kps: Tensor,
+                 pred: Tensor, correct: Tensor,
+                 size: int = 192) -> np.ndarray:
+    """Keypoint matches: ``src`` and ``trg`` images side by side, each
+    scaled to ``size x size``; a line from every source keypoint ``(K, 2)``
+    to its predicted target position ``(K, 2)`` (original pixels of each
+    image), green where ``correct`` ``(K,)``, red elsewhere."""
+    canvas = Image.new('RGB', (2 * size, size), 'white')
+    canvas.paste(Image.fromarray(to_tile(src, size)), (0, 0))
+    canvas.paste(Image.fromarray(to_tile(trg, size)), (size, 0))
+    draw = ImageDraw.Draw(canvas)
+    sx, sy = size / src.shape[1], size / src.shape[0]
+    tx, ty = size / trg.shape[1], size / trg.shape[0]
+    r = max(2, size // 64)
+    for (x, y), (u, v), ok in zip(src_kps.tolist(), pred.tolist(),
+                                  correct.tolist()):
+        colour = (0, 200, 0) if ok else (230, 0, 0)
+        a, b = (x * sx, y * sy), (size + u * tx, v * ty)
+        draw.line([a, b], fill=colour, width=1)
+        draw.ellipse([a[0] - r, a[1] - r, a[0] + r, a[1] + r], fill=colour)
+        draw.ellipse([b[0] - r, b[1] - r, b[0] + r, b[1] + r], fill=colour)
+    return np.asarray(canvas)

@@ -1,7 +1,8 @@
 """High-level API: frozen features of a backbone from a config and a
 checkpoint (see :mod:`mmpos.apis.features`)."""
 from .features import (build_backbone, extract_features, image_features,
-                       init_backbone, preprocess, read_images)
+                       init_backbone, load_config, preprocess,
+                       read_images)
 
 __all__ = ['build_backbone', 'extract_features', 'image_features',
-           'init_backbone', 'preprocess', 'read_images']
+           'init_backbone', 'load_config', 'preprocess', 'read_images']

@@ -42,7 +42,9 @@ IMAGENET_MEAN = (123.675, 116.28, 103.53)
 IMAGENET_STD = (58.395, 57.12, 57.375)
 
 
-def _load_config(config):
+def load_config(config):
+    """``config`` (a path or :class:`mmengine.Config`) with the modules its
+    ``custom_imports`` name imported (and mmpos' registered)."""
     from mmengine.config import Config
     from mmengine.utils import import_modules_from_strings
 
@@ -56,7 +58,7 @@ def _load_config(config):
 def backbone_config(config) -> dict:
     """``model.backbone`` (or a top-level ``backbone``) of ``config`` (path
     or :class:`mmengine.Config`), scope prefix removed."""
-    cfg = _load_config(config)
+    cfg = load_config(config)
     if 'model' in cfg and 'backbone' in cfg.model:
         backbone_cfg = cfg.model.backbone
     elif 'backbone' in cfg:
@@ -72,7 +74,7 @@ def backbone_config(config) -> dict:
 def data_mean_std(config) -> Tuple[tuple, tuple]:
     """``mean``/``std`` (RGB, 0-255) of the config's data preprocessor; the
     ImageNet values when it has none."""
-    cfg = _load_config(config)
+    cfg = load_config(config)
     pre = cfg.get('model', {}).get('data_preprocessor') or cfg.get(
         'data_preprocessor') or {}
     return (tuple(pre.get('mean', IMAGENET_MEAN)),

@@ -133,9 +133,10 @@ class KeyReport:
     def backbone_only(self) -> bool:
         """The checkpoint's keys all lie under ``backbone.`` while the model
         also has tensors elsewhere (neck, head, decoder)."""
-        ours = self.matched + [k for k, _, _ in self.mismatched]
-        return bool(ours) and all(
-            k.startswith('backbone.') for k in ours + self.unexpected) and \
+        keys = self.matched + [k for k, _, _ in self.mismatched] + \
+            self.unexpected
+        return bool(keys) and all(
+            k.startswith('backbone.') for k in keys) and \
             any(not k.startswith('backbone.') for k in self.missing)
 
 

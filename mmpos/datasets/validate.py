@@ -118,6 +118,11 @@ def coco_problems(ann_file: str,
                    'expected a list')
             return
 
+    if require_annotations and data['annotations'] == []:
+        yield (f'{ann_file}: no annotations (its "annotations" list is '
+               'empty; nothing to train or evaluate on)')
+        return
+
     def where(text):
         return f'{ann_file}: {text}'
 
@@ -258,6 +263,34 @@ def dataset_problems(dataset, split: str = 'train') -> Iterator[str]:
             len(classes), dataset.reduce_zero_label, dataset.ignore_index)
 
 
+def _num_classes(node, where='model'):
+    """``(key, value)`` of every ``num_classes`` in a model config, but
+    the class-agnostic region proposal heads' (``rpn_head``)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == 'num_classes' and isinstance(value, int):
+                yield f'{where}.{key}', value
+            elif 'rpn' not in key:
+                yield from _num_classes(value, f'{where}.{key}')
+    elif isinstance(node, (list, tuple)):
+        for i, value in enumerate(node):
+            yield from _num_classes(value, f'{where}.{i}')
+
+
+def num_classes_problems(model_cfg, classes: Optional[Sequence[str]],
+                         dataset: str) -> Iterator[str]:
+    """A model ``num_classes`` below the number of ``classes`` of a
+    dataset (its labels would index past the classifier: an IndexError
+    deep inside a loss)."""
+    if not classes or not model_cfg:
+        return
+    for key, value in _num_classes(model_cfg):
+        if value < len(classes):
+            yield (f'{key}={value} is below the {len(classes)} classes of '
+                   f'{dataset} ({", ".join(map(str, classes[:4]))}'
+                   f'{", ..." if len(classes) > 4 else ""})')
+
+
 def _leaf_dataset_cfgs(cfg) -> Iterator[dict]:
     """The datasets inside wrappers (``dataset=``, ``datasets=[...]``)."""
     if 'datasets' in cfg:
@@ -304,6 +337,9 @@ def config_problems(cfg, splits: Sequence[str] = ('train', 'val', 'test'),
                 if _is_base_dataset(ds_cfg):
                     dataset = DATASETS.build({**ds_cfg, 'lazy_init': True})
                     yield from dataset_problems(dataset, split)
+                    yield from num_classes_problems(
+                        cfg.get('model'), dataset.metainfo.get('classes'),
+                        f'{split}_dataloader.dataset')
 
 
 def check_config_datasets(cfg, splits: Sequence[str] = ('train', 'val'),
@@ -320,5 +356,6 @@ def check_config_datasets(cfg, splits: Sequence[str] = ('train', 'val'),
 
 __all__ = [
     'DatasetFormatError', 'check_config_datasets', 'coco_problems',
-    'config_problems', 'dataset_problems', 'seg_label_problems'
+    'config_problems', 'dataset_problems', 'num_classes_problems',
+    'seg_label_problems'
 ]

@@ -17,7 +17,8 @@ Then, while ``main`` runs,
 * the errors that come from what the user gave (:data:`USER_ERRORS`: every
   :class:`~mmpos.utils.errors.BadInputError` -- bad data, config values,
   unreadable or unfitting checkpoints, launch problems -- and ``OSError``\\ s
-  about a path: missing, existing, a directory, no permission) end the
+  about a path: missing, existing, a directory, no permission, a
+  read-only file system, a full disk or quota) end the
   process with status 1 and one line ``my_tool.py: error: <message>`` on
   stderr; the message names the file, key or value;
 * ``sys.exit('message')`` / ``raise SystemExit('message')`` inside the tool
@@ -30,8 +31,10 @@ Then, while ``main`` runs,
 Tests call ``main([...])`` in-process and catch ``SystemExit``.
 """
 import contextlib
+import errno
 import functools
 import os
+import os.path as osp
 import re
 import sys
 
@@ -40,6 +43,9 @@ from .errors import BadInputError
 # Errors that the tools print as one line (MMPOS_DEBUG=1: traceback).
 USER_ERRORS = (BadInputError, FileNotFoundError, FileExistsError,
                IsADirectoryError, NotADirectoryError, PermissionError)
+# Other OSErrors about where the user asked to write: a read-only file
+# system, a full disk or quota.
+USER_ERRNOS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT})
 
 
 def one_line(err: BaseException) -> str:
@@ -67,6 +73,11 @@ def exit_on_bad_input(prog: str, errors=()):
         if os.environ.get('MMPOS_DEBUG'):
             raise
         sys.exit(f'{prog}: error: {one_line(err)}')
+    except OSError as err:
+        if err.errno not in USER_ERRNOS or os.environ.get('MMPOS_DEBUG'):
+            raise
+        where = f'{err.filename}: ' if err.filename else ''
+        sys.exit(f'{prog}: error: {where}{err.strerror}')
     except SystemExit as exit_:
         code = exit_.code
         stem = prog[:-3] if prog.endswith('.py') else prog
@@ -92,4 +103,29 @@ def cli_main(prog: str, errors=()):
     return decorate
 
 
-__all__ = ['USER_ERRORS', 'cli_main', 'exit_on_bad_input', 'one_line']
+def distinct_stems(paths) -> dict:
+    """``{path: stem}`` for naming a tool's outputs after its input files:
+    the file name without extension, or, for names that several inputs
+    share, the path below their common folder with ``_`` for ``/``
+    (``a/x.jpg b/x.jpg`` -> ``a_x``, ``b_x``), so that no output
+    overwrites another.
+
+    Raises:
+        BadInputError: when a file is given twice.
+    """
+    stems = [osp.splitext(osp.basename(p))[0] for p in paths]
+    full = [osp.abspath(p) for p in paths]
+    if len(set(full)) < len(full):
+        raise BadInputError(f'an input file is given twice: {" ".join(paths)}')
+    root = osp.commonpath(full) if len(full) > 1 else ''
+    return {
+        path: (osp.splitext(osp.relpath(f, root))[0].replace(os.sep, '_')
+               if stems.count(stem) > 1 else stem)
+        for path, f, stem in zip(paths, full, stems)
+    }
+
+
+__all__ = [
+    'USER_ERRORS', 'cli_main', 'distinct_stems', 'exit_on_bad_input',
+    'one_line'
+]

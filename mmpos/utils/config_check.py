@@ -19,7 +19,6 @@ is reported with the config key that carried it by :func:`blame_config`.
 """
 import contextlib
 import difflib
-import functools
 import inspect
 import re
 from typing import Iterable, List, Optional
@@ -29,7 +28,8 @@ from mmengine.registry import (DATA_SAMPLERS, DATASETS, EVALUATOR, HOOKS,
                                OPTIM_WRAPPER_CONSTRUCTORS, OPTIM_WRAPPERS,
                                OPTIMIZERS, PARAM_SCHEDULERS, RUNNERS,
                                TASK_UTILS, TRANSFORMS, VISBACKENDS,
-                               VISUALIZERS, Registry)
+                               VISUALIZERS)
+from mmengine.registry.build_functions import build_from_cfg
 from mmengine.runner import Runner
 
 from .errors import BadInputError
@@ -153,6 +153,11 @@ def config_key_problems(cfg, new_keys: Iterable[str] = ()) -> List[str]:
         hint = _suggest(key, known, TOP_LEVEL_CUTOFF)
         if hint or key in new_top:
             problems.append(f'unknown top-level key {key!r}{hint}')
+    for split in ('train', 'val', 'test'):
+        size = (cfg.get(f'{split}_dataloader') or {}).get('batch_size')
+        if size is not None and (not isinstance(size, int) or size < 1):
+            problems.append(f'{split}_dataloader.batch_size={size!r}: '
+                            'needs a positive number of samples')
     backbone = cfg.get('model', {}).get('backbone')
     if isinstance(backbone, dict):
         problems += unknown_arguments(backbone, 'model.backbone', scope)
@@ -244,23 +249,50 @@ def blamed_keys(cfg_dict: dict, built: dict, message: str,
     return sorted(found, key=lambda k: k not in options)
 
 
-def _tag_failed_builds(build):
-    """Wrap ``Registry.build`` so that an exception remembers the innermost
-    config dict whose build raised it."""
+def failed_build(err: BaseException):
+    """``(config dict, registry)`` of the innermost registry build that
+    ``err`` went through (read from its traceback: the frames of mmengine's
+    ``build_from_cfg``), or ``(None, None)``."""
+    found = None, None
+    tb = err.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code is build_from_cfg.__code__:
+            cfg = frame.f_locals.get('cfg')
+            if isinstance(cfg, dict):
+                found = dict(cfg), frame.f_locals.get('registry')
+        tb = tb.tb_next
+    return found
 
-    @functools.wraps(build)
-    def wrapper(self, cfg, *args, **kwargs):
-        try:
-            return build(self, cfg, *args, **kwargs)
-        except Exception as err:
-            if not hasattr(err, _FAILED_BUILD) and isinstance(cfg, dict):
-                try:
-                    setattr(err, _FAILED_BUILD, dict(cfg))
-                except AttributeError:  # exceptions without a __dict__
-                    pass
-            raise
 
-    return wrapper
+def _registered_names(registry, type_: str) -> List[str]:
+    """Names a ``type`` like ``type_`` can take from ``registry``: its
+    modules and its parents'; for ``'scope.Name'`` those of ``scope``'s
+    registry, with the prefix."""
+    prefix = ''
+    if '.' in type_:
+        scope = type_.split('.', 1)[0]
+        registry = registry._get_root_registry()._search_child(scope)
+        prefix = f'{scope}.'
+    names = []
+    while registry is not None:
+        names += [prefix + name for name in registry.module_dict]
+        registry = registry.parent
+    return names
+
+
+def unknown_type_error(cfg_dict: dict, built: dict, registry):
+    """:class:`BadInputError` naming the config key of a ``type`` that is
+    not registered, with the closest registered name."""
+    type_ = built.get('type')
+    where = [w for w, node in _typed_dicts(cfg_dict, '')
+             if node.get('type') == type_]
+    key = f'{where[0]}.type' if where else 'type'
+    hint = _suggest(type_, _registered_names(registry, type_), 0.7)
+    return BadInputError(
+        f'{key}={type_!r} is not registered in {registry.scope}::'
+        f'{registry.name}{hint}; if a module defines it, the config must '
+        'import that module (custom_imports)')
 
 
 @contextlib.contextmanager
@@ -269,30 +301,33 @@ def blame_config(cfg, cfg_options: Optional[dict] = None):
 
     While the block runs (building the runner, training, testing), an error
     of :data:`CONSTRUCTOR_ERRORS` raised by building a config dict through a
-    registry becomes a :class:`~mmpos.utils.errors.BadInputError`
+    registry (:func:`failed_build`) becomes a
+    :class:`~mmpos.utils.errors.BadInputError`
     ``<key>=<value>: <Class> rejected it: <message>`` when a key of that
-    dict in ``cfg`` can be named (:func:`blamed_keys`). Anything else, e.g.
-    an error no config value explains, keeps its traceback.
+    dict in ``cfg`` can be named (:func:`blamed_keys`); a ``type`` no
+    registry holds becomes ``<key>.type='X' is not registered ... (did you
+    mean 'Y'?)``. Anything else, e.g. an error no config value explains,
+    keeps its traceback.
     """
     cfg_dict = cfg.to_dict() if hasattr(cfg, 'to_dict') else dict(cfg)
-    build = Registry.build
-    Registry.build = _tag_failed_builds(build)
     try:
         yield
     except CONSTRUCTOR_ERRORS as err:
-        built = getattr(err, _FAILED_BUILD, None)
+        built, registry = failed_build(err)
         if built is None or isinstance(err, BadInputError):
             raise
+        type_ = built.get('type')
+        if isinstance(err, KeyError) and isinstance(type_, str) and \
+                registry is not None and registry.get(type_) is None:
+            raise unknown_type_error(cfg_dict, built, registry) from err
         message = ' '.join(str(err).split())
         keys = blamed_keys(cfg_dict, built, message, cfg_options or {})
         if not keys:
             raise
         value = _lookup_value(cfg_dict, keys[0])
         raise BadInputError(
-            f'{keys[0]}={value!r}: {_type_name(built.get("type"))} rejected '
+            f'{keys[0]}={value!r}: {_type_name(type_)} rejected '
             f'it: {type(err).__name__}: {message}') from err
-    finally:
-        Registry.build = build
 
 
 def _lookup_value(cfg_dict, key):
@@ -302,6 +337,6 @@ def _lookup_value(cfg_dict, key):
 
 __all__ = [
     'accepted_arguments', 'blame_config', 'blamed_keys',
-    'config_key_problems', 'new_option_keys', 'resolve_type',
+    'config_key_problems', 'failed_build', 'new_option_keys', 'resolve_type',
     'top_level_keys', 'unknown_arguments'
 ]

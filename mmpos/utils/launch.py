@@ -1,18 +1,24 @@
-"""Helpers shared by ``tools/train.py`` and ``tools/test.py``.
+"""The gaps mmengine's Runner leaves, filled for ``tools/train.py`` and
+``tools/test.py`` by small named functions:
 
-They make one launcher serve mmpretrain, mmdet and mmseg configs (the
-config's ``default_scope`` decides which library's registries are used) and
-let the same command run distributed on CPU-only machines, where mmengine's
-own ``init_dist`` would call ``torch.cuda.set_device`` and fail. They also
-turn bad input into one line (:func:`~mmpos.utils.cli.exit_on_bad_input`),
-check configs and checkpoints before anything is built, keep a second run
-off a work dir in use (:func:`work_dir_lock`), load images with
-``SafeLoadImageFromFile`` (:func:`use_safe_image_loading`) and clean up after
-a run that failed before training (:func:`remove_partial_output`).
+* :func:`add_launch_arguments`, :func:`apply_launch_arguments`: the
+  options both tools share, the default work dir ``work_dirs/<config>``;
+* :func:`load_config`: a config file read with one-line errors and its
+  misspelled keys refused (:mod:`mmpos.utils.config_check`);
+* :func:`work_dir_lock`: one run per work dir, and what a failed run wrote
+  removed again (only that);
+* :func:`check_work_dir`, :func:`resume_checkpoint`: a fresh run never
+  overwrites another one's checkpoints; ``--resume`` takes the newest
+  intact checkpoint;
+* :func:`check_checkpoint_paths`: missing or unreadable checkpoints refused
+  before anything is built;
+* :func:`start_cpu_process_group`: distributed runs on CPU-only machines,
+  where mmengine's own ``init_dist`` calls ``torch.cuda.set_device``;
+* :func:`quiet_frozen_parameters`: no WARNING per frozen parameter.
 """
-import argparse
 import contextlib
 import fcntl
+import logging
 import os
 import os.path as osp
 import re
@@ -25,18 +31,10 @@ import time
 import torch
 import torch.distributed as torch_dist
 from mmengine.config import Config, DictAction
-from mmengine.registry import RUNNERS
-from mmengine.runner import Runner
 
 from mmpos.checkpoint.read import check_checkpoint_file, checkpoint_problem
 from .config_check import config_key_problems, new_option_keys
 from .errors import BadInputError
-
-# Image loaders that the tools replace with mmpos' SafeLoadImageFromFile.
-LOAD_IMAGE_TYPES = frozenset(
-    f'{scope}LoadImageFromFile'
-    for scope in ('', 'mmcv.', 'mmdet.', 'mmseg.', 'mmpretrain.'))
-SAFE_LOAD_IMAGE = 'mmpretrain.SafeLoadImageFromFile'
 
 
 class LaunchError(BadInputError):
@@ -49,35 +47,15 @@ def global_rank() -> int:
     return int(os.environ.get('RANK', os.environ.get('SLURM_PROCID', 0)))
 
 
-@contextlib.contextmanager
-def remove_partial_output(work_dir: str, keep=lambda: False, existed=None):
-    """On any failure, delete what the run created in ``work_dir`` unless
-    ``keep()`` says it produced something (e.g. trained an iteration).
-
-    A work dir that did not exist (``existed``; default: whether it exists
-    now) is removed as a whole; in an existing one only the entries that are
-    new are removed, never what was there before. Only rank 0 deletes.
-    """
-    existed = osp.isdir(work_dir) if existed is None else existed
-    before = set(os.listdir(work_dir)) if existed else set()
-    try:
-        yield
-    except BaseException:
-        if global_rank() == 0 and not keep():
-            if not existed:
-                shutil.rmtree(work_dir, ignore_errors=True)
-            elif osp.isdir(work_dir):
-                for name in set(os.listdir(work_dir)) - before:
-                    path = osp.join(work_dir, name)
-                    if osp.isdir(path) and not osp.islink(path):
-                        shutil.rmtree(path, ignore_errors=True)
-                    else:
-                        os.remove(path)
-        raise
-
-
-def add_common_args(parser: argparse.ArgumentParser) -> None:
-    """Arguments shared by train.py and test.py (config options, launcher)."""
+def add_launch_arguments(parser) -> None:
+    """``--skip-data-check``, ``--cfg-options``, ``--launcher`` and
+    ``--local-rank`` (which ``torch.distributed.launch`` passes; torchrun
+    sets ``LOCAL_RANK``)."""
+    parser.add_argument(
+        '--skip-data-check',
+        action='store_true',
+        help='do not validate the annotations of the datasets the run '
+        'reads before starting')
     parser.add_argument(
         '--cfg-options',
         nargs='+',
@@ -88,64 +66,19 @@ def add_common_args(parser: argparse.ArgumentParser) -> None:
         choices=['none', 'pytorch', 'slurm'],
         default='none',
         help='job launcher')
-    # torch.distributed.launch passes --local-rank; torchrun sets LOCAL_RANK.
     parser.add_argument('--local-rank', '--local_rank', type=int, default=0)
 
 
-def parse_common(parser: argparse.ArgumentParser, argv=None):
-    """Parse ``argv`` after adding :func:`add_common_args` to ``parser``;
-    sets ``LOCAL_RANK`` from ``--local-rank`` unless already set."""
-    add_common_args(parser)
-    args = parser.parse_args(argv)
+def apply_launch_arguments(cfg, args) -> None:
+    """``cfg.launcher``, ``LOCAL_RANK`` and ``cfg.work_dir``: ``--work-dir``
+    > the config's ``work_dir`` > ``work_dirs/<config file name>``."""
     os.environ.setdefault('LOCAL_RANK', str(args.local_rank))
-    return args
-
-
-def launcher_parser(description: str, work_dir_help: str,
-                    checked: str) -> argparse.ArgumentParser:
-    """Parser of a launcher: ``config`` (the first positional),
-    ``--work-dir`` and ``--skip-data-check`` (``checked``: which annotations
-    are validated otherwise); parse it with :func:`parse_common`."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument('config', help='config file')
-    parser.add_argument('--work-dir', help=work_dir_help)
-    parser.add_argument(
-        '--skip-data-check',
-        action='store_true',
-        help=f'do not validate the {checked} annotations before starting')
-    return parser
-
-
-def load_launch_config(args):
-    """:func:`load_config` of ``args.config`` with ``--cfg-options``, its
-    ``launcher`` and work dir (:func:`resolve_work_dir`) set."""
-    cfg = load_config(args.config, args.cfg_options)
     cfg.launcher = args.launcher
-    resolve_work_dir(cfg, args.config, args.work_dir)
-    return cfg
-
-
-def finish_launch_config(cfg, args, splits, train_on_error='raise'):
-    """Last steps before the runner is built: safe image loading
-    (:func:`use_safe_image_loading`), the ``splits``' datasets validated on
-    rank 0 unless ``--skip-data-check``, and a CPU process group
-    (:func:`prepare_cpu_distributed`). Returns ``cfg``."""
-    # mmpos.datasets imports mmpos.utils: imported here, not at the top.
-    from mmpos.datasets.validate import check_config_datasets
-    use_safe_image_loading(cfg, train_on_error)
-    if not args.skip_data_check and global_rank() == 0:
-        check_config_datasets(cfg, splits)
-    prepare_cpu_distributed(cfg, args.launcher)
-    return cfg
-
-
-def build_runner(cfg, hook):
-    """The config's runner (``runner_type`` from mmengine's ``RUNNERS``,
-    else :class:`~mmengine.runner.Runner`) with ``hook`` registered."""
-    runner = (RUNNERS.build(cfg)
-              if 'runner_type' in cfg else Runner.from_cfg(cfg))
-    runner.register_hook(hook)
-    return runner
+    if args.work_dir is not None:
+        cfg.work_dir = args.work_dir
+    elif cfg.get('work_dir') is None:
+        name = osp.splitext(osp.basename(args.config))[0]
+        cfg.work_dir = osp.join('work_dirs', name)
 
 
 def load_config(path, cfg_options=None):
@@ -187,19 +120,10 @@ def drop_disabled_hooks(cfg):
         del hooks[name]
 
 
-def resolve_work_dir(cfg, config_path, work_dir=None):
-    """CLI ``--work-dir`` > ``work_dir`` in the config > ``work_dirs/<name>``."""
-    if work_dir is not None:
-        cfg.work_dir = work_dir
-    elif cfg.get('work_dir') is None:
-        name = osp.splitext(osp.basename(config_path))[0]
-        cfg.work_dir = osp.join('work_dirs', name)
-    return cfg.work_dir
-
-
-def check_work_dir(work_dir, resume):
+def check_work_dir(work_dir, fresh_training=False):
     """Refuse a work dir that a running run holds (:func:`work_dir_lock`),
-    and a fresh run on top of another run's checkpoints.
+    and (``fresh_training``) a fresh training on top of another run's
+    checkpoints.
 
     mmengine names checkpoints ``iter_N.pth``/``epoch_N.pth``, so a second
     fresh run in the same work dir would silently overwrite the first one's.
@@ -207,7 +131,7 @@ def check_work_dir(work_dir, resume):
     with work_dir_lock(work_dir, create=False):
         pass
     marker = osp.join(work_dir, 'last_checkpoint')
-    if resume or not osp.isfile(marker):
+    if not fresh_training or not osp.isfile(marker):
         return
     with open(marker) as f:
         last = f.read().strip()
@@ -220,8 +144,8 @@ LOCK_FILE = '.mmpos_run.lock'
 
 
 @contextlib.contextmanager
-def work_dir_lock(work_dir, create=True):
-    """Hold ``work_dir``'s lock while a run writes into it.
+def work_dir_lock(work_dir, create=True, keep_output=lambda: False):
+    """Hold ``work_dir``'s lock while a run (training or test) writes into it.
 
     The lock is an ``flock`` on ``<work_dir>/.mmpos_run.lock``, which holds
     the PID, host, start time and command line of its owner; a second run
@@ -231,17 +155,23 @@ def work_dir_lock(work_dir, create=True):
     runs on two hosts sharing a network file system are not excluded).
     Only rank 0 locks; the file is removed when the block ends.
 
+    When the block fails and ``keep_output()`` is false (e.g. nothing was
+    trained), what the block added to ``work_dir`` is removed: the entries
+    that appeared while the lock was held (so written by this run), or the
+    whole work dir if this call created it. Nothing that was there before
+    is touched.
+
     Args:
         create: create the work dir (and the lock file) if missing;
             ``False`` only checks that no run holds an existing lock.
+        keep_output: called after a failure; true keeps the new entries.
 
     Yields:
         bool: whether the work dir existed before.
     """
     existed = osp.isdir(work_dir)
     path = osp.join(work_dir, LOCK_FILE)
-    if global_rank() != 0 or not (create or
-                                                   osp.isfile(path)):
+    if global_rank() != 0 or not (create or osp.isfile(path)):
         yield existed
         return
     os.makedirs(work_dir, exist_ok=True)
@@ -262,6 +192,7 @@ def work_dir_lock(work_dir, create=True):
         except FileNotFoundError:
             pass
         os.close(fd)
+    before = set(os.listdir(work_dir)) if existed else set()
     try:
         if create:
             owner = (f'pid {os.getpid()} on {socket.gethostname()}, started '
@@ -270,11 +201,26 @@ def work_dir_lock(work_dir, create=True):
             os.ftruncate(fd, 0)
             os.write(fd, owner.encode())
         yield existed
+    except BaseException:
+        if create and not keep_output():
+            _remove_new_entries(work_dir, before | {LOCK_FILE})
+        raise
     finally:
         if create and osp.isfile(path) and \
                 os.stat(path).st_ino == os.fstat(fd).st_ino:
             os.remove(path)
         os.close(fd)
+        if create and not existed and not os.listdir(work_dir):
+            os.rmdir(work_dir)
+
+
+def _remove_new_entries(work_dir, before):
+    for name in set(os.listdir(work_dir)) - before:
+        path = osp.join(work_dir, name)
+        if osp.isdir(path) and not osp.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.remove(path)
 
 
 def saved_checkpoints(folder):
@@ -355,37 +301,6 @@ def _check_checkpoint(path, what):
         raise LaunchError(str(err)) from None
 
 
-def _use_safe_loader(node, on_error) -> int:
-    if isinstance(node, (list, tuple)):
-        return sum(_use_safe_loader(value, on_error) for value in node)
-    if not isinstance(node, dict):
-        return 0
-    if node.get('type') in LOAD_IMAGE_TYPES and not node.get('ignore_empty'):
-        node['type'], node['on_error'] = SAFE_LOAD_IMAGE, on_error
-        return 1
-    return sum(_use_safe_loader(value, on_error) for value in node.values())
-
-
-def use_safe_image_loading(cfg, train_on_error='raise') -> int:
-    """Load images with :class:`~mmpos.datasets.robust_loading.
-    SafeLoadImageFromFile` in every dataloader pipeline.
-
-    Each ``LoadImageFromFile`` (not asked to ``ignore_empty``) becomes
-    ``SafeLoadImageFromFile`` with the same arguments and
-    ``on_error=train_on_error`` in the training pipelines, ``'raise'`` in
-    val/test ones (test-mode datasets cannot skip a sample). Returns the
-    number replaced.
-    """
-    count = 0
-    for split in ('train', 'val', 'test'):
-        loader = cfg.get(f'{split}_dataloader')
-        if loader:
-            count += _use_safe_loader(
-                loader.get('dataset'),
-                train_on_error if split == 'train' else 'raise')
-    return count
-
-
 def _export_slurm_env():
     """Translate SLURM's variables into the ones ``env://`` init reads."""
     node_list = os.environ['SLURM_NODELIST']
@@ -398,7 +313,7 @@ def _export_slurm_env():
     os.environ['LOCAL_RANK'] = os.environ['SLURM_LOCALID']
 
 
-def prepare_cpu_distributed(cfg, launcher):
+def start_cpu_process_group(cfg, launcher):
     """Start a gloo process group when distributed training runs on CPU.
 
     On a machine without CUDA this initialises ``torch.distributed`` with the
@@ -427,3 +342,22 @@ def prepare_cpu_distributed(cfg, launcher):
             broadcast_buffers=False,
             find_unused_parameters=cfg.get('find_unused_parameters', False))
     return True
+
+
+class _FrozenParameterFilter(logging.Filter):
+
+    def filter(self, record):
+        if record.levelno == logging.WARNING and \
+                'is skipped since its requires_grad=False' in \
+                record.getMessage():
+            record.levelno, record.levelname = logging.DEBUG, 'DEBUG'
+        return True
+
+
+def quiet_frozen_parameters(logger: logging.Logger) -> None:
+    """Log mmengine's ``<param> is skipped since its requires_grad=False``
+    (one WARNING per frozen parameter while the optimizer is built: dozens
+    for a frozen backbone or an EMA teacher, all expected) at DEBUG on
+    ``logger`` (the runner's)."""
+    if not any(isinstance(f, _FrozenParameterFilter) for f in logger.filters):
+        logger.addFilter(_FrozenParameterFilter())

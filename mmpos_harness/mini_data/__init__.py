@@ -1,6 +1,6 @@
 """Deterministic mini datasets in the real on-disk formats.
 
-Six generators (one module each), each writing one dataset directory:
+Ten generators (one module each), each writing one dataset directory:
 
 * :func:`make_mini_coco` -- COCO instance segmentation (``annotations/
   instances_{train,val}2017.json`` + ``{train,val}2017/*.jpg``): textured
@@ -26,6 +26,10 @@ Six generators (one module each), each writing one dataset directory:
 * :func:`make_mini_stuff` (the demo's segmentation task) -- regions of the
   same 8 materials, the grey ones told apart by texture only; read by
   :class:`mmpos_harness.mini_data.datasets.MiniStuffDataset`.
+* :func:`make_mini_nyu` (the depth probe) -- rooms with exact depth maps
+  in NYU-Depth v2's layout (mmseg's ``NYUDataset``).
+* :func:`make_mini_spair` (the correspondence probe) -- image pairs related
+  by known homographies, keypoints mapped exactly, in SPair-71k's layout.
 
 The output depends only on the arguments: the same ``seed`` gives
 byte-identical files. Each image draws from its own random stream, so image
@@ -44,8 +48,10 @@ from ._io import MARKER, _check_sizes, _check_target
 from .ade import MINI_ADE_CLASSES, make_mini_ade
 from .cls import make_mini_cls
 from .coco import make_mini_coco
+from .depth import make_mini_nyu
 from .materials import MINI_MATERIALS
 from .objects import make_mini_objects
+from .pairs import make_mini_spair
 from .photos import SKIMAGE_PHOTOS, available_skimage_photos
 from .shapes import MINI_COCO_CLASSES
 from .stuff import make_mini_stuff
@@ -54,8 +60,8 @@ from .unlabeled import make_unlabeled_images
 __all__ = [
     'MARKER', 'MINI_ADE_CLASSES', 'MINI_COCO_CLASSES', 'MINI_MATERIALS',
     'SKIMAGE_PHOTOS', 'available_skimage_photos', 'make_all', 'make_mini_ade',
-    'make_mini_cls', 'make_mini_coco', 'make_mini_objects', 'make_mini_stuff',
-    'make_unlabeled_images'
+    'make_mini_cls', 'make_mini_coco', 'make_mini_nyu', 'make_mini_objects',
+    'make_mini_spair', 'make_mini_stuff', 'make_unlabeled_images'
 ]
 
 
@@ -63,7 +69,8 @@ def make_all(root, which=('coco', 'ade', 'unlabeled'), num_train=64,
              num_val=16, num_unlabeled=256, img_size=128, seed=0,
              force=False):
     """Write the chosen mini datasets (``'coco'``, ``'ade'``,
-    ``'unlabeled'``, ``'cls'``, ``'objects'``, ``'stuff'``) to
+    ``'unlabeled'``, ``'cls'``, ``'objects'``, ``'stuff'``, ``'nyu'``,
+    ``'spair'``) to
     ``root/<name>``; see the individual generators.
 
     Returns:
@@ -81,6 +88,10 @@ def make_all(root, which=('coco', 'ade', 'unlabeled'), num_train=64,
         'objects': lambda path: make_mini_objects(
             path, num_train, num_val, img_size, seed, force=force),
         'stuff': lambda path: make_mini_stuff(
+            path, num_train, num_val, img_size, seed, force=force),
+        'nyu': lambda path: make_mini_nyu(
+            path, num_train, num_val, img_size, seed, force=force),
+        'spair': lambda path: make_mini_spair(
             path, num_train, num_val, img_size, seed, force=force),
     }
     unknown = sorted(set(which) - set(makers))

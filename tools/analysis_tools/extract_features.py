@@ -18,7 +18,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
 from mmpos.apis.cli import backbone_parser  # noqa: E402
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.utils.cli import cli_main, distinct_stems  # noqa: E402
 from mmpos.utils.errors import BadInputError  # noqa: E402
 
 
@@ -42,17 +42,24 @@ def main(argv=None):
     from mmpos.apis.features import data_mean_std
     if args.size and len(args.size) > 2:
         raise BadInputError(f'--size takes H [W], got {args.size}')
-    backbone = init_backbone(args.config, args.checkpoint, args.device,
-                             out_indices=args.layers, prefix=args.prefix)
+    try:
+        backbone = init_backbone(args.config, args.checkpoint, args.device,
+                                 out_indices=args.layers, prefix=args.prefix)
+    except ValueError as err:  # the backbone refuses the out_indices
+        if args.layers is None or isinstance(err, BadInputError):
+            raise
+        raise BadInputError(f'--layers {" ".join(map(str, args.layers))}: '
+                            f'{err}') from err
     size = args.size or list(getattr(backbone, 'img_size', (224, 224)))
     size = (size[0], size[-1])
     mean, std = data_mean_std(args.config)
     os.makedirs(args.out_dir, exist_ok=True)
     written = 0
+    stems = distinct_stems(args.images)
     for path, image in zip(args.images, read_images(args.images)):
         feats = extract_features(
             backbone, preprocess([image], size, mean, std).to(args.device))
-        stem = osp.splitext(osp.basename(path))[0]
+        stem = stems[path]
         for layer in feats['layers']:
             for kind in ('cls_token', 'patch_tokens'):
                 if layer[kind] is not None:

@@ -24,7 +24,8 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
 from mmpos.apis.cli import backbone_parser  # noqa: E402
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.utils.cli import cli_main, distinct_stems  # noqa: E402
+from mmpos.utils.errors import BadInputError  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -50,12 +51,18 @@ def main(argv=None):
     backbone = init_backbone(args.config, args.checkpoint, args.device,
                              prefix=args.prefix)
     num_layers = len(getattr(backbone, 'layers', []))
+    wrong = [i for i in args.layers if not -num_layers <= i < num_layers]
+    if num_layers and wrong:
+        raise BadInputError(
+            f'--layers {" ".join(map(str, wrong))}: the backbone has '
+            f'{num_layers} blocks (indices {-num_layers}..{num_layers - 1})')
     layers = [i % num_layers if num_layers else i for i in args.layers]
     mean, std = data_mean_std(args.config)
     os.makedirs(args.out_dir, exist_ok=True)
     written = []
+    stems = distinct_stems(args.images)
     for path, image in zip(args.images, read_images(args.images)):
-        stem = osp.join(args.out_dir, osp.splitext(osp.basename(path))[0])
+        stem = osp.join(args.out_dir, stems[path])
         written.append(save_png(
             pca_picture(backbone, image, args.sizes, mean, std, args.tile),
             stem + '_pca.png'))

@@ -7,7 +7,7 @@ from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
 
 from mmpos.registry import HOOKS
-from .online_probe import probe_backbone, resolve_train_root
+from .online_probe import OnlineProbeHook, probe_backbone
 from .rng_state import get_rng_state, set_rng_state
 
 HEALTH_FILE = 'health.json'
@@ -38,6 +38,7 @@ class HealthMonitorHook(Hook):
     and restored), so a run with the hook trains as one without it.
     """
     priority = 'NORMAL'  # before LoggerHook, which logs the iteration
+    hint = OnlineProbeHook.hint  # named when the probe set is missing
 
     def __init__(self,
                  dataset: dict,
@@ -83,9 +84,10 @@ class HealthMonitorHook(Hook):
         pre = model.data_preprocessor
         state = get_rng_state()
         try:
-            paths = dataset_items(resolve_train_root(
-                runner, self.dataset, 'HealthMonitorHook'))[0][
-                    :self.num_images]
+            # the online probe's {train_data_root} resolution and check
+            dataset = OnlineProbeHook.resolve_dataset(self, runner, 'probe',
+                                                      self.dataset)
+            paths = dataset_items(dataset)[0][:self.num_images]
             self.inputs = load_inputs(
                 paths, size, pre.mean.flatten().tolist(),
                 pre.std.flatten().tolist())

@@ -1,4 +1,13 @@
-"""Stop training at the first NaN/Inf loss, naming the iteration."""
+"""Stop training at the first NaN/Inf loss, naming the iteration.
+
+mmdet's ``CheckInvalidLossHook`` covers part of this and is not used: it
+checks only the total ``loss``, every 50 iterations by default, with a bare
+``assert`` (an ``AssertionError`` without a message, gone under
+``python -O``), and lives in mmdet's scope while the pretraining configs
+are mmpretrain's. :class:`NonFiniteLossHook` names the iteration and every
+non-finite loss term, can warn instead of stopping, and its error is what
+``tools/train.py`` prints as one line.
+"""
 import math
 
 import torch

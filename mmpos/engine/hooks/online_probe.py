@@ -43,7 +43,7 @@ pretraining images (the mini configs: ``'{train_data_root}/../cls'``).
 """
 import os.path as osp
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from typing import Optional, Sequence
 
 import torch
@@ -74,21 +74,6 @@ def probe_backbone(model):
     return model.backbone, 'student'
 
 
-def resolve_train_root(runner, dataset: dict, hook: str = 'OnlineProbeHook'
-                       ) -> dict:
-    """``dataset`` with ``{train_data_root}`` in its ``data_root`` replaced
-    by the ``data_root`` of the runner's training dataset."""
-    root = dataset.get('data_root')
-    if root and '{train_data_root}' in root:
-        train_root = runner.cfg.train_dataloader.dataset.get('data_root')
-        if not train_root:
-            raise ValueError(f'{hook}: data_root uses {{train_data_root}}, '
-                             'but the training dataset has no data_root')
-        dataset = dict(dataset, data_root=osp.normpath(
-            root.format(train_data_root=train_root)))
-    return dataset
-
-
 @HOOKS.register_module()
 class OnlineProbeHook(Hook):
     """Log kNN top-1 of the current backbone every ``interval`` iterations.
@@ -107,6 +92,8 @@ class OnlineProbeHook(Hook):
         batch_size: images per backbone forward.
     """
     priority = 'NORMAL'  # before LoggerHook, which logs the iteration
+    hint = ('mini configs: python tools/misc/make_mini_data.py data/mini '
+            '--which cls')
 
     def __init__(self,
                  train_dataset: dict,
@@ -133,33 +120,35 @@ class OnlineProbeHook(Hook):
         self.batch_size = batch_size
         self._data: Optional[dict] = None
 
+    def resolve_dataset(self, runner, split: str, dataset: dict) -> dict:
+        """``dataset`` with ``{train_data_root}`` in its ``data_root``
+        replaced; a missing ``data_root`` is an error naming it (and
+        ``hint``, how to write the mini set)."""
+        root = dataset.get('data_root')
+        if root and '{train_data_root}' in root:
+            train_root = runner.cfg.train_dataloader.dataset.get('data_root')
+            if not train_root:
+                raise ValueError(f'{type(self).__name__}: data_root uses '
+                                 '{train_data_root}, but the training '
+                                 'dataset has no data_root')
+            root = osp.normpath(root.format(train_data_root=train_root))
+            dataset = dict(dataset, data_root=root)
+        if root and not osp.isdir(root):
+            raise FileNotFoundError(f'{type(self).__name__}: {split} set not '
+                                    f'found: {root} ({self.hint})')
+        return dataset
+
     def before_train(self, runner) -> None:
         """Read and preprocess the probe images once."""
         if not self.interval:
             return
         from mmpos.evaluation.frozen import dataset_items, load_inputs
-        model = runner.model.module if is_model_wrapper(
-            runner.model) else runner.model
-        backbone, _ = probe_backbone(model)
-        size = self.img_size or getattr(backbone, 'img_size', None)
-        if size is None:
-            raise ValueError(f'OnlineProbeHook: {type(backbone).__name__} '
-                             'has no img_size; set img_size')
-        size = tuple(size) if isinstance(size, (list, tuple)) else int(size)
-        pre = model.data_preprocessor
-        mean = pre.mean.flatten().tolist() if hasattr(pre, 'mean') else None
-        std = pre.std.flatten().tolist() if hasattr(pre, 'std') else None
+        size, mean, std = self.input_settings(runner)
         state = get_rng_state()  # dataset building must not draw either
         try:
             self._data = {}
             for split, cfg in self.datasets.items():
-                cfg = resolve_train_root(runner, cfg)
-                root = cfg.get('data_root')
-                if root and not osp.isdir(root):
-                    raise FileNotFoundError(
-                        f'OnlineProbeHook: {split} set not found: {root} '
-                        '(mini configs: python tools/misc/make_mini_data.py '
-                        'data/mini --which cls)')
+                cfg = self.resolve_dataset(runner, split, cfg)
                 paths, labels, classes = dataset_items(cfg)
                 inputs = load_inputs(paths, size, *(
                     (mean, std) if mean is not None else ()))
@@ -171,6 +160,45 @@ class OnlineProbeHook(Hook):
             f'{len(self._data["train"][1])} / {len(self._data["val"][1])} '
             f'labelled images at {size} px every {self.interval} '
             'iterations')
+
+    def input_settings(self, runner):
+        """``(size, mean, std)`` of the probe images: ``img_size`` or the
+        backbone's, the model's data preprocessor's normalisation (``None``
+        where it has none: the ImageNet values)."""
+        model = runner.model.module if is_model_wrapper(
+            runner.model) else runner.model
+        backbone, _ = probe_backbone(model)
+        size = self.img_size or getattr(backbone, 'img_size', None)
+        if size is None:
+            raise ValueError(f'{type(self).__name__}: '
+                             f'{type(backbone).__name__} has no img_size; '
+                             'set img_size')
+        size = tuple(size) if isinstance(size, (list, tuple)) else int(size)
+        pre = model.data_preprocessor
+        mean = pre.mean.flatten().tolist() if hasattr(pre, 'mean') else None
+        std = pre.std.flatten().tolist() if hasattr(pre, 'std') else None
+        return size, mean, std
+
+    @staticmethod
+    @contextmanager
+    def probing(runner):
+        """Context of a probe: yields ``(backbone, 'teacher' | 'student',
+        device)``; every random generator is saved before and restored
+        after, and under FSDP the root unit's parameters are gathered
+        read-only (see the module docstring)."""
+        model = runner.model.module if is_model_wrapper(
+            runner.model) else runner.model
+        backbone, which = probe_backbone(model)
+        device = next(backbone.parameters()).device
+        root_params = FSDP.summon_full_params(
+            runner.model, recurse=False, writeback=False) if isinstance(
+                runner.model, FSDP) else nullcontext()
+        state = get_rng_state()
+        try:
+            with root_params:
+                yield backbone, which, device
+        finally:
+            set_rng_state(state)
 
     def after_train_iter(self, runner, batch_idx: int, data_batch=None,
                          outputs=None) -> None:
@@ -184,22 +212,11 @@ class OnlineProbeHook(Hook):
         """Run the kNN probe now; returns ``{'knn_<feature>_top1': %}``."""
         from mmpos.evaluation.frozen import batch_features
         from mmpos.evaluation.knn import knn_accuracy
-        model = runner.model.module if is_model_wrapper(
-            runner.model) else runner.model
-        backbone, which = probe_backbone(model)
-        device = next(backbone.parameters()).device
         start = time.perf_counter()
-        root_params = FSDP.summon_full_params(
-            runner.model, recurse=False, writeback=False) if isinstance(
-                runner.model, FSDP) else nullcontext()
-        state = get_rng_state()
-        try:
-            with root_params:
-                feats = {split: batch_features(backbone, inputs,
-                                               self.batch_size, device)
-                         for split, (inputs, _, _) in self._data.items()}
-        finally:
-            set_rng_state(state)
+        with self.probing(runner) as (backbone, which, device):
+            feats = {split: batch_features(backbone, inputs,
+                                           self.batch_size, device)
+                     for split, (inputs, _, _) in self._data.items()}
         (_, train_labels, num_classes), (_, val_labels, _) = (
             self._data['train'], self._data['val'])
         num_classes = num_classes or int(train_labels.max()) + 1

@@ -334,6 +334,9 @@ class RoPEVisionTransformer(BaseBackbone):
             raise ValueError(f'Invalid global_attn_indexes '
                              f'{global_attn_indexes} for {self.num_layers} '
                              'layers')
+        if window_size < 0:
+            raise ValueError(f'window_size must be >= 0 (0: global '
+                             f'attention), got {window_size}')
         if window_size and (with_cls_token or num_register_tokens):
             raise ValueError('window_size > 0 needs with_cls_token=False and '
                              'num_register_tokens=0 (window attention has '

@@ -1,0 +1,394 @@
+"""Linear monocular-depth probe of a frozen backbone (DINOv2's "linear"
+depth evaluation, settings "lin. 1" and "lin. 4" of Oquab et al. 2023),
+as the authors' code does it (``dinov2/hub/depthers.py``,
+``dinov2/hub/depth/decode_heads.py`` ``BNHead``,
+``dinov2/eval/depth/models/losses/sigloss.py``):
+
+* features: the patch tokens of the last block (``lin. 1``) or of 4 evenly
+  spaced blocks (``lin. 4``; ViT-S/B blocks 3, 6, 9, 12), the class token
+  concatenated to every patch token (``cls_token=True``);
+* every block's map is upsampled bilinearly by ``upsample = 4`` and the
+  blocks concatenated (``resize_concat``); no normalisation layer (the
+  ``BNHead``'s batch norm is commented out in the authors' code);
+* one 1x1 convolution to ``n_bins = 256`` logits; depth is classification
+  over bins ("UD": uniform between ``min_depth = 1e-3`` and ``max_depth``,
+  10 m for NYU-Depth v2) with AdaBins' "linear" normalisation of the bin
+  scores (``p = (relu(l) + 0.1) / sum``), the prediction the expectation
+  ``d = sum_k p_k c_k`` (Bhat et al. 2021, Eq. 2) -- or regression
+  (``classify=False``: ``d = relu(l) + min_depth``);
+* the loss is the scale-invariant log loss of the authors' ``SigLoss``
+  (:class:`SigLoss`), on the prediction upsampled bilinearly to the depth
+  map's size;
+* metrics are mmseg's :class:`~mmseg.evaluation.metrics.DepthMetric`
+  (RMSE, abs-rel, delta < 1.25 ``d1``, ... averaged over images; NYU: depths
+  in (1e-3, 10) m, the Eigen crop ``nyu_crop`` at 480 x 640).
+
+:class:`LinearDepthHead` is an mmseg decode head, so a config can train it
+inside mmseg's :class:`~mmseg.models.segmentors.DepthEstimator`
+(``configs/dense_probes/depth-linear_*``). :func:`fit_depth_probe` trains
+the same head on cached frozen features without a runner: used by
+``tools/analysis_tools/depth_probe.py`` and the online probe
+(:class:`mmpos.engine.hooks.dense_probes.OnlineDepthProbeHook`).
+
+SID bins (``bins_strategy='SID'``) are DORN's log-uniform spacing
+``exp(linspace(log min, log max))``; the authors' code (which never uses
+them) calls ``torch.logspace(min, max)``, i.e. exponents, not depths.
+"""
+import math
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from mmseg.models.decode_heads.decode_head import BaseDecodeHead
+from torch import Tensor
+
+from mmpos.registry import MODELS
+from mmpos.utils.errors import BadInputError
+
+NORM_STRATEGIES = ('linear', 'softmax', 'sigmoid')
+
+
+def depth_bins(min_depth: float, max_depth: float, n_bins: int,
+               strategy: str = 'UD', device=None) -> Tensor:
+    """Bin centres ``(n_bins,)``: ``'UD'`` uniform, ``'SID'`` log-uniform
+    (spacing-increasing discretisation, DORN) in ``[min_depth,
+    max_depth]``."""
+    if not 0 < min_depth < max_depth:
+        raise BadInputError(f'need 0 < min_depth < max_depth, got '
+                            f'{min_depth}, {max_depth}')
+    if strategy == 'UD':
+        return torch.linspace(min_depth, max_depth, n_bins, device=device)
+    if strategy == 'SID':
+        return torch.linspace(math.log(min_depth), math.log(max_depth),
+                              n_bins, device=device).exp()
+    raise BadInputError(f"bins_strategy must be 'UD' or 'SID', got "
+                        f'{strategy!r}')
+
+
+def bin_probabilities(logits: Tensor, norm_strategy: str = 'linear') -> Tensor:
+    """Bin scores ``(B, K, h, w)`` -> probabilities over ``K``: AdaBins'
+    ``'linear'`` ``(relu(l) + 0.1) / sum``, ``'softmax'`` or ``'sigmoid'``
+    (normalised)."""
+    if norm_strategy == 'linear':
+        scores = logits.relu() + 0.1
+    elif norm_strategy == 'softmax':
+        return logits.softmax(dim=1)
+    elif norm_strategy == 'sigmoid':
+        scores = logits.sigmoid()
+    else:
+        raise BadInputError(f'norm_strategy must be one of {NORM_STRATEGIES}'
+                            f', got {norm_strategy!r}')
+    return scores / scores.sum(dim=1, keepdim=True)
+
+
+@MODELS.register_module()
+class SigLoss(nn.Module):
+    """Scale-invariant log loss of DINOv2's depth code (after Eigen et al.
+    2014, Eq. 4 with ``lambda = 0.85``):
+    ``sqrt(Var(g) + 0.15 * mean(g)^2)``, ``g = log(d + eps) - log(d* +
+    eps)`` over the valid pixels (``0 < d* <= max_depth``), ``eps = 1e-3``,
+    ``Var`` the unbiased variance (as ``torch.var``).
+
+    mmseg's ``SiLogLoss`` is the ``lambda = 0.5`` form; DINOv2 trains with
+    this one.
+
+    Args:
+        max_depth: pixels deeper than this are not valid (``None``: all
+            positive depths are).
+        loss_weight: factor of the loss.
+        loss_name: its key in the loss dict.
+    """
+
+    def __init__(self, max_depth: Optional[float] = None,
+                 loss_weight: float = 1.0, loss_name: str = 'loss_sig'):
+        super().__init__()
+        self.max_depth = max_depth
+        self.loss_weight = loss_weight
+        self._loss_name = loss_name
+
+    @property
+    def loss_name(self) -> str:
+        return self._loss_name
+
+    def forward(self, pred: Tensor, target: Tensor) -> Tensor:
+        """``pred``, ``target``: depths of the same shape."""
+        valid = target > 0
+        if self.max_depth is not None:
+            valid &= target <= self.max_depth
+        if not valid.any():
+            return pred.sum() * 0.
+        g = (pred[valid] + 1e-3).log() - (target[valid] + 1e-3).log()
+        var = g.var() if g.numel() > 1 else g.new_zeros(())
+        return self.loss_weight * (var + 0.15 * g.mean()**2).sqrt()
+
+
+@MODELS.register_module()
+class LinearDepthHead(BaseDecodeHead):
+    """DINOv2's linear depth head: ``[patch tokens ++ class token] of each
+    block -> bilinear x upsample -> concat -> Conv1x1 -> depth``.
+
+    Inputs (``forward``): one entry per backbone output, each a patch map
+    ``(B, C, h, w)`` or a pair ``(patch map, class token (B, C))`` (the
+    class token is then concatenated to every patch token).
+
+    Args:
+        in_channels: width of one block's entry (``2 C`` with the class
+            token, ``C`` without).
+        num_inputs: backbone outputs used (1: ``lin. 1``, 4: ``lin. 4``).
+        classify: depth as classification over bins (DINOv2) or as a
+            regression.
+        n_bins, bins_strategy, norm_strategy: see :func:`depth_bins` and
+            :func:`bin_probabilities`.
+        min_depth, max_depth: depth range in metres.
+        upsample: bilinear upsampling factor of the patch maps.
+        loss_decode: the loss (default :class:`SigLoss`).
+        **kwargs: :class:`BaseDecodeHead` arguments.
+
+    Output: depth ``(B, 1, upsample h, upsample w)`` in metres.
+    """
+
+    def __init__(self,
+                 in_channels: int,
+                 num_inputs: int = 1,
+                 classify: bool = True,
+                 n_bins: int = 256,
+                 bins_strategy: str = 'UD',
+                 norm_strategy: str = 'linear',
+                 min_depth: float = 1e-3,
+                 max_depth: float = 10.,
+                 upsample: int = 4,
+                 loss_decode=dict(type='mmpretrain.SigLoss'),
+                 **kwargs):
+        kwargs.setdefault('dropout_ratio', 0.)
+        super().__init__(
+            in_channels=in_channels * num_inputs,
+            channels=in_channels * num_inputs,
+            num_classes=n_bins if classify else 1,
+            out_channels=n_bins if classify else 1,
+            loss_decode=loss_decode,
+            **kwargs)
+        self.num_inputs = num_inputs
+        self.classify = classify
+        self.norm_strategy = norm_strategy
+        self.min_depth = min_depth
+        self.max_depth = max_depth
+        self.upsample = upsample
+        bins = depth_bins(min_depth, max_depth, n_bins, bins_strategy)
+        self.register_buffer('bins', bins, persistent=False)
+        bin_probabilities(torch.zeros(1, 1, 1, 1), norm_strategy)  # checks
+
+    def _concat(self, inputs: Sequence[Union[Tensor, tuple]]) -> Tensor:
+        inputs = list(inputs)[-self.num_inputs:]
+        if len(inputs) != self.num_inputs:
+            raise BadInputError(f'LinearDepthHead: {self.num_inputs} inputs '
+                                f'expected, got {len(inputs)}')
+        maps = []
+        for x in inputs:
+            if isinstance(x, (tuple, list)):
+                x, cls = x
+                x = torch.cat([x, cls[:, :, None, None].expand_as(x)], 1)
+            maps.append(x)
+        h, w = maps[0].shape[-2:]
+        size = (h * self.upsample, w * self.upsample)
+        return torch.cat([
+            F.interpolate(x, size=size, mode='bilinear',
+                          align_corners=self.align_corners) for x in maps
+        ], 1)
+
+    def forward(self, inputs) -> Tensor:
+        """Backbone outputs -> depth ``(B, 1, H', W')``."""
+        logits = self.cls_seg(self._concat(inputs))
+        if not self.classify:
+            return logits.relu() + self.min_depth
+        probs = bin_probabilities(logits, self.norm_strategy)
+        return torch.einsum('bkhw,k->bhw', probs, self.bins)[:, None]
+
+    def loss_by_feat(self, pred_depth: Tensor, batch_data_samples) -> dict:
+        """``self.loss_decode`` of the depth upsampled to the ground truth
+        (mmseg ``gt_depth_map``)."""
+        gt = torch.stack([s.gt_depth_map.data for s in batch_data_samples])
+        return self.depth_losses(pred_depth, gt)
+
+    def depth_losses(self, pred_depth: Tensor, gt: Tensor) -> dict:
+        """Losses of ``pred_depth`` ``(B, 1, h, w)`` against ``gt``
+        ``(B, 1, H, W)``."""
+        pred = F.interpolate(pred_depth, size=gt.shape[-2:], mode='bilinear',
+                             align_corners=self.align_corners)
+        losses = {}
+        for loss in (self.loss_decode if isinstance(
+                self.loss_decode, nn.ModuleList) else [self.loss_decode]):
+            losses[loss.loss_name] = losses.get(loss.loss_name, 0.) + loss(
+                pred, gt)
+        return losses
+
+
+def head_inputs(feats: dict, index, cls_token: bool) -> List:
+    """The entries of :meth:`LinearDepthHead.forward` from
+    :func:`mmpos.evaluation.dense.dense_features` output (``index``: a
+    slice or index tensor of images)."""
+    out = []
+    for patch, cls in zip(feats['patch'], feats['cls']):
+        if cls_token and cls is None:
+            raise BadInputError('cls_token=True, but the backbone has no '
+                                'class token')
+        out.append((patch[index], cls[index]) if cls_token else patch[index])
+    return out
+
+
+def fit_depth_probe(feats: dict, depths: Tensor, cls_token: bool = True,
+                    iters: int = 500, batch_size: int = 16, lr: float = 1e-3,
+                    weight_decay: float = 1e-4, seed: int = 0,
+                    **head_cfg) -> LinearDepthHead:
+    """Train a :class:`LinearDepthHead` on cached frozen features.
+
+    Args:
+        feats: :func:`~mmpos.evaluation.dense.dense_features` of the
+            training images (the blocks the head uses).
+        depths: ground truth ``(N, H, W)`` in metres (0: invalid).
+        cls_token: concatenate the class token to the patch tokens.
+        iters, batch_size, lr, weight_decay: AdamW on random batches.
+        seed: seed of the head's init and the batch draws (a private
+            generator: the global random state is not touched).
+        **head_cfg: :class:`LinearDepthHead` arguments.
+
+    Returns:
+        The trained head (eval mode).
+    """
+    width = feats['patch'][0].shape[1] * (2 if cls_token else 1)
+    head_cfg.setdefault('num_inputs', len(feats['patch']))
+    gen = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        head = LinearDepthHead(in_channels=width, **head_cfg)
+        head.init_weights()
+    optim = torch.optim.AdamW(head.parameters(), lr=lr,
+                              weight_decay=weight_decay)
+    num = depths.shape[0]
+    head.train()
+    for _ in range(iters):
+        idx = torch.randint(num, (min(batch_size, num), ), generator=gen)
+        pred = head(head_inputs(feats, idx, cls_token))
+        loss = sum(head.depth_losses(pred, depths[idx, None]).values())
+        optim.zero_grad()
+        loss.backward()
+        optim.step()
+    return head.eval()
+
+
+@torch.no_grad()
+def predict_depth(head: LinearDepthHead, feats: dict, size: Tuple[int, int],
+                  cls_token: bool = True, batch_size: int = 32) -> Tensor:
+    """Depth ``(N, H, W)`` of cached features, upsampled bilinearly to
+    ``size``."""
+    num = feats['patch'][0].shape[0]
+    out = []
+    for start in range(0, num, batch_size):
+        pred = head(head_inputs(feats, slice(start, start + batch_size),
+                                cls_token))
+        out.append(F.interpolate(pred, size=size, mode='bilinear',
+                                 align_corners=head.align_corners)[:, 0])
+    return torch.cat(out)
+
+
+def depth_metrics(pred: Tensor, gt: Tensor, min_depth_eval: float = 1e-3,
+                  max_depth_eval: float = 10.,
+                  crop_type: Optional[str] = None) -> Dict[str, float]:
+    """mmseg's :class:`~mmseg.evaluation.metrics.DepthMetric` of predicted
+    vs ground-truth depths ``(N, H, W)`` (metres): ``rmse``, ``abs_rel``,
+    ``d1`` (delta < 1.25), ``d2``, ``d3``, ``sq_rel``, ``rmse_log``,
+    ``log10``, ``silog``, each averaged over the images."""
+    from mmengine.logging import MMLogger
+    from mmseg.evaluation.metrics import DepthMetric
+    if pred.shape != gt.shape:
+        raise BadInputError(f'predicted depth {tuple(pred.shape)} vs ground '
+                            f'truth {tuple(gt.shape)}')
+    metric = DepthMetric(min_depth_eval=min_depth_eval,
+                         max_depth_eval=max_depth_eval, crop_type=crop_type)
+    samples = [dict(pred_depth_map=dict(data=p[None].float()),
+                    gt_depth_map=dict(data=g[None].float()))
+               for p, g in zip(pred, gt)]
+    metric.process({}, samples)
+    MMLogger.get_instance('mmpos')  # DepthMetric logs its table there
+    return metric.compute_metrics(metric.results)
+
+
+# Head / training / evaluation settings of a depth probe and their defaults
+# (``configs/dense_probes/depth_*.py`` ``depth_probe``): DINOv2's head;
+# the training schedule is ours (the authors' training configs are not
+# public; their code fixes the head and the loss only).
+HEAD_KEYS = ('classify', 'n_bins', 'bins_strategy', 'norm_strategy',
+             'min_depth', 'max_depth', 'upsample')
+FIT_KEYS = ('iters', 'batch_size', 'lr', 'weight_decay')
+EVAL_KEYS = ('min_depth_eval', 'max_depth_eval', 'crop_type')
+
+
+def run_depth_probe(train_feats: dict, train_depths: Tensor, val_feats: dict,
+                    val_depths: Tensor, seed: int = 0, cls_token: bool = True,
+                    **settings) -> Tuple[Dict[str, float], Tensor]:
+    """Fit the probe on the training features and depths, predict the
+    validation depths ``(M, H, W)`` and score them
+    (:func:`depth_metrics`).
+
+    Args:
+        settings: :class:`LinearDepthHead` (:data:`HEAD_KEYS`),
+            :func:`fit_depth_probe` (:data:`FIT_KEYS`) and
+            :func:`depth_metrics` (:data:`EVAL_KEYS`) arguments.
+
+    Returns:
+        ``(metrics, predicted depths (M, H, W))``.
+    """
+    unknown = sorted(set(settings) - set(HEAD_KEYS + FIT_KEYS + EVAL_KEYS))
+    if unknown:
+        raise BadInputError(f'unknown depth probe settings {unknown}')
+    head = fit_depth_probe(
+        train_feats, train_depths, cls_token=cls_token, seed=seed,
+        **{k: v for k, v in settings.items() if k in HEAD_KEYS + FIT_KEYS})
+    pred = predict_depth(head, val_feats, tuple(val_depths.shape[-2:]),
+                         cls_token)
+    metrics = depth_metrics(pred, val_depths, **{
+        k: v for k, v in settings.items() if k in EVAL_KEYS})
+    return metrics, pred
+
+
+# ``depth_probe`` of a probe config: data settings, then run_depth_probe's.
+DEPTH_PROBE = dict(blocks=1, cls_token=True, size=224, max_train_images=None,
+                   classify=True, n_bins=256, bins_strategy='UD',
+                   norm_strategy='linear', min_depth=1e-3, max_depth=10.,
+                   upsample=4, iters=500, batch_size=16, lr=1e-3,
+                   weight_decay=1e-4)
+
+
+def depth_data(dataset_cfg: dict, size, depth_rescale_factor: float = 1e-3,
+               max_images: Optional[int] = None) -> Tuple[List[str], Tensor]:
+    """``(image paths, depths (N, h, w) metres)`` of an mmseg depth dataset
+    config (``NYUDataset`` or alike), the depths read by mmseg's
+    ``LoadDepthAnnotation`` and resized (nearest) to ``size``; the first
+    ``max_images`` only where given."""
+    from .dense import (dataset_files, image_size, read_depth_maps,
+                        resize_maps)
+    infos, _ = dataset_files(dataset_cfg, 'depth_map_path')
+    infos = infos[:max_images] if max_images else infos
+    depths = resize_maps(read_depth_maps(infos, depth_rescale_factor),
+                         image_size(size))
+    return [info['img_path'] for info in infos], depths
+
+
+def depth_split(cfg, split: str, size, data_root: Optional[str] = None,
+                max_images: Optional[int] = None
+                ) -> Tuple[List[str], Tensor]:
+    """:func:`depth_data` of a probe config's ``train`` / ``val`` split,
+    with the ``depth_rescale_factor`` of its ``LoadDepthAnnotation``."""
+    from .dense import probe_dataset
+    factor = next((t.get('depth_rescale_factor', 1.) for t in
+                   cfg[f'{split}_dataloader'].dataset.get('pipeline', [])
+                   if t.get('type') == 'LoadDepthAnnotation'), 1e-3)
+    return depth_data(probe_dataset(cfg, split, data_root), size, factor,
+                      max_images)
+
+
+def depth_eval_settings(cfg) -> dict:
+    """:data:`EVAL_KEYS` of the probe config's ``val_evaluator``
+    (mmseg ``DepthMetric``), for inputs of the probe's size."""
+    evaluator = dict(cfg.get('val_evaluator') or {})
+    return {k: evaluator[k] for k in EVAL_KEYS if k in evaluator}

@@ -136,25 +136,29 @@ def pretrain_iters(args):
     return args.images // args.batch_size
 
 
-def ensure_tune_data(data_root):
-    """``<data_root>/tune``: the probes' data drawn with another seed."""
-    root = osp.join(data_root, 'tune')
-    if all(osp.isdir(osp.join(root, runs.PROBES[t]['data']))
-           for t in runs.PROBES):
-        return root
-    runs.run([sys.executable, 'tools/misc/make_mini_data.py', root,
-              '--which', *sorted({p['data'] for p in runs.PROBES.values()}),
-              '--num-train', str(runs.DATA['num_train']), '--num-val',
-              str(runs.DATA['num_val']), '--img-size',
-              str(runs.DATA['img_size']), '--seed', str(TUNE_SEED),
-              '--force'])
+def ensure_probe_data(root, tasks, seed=None):
+    """Write the data folders of the probes among ``tasks`` missing under
+    ``root`` (the tuning data: ``seed`` :data:`TUNE_SEED`, other images
+    than the reported ones); returns ``root``."""
+    wanted = {runs.PROBES[t]['data'] for t in tasks if t in runs.PROBES}
+    missing = sorted(d for d in wanted if not osp.isdir(osp.join(root, d)))
+    if missing:
+        runs.run([sys.executable, 'tools/misc/make_mini_data.py', root,
+                  '--which', *missing, '--num-train',
+                  str(runs.DATA['num_train']), '--num-val',
+                  str(runs.DATA['num_val']), '--img-size',
+                  str(runs.DATA['img_size'])] +
+                 ([] if seed is None else ['--seed', str(seed)]))
     return root
 
 
 def tune(args, grid):
     """Stage 1: pretrain every grid entry (seed 0), probe it on the tuning
     data; write ``tuning.json`` / ``tuning.md``; returns the log."""
-    tune_data = ensure_tune_data(args.data_root)
+    probes = [TUNE_TASK] + [t for t in args.tasks
+                            if t in runs.PROBES and t != TUNE_TASK]
+    tune_data = ensure_probe_data(osp.join(args.data_root, 'tune'), probes,
+                                  TUNE_SEED)
     iters = pretrain_iters(args)
     threads = 1 if args.jobs > 1 else None
     root = osp.join(args.work_dir, 'tuning')
@@ -168,7 +172,7 @@ def tune(args, grid):
             budget_options(args) + entry['options'], threads)
         scores = {task: runs.probe(root, task, init, 0, tune_data, backbone,
                                    iters=args.probe_iters, threads=threads)
-                  for task in runs.PROBES}
+                  for task in probes}
         health = pretrain_health([osp.dirname(backbone)])
         return dict(name=entry['name'], options=entry['options'],
                     scores=scores, health=health,
@@ -178,7 +182,7 @@ def tune(args, grid):
 
     with ThreadPoolExecutor(args.jobs) as pool:
         results = list(pool.map(lambda job: one(*job), jobs))
-    log = dict(grid=args.grid, images=args.images,
+    log = dict(grid=args.grid, images=args.images, probes=probes,
                batch_size=args.batch_size, data=tune_data,
                selected_by=f'{TUNE_TASK} {TUNE_METRIC} on {tune_data}, '
                'collapsed runs excluded', methods={})
@@ -197,21 +201,29 @@ def tune(args, grid):
 
 
 def tuning_markdown(log):
-    """The tuning log as one table (a row per method and configuration)."""
+    """The tuning log as one table (a row per method and configuration;
+    per probe its first metric)."""
+    probes = {t: next(iter(runs.PROBES[t]['metrics'].items()))
+              for t in log['probes']}
+    header = ['method', 'config', 'options',
+              *[f'{runs.PROBES[t]["label"]} {label}'
+                for t, (_, label) in probes.items()],
+              'eff. rank (init)', 'pretrain CPU min', 'collapsed', 'chosen']
     lines = [f'**Tuning** ({log["images"]} images, batch '
              f'{log["batch_size"]}; selected by {log["selected_by"]})', '',
-             '| method | config | options | linear probe mIoU | kNN top-1 '
-             '| eff. rank (init) | pretrain CPU min | collapsed | chosen |',
-             '|' + ' --- |' * 9]
+             '| ' + ' | '.join(header) + ' |', '|' + ' --- |' * len(header)]
     for method, entry in log['methods'].items():
         for c in entry['configs']:
+            scores = [c['scores'][t].get(key) for t, (key, _) in
+                      probes.items()]
+            health = c['health']
             lines.append('| ' + ' | '.join([
                 method, c['name'], ' '.join(c['options']) or '-',
-                f'{c["scores"]["linear-probe"].get("mIoU", float("nan")):.1f}',
-                f'{c["scores"]["knn"].get("knn/avg_top1", float("nan")):.1f}',
-                '-' if not c['health'] else
-                f'{c["health"]["eff_rank"]:.1f} '
-                f'({c["health"]["eff_rank0"]:.1f})',
+                *['missing' if v is None else
+                  f'{v * runs.PROBES[t]["scale"]:.1f}'
+                  for t, v in zip(probes, scores)],
+                '-' if not health else
+                f'{health["eff_rank"]:.1f} ({health["eff_rank0"]:.1f})',
                 f'{c["cpu_minutes"] or 0:.2f}',
                 'yes' if c['collapsed'] else 'no',
                 '**yes**' if c['name'] == entry['chosen'] else '']) + ' |')
@@ -302,6 +314,7 @@ def main(argv=None):
     start = time.time()
     grid = load_grid(args.grid, args.methods)
     runs.ensure_data(args.data_root)
+    ensure_probe_data(args.data_root, args.tasks)
     if args.tune:
         tune(args, grid)
         with open(osp.join(args.work_dir, 'tuning.md')) as f:

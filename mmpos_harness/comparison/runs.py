@@ -21,6 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from mmengine.config import Config
 
+from mmpos.evaluation.dense_suite import MINI_PROBES
+
 from ..mini_data import MARKER
 from ..results import DONE_MARKER, last_checkpoint, read_run
 from .seeds import COMPUTE, PLAN, pretrain_dir, transfer_dir, write_json
@@ -46,15 +48,16 @@ RANDOM_INIT = 'random init'
 # Config.fromfile is not thread-safe (pkg_resources while resolving
 # `mmdet::` bases): the runs of a parallel comparison read configs in turn.
 _CONFIG_LOCK = threading.Lock()
-# Frozen probes of the method ranking (its primary metrics): task ->
-# (tool, config, data folder, {metric key: label}, scale, seeded). The
-# linear probe trains a BN + 1x1 conv head per 8x8-pixel cell (one token of
-# the patch-8 ViT) on frozen features with each transfer seed; kNN (DINO's
-# weighted kNN on mean-pooled patch tokens) draws nothing, so it runs once
-# per pretraining seed. New frozen probes (depth, correspondence,
-# retrieval) are further entries here: a tool that writes
-# ``<work dir>/metrics.json`` from (config, backbone, data root).
-# (kNN builds the backbone from the linear probe's config.)
+# Frozen probes of the method ranking (its primary metrics): task -> tool,
+# backbone config, data folder, {metric key: label} (the first one ranks;
+# all higher-is-better), scale to percent, whether a seed changes the
+# result. Each tool writes ``<work dir>/metrics.json``. The linear probe
+# trains a BN + 1x1 conv head per 8x8-pixel cell (one token of the patch-8
+# ViT) on frozen features with each transfer seed; kNN (DINO's weighted kNN
+# on mean-pooled patch tokens), correspondence and retrieval draw nothing,
+# so they run once per pretraining seed; the dense probes (depth,
+# correspondence, retrieval: mmpos.evaluation.dense_suite) take their probe
+# config (``probe``) and data root.
 PROBE_CONFIG = ('configs/method_ranking/'
                 'linear-probe_vit-tiny-rope-mixed_mini-stuff.py')
 PROBES = {
@@ -66,6 +69,21 @@ PROBES = {
         tool='tools/analysis_tools/knn_eval.py', config=PROBE_CONFIG,
         data='cls', label='mini-cls kNN',
         metrics={'knn/avg_top1': 'top-1'}, scale=1.0, seeded=False),
+    'depth': dict(
+        tool='tools/analysis_tools/depth_probe.py', config=PROBE_CONFIG,
+        probe=MINI_PROBES['depth'], data='nyu', label='mini-NYU depth',
+        metrics={'depth/d1': 'δ1'}, scale=100.0, seeded=True),
+    'correspondence': dict(
+        tool='tools/analysis_tools/keypoint_correspondence.py',
+        config=PROBE_CONFIG, probe=MINI_PROBES['correspondence'],
+        data='spair', label='mini-SPair correspondence',
+        metrics={'correspondence/pck@0.1': 'PCK@0.1'}, scale=1.0,
+        seeded=False),
+    'retrieval': dict(
+        tool='tools/analysis_tools/dense_retrieval.py', config=PROBE_CONFIG,
+        probe=MINI_PROBES['retrieval'], data='stuff',
+        label='mini-stuff retrieval', metrics={'retrieval/mIoU': 'mIoU'},
+        scale=1.0, seeded=False),
 }
 
 
@@ -284,7 +302,7 @@ def probe(root, task, init, seed, data_root, backbone, pretrain_seed=None,
           iters=None, threads=None):
     """One frozen probe (:data:`PROBES`) of ``backbone`` on
     ``data_root/<its data>`` into :func:`~.seeds.transfer_dir`; returns its
-    metrics. ``iters`` shortens the linear probe's training."""
+    metrics. ``iters`` shortens the linear and depth probes' training."""
     spec = PROBES[task]
     work_dir = transfer_dir(root, task, init, seed, pretrain_seed)
     if _fresh(work_dir):
@@ -296,6 +314,13 @@ def probe(root, task, init, seed, data_root, backbone, pretrain_seed=None,
             cmd += ['--data', 'configs/method_ranking/knn_mini-cls.py',
                     '--data-root', data, '--size', str(DATA['img_size']),
                     '--center-crop', '1', '--features', 'avg']
+        elif 'probe' in spec:
+            cmd += ['--probe', spec['probe'], '--data-root', data,
+                     '--pictures', '0']
+            if spec['seeded']:
+                cmd += ['--seed', str(seed)]
+            if iters and task == 'depth':
+                cmd += ['--iters', str(iters)]
         else:
             options = [f'{split}_dataloader.dataset.data_root={data}/'
                        for split in ('train', 'val', 'test')]

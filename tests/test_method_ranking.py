@@ -244,3 +244,30 @@ def test_grid_gives_every_method_the_same_budget():
              method_ranking.METHODS.items() if config}
     assert sizes == {6}
     assert any('model.target=pixel' in e['options'] for e in grid['cr2pq'])
+
+
+def test_dense_probes_are_ranking_tasks(tmp_path, monkeypatch):
+    from mmpos.evaluation.dense_suite import MINI_PROBES
+    data = tmp_path / 'data'
+    for name in ('objects', 'stuff', 'unlabeled', 'cls', 'nyu', 'spair'):
+        (data / name).mkdir(parents=True)
+    commands = []
+    monkeypatch.setattr(runs, 'run', _fake_runs(commands, lambda c: 1.0))
+    assert {'depth', 'correspondence', 'retrieval'} <= set(
+        method_ranking.parse_args([]).tasks)
+    method_ranking.main([
+        '--work-dir', str(tmp_path / 'bench'), '--data-root', str(data),
+        '--methods', 'droppos', '--untuned', '--pretrain-seeds', '0', '1',
+        '--seeds', '0', '1', '--tasks', 'depth', 'correspondence',
+        '--images', '640', '--jobs', '1'])
+    for task, data_dir, count in (('depth', 'nyu', 2 * 2 * 2),
+                                  ('correspondence', 'spair', 2 * 2)):
+        cmds = [c for c in commands if runs.PROBES[task]['tool'] in c]
+        assert len(cmds) == count  # seeded: x transfer seeds; else once
+        for cmd in cmds:
+            assert cmd[cmd.index('--probe') + 1] == MINI_PROBES[task]
+            assert cmd[cmd.index('--data-root') + 1] == str(data / data_dir)
+            assert ('--seed' in cmd) == (task == 'depth')
+    plan = seeds.load_plan(str(tmp_path / 'bench'))
+    assert plan['tasks']['correspondence']['seeds'] == [0]
+    assert plan['budget']['tuning'] == 'untuned'

@@ -60,6 +60,8 @@ _CONFIG_LOCK = threading.Lock()
 # config (``probe``) and data root.
 PROBE_CONFIG = ('configs/method_ranking/'
                 'linear-probe_vit-tiny-rope-mixed_mini-stuff.py')
+# the labelled sets of kNN (train: memory bank, val: queries)
+KNN_DATA = 'configs/rope_vit/vit-mini_rope-mixed_mini-cls.py'
 PROBES = {
     'linear-probe': dict(
         tool='tools/analysis_tools/linear_seg_probe.py', config=PROBE_CONFIG,
@@ -311,7 +313,7 @@ def probe(root, task, init, seed, data_root, backbone, pretrain_seed=None,
         cmd = [sys.executable, spec['tool'], spec['config'], backbone,
                '--work-dir', work_dir]
         if task == 'knn':
-            cmd += ['--data', 'configs/method_ranking/knn_mini-cls.py',
+            cmd += ['--data', KNN_DATA,
                     '--data-root', data, '--size', str(DATA['img_size']),
                     '--center-crop', '1', '--features', 'avg']
         elif 'probe' in spec:

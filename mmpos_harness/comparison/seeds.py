@@ -413,15 +413,17 @@ def verdicts(summary: dict) -> Dict[str, str]:
                 undecided.append(task['label'])
             else:
                 unclear.append(task['label'])
-        rule = ('beyond noise (Welch, pretraining + transfer seeds)'
-                if summary.get('pretrain_seeds') else 'larger than 2 std')
+        if summary.get('pretrain_seeds'):
+            win = lose = 'beyond noise (Welch, pretraining + transfer seeds)'
+        else:
+            win, lose = 'larger than 2 std', 'beyond 2 std'
         parts = []
         if clear:
             parts.append('advantage over {} {} on {}'.format(
-                summary['reference'], rule, '; '.join(clear)))
+                summary['reference'], win, '; '.join(clear)))
         if unclear:
             parts.append('NO advantage over {} {} on {} with this '
-                         'budget'.format(summary['reference'], rule,
+                         'budget'.format(summary['reference'], lose,
                                          ', '.join(unclear)))
         if undecided:
             parts.append('not judged on {} (too few seeds)'.format(

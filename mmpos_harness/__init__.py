@@ -17,7 +17,7 @@ produce the README's numbers, kept out of the installed ``mmpos`` package.
   (``tools/paper_tables/run.py``, ``gen_tables.py``);
 * :mod:`mmpos_harness.results` -- reading finished mmengine work dirs.
 
-It imports ``mmpos``; ``mmpos`` never imports it (tests/test_harness_split.py).
+It imports ``mmpos``; ``mmpos`` never imports it (tests/harness/test_harness_split.py).
 The runs it starts are ``tools/*.py`` subprocesses of this repository, so it
 is used from a checkout (``pip install -e .`` installs both packages).
 """

@@ -1,69 +1,307 @@
 """CPU method ranking: every pretraining method that fits the demo's tiny
 RoPE-Mixed ViT (DropPos, CR2PQ, DINOv2, ICPF and, as the peer, mmpretrain's
-MAE on that ViT), plus random init, transferred to mini-objects and
-mini-stuff with the demo's label-scarce recipe and the same seeds; one
-ranked table (mean ± std over seeds, difference to random init, compute)
-written by ``tools/paper_tables/gen_tables.py --seeds``.
+MAE on that ViT), plus random init, each tuned alike, pretrained with
+several seeds and scored first by frozen probes, then by fine-tuning; one
+ranked table with health columns written by
+``tools/paper_tables/gen_tables.py --seeds``.
 
-    python tools/paper_tables/method_ranking.py [--work-dir
-        work_dirs/method_ranking] [--data-root data/mini]
-        [--methods droppos cr2pq dinov2 icpf mae random] [--seeds 0 1 2]
-        [--pretrain-iters N] [--iters N] [--jobs N]
+    python tools/paper_tables/method_ranking.py --tune [options]   # stage 1
+    python tools/paper_tables/method_ranking.py [options]          # stage 2
 
-55 CPU minutes with the defaults (measured 2026-11-24: 42.8 minutes wall with
-2 jobs; not part of CI); every method gets about the pretraining compute of
-the demo's DropPos (see METHODS). It resumes: the work dir is fixed, finished runs (pretraining and transfer)
-are skipped and an interrupted run is restarted; run the same command
-again. Each method pretrains with its own mini recipe (views, losses,
-schedule shape) for its equal-compute iterations; the table's compute
-column says what each took. MAE runs mmpretrain's
-``MAE`` / ``MAEPretrainDecoder`` / ``MAEPretrainHead`` on ``MAERoPEViT``
-(mmpretrain's ``MAEViT`` masking on the RoPE ViT). QB-Heat is left out: its
-backbone (MobileFormer) is not the ViT the transfer configs build.
+Options: ``--work-dir work_dirs/method_ranking --data-root data/mini
+--methods droppos cr2pq dinov2 icpf mae random --pretrain-seeds 0 1 2
+--seeds 0 1 2 --tasks linear-probe knn segmentation detection
+--batch-size 32 --images 96000 --grid configs/method_ranking/
+tuning_grid.json --jobs 2`` (the defaults); for smoke runs
+``--max-configs N --probe-iters N --iters N``.
+
+Equal treatment: every method pretrains with the same batch size
+(``--batch-size``) for the same number of images (``--images``; iterations
+= images / batch, each method's schedule stretched to them by
+:func:`~.comparison.runs.schedule_options`); the CPU minutes each took are
+in the table beside the results. ``--tune`` pretrains every configuration of
+the tuning grid (one data file, the same number of entries per method) once
+(pretraining seed 0) and scores it with the linear probe on the tuning data
+(``<data-root>/tune``: the mini generators drawn with ``--seed 1``, images
+the reported probes never see); it writes ``<work-dir>/tuning.json`` and
+``tuning.md`` (every configuration's scores, the chosen one per method).
+The ranking stage refuses to run without ``tuning.json`` unless
+``--untuned`` (every method's first grid entry, its shipped mini recipe).
+
+Seeds: each method is pretrained with every ``--pretrain-seeds`` seed (random
+init: that many random draws of the backbone), each transferred with every
+``--seeds`` seed; "clear" is the two-level test of
+:mod:`~.comparison.seeds`. The pretraining runs log HealthMonitorHook's
+collapse monitors (every mini config has it); a collapsed run flags its
+method in the table instead of ranking it.
+
+Not part of CI. Both stages resume: the work dir is fixed, finished runs are
+skipped and an interrupted one is restarted; run the same command again.
+QB-Heat is left out: its backbone (MobileFormer) is not the ViT the
+transfer configs build.
 """
 import argparse
+import json
+import os.path as osp
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from .comparison import runs
+from .comparison.seeds import minutes, pretrain_health, write_json
 
-# method -> (table name, pretraining config with the demo's backbone,
-# pretraining iterations). The iterations give every method about the
-# pretraining compute of the demo's 3000 DropPos iterations (2.3 CPU
-# minutes): MAE and CR2PQ steps cost about what DropPos' do, the multi-crop
-# DINOv2 / ICPF steps about 2.4x (measured: DINOv2 500 iterations, 0.9 CPU
-# minutes). None keeps the config's schedule; otherwise
-# runs.schedule_options stretches it.
+# method -> (table name, pretraining config with the demo's backbone)
 CONFIGS = 'configs/method_ranking/'
 METHODS = {
-    'droppos': ('DropPos', 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py',
-                None),
-    'cr2pq': ('CR2PQ', CONFIGS + 'cr2pq_vit-tiny-rope-mixed_mini.py', 3000),
-    'dinov2': ('DINOv2', CONFIGS + 'dinov2_vit-tiny-rope-mixed_mini.py',
-               1250),
-    'icpf': ('ICPF', CONFIGS + 'icpf_vit-tiny-rope-mixed_mini.py', 1250),
-    'mae': ('MAE', CONFIGS + 'mae_vit-tiny-rope-mixed_mini.py', 3000),
-    'random': (runs.RANDOM_INIT, None, None),
+    'droppos': ('DropPos', 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'),
+    'cr2pq': ('CR2PQ', CONFIGS + 'cr2pq_vit-tiny-rope-mixed_mini.py'),
+    'dinov2': ('DINOv2', CONFIGS + 'dinov2_vit-tiny-rope-mixed_mini.py'),
+    'icpf': ('ICPF', CONFIGS + 'icpf_vit-tiny-rope-mixed_mini.py'),
+    'mae': ('MAE', CONFIGS + 'mae_vit-tiny-rope-mixed_mini.py'),
+    'random': (runs.RANDOM_INIT, None),
 }
+GRID = CONFIGS + 'tuning_grid.json'
+TUNING = 'tuning.json'
+# The tuning data: the reported sets' generators with another seed.
+TUNE_SEED = 1
+# Score that picks a configuration: the linear probe's mIoU.
+TUNE_TASK, TUNE_METRIC = 'linear-probe', 'mIoU'
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--tune', action='store_true',
+                        help='stage 1: run the tuning grid, write '
+                        'tuning.json / tuning.md')
+    parser.add_argument('--untuned', action='store_true',
+                        help='rank with every method\'s first grid entry '
+                        'instead of tuning.json')
     parser.add_argument('--work-dir', default='work_dirs/method_ranking')
     parser.add_argument('--data-root', default='data/mini')
     parser.add_argument('--methods', nargs='+', choices=list(METHODS),
                         default=list(METHODS))
-    parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
-    parser.add_argument('--pretrain-iters', type=int, default=None,
-                        help='every method\'s pretraining iterations (their '
-                        'schedules stretched to it) instead of the '
-                        'equal-compute defaults')
+    parser.add_argument('--pretrain-seeds', type=int, nargs='+',
+                        default=[0, 1, 2])
+    parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2],
+                        help='transfer seeds')
+    parser.add_argument('--tasks', nargs='+', default=[
+        *runs.PROBES, *runs.TASKS], choices=[*runs.PROBES, *runs.TASKS])
+    parser.add_argument('--batch-size', type=int, default=32)
+    parser.add_argument('--images', type=int, default=96000,
+                        help='pretraining images seen by every method '
+                        '(iterations = images / batch size)')
+    parser.add_argument('--grid', default=GRID)
+    parser.add_argument('--max-configs', type=int, default=None,
+                        help='only the first N grid entries per method '
+                        '(smoke runs)')
+    parser.add_argument('--probe-iters', type=int, default=None,
+                        help='shorten the linear probe (smoke runs)')
     parser.add_argument('--iters', type=int, default=None,
-                        help='override the transfer iterations')
+                        help='shorten the fine-tuning runs (smoke runs)')
     parser.add_argument('--jobs', type=int, default=2,
                         help='runs at a time, each single-threaded (1: one '
                         'at a time with all threads)')
     return parser.parse_args(argv)
+
+
+def load_grid(path, methods):
+    """``{method: [{'name', 'options'}]}`` of the tuning grid file, checked
+    (every method present, the same number of entries each)."""
+    with open(path) as f:
+        grid = json.load(f)
+    pretrained = [m for m in methods if METHODS[m][1]]
+    for method in pretrained:
+        entries = grid.get(method)
+        if not entries or any(set(e) != {'name', 'options'}
+                              for e in entries):
+            raise SystemExit(f'{path}: {method!r} needs a list of '
+                             "{'name', 'options'} entries")
+    sizes = {len(grid[m]) for m in pretrained}
+    if len(sizes) > 1:
+        raise SystemExit(f'{path}: methods have different tuning budgets '
+                         f'{ {m: len(grid[m]) for m in pretrained} }')
+    return grid
+
+
+def budget_options(args):
+    """``--cfg-options`` of the shared batch size (the image budget is the
+    iterations, see :func:`pretrain_iters`)."""
+    return [f'train_dataloader.batch_size={args.batch_size}']
+
+
+def pretrain_iters(args):
+    if args.images % args.batch_size:
+        raise SystemExit(f'--images {args.images} is not a multiple of '
+                         f'--batch-size {args.batch_size}')
+    return args.images // args.batch_size
+
+
+def ensure_probe_data(root, tasks, seed=None):
+    """Write the data folders of the probes among ``tasks`` missing under
+    ``root`` (the tuning data: ``seed`` :data:`TUNE_SEED`, other images
+    than the reported ones); returns ``root``."""
+    wanted = {runs.PROBES[t]['data'] for t in tasks if t in runs.PROBES}
+    missing = sorted(d for d in wanted if not osp.isdir(osp.join(root, d)))
+    if missing:
+        runs.run([sys.executable, 'tools/misc/make_mini_data.py', root,
+                  '--which', *missing, '--num-train',
+                  str(runs.DATA['num_train']), '--num-val',
+                  str(runs.DATA['num_val']), '--img-size',
+                  str(runs.DATA['img_size'])] +
+                 ([] if seed is None else ['--seed', str(seed)]))
+    return root
+
+
+def tune(args, grid):
+    """Stage 1: pretrain every grid entry (seed 0), probe it on the tuning
+    data; write ``tuning.json`` / ``tuning.md``; returns the log."""
+    probes = [TUNE_TASK] + [t for t in args.tasks
+                            if t in runs.PROBES and t != TUNE_TASK]
+    tune_data = ensure_probe_data(osp.join(args.data_root, 'tune'), probes,
+                                  TUNE_SEED)
+    iters = pretrain_iters(args)
+    threads = 1 if args.jobs > 1 else None
+    root = osp.join(args.work_dir, 'tuning')
+    jobs = [(m, e) for m in args.methods if METHODS[m][1]
+            for e in grid[m][:args.max_configs]]
+
+    def one(method, entry):
+        init = f'{method}-{entry["name"]}'
+        backbone = runs.pretrain(
+            METHODS[method][1], root, init, args.data_root, iters,
+            budget_options(args) + entry['options'], threads)
+        scores = {task: runs.probe(root, task, init, 0, tune_data, backbone,
+                                   iters=args.probe_iters, threads=threads)
+                  for task in probes}
+        health = pretrain_health([osp.dirname(backbone)])
+        return dict(name=entry['name'], options=entry['options'],
+                    scores=scores, health=health,
+                    cpu_minutes=minutes(osp.dirname(backbone),
+                                        'cpu_minutes'),
+                    collapsed=bool(health and health['collapsed']))
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        results = list(pool.map(lambda job: one(*job), jobs))
+    log = dict(grid=args.grid, images=args.images, probes=probes,
+               batch_size=args.batch_size, data=tune_data,
+               selected_by=f'{TUNE_TASK} {TUNE_METRIC} on {tune_data}, '
+               'collapsed runs excluded', methods={})
+    for (method, _), result in zip(jobs, results):
+        log['methods'].setdefault(method, dict(configs=[]))[
+            'configs'].append(result)
+    for method, entry in log['methods'].items():
+        healthy = [c for c in entry['configs'] if not c['collapsed']]
+        best = max(healthy or entry['configs'],
+                   key=lambda c: c['scores'][TUNE_TASK].get(TUNE_METRIC, -1))
+        entry['chosen'] = best['name']
+    write_json(osp.join(args.work_dir, TUNING), log)
+    with open(osp.join(args.work_dir, 'tuning.md'), 'w') as f:
+        f.write(tuning_markdown(log))
+    return log
+
+
+def tuning_markdown(log):
+    """The tuning log as one table (a row per method and configuration;
+    per probe its first metric)."""
+    probes = {t: next(iter(runs.PROBES[t]['metrics'].items()))
+              for t in log['probes']}
+    header = ['method', 'config', 'options',
+              *[f'{runs.PROBES[t]["label"]} {label}'
+                for t, (_, label) in probes.items()],
+              'eff. rank (init)', 'pretrain CPU min', 'collapsed', 'chosen']
+    lines = [f'**Tuning** ({log["images"]} images, batch '
+             f'{log["batch_size"]}; selected by {log["selected_by"]})', '',
+             '| ' + ' | '.join(header) + ' |', '|' + ' --- |' * len(header)]
+    for method, entry in log['methods'].items():
+        for c in entry['configs']:
+            scores = [c['scores'][t].get(key) for t, (key, _) in
+                      probes.items()]
+            health = c['health']
+            lines.append('| ' + ' | '.join([
+                method, c['name'], ' '.join(c['options']) or '-',
+                *['missing' if v is None else
+                  f'{v * runs.PROBES[t]["scale"]:.1f}'
+                  for t, v in zip(probes, scores)],
+                '-' if not health else
+                f'{health["eff_rank"]:.1f} ({health["eff_rank0"]:.1f})',
+                f'{c["cpu_minutes"] or 0:.2f}',
+                'yes' if c['collapsed'] else 'no',
+                '**yes**' if c['name'] == entry['chosen'] else '']) + ' |')
+    return '\n'.join(lines) + '\n'
+
+
+def chosen_options(args, grid):
+    """Per method, the grid entry's options the ranking pretrains with."""
+    if args.untuned:
+        return {m: grid[m][0]['options'] for m in args.methods
+                if METHODS[m][1]}
+    path = osp.join(args.work_dir, TUNING)
+    if not osp.isfile(path):
+        raise SystemExit(f'{path} missing: run with --tune first (or '
+                         '--untuned for the shipped mini recipes)')
+    with open(path) as f:
+        log = json.load(f)['methods']
+    out = {}
+    for m in args.methods:
+        if not METHODS[m][1]:
+            continue
+        if m not in log:
+            raise SystemExit(f'{path}: no tuning of {m!r}; rerun --tune '
+                             'with it')
+        out[m] = next(e['options'] for e in grid[m]
+                      if e['name'] == log[m]['chosen'])
+    return out
+
+
+def rank(args, grid):
+    """Stage 2: pretrain every method with every pretraining seed, probe
+    and fine-tune with every transfer seed, write ``plan.json``."""
+    options = chosen_options(args, grid)
+    iters = pretrain_iters(args)
+    root = args.work_dir
+    threads = 1 if args.jobs > 1 else None
+    tasks = {t: dict(runs.PROBES.get(t) or runs.TASKS[t])
+             for t in args.tasks}
+    for spec in tasks.values():
+        if spec.get('seeded') is False:
+            spec['seeds'] = args.seeds[:1]
+    inits = [METHODS[m][0] for m in args.methods]
+    runs.write_plan(
+        root, f'CPU method ranking: {", ".join(inits)} -> '
+        f'{", ".join(t["label"] for t in tasks.values())}, tiny RoPE-Mixed '
+        'ViT', inits, args.seeds, tasks=tasks,
+        pretrain_seeds=args.pretrain_seeds,
+        budget=dict(batch=args.batch_size, images=args.images,
+                    tuning='untuned' if args.untuned else TUNING))
+    with ThreadPoolExecutor(args.jobs) as pool:
+        backbones = {}
+        for m in args.methods:
+            init, config = METHODS[m]
+            for p in args.pretrain_seeds:
+                backbones[init, p] = pool.submit(
+                    runs.pretrain, config, root, init, args.data_root,
+                    iters, budget_options(args) + options[m], threads, p
+                ) if config else pool.submit(runs.random_backbone, root,
+                                             init, p)
+
+        def one(task, init, p, seed):
+            backbone = backbones[init, p].result()
+            if task in runs.PROBES:
+                return runs.probe(root, task, init, seed, args.data_root,
+                                  backbone, p, args.probe_iters, threads)
+            return runs.transfer(root, task, init, seed, args.data_root,
+                                 backbone, args.iters, threads, p)
+
+        futures = [pool.submit(one, task, init, p, seed)
+                   for task, spec in tasks.items() for init in inits
+                   for p in args.pretrain_seeds
+                   for seed in spec.get('seeds', args.seeds)]
+        try:
+            for future in [*backbones.values(), *futures]:
+                future.result()
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
 
 
 def main(argv=None):
@@ -74,18 +312,15 @@ def main(argv=None):
     if 'random' not in args.methods:
         args.methods.append('random')  # the reference of every difference
     start = time.time()
+    grid = load_grid(args.grid, args.methods)
     runs.ensure_data(args.data_root)
-    inits = [METHODS[m][0] for m in args.methods]
-    reduced = ', reduced' if args.pretrain_iters or args.iters else ''
-    runs.write_plan(
-        args.work_dir,
-        f'CPU method ranking: {", ".join(inits)} -> mini-objects / '
-        f'mini-stuff, tiny RoPE-Mixed ViT{reduced}', inits, args.seeds)
-    runs.compare(args.work_dir,
-                 [(METHODS[m][0], METHODS[m][1],
-                   args.pretrain_iters or METHODS[m][2])
-                  for m in args.methods],
-                 args.seeds, args.data_root, args.jobs, args.iters)
-    runs.run([sys.executable, 'tools/paper_tables/gen_tables.py', '--seeds',
-              args.work_dir, '--print'])
+    ensure_probe_data(args.data_root, args.tasks)
+    if args.tune:
+        tune(args, grid)
+        with open(osp.join(args.work_dir, 'tuning.md')) as f:
+            print(f.read())
+    else:
+        rank(args, grid)
+        runs.run([sys.executable, 'tools/paper_tables/gen_tables.py',
+                  '--seeds', args.work_dir, '--print'])
     print(f'this invocation: {(time.time() - start) / 60:.1f} minutes')

@@ -1,5 +1,6 @@
 """Shared fixtures: mini datasets generated once per session, and a runner
 for the command-line tools."""
+import importlib.util
 import json
 import math
 import os
@@ -164,3 +165,12 @@ def weight_decays(model, optim_wrapper):
              for p in g['params']}
     return {name: decay[id(p)] for name, p in model.named_parameters()
             if p.requires_grad}
+
+
+def load_tool(name):
+    """The module of ``tools/analysis_tools/<name>.py``."""
+    path = REPO / 'tools' / 'analysis_tools' / f'{name}.py'
+    spec = importlib.util.spec_from_file_location(f'tool_{name}', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -32,4 +32,5 @@ train_cfg = dict(max_iters=max_iters)
 default_hooks = dict(
     logger=dict(interval=50),
     checkpoint=dict(interval=max_iters, max_keep_ckpts=1),
-    online_probe=dict(interval=500))
+    online_probe=dict(interval=500),
+    health_monitor=dict(interval=500))

@@ -10,6 +10,11 @@
 # chance within the run) and whole-image views (random 0.2-1 crops of
 # textures carry almost no position cue at this scale). `acc_pos` (top-1 on
 # the dropped positions) is logged with the loss; chance is 1/16.
+# vs the ImageNet configs (droppos_vit-*-p16_8xb512-coslr-*e_in1k.py)
+# besides the above: ViT-S/B/L/16 at 224px -> the 4-block width-96 mini ViT
+# with 8px patches (CPU), batch 4096 x 200-800 epochs -> batch 32 x 300
+# iterations (the method ranking: batch 32 and one image budget for every
+# method).
 _base_ = [
     './_base_/droppos_vit-base-p16.py',
     '../_base_/default_runtime_pretrain.py',

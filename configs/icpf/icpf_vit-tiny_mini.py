@@ -3,6 +3,10 @@
 # cropped with each view's box (Beta(2, 5) scale augmentation) and
 # cross-wise masked position prediction on the other half of the global-view
 # images.
+# vs ImageNet: everything DINOv2's mini config changes (see
+# ../dinov2/dinov2_vit-tiny_mini.py: tiny ViT, 64 / 32px crops, 256
+# prototypes, mini batch and schedule), for the same reasons; the positional
+# field and its masking are ICPF's as on ImageNet.
 _base_ = ['../dinov2/dinov2_vit-tiny_mini.py', './_base_/icpf_extension.py']
 
 model = _base_.icpf

@@ -4,6 +4,11 @@
 # features, centre sub-blocks 2x2), a 128-d predictor with 2 explicit
 # models per scale, corner + centre mixed, and a 2-block 128-d decoder.
 # Higher lr than the ImageNet recipe (tiny batch, few iterations).
+# vs ImageNet, and why: all of the above is the ImageNet recipe shrunk for
+# CPU (narrower Mobile-Former, 128px crops instead of 224px, batch 16 and
+# 120 iterations instead of the paper's epochs); the block layout, the
+# quarter-to-whole prediction and the losses are unchanged. Not in the
+# method ranking: its backbone is not the ViT the transfer configs build.
 _base_ = [
     './_base_/qbheat_mobileformer-285m.py',
     '../_base_/default_runtime_pretrain.py',
@@ -46,4 +51,5 @@ default_hooks = dict(
     logger=dict(_base_.pretrain_mini_hooks.logger, interval=10),
     checkpoint=dict(_base_.pretrain_mini_hooks.checkpoint, interval=max_iters),
     online_probe=dict(_base_.online_probe,
-                      img_size=img_size))  # Mobile-Former has no img_size
+                      img_size=img_size),  # Mobile-Former has no img_size
+    health_monitor=dict(_base_.health_monitor, img_size=img_size))

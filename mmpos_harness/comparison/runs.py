@@ -15,10 +15,13 @@ import os.path as osp
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from mmengine.config import Config
+
+from mmpos.evaluation.dense_suite import MINI_PROBES
 
 from ..mini_data import MARKER
 from ..results import DONE_MARKER, last_checkpoint, read_run
@@ -42,6 +45,48 @@ TASKS = {
         metrics={'mIoU': 'mIoU', 'aAcc': 'aAcc'}, scale=1.0),
 }
 RANDOM_INIT = 'random init'
+# Config.fromfile is not thread-safe (pkg_resources while resolving
+# `mmdet::` bases): the runs of a parallel comparison read configs in turn.
+_CONFIG_LOCK = threading.Lock()
+# Frozen probes of the method ranking (its primary metrics): task -> tool,
+# backbone config, data folder, {metric key: label} (the first one ranks;
+# all higher-is-better), scale to percent, whether a seed changes the
+# result. Each tool writes ``<work dir>/metrics.json``. The linear probe
+# trains a BN + 1x1 conv head per 8x8-pixel cell (one token of the patch-8
+# ViT) on frozen features with each transfer seed; kNN (DINO's weighted kNN
+# on mean-pooled patch tokens), correspondence and retrieval draw nothing,
+# so they run once per pretraining seed; the dense probes (depth,
+# correspondence, retrieval: mmpos.evaluation.dense_suite) take their probe
+# config (``probe``) and data root.
+PROBE_CONFIG = ('configs/method_ranking/'
+                'linear-probe_vit-tiny-rope-mixed_mini-stuff.py')
+# the labelled sets of kNN (train: memory bank, val: queries)
+KNN_DATA = 'configs/rope_vit/vit-mini_rope-mixed_mini-cls.py'
+PROBES = {
+    'linear-probe': dict(
+        tool='tools/analysis_tools/linear_seg_probe.py', config=PROBE_CONFIG,
+        data='stuff', label='mini-stuff linear probe',
+        metrics={'mIoU': 'mIoU'}, scale=1.0, seeded=True),
+    'knn': dict(
+        tool='tools/analysis_tools/knn_eval.py', config=PROBE_CONFIG,
+        data='cls', label='mini-cls kNN',
+        metrics={'knn/avg_top1': 'top-1'}, scale=1.0, seeded=False),
+    'depth': dict(
+        tool='tools/analysis_tools/depth_probe.py', config=PROBE_CONFIG,
+        probe=MINI_PROBES['depth'], data='nyu', label='mini-NYU depth',
+        metrics={'depth/d1': 'δ1'}, scale=100.0, seeded=True),
+    'correspondence': dict(
+        tool='tools/analysis_tools/keypoint_correspondence.py',
+        config=PROBE_CONFIG, probe=MINI_PROBES['correspondence'],
+        data='spair', label='mini-SPair correspondence',
+        metrics={'correspondence/pck@0.1': 'PCK@0.1'}, scale=1.0,
+        seeded=False),
+    'retrieval': dict(
+        tool='tools/analysis_tools/dense_retrieval.py', config=PROBE_CONFIG,
+        probe=MINI_PROBES['retrieval'], data='stuff',
+        label='mini-stuff retrieval', metrics={'retrieval/mIoU': 'mIoU'},
+        scale=1.0, seeded=False),
+}
 
 
 def run(cmd, log=None, threads=None):
@@ -154,7 +199,8 @@ def schedule_options(config, iters):
     when it equals ``max_iters``. Schedules kept inside a model or a hook
     (DINOv2's teacher momentum and temperature) read the runner's
     ``max_iters`` themselves."""
-    cfg = Config.fromfile(config)
+    with _CONFIG_LOCK:
+        cfg = Config.fromfile(config)
     length = cfg.train_cfg.max_iters
     options = [f'train_cfg.max_iters={iters}']
     for i, scheduler in enumerate(cfg.get('param_scheduler') or []):
@@ -166,19 +212,23 @@ def schedule_options(config, iters):
 
 
 def pretrain(config, root, init, data_root, iters=None, options=(),
-             threads=None):
+             threads=None, pretrain_seed=None):
     """Pretrain ``config`` on ``data_root/unlabeled`` into
-    ``root/pretraining/<init>``; returns the backbone checkpoint extracted
+    ``root/pretraining/<init>`` (with ``pretrain_seed``: ``.../pseed<p>``,
+    trained with ``randomness.seed=<p>``); returns the backbone checkpoint
+    extracted
     for the detection config (no key may be missing; keys it has no place
     for, such as the APE DINOv2 / ICPF train with, are left out). With
     ``threads`` (runs in parallel) it trains with that many threads and
     its output goes to ``<work dir>/console.log``."""
-    work_dir = pretrain_dir(root, init)
+    work_dir = pretrain_dir(root, init, pretrain_seed)
     backbone = osp.join(work_dir, 'backbone.pth')
     if _fresh(work_dir):
         start = time.time()
         opts = ['train_dataloader.dataset.data_root='
                 f'{osp.join(data_root, "unlabeled")}/', *options]
+        if pretrain_seed is not None:
+            opts.append(f'randomness.seed={pretrain_seed}')
         if iters:
             opts += schedule_options(config, iters)
         cpu = run([sys.executable, 'tools/train.py', config, '--work-dir',
@@ -203,13 +253,38 @@ def data_options(task, data_root):
     return options
 
 
+def random_backbone(root, init, pretrain_seed):
+    """The transfer backbone at random init drawn with ``pretrain_seed``
+    (``init_weights`` under ``torch.manual_seed``), saved as
+    ``root/pretraining/<init>/pseed<p>/backbone.pth``: random init's
+    counterpart of a pretraining seed, so that its transfers vary over
+    backbone draws as a method's do over pretraining runs."""
+    work_dir = pretrain_dir(root, init, pretrain_seed)
+    backbone = osp.join(work_dir, 'backbone.pth')
+    if _fresh(work_dir):
+        import torch
+
+        from mmpos.apis.features import build_backbone
+        from mmpos.checkpoint import save_state_dict
+        start, cpu = time.time(), time.process_time()
+        os.makedirs(work_dir)
+        with _CONFIG_LOCK:
+            torch.manual_seed(pretrain_seed)
+            model = build_backbone(osp.join(ROOT,
+                                            TASKS['detection']['config']))
+        save_state_dict(model.state_dict(), backbone)
+        _finish(work_dir, start, time.process_time() - cpu)
+    return backbone
+
+
 def transfer(root, task, init, seed, data_root, backbone=None, iters=None,
-             threads=None):
+             threads=None, pretrain_seed=None):
     """One transfer run (train, final evaluation) of ``task`` from
     ``backbone`` (None: random init) with ``seed``; returns its metrics.
     With ``threads`` (runs in parallel) it runs with that many threads and
-    its output goes to ``<work dir>/console.log``."""
-    work_dir = transfer_dir(root, task, init, seed)
+    its output goes to ``<work dir>/console.log``; ``pretrain_seed`` puts it
+    under ``.../pseed<p>/`` (:func:`~.seeds.transfer_dir`)."""
+    work_dir = transfer_dir(root, task, init, seed, pretrain_seed)
     if _fresh(work_dir):
         start = time.time()
         options = data_options(task, data_root) + [f'randomness.seed={seed}']
@@ -221,6 +296,42 @@ def transfer(root, task, init, seed, data_root, backbone=None, iters=None,
         cpu = run([sys.executable, 'tools/train.py', TASKS[task]['config'],
                    '--work-dir', work_dir, '--cfg-options', *options],
                   log=_console(work_dir, threads), threads=threads)
+        _finish(work_dir, start, cpu)
+    return read_run(work_dir).metrics
+
+
+def probe(root, task, init, seed, data_root, backbone, pretrain_seed=None,
+          iters=None, threads=None):
+    """One frozen probe (:data:`PROBES`) of ``backbone`` on
+    ``data_root/<its data>`` into :func:`~.seeds.transfer_dir`; returns its
+    metrics. ``iters`` shortens the linear and depth probes' training."""
+    spec = PROBES[task]
+    work_dir = transfer_dir(root, task, init, seed, pretrain_seed)
+    if _fresh(work_dir):
+        start = time.time()
+        data = osp.join(data_root, spec['data'])
+        cmd = [sys.executable, spec['tool'], spec['config'], backbone,
+               '--work-dir', work_dir]
+        if task == 'knn':
+            cmd += ['--data', KNN_DATA,
+                    '--data-root', data, '--size', str(DATA['img_size']),
+                    '--center-crop', '1', '--features', 'avg']
+        elif 'probe' in spec:
+            cmd += ['--probe', spec['probe'], '--data-root', data,
+                     '--pictures', '0']
+            if spec['seeded']:
+                cmd += ['--seed', str(seed)]
+            if iters and task == 'depth':
+                cmd += ['--iters', str(iters)]
+        else:
+            options = [f'{split}_dataloader.dataset.data_root={data}/'
+                       for split in ('train', 'val', 'test')]
+            options.append(f'randomness.seed={seed}')
+            if iters:
+                options += schedule_options(spec['config'], iters) + [
+                    f'train_cfg.val_interval={iters}']
+            cmd += ['--cfg-options', *options]
+        cpu = run(cmd, log=_console(work_dir, threads), threads=threads)
         _finish(work_dir, start, cpu)
     return read_run(work_dir).metrics
 
@@ -270,11 +381,27 @@ def compare(root, methods, seeds, data_root, jobs=2, iters=None):
             for init, future in backbones.items()}
 
 
-def write_plan(root, title, inits, seeds):
-    """``root/plan.json`` for :mod:`mmpos_harness.comparison.seeds`."""
+def write_plan(root, title, inits, seeds, tasks=None, pretrain_seeds=None,
+               budget=None):
+    """``root/plan.json`` for :mod:`mmpos_harness.comparison.seeds`.
+
+    Args:
+        tasks: ``{task: spec}`` (default :data:`TASKS`); a spec's ``label``,
+            ``metrics``, ``scale`` and ``seeds`` (its own transfer seeds,
+            e.g. one for a probe that draws nothing) are written.
+        pretrain_seeds: the pretraining seeds (None: one pretraining run
+            per init, the demo's layout).
+        budget: what every method got (batch, images, tuning), shown above
+            the table.
+    """
     os.makedirs(root, exist_ok=True)
-    tasks = {name: dict(label=t['label'], metrics=t['metrics'],
-                        scale=t['scale']) for name, t in TASKS.items()}
-    write_json(osp.join(root, PLAN),
-               dict(title=title, seeds=list(seeds), reference=RANDOM_INIT,
-                    inits=list(inits), tasks=tasks))
+    keys = ('label', 'metrics', 'scale', 'seeds')
+    tasks = {name: {k: t[k] for k in keys if k in t}
+             for name, t in (tasks or TASKS).items()}
+    plan = dict(title=title, seeds=list(seeds), reference=RANDOM_INIT,
+                inits=list(inits), tasks=tasks)
+    if pretrain_seeds is not None:
+        plan['pretrain_seeds'] = list(pretrain_seeds)
+    if budget:
+        plan['budget'] = budget
+    write_json(osp.join(root, PLAN), plan)

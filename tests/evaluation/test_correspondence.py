@@ -14,7 +14,7 @@ from mmpos.evaluation.correspondence import (correspondence_pck,
                                              pck, pck_hits, pck_threshold,
                                              read_spair_pairs)
 from mmpos.utils.errors import BadInputError
-from test_analysis_tools import load_tool
+from conftest import load_tool
 
 
 def test_pck_by_hand():

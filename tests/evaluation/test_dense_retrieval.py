@@ -11,7 +11,7 @@ from conftest import REPO
 from mmpos.evaluation.dense_retrieval import (hummingbird_miou, miou,
                                               patch_label_distribution,
                                               retrieve_labels)
-from test_analysis_tools import load_tool
+from conftest import load_tool
 
 CLASSES = ('a', 'b', 'c', 'd')
 

@@ -5,7 +5,7 @@ import pytest
 
 from mmpos.evaluation.dense_suite import HEADLINE
 from mmpos.utils.errors import BadInputError
-from test_analysis_tools import load_tool
+from conftest import load_tool
 
 
 def test_runs_and_table(tmp_path):

@@ -17,7 +17,7 @@ from mmpos.evaluation.depth_probe import (LinearDepthHead, SigLoss,
                                           bin_probabilities, depth_bins,
                                           depth_data, depth_metrics,
                                           run_depth_probe)
-from test_analysis_tools import load_tool
+from conftest import load_tool
 
 DEMO = 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'
 

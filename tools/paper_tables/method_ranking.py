@@ -1,12 +1,10 @@
 """CPU method ranking of the pretraining methods on the demo's tiny
 RoPE-Mixed ViT, against random init.
 
-    python tools/paper_tables/method_ranking.py [--work-dir
-        work_dirs/method_ranking] [--data-root data/mini]
-        [--methods droppos cr2pq dinov2 icpf mae random] [--seeds 0 1 2]
-        [--pretrain-iters N] [--iters N] [--jobs N]
+    python tools/paper_tables/method_ranking.py --tune [options]
+    python tools/paper_tables/method_ranking.py [options]
 
-The methods, their compute and the resumption are described in
+The stages, options, budget, seeds and resumption are described in
 :mod:`mmpos_harness.method_ranking`.
 """
 import os

@@ -24,6 +24,18 @@ online_probe = dict(
     train_dataset=dict(probe_dataset, data_prefix='train'),
     val_dataset=dict(probe_dataset, data_prefix='val'),
     interval=50)
+# Collapse monitors of every mini pretraining run (HealthMonitorHook, in
+# `pretrain_mini_hooks` below so that every mini config has them): token
+# cosines within / across images and the effective rank of the (teacher)
+# backbone's last-block tokens on the first 16 images of the probe set's
+# `val` split, before training, every 50 iterations and after the last;
+# <work_dir>/health.json holds the history and the collapse verdict that
+# the method ranking's table shows. DINO-style configs add the number of
+# prototypes (`num_prototypes`) for the teacher-entropy check.
+health_monitor = dict(
+    type='HealthMonitorHook',
+    dataset=dict(probe_dataset, data_prefix='val'),
+    interval=50)
 
 max_iters, warmup_iters = 60, 10
 optim_wrapper = dict(
@@ -43,7 +55,8 @@ pretrain_mini_hooks = dict(
     logger=dict(type='LoggerHook', interval=5),
     checkpoint=dict(type='CheckpointHook', by_epoch=False,
                     interval=max_iters, max_keep_ckpts=1),
-    online_probe=online_probe)
+    online_probe=online_probe,
+    health_monitor=health_monitor)
 log_processor = dict(by_epoch=False)
 # The 300-iteration mini pretraining schedule of the masked-image methods
 # (DropPos' mini config, MAE in the method ranking): the above with

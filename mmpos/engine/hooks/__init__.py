@@ -3,6 +3,7 @@ from .dense_probes import OnlineDepthProbeHook, OnlineRetrievalProbeHook
 from .dino_schedules_hook import TeacherTempHook
 from .droppos_sigma_hook import DropPosSigmaHook
 from .ema_teacher import EMATeacherHook
+from .health_monitor import HealthMonitorHook
 from .intact_checkpoint import IntactCheckpointHook
 from .nonfinite_loss import NonFiniteLossError, NonFiniteLossHook
 from .online_probe import OnlineProbeHook
@@ -10,7 +11,8 @@ from .rng_state import RNGStateHook
 
 __all__ = [
     'CheckpointFitHook', 'DropPosSigmaHook', 'EMATeacherHook',
-    'IntactCheckpointHook', 'NonFiniteLossError', 'NonFiniteLossHook',
-    'OnlineDepthProbeHook', 'OnlineProbeHook', 'OnlineRetrievalProbeHook',
+    'HealthMonitorHook', 'IntactCheckpointHook', 'NonFiniteLossError',
+    'NonFiniteLossHook', 'OnlineDepthProbeHook', 'OnlineProbeHook',
+    'OnlineRetrievalProbeHook',
     'RNGStateHook', 'TeacherTempHook'
 ]

@@ -1,7 +1,7 @@
 """CR2PQ: Eq. 4 coordinates (Fig. 2 cases, Listing 1), the positional
 cross-attention (Eq. 8), the losses (Eq. 9-10), the teacher (EMA / frozen /
 pixels) and the Table 6 position switches. The mini pretraining run and its
-transfer: tests/test_cr2pq_transfer.py."""
+transfer: tests/models/selfsup/test_cr2pq_transfer.py."""
 
 import pytest
 import torch

@@ -17,7 +17,7 @@ import mmpos  # noqa: F401
 from mmpos_harness.mini_data import make_mini_cls
 from mmpos.registry import MODELS
 
-REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, osp.join(REPO, 'tools', 'analysis_tools'))
 import multires_eval  # noqa: E402
 

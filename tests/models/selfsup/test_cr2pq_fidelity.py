@@ -64,7 +64,7 @@ def _tiny(**kwargs):
 
 def test_teacher_checkpoint_loads_every_teacher_weight(tmp_path):
     """The teacher is frozen (no gradient; eval mode: see
-    tests/test_cr2pq.py) and takes every weight from the checkpoint."""
+    tests/models/selfsup/test_cr2pq.py) and takes every weight from the checkpoint."""
     torch.manual_seed(3)
     resnet = MODELS.build(dict(type='ResNet', depth=18, out_indices=(3, )))
     state = {f'backbone.{k}': v for k, v in resnet.state_dict().items()}

@@ -21,7 +21,7 @@ from mmpos.checkpoint import CheckpointMismatchError, compare
 from mmpos.checkpoint.converters import (convert_official_rope_vit,
                                          convert_timm_vit, infer_vit_config)
 
-REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, osp.join(REPO, 'tools', 'model_converters'))
 import mmpos2backbone  # noqa: E402
 import rope_vit_official2mmpos  # noqa: E402

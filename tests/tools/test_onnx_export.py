@@ -17,7 +17,7 @@ pytest.importorskip('onnxruntime')
 from mmpos.models.backbones import RoPEVisionTransformer  # noqa: E402
 from mmpos.checkpoint import save_state_dict  # noqa: E402
 
-REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, osp.join(REPO, 'tools', 'deployment'))
 import rope_vit2onnx  # noqa: E402
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from PIL import Image
 
-from conftest import REPO
+from conftest import REPO, load_tool
 from mmpos.analysis.attention import (AttentionRecorder, attention_backbone,
                                       record_attention)
 from mmpos.analysis.fourier import (frequency_mask, point_target,
@@ -26,14 +26,6 @@ ARCH = dict(embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64)
 CONFIG = f"""model = dict(backbone=dict(type='RoPEVisionTransformer',
     arch={ARCH!r}, img_size=64, patch_size=16, rope_type='mixed'))
 """
-
-
-def load_tool(name):
-    path = REPO / 'tools' / 'analysis_tools' / f'{name}.py'
-    spec = importlib.util.spec_from_file_location(f'tool_{name}', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope='module')

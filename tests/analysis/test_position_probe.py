@@ -13,7 +13,7 @@ from mmpos.analysis.position_probe import (LinearPositionProbe,
                                            train_position_probe)
 from mmpos.models.selfsup.droppos import DropPos
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ARCH = dict(embed_dims=48, num_layers=2, num_heads=3, feedforward_channels=96)
 SIZE, PATCH = 32, 8
 NUM = (SIZE // PATCH)**2

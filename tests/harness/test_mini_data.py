@@ -16,7 +16,7 @@ from mmpos_harness.mini_data import (MINI_ADE_CLASSES, MINI_COCO_CLASSES,
                                      coco, make_mini_ade, make_mini_coco,
                                      make_unlabeled_images, shapes, textures)
 
-REPO = osp.dirname(osp.dirname(osp.abspath(__file__)))
+REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CLI = osp.join(REPO, 'tools', 'misc', 'make_mini_data.py')
 sys.path.insert(0, osp.dirname(CLI))
 import make_mini_data  # noqa: E402

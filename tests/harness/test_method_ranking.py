@@ -1,0 +1,273 @@
+"""The method ranking (mmpos_harness.method_ranking, the CLI
+tools/paper_tables/method_ranking.py), the runner it shares with the demo
+(mmpos_harness.comparison.runs) and its table
+(mmpos_harness.comparison.seeds): the two-level (pretraining + transfer
+seed) test on hand-made numbers, the health columns and the collapse flag,
+and the two stages' commands (recorded, not run: a real run is the tool
+itself), equal budget, tuning selection and resumption."""
+import json
+import math
+import os
+import statistics
+
+import pytest
+from scipy.stats import t as student_t
+
+from mmpos_harness import method_ranking
+from mmpos_harness.comparison import runs, seeds
+from mmpos_harness.results import DONE_MARKER
+
+# a: 3 pretraining runs that land far apart, each with tight transfer seeds
+SPREAD_PRETRAIN = [[50.0, 50.1, 49.9], [44.0, 44.1, 43.9], [47.0, 47.1, 46.9]]
+# b: the same transfer spread around one value
+TIGHT = [[45.0, 45.1, 44.9]] * 3
+# c / d: noisy transfer seeds, pretraining runs that agree
+NOISY_A = [[44.0, 50.0, 47.0], [44.2, 50.2, 47.2], [43.8, 49.8, 46.8]]
+NOISY_B = [[42.0, 48.0, 45.0], [42.1, 48.1, 45.1], [41.9, 47.9, 44.9]]
+
+
+def test_nested_difference_equals_the_formula():
+    got = seeds.nested_difference(SPREAD_PRETRAIN, TIGHT)
+    means_a = [statistics.mean(g) for g in SPREAD_PRETRAIN]
+    assert got['diff'] == pytest.approx(statistics.mean(means_a) - 45.0)
+    # Var(M) = s_b^2 / P per side; TIGHT's group means are equal
+    se = math.sqrt(statistics.variance(means_a) / 3)
+    assert got['se'] == pytest.approx(se)
+    assert got['df'] == pytest.approx(2.0)  # Welch: all from side a
+    # s_pre^2 = s_b^2 - s_w^2 / T, s_w = 0.1 within every group
+    assert got['pretrain_std'][0] == pytest.approx(
+        math.sqrt(statistics.variance(means_a) - 0.01 / 3))
+    assert got['pretrain_std'][1] == 0.0
+    se_tr = math.sqrt(2 * 0.01 / 9)
+    assert got['se_transfer'] == pytest.approx(se_tr)
+    assert got['df_transfer'] == pytest.approx(12.0)
+
+
+def test_clear_on_transfer_seeds_alone_but_not_with_pretraining_seeds():
+    got = seeds.nested_difference(SPREAD_PRETRAIN, TIGHT)
+    assert got['diff'] == pytest.approx(2.0)
+    assert got['clear_transfer_only'] is True  # 2.0 >> 2.18 x 0.047
+    # 2.0 < t(0.975, 2) x 1.73 = 7.45: one pretraining run decides nothing
+    assert got['se'] == pytest.approx(math.sqrt(3.0))
+    assert 2.0 < student_t.ppf(0.975, 2) * got['se']
+    assert got['clear'] is False
+
+
+def test_clear_with_pretraining_seeds_but_not_on_transfer_seeds_alone():
+    got = seeds.nested_difference(NOISY_A, NOISY_B)
+    assert got['diff'] == pytest.approx(2.0)
+    # transfer seeds alone (std 3 within each run): 2.0 < 2.18 x 1.41
+    assert got['clear_transfer_only'] is False
+    # the pretraining runs' means agree to 0.1-0.2: the mean is known well
+    assert got['clear'] is True
+    # and the demo's single-level rule (2 pooled std over all 9 runs) would
+    # call it noise too
+    flat = [[v for g in side for v in g] for side in (NOISY_A, NOISY_B)]
+    pooled = math.sqrt(sum(statistics.variance(f) for f in flat) / 2)
+    assert 2.0 < 2 * pooled
+
+
+def test_nested_difference_needs_two_pretraining_seeds_and_balance():
+    got = seeds.nested_difference([[1.0, 2.0]], [[0.0, 1.0]])
+    assert got['clear'] is None and got['clear_transfer_only'] is not None
+    with pytest.raises(ValueError, match='balanced'):
+        seeds.nested_difference([[1.0, 2.0], [1.0]], TIGHT)
+
+
+def _health(collapsed, eff_rank=30.0):
+    final = dict(cos_within=0.9 if collapsed else 0.3,
+                 cos_across=0.85 if collapsed else 0.1, eff_rank=eff_rank)
+    return dict(initial=dict(cos_within=0.3, cos_across=0.1, eff_rank=50.0),
+                history=[], final=final, collapsed=collapsed,
+                reasons=['tokens of different images align'] if collapsed
+                else [])
+
+
+def _write_comparison(root, values, health):
+    """A finished nested comparison: ``values[init]`` are the groups of
+    the linear probe's mIoU, ``health[init]`` per pretraining seed."""
+    inits = list(values)
+    runs.write_plan(str(root), 'toy', inits, [0, 1, 2],
+                    tasks={'linear-probe': runs.PROBES['linear-probe']},
+                    pretrain_seeds=[0, 1, 2],
+                    budget=dict(batch=32, images=96000))
+    for init, groups in values.items():
+        for p, group in enumerate(groups):
+            pre = seeds.pretrain_dir(str(root), init, p)
+            os.makedirs(pre)
+            seeds.write_json(os.path.join(pre, seeds.COMPUTE),
+                             dict(minutes=1.0, cpu_minutes=2.0))
+            if health.get(init):
+                seeds.write_json(os.path.join(pre, 'health.json'),
+                                 health[init][p])
+            for t, value in enumerate(group):
+                work_dir = seeds.transfer_dir(str(root), 'linear-probe',
+                                              init, t, p)
+                os.makedirs(work_dir)
+                seeds.write_json(os.path.join(work_dir, 'metrics.json'),
+                                 dict(mIoU=value))
+
+
+def test_table_has_health_columns_and_flags_a_collapsed_run(tmp_path):
+    healthy = [_health(False)] * 3
+    _write_comparison(
+        tmp_path, {'A': NOISY_A, 'B': [[60.0] * 3] * 3,
+                   runs.RANDOM_INIT: NOISY_B},
+        {'A': healthy, 'B': [_health(False), _health(True, 10.0),
+                             _health(False)]})
+    summary = seeds.summarise(str(tmp_path))
+    assert summary['health']['B']['collapsed'] == 1
+    assert summary['health']['A']['eff_rank'] == pytest.approx(30.0)
+    assert summary['health'][runs.RANDOM_INIT] is None
+    # B scores best but one of its runs collapsed: not ranked
+    assert seeds.ranking(summary) == ['A', runs.RANDOM_INIT]
+    text = seeds.markdown(summary)
+    header = next(line for line in text.splitlines()
+                  if line.startswith('| rank'))
+    for column in ('cos within / across', 'eff. rank (init)',
+                   'teacher entropy', 'collapsed runs'):
+        assert column in header
+    rows = [line for line in text.splitlines() if line.startswith('| ')][2:]
+    assert rows[0].startswith('| 1 | A |')
+    assert '0.30 / 0.10 | 30.0 (50.0) | - | 0/3 |' in rows[0]
+    assert rows[-1].startswith('| - | B (collapsed, not ranked) |')
+    assert '1/3 COLLAPSED' in rows[-1]
+    assert 'batch 32, images 96000' in text
+    a = summary['tasks']['linear-probe']['inits']['A']['mIoU']
+    assert a['clear'] is True and a['clear_transfer_only'] is False
+    notes = seeds.verdicts(summary)
+    assert notes['B'].startswith('B: NOT RANKED, 1 of 3 pretraining runs')
+    assert 'beyond noise' in notes['A']
+
+
+def _fake_runs(commands, scores):
+    """Record commands; leave what each tool leaves (a checkpoint, a
+    probe's metrics.json with ``scores(cmd)``)."""
+    def record(cmd, **kwargs):
+        commands.append(cmd)
+        work_dir = cmd[cmd.index('--work-dir') + 1] if '--work-dir' in cmd \
+            else None
+        if 'tools/train.py' in cmd:
+            os.makedirs(work_dir, exist_ok=True)
+            ckpt = os.path.join(work_dir, 'iter_1.pth')
+            open(ckpt, 'w').close()
+            with open(os.path.join(work_dir, 'last_checkpoint'), 'w') as f:
+                f.write(ckpt)
+        elif any(p['tool'] in cmd for p in runs.PROBES.values()):
+            os.makedirs(work_dir, exist_ok=True)
+            seeds.write_json(os.path.join(work_dir, 'metrics.json'),
+                             {'mIoU': scores(cmd), 'knn/avg_top1': 50.0})
+        return 0.0
+    return record
+
+
+def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
+                                                       monkeypatch):
+    data = tmp_path / 'data'
+    for name in ('objects', 'stuff', 'unlabeled', 'cls', 'tune/stuff',
+                 'tune/cls'):
+        (data / name).mkdir(parents=True)
+    root = tmp_path / 'bench'
+    commands = []
+    # the tuning probe prefers DropPos' second entry (lr 5e-4)
+    prefers = 'tuning/pretraining/DropPos-lr5e-4'.replace('DropPos',
+                                                         'droppos')
+
+    def score(cmd):
+        return 40.0 + 5.0 * any(prefers in a for a in cmd)
+
+    monkeypatch.setattr(runs, 'run', _fake_runs(commands, score))
+    common = ['--work-dir', str(root), '--data-root', str(data),
+              '--methods', 'droppos', 'cr2pq', '--pretrain-seeds', '0', '1',
+              '--seeds', '0', '1', '--tasks', 'linear-probe', 'knn',
+              'segmentation', '--images', '640', '--batch-size', '32',
+              '--max-configs', '2', '--jobs', '1']
+    with pytest.raises(SystemExit, match='--tune first'):
+        method_ranking.main(common)
+    method_ranking.main(['--tune', *common])
+    log = json.load(open(root / 'tuning.json'))
+    assert log['methods']['droppos']['chosen'] == 'lr5e-4'
+    assert [c['name'] for c in log['methods']['cr2pq']['configs']] == [
+        'ema_lr5e-4', 'ema_lr1e-3']
+    # tuning probes read the tuning data, never the reported split
+    probes = [c for c in commands if runs.PROBES['linear-probe']['tool'] in c]
+    assert probes and all(f'{data}/tune/stuff/' in ' '.join(c)
+                          for c in probes)
+    assert '**yes**' in open(root / 'tuning.md').read()
+
+    commands.clear()
+    method_ranking.main(common)
+    trains = [c for c in commands if 'tools/train.py' in c]
+    pretrainings = [c for c in trains
+                    if '/pretraining/' in c[c.index('--work-dir') + 1]]
+    # 2 methods x 2 pretraining seeds, all at batch 32 for 20 iterations
+    assert len(pretrainings) == 4
+    for cmd in pretrainings:
+        assert 'train_dataloader.batch_size=32' in cmd
+        assert 'train_cfg.max_iters=20' in cmd
+    droppos = [c for c in pretrainings if '/DropPos/' in c[3 + 1]]
+    assert all('optim_wrapper.optimizer.lr=5e-4' in c for c in droppos)
+    assert {a for c in droppos for a in c if a.startswith('randomness')} \
+        == {'randomness.seed=0', 'randomness.seed=1'}
+    # random init: one backbone drawn per pretraining seed
+    for p in (0, 1):
+        assert os.path.isfile(os.path.join(seeds.pretrain_dir(
+            str(root), runs.RANDOM_INIT, p), 'backbone.pth'))
+    # per init and pretraining seed: 2 linear probes, 1 kNN, 2 fine-tunings
+    probe_runs = [c for c in commands if any(
+        p['tool'] in c for p in runs.PROBES.values())]
+    assert len(probe_runs) == 3 * 2 * (2 + 1)
+    assert len(trains) == 4 + 3 * 2 * 2
+    plan = seeds.load_plan(str(root))
+    assert plan['pretrain_seeds'] == [0, 1]
+    assert plan['tasks']['knn']['seeds'] == [0]
+    assert plan['budget'] == dict(batch=32, images=640, tuning='tuning.json')
+    assert commands[-1][1:4] == ['tools/paper_tables/gen_tables.py',
+                                 '--seeds', str(root)]
+    # run again: everything is finished, only the table is regenerated
+    commands.clear()
+    method_ranking.main(common)
+    assert [c[1] for c in commands] == ['tools/paper_tables/gen_tables.py']
+    # an interrupted run is restarted from scratch
+    broken = seeds.transfer_dir(str(root), 'segmentation', 'CR2PQ', 1, 0)
+    os.remove(os.path.join(broken, DONE_MARKER))
+    commands.clear()
+    method_ranking.main(common)
+    assert [c[c.index('--work-dir') + 1] for c in commands
+            if 'tools/train.py' in c] == [broken]
+
+
+def test_grid_gives_every_method_the_same_budget():
+    grid = method_ranking.load_grid(method_ranking.GRID,
+                                    list(method_ranking.METHODS))
+    sizes = {len(grid[m]) for m, (_, config) in
+             method_ranking.METHODS.items() if config}
+    assert sizes == {6}
+    assert any('model.target=pixel' in e['options'] for e in grid['cr2pq'])
+
+
+def test_dense_probes_are_ranking_tasks(tmp_path, monkeypatch):
+    from mmpos.evaluation.dense_suite import MINI_PROBES
+    data = tmp_path / 'data'
+    for name in ('objects', 'stuff', 'unlabeled', 'cls', 'nyu', 'spair'):
+        (data / name).mkdir(parents=True)
+    commands = []
+    monkeypatch.setattr(runs, 'run', _fake_runs(commands, lambda c: 1.0))
+    assert {'depth', 'correspondence', 'retrieval'} <= set(
+        method_ranking.parse_args([]).tasks)
+    method_ranking.main([
+        '--work-dir', str(tmp_path / 'bench'), '--data-root', str(data),
+        '--methods', 'droppos', '--untuned', '--pretrain-seeds', '0', '1',
+        '--seeds', '0', '1', '--tasks', 'depth', 'correspondence',
+        '--images', '640', '--jobs', '1'])
+    for task, data_dir, count in (('depth', 'nyu', 2 * 2 * 2),
+                                  ('correspondence', 'spair', 2 * 2)):
+        cmds = [c for c in commands if runs.PROBES[task]['tool'] in c]
+        assert len(cmds) == count  # seeded: x transfer seeds; else once
+        for cmd in cmds:
+            assert cmd[cmd.index('--probe') + 1] == MINI_PROBES[task]
+            assert cmd[cmd.index('--data-root') + 1] == str(data / data_dir)
+            assert ('--seed' in cmd) == (task == 'depth')
+    plan = seeds.load_plan(str(tmp_path / 'bench'))
+    assert plan['tasks']['correspondence']['seeds'] == [0]
+    assert plan['budget']['tuning'] == 'untuned'

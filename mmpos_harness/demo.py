@@ -17,8 +17,12 @@ and segmenter's predictions drawn by mmdet's and mmseg's visualizers.
 
     python tools/demo.py [--data-root data/mini] [--work-dir work_dirs/demo]
         [--from-scratch] [--seeds 0 1 2] [--pretrain-iters N] [--iters N]
-        [--jobs 2]
+        [--jobs 2] [--probes depth correspondence retrieval]
 
+``--probes`` adds frozen probes (the method ranking's: linear probe, kNN,
+depth, correspondence, retrieval) of both inits to the same table, beside
+fine-tuning; cheaper and less noisy than fine-tuning, they are off by
+default to keep the demo's time.
 ``--from-scratch`` skips pretraining (random init only). ``--jobs N`` runs
 N single-threaded runs at a time (default 2, the 2-core machine the demo is
 sized for): pretraining beside the random-init transfer runs, then the
@@ -120,6 +124,11 @@ def main(argv=None):
         help='transfer runs at a time, each single-threaded (1: one at a '
         'time with all threads, its log on the console)')
     parser.add_argument(
+        '--probes', nargs='*', default=[], choices=list(runs.PROBES),
+        help='frozen probes reported beside fine-tuning, each on both inits '
+        '(random init: one random backbone per seed), e.g. depth '
+        'correspondence retrieval')
+    parser.add_argument(
         '--from-scratch', action='store_true',
         help='skip pretraining: transfer runs start from random weights')
     args = parser.parse_args(argv)
@@ -131,11 +140,23 @@ def main(argv=None):
     run_dir = osp.join(args.work_dir, time.strftime('%Y%m%d_%H%M%S'))
     inits = [runs.RANDOM_INIT] if args.from_scratch else [
         METHOD, runs.RANDOM_INIT]
-    runs.write_plan(run_dir, title(args), inits, args.seeds)
+    probes = {t: dict(runs.PROBES[t]) for t in args.probes}
+    for spec in probes.values():  # a probe that draws nothing runs once
+        if not spec['seeded']:
+            spec['seeds'] = args.seeds[:1]
+    runs.ensure_probe_data(args.data_root, probes)
+    runs.write_plan(run_dir, title(args), inits, args.seeds,
+                    tasks={**runs.TASKS, **probes})
     backbone = runs.compare(
         run_dir, [(METHOD, PRETRAIN, args.pretrain_iters)] * (
             not args.from_scratch) + [(runs.RANDOM_INIT, None, None)],
         args.seeds, args.data_root, args.jobs, args.iters).get(METHOD)
+    for task, spec in probes.items():
+        for init in inits:
+            for seed in spec.get('seeds', args.seeds):
+                runs.probe(run_dir, task, init, seed, args.data_root,
+                           backbone if init == METHOD else
+                           runs.random_backbone(run_dir, init, seed))
 
     summary = seeds.summarise(run_dir)
     cpu = sum(v or 0 for c in summary['compute'].values()

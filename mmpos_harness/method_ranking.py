@@ -136,28 +136,13 @@ def pretrain_iters(args):
     return args.images // args.batch_size
 
 
-def ensure_probe_data(root, tasks, seed=None):
-    """Write the data folders of the probes among ``tasks`` missing under
-    ``root`` (the tuning data: ``seed`` :data:`TUNE_SEED`, other images
-    than the reported ones); returns ``root``."""
-    wanted = {runs.PROBES[t]['data'] for t in tasks if t in runs.PROBES}
-    missing = sorted(d for d in wanted if not osp.isdir(osp.join(root, d)))
-    if missing:
-        runs.run([sys.executable, 'tools/misc/make_mini_data.py', root,
-                  '--which', *missing, '--num-train',
-                  str(runs.DATA['num_train']), '--num-val',
-                  str(runs.DATA['num_val']), '--img-size',
-                  str(runs.DATA['img_size'])] +
-                 ([] if seed is None else ['--seed', str(seed)]))
-    return root
-
-
 def tune(args, grid):
     """Stage 1: pretrain every grid entry (seed 0), probe it on the tuning
     data; write ``tuning.json`` / ``tuning.md``; returns the log."""
     probes = [TUNE_TASK] + [t for t in args.tasks
                             if t in runs.PROBES and t != TUNE_TASK]
-    tune_data = ensure_probe_data(osp.join(args.data_root, 'tune'), probes,
+    tune_data = runs.ensure_probe_data(
+        osp.join(args.data_root, 'tune'), probes,
                                   TUNE_SEED)
     iters = pretrain_iters(args)
     threads = 1 if args.jobs > 1 else None
@@ -314,7 +299,7 @@ def main(argv=None):
     start = time.time()
     grid = load_grid(args.grid, args.methods)
     runs.ensure_data(args.data_root)
-    ensure_probe_data(args.data_root, args.tasks)
+    runs.ensure_probe_data(args.data_root, args.tasks)
     if args.tune:
         tune(args, grid)
         with open(osp.join(args.work_dir, 'tuning.md')) as f:

@@ -162,6 +162,21 @@ def ensure_data(data_root):
         print(f'reusing mini data in {data_root}')
 
 
+def ensure_probe_data(root, tasks, seed=None):
+    """Write the data folders of the probes among ``tasks`` missing under
+    ``root`` (``seed``: other images than the reported ones, e.g. the
+    method ranking's tuning data); returns ``root``."""
+    wanted = {PROBES[t]['data'] for t in tasks if t in PROBES}
+    missing = sorted(d for d in wanted if not osp.isdir(osp.join(root, d)))
+    if missing:
+        run([sys.executable, 'tools/misc/make_mini_data.py', root,
+             '--which', *missing, '--num-train', str(DATA['num_train']),
+             '--num-val', str(DATA['num_val']), '--img-size',
+             str(DATA['img_size'])] +
+            ([] if seed is None else ['--seed', str(seed)]))
+    return root
+
+
 def _finish(work_dir, start, cpu_seconds):
     """Mark ``work_dir`` done, with its wall minutes since ``start`` and the
     CPU minutes of its commands in ``compute.json``."""

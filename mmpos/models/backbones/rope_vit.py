@@ -486,13 +486,10 @@ class RoPEVisionTransformer(BaseBackbone):
             self._freeze_stages()
         return self
 
-    def embed(self, img: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
-        """Patchify ``img`` (B, in_channels, H, W) and add APE (if used).
-
-        Returns the patch tokens ``(B, h * w, C)`` in row-major order (their
-        coordinates are ``grid_coords(h, w)``) and the grid ``(h, w)``. The
-        APE table is resized to ``(h, w)`` with ``interpolate_mode``.
-        """
+    def patchify(self, img: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
+        """Patch tokens ``(B, h * w, C)`` of ``img`` (B, in_channels, H, W)
+        without position embedding, and the grid ``(h, w)``; an input size
+        that is not a multiple of the patch is refused naming both."""
         H, W = img.shape[-2:]
         if H % self.patch_size[0] or W % self.patch_size[1]:
             raise BadInputError(
@@ -501,7 +498,16 @@ class RoPEVisionTransformer(BaseBackbone):
                 f'{self.patch_size[1]}; crop or resize to a multiple, or pad '
                 '(data_preprocessor pad_size_divisor in mmdet, size or '
                 'size_divisor in mmseg)')
-        x, hw = self.patch_embed(img)
+        return self.patch_embed(img)
+
+    def embed(self, img: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
+        """Patchify ``img`` (B, in_channels, H, W) and add APE (if used).
+
+        Returns the patch tokens ``(B, h * w, C)`` in row-major order (their
+        coordinates are ``grid_coords(h, w)``) and the grid ``(h, w)``. The
+        APE table is resized to ``(h, w)`` with ``interpolate_mode``.
+        """
+        x, hw = self.patchify(img)
         if self.pos_embed is not None:
             pos = resize_pos_embed(self.pos_embed, self.patch_resolution, hw,
                                    self.interpolate_mode,

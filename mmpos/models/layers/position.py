@@ -291,6 +291,14 @@ def build_position_scheme(cfg: Optional[dict], head_dim: int,
     ``None`` for ``cfg=None``."""
     if cfg is None:
         return None
-    return POSITION_ENCODINGS.build(
-        dict(cfg), default_args=dict(head_dim=head_dim, num_heads=num_heads,
-                                     depth=depth))
+    cfg = dict(cfg)
+    # looked up directly: POSITION_ENCODINGS is mmpos' own registry, so
+    # Registry.build would first search the caller's default scope
+    # (mmpretrain, mmdet, mmseg) and warn that it is not in the tree
+    name = cfg.pop('type', None)
+    cls = POSITION_ENCODINGS.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise ValueError(f'rope type {name!r} is not a position scheme; '
+                         f'choose from {sorted(POSITION_ENCODINGS.module_dict)}'
+                         ' or rope=None')
+    return cls(head_dim=head_dim, num_heads=num_heads, depth=depth, **cfg)

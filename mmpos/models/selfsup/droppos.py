@@ -136,6 +136,13 @@ class DropPos(BaseSelfSupervisor):
                                    bb.interpolate_mode, extra)
         return pos[:, extra:]
 
+    def _patchify(self, inputs: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
+        """Patch tokens without positions and the grid, through the
+        backbone's checked ``patchify`` where it has one (mmpos' ViTs)."""
+        bb = self.backbone
+        return bb.patchify(inputs) if hasattr(bb, 'patchify') else \
+            bb.patch_embed(inputs)
+
     def _run_blocks(self, tokens: Tensor, hw: Sequence[int],
                     coords: Optional[Tensor] = None) -> Tensor:
         """Class token + encoder blocks on patch tokens ``(B, K, C)`` that
@@ -156,7 +163,7 @@ class DropPos(BaseSelfSupervisor):
     def encode_full(self, inputs: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
         """All patches with all position embeddings: ``(B, 1 + N, C)`` and
         the patch grid."""
-        x, hw = self.backbone.patch_embed(inputs)
+        x, hw = self._patchify(inputs)
         pos = self._patch_pos_embed(hw)
         return self._run_blocks(x if pos is None else x + pos, hw), hw
 
@@ -168,7 +175,7 @@ class DropPos(BaseSelfSupervisor):
         ``(B, K)`` (the visible patches, i.e. the position targets ``y``),
         ``dropped`` ``(B, K)`` bool and ``hw``.
         """
-        x, hw = self.backbone.patch_embed(inputs)
+        x, hw = self._patchify(inputs)
         batch_size, num_patches, _ = x.shape
         ids_keep = random_masking(batch_size, num_patches, mask_ratio,
                                   x.device).ids_keep

@@ -97,7 +97,7 @@ def test_default_thetas():
         scheme('axial', head_dim=18, heads=1)
     with pytest.raises(ValueError, match='rope_type'):
         rope_cfg_from_legacy('learned')
-    with pytest.raises(KeyError, match='learned'):
+    with pytest.raises(ValueError, match="'learned' is not a position scheme"):
         scheme('learned')
 
 

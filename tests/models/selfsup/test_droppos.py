@@ -432,3 +432,13 @@ def test_mini_run_position_accuracy_rises_and_converts(tmp_path, mini_data):
                                for k in missing)
         assert set(unexpected) == {'pos_embed'} | (
             set() if backbone.final_norm else {'ln1.weight', 'ln1.bias'})
+
+
+def test_input_not_a_multiple_of_the_patch_is_refused_by_the_backbone():
+    """The backbone names both sizes, before the position head sees a grid
+    it cannot classify."""
+    from mmpos.utils.errors import BadInputError
+    with pytest.raises(BadInputError,
+                       match='RoPEVisionTransformer: input size 36x36 is '
+                       'not divisible by the patch size 8x8'):
+        build(ROPE).loss(torch.randn(2, 3, 36, 36), [])

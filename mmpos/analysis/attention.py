@@ -105,15 +105,22 @@ def load_images(paths: Sequence[str], size: int) -> Tensor:
     return preprocess(read_images(paths), size)
 
 
+def records_attention(backbone) -> bool:
+    """Whether :class:`AttentionRecorder` can record ``backbone``'s
+    attention: blocks ``layers[i].attn.qkv`` and per-block position tables
+    (:class:`~mmpos.models.backbones.RoPEVisionTransformer`)."""
+    return hasattr(backbone, 'position_tables') and all(
+        hasattr(getattr(layer, 'attn', None), 'qkv')
+        for layer in getattr(backbone, 'layers', [None]))
+
+
 def attention_backbone(config: str, checkpoint: Optional[str] = None,
                        device: str = 'cpu'):
     """:func:`mmpos.apis.init_backbone` (the config's ``out_type``) of a
     backbone whose blocks have ``layers[i].attn.qkv``, i.e. whose attention
     :class:`AttentionRecorder` can record; in eval mode."""
     backbone = init_backbone(config, checkpoint, device, raw_tokens=False)
-    if not hasattr(backbone, 'layers') or not all(
-            hasattr(layer, 'attn') and hasattr(layer.attn, 'qkv')
-            for layer in backbone.layers):
+    if not records_attention(backbone):
         raise BadInputError(
             f'{config}: backbone {type(backbone).__name__} has no '
             '`layers[i].attn.qkv`; a RoPEVisionTransformer is expected')

@@ -46,13 +46,12 @@ def cls_attention(backbone, images: Tensor, layer: int) -> Tensor:
     """Class-token attention of block ``layer`` over the patches of
     ``images[0]``, ``(heads, h, w)`` (each head's row sums to 1 with the
     class token's own weight, which is left out)."""
-    from mmpos.analysis.attention import record_attention
+    from mmpos.analysis.attention import record_attention, records_attention
     from mmpos.apis.features import patch_stride
-    if not all(hasattr(getattr(block, 'attn', None), 'rope')
-               for block in getattr(backbone, 'layers', [None])):
+    if not records_attention(backbone):
         raise UnsupportedModelError(
             f'{type(backbone).__name__}: attention maps need a '
-            'RoPEVisionTransformer (layers[i].attn with rope)')
+            'RoPEVisionTransformer (layers[i].attn.qkv, position tables)')
     maps = record_attention(backbone, images[:1])
     extra = getattr(backbone, 'num_extra_tokens', 1)
     if not extra:

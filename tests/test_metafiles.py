@@ -11,7 +11,11 @@ import yaml
 from conftest import REPO
 from mmpos_harness.paper_tables.manifest import load_manifest
 
-NOT_METHODS = {'_base_', 'transfer', 'demo', 'method_ranking'}
+# not pretraining methods with model-zoo entries: shared bases, transfer
+# protocols, CPU demos and comparisons, frozen-evaluation protocols and the
+# mini configs of the position-scheme zoo
+NOT_METHODS = {'_base_', 'transfer', 'demo', 'method_ranking', 'dense_probes',
+               'position_schemes'}
 # CPU-sized configs for tests and demos are not model-zoo entries
 MINI = re.compile(r'(^|[_-])mini([_.-]|$)')
 # metafile metric name -> manifest metric

@@ -42,7 +42,7 @@ def test_benchmark_tables_are_rendered_from_the_result_files(site):
     for path in sorted((REPO / 'benchmarks' / 'results').glob('*.json')):
         data = json.loads(path.read_text())
         assert path.name in html
-        if 'rows' in data:
+        if 'settings' in data and 'rows' in data:
             row = next(r for r in data['rows'] if 'time_ratio' in r)
             # each row carries the run's date and the ratio from the file
             assert data['settings']['date'][:10] in html
@@ -65,12 +65,16 @@ def test_path_checker_finds_missing_and_accepts_existing():
         'python tools/train_old.py configs/{droppos,nosuch}/metafile.yml',
         '```',
         'Module `mmpos.models.selfsup.droppos.DropPos`, `mmpos.nosuch.x`.',
+        'Names `mmpos.checkpoint.compare`, `mmpos.checkpoint.no_such_fn`,',
+        '`mmpos.checkpoint.read.read_checkpoint`, `mmpos.checkpoint.read.nosuch`.',
         'Bare name `droppos_vit-tiny_mini.py`, `nosuch_config.py`.',
         'Placeholder `configs/transfer/mmdet/<config>.py`, `{size}` ok.',
     ])
     found = sorted(p for _, p, _ in repo_paths.check_text(text, index))
     assert found == ['configs/droppos/droppos_vit-tiny_mini_old.py',
-                     'configs/nosuch/metafile.yml', 'mmpos.nosuch.x',
+                     'configs/nosuch/metafile.yml',
+                     'mmpos.checkpoint.no_such_fn',
+                     'mmpos.checkpoint.read.nosuch', 'mmpos.nosuch.x',
                      'nosuch_config.py', 'tools/train_old.py']
 
 

@@ -1,5 +1,5 @@
 # Demo / test config: a tiny RoPE-Mixed ViT + Cascade Mask R-CNN (blocks
-# 1-4 -> MultiLevelNeck -> FPN, the CR2PQ layout) trained from scratch on
+# 1-4 -> DeconvMultiLevelNeck -> FPN, the CR2PQ layout) trained from scratch on
 # mini-COCO for a few hundred iterations on CPU, scored by CocoMetric.
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [

@@ -1,5 +1,5 @@
 # Demo / test config: a tiny RoPE-Mixed ViT + Semantic FPN (blocks 1-4 ->
-# MultiLevelNeck -> FPN -> FPNHead, the CR2PQ layout) trained from scratch
+# DeconvMultiLevelNeck -> FPN -> FPNHead, the CR2PQ layout) trained from scratch
 # on mini-ADE for a few hundred iterations on CPU, scored by IoUMetric.
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [

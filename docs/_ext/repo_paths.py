@@ -10,7 +10,9 @@ A *mention* is a token of an inline code span or of a fenced code block that
   ``tools/...``, ``mmpos/...``) or is a top-level file (``Makefile``);
 * is a bare file name ending in ``.py``, ``.sh``, ``.yml`` or ``.yaml``
   (``droppos_vit-tiny_mini.py``): some file of that name must exist;
-* is a dotted module path ``mmpos.a.b.Name``: its module part must exist.
+* is a dotted module path ``mmpos.a.b.Name`` (or ``mmpos_harness.a.Name``): its module part must exist
+  and ``Name`` must be a word of that module's source (of the package's
+  ``__init__.py`` for ``mmpos.a.Name``).
 
 ``{a,b}`` is expanded, ``*`` is a glob; tokens with a placeholder (``<x>``,
 ``...``, ``$VAR``) are skipped. ``PLANNED`` paths (the layout the current
@@ -39,7 +41,7 @@ _SPAN = re.compile(r'(?<!`)`([^`\n]+)`(?!`)')
 _FENCE = re.compile(r'^(\s*)(`{3,}|~{3,})(.*)$')
 _SPLIT = re.compile(r"[\s=\"'();\[\]]+|,(?![^{]*\})")
 _PLACEHOLDER = re.compile(r'\{\w+\}|<|>|\.\.\.|\$|%|\bN\b|\bX\b|\bDIR\b|\bCKPT\b')
-_MODULE = re.compile(r'^mmpos(\.\w+)+$')
+_MODULE = re.compile(r'^mmpos(_harness)?(\.\w+)+$')
 
 
 class RepoIndex:
@@ -68,7 +70,7 @@ class RepoIndex:
             or bool(_MODULE.match(token))
 
     def exists(self, token: str) -> bool:
-        if _MODULE.match(token):
+        if _MODULE.match(token) and not token.endswith(FILE_EXTS):
             return self._module_exists(token)
         if '/' not in token and token not in self.top:
             return token in self.basenames
@@ -79,16 +81,26 @@ class RepoIndex:
         return (self.root / path).exists()
 
     def _module_exists(self, dotted: str) -> bool:
+        """``mmpos.a.b[.Name]``: the module exists and ``Name`` (the first
+        part after it) is a word of its source, or of the package's
+        ``__init__.py`` when ``Name`` is not a module."""
         parts = dotted.split('.')
         path = self.root
         for i, part in enumerate(parts):
             if (path / part).is_dir():
                 path = path / part
             elif (path / f'{part}.py').is_file():
-                return True
+                if i + 1 == len(parts):
+                    return True
+                return _defines(path / f'{part}.py', parts[i + 1])
             else:
-                return i >= 2 and (path / '__init__.py').is_file()
+                init = path / '__init__.py'
+                return i >= 2 and init.is_file() and _defines(init, part)
         return True
+
+
+def _defines(source: Path, name: str) -> bool:
+    return re.search(rf'\b{re.escape(name)}\b', source.read_text()) is not None
 
 
 def _expand(token: str) -> List[str]:

@@ -1,10 +1,8 @@
 """Paper-table manifest: which runs reproduce which cell of which paper table.
 
-A manifest (YAML, e.g. ``tools/paper_tables/manifest.yaml``) has six keys::
+A manifest (YAML, e.g. ``tools/paper_tables/manifest.yaml``) has four keys::
 
     pending: [configs/droppos/...py, ...]   # named configs not written yet
-    readmes:                                # optional: paper -> READMEs
-      DropPos: [configs/droppos/README.md]  # that show its tables
     metrics:                                # how a column reads a work dir
       AP_bb: {key: coco/bbox_mAP, scale: 100, label: AP^bb}
     runs:                                   # one training (or test) each
@@ -175,7 +173,6 @@ class Manifest:
     metrics: Dict[str, Metric]
     runs: Dict[str, Run]
     tables: List[Table]
-    readmes: Dict[str, List[str]] = field(default_factory=dict)
 
     def table(self, table_id: str) -> Table:
         for table in self.tables:
@@ -328,6 +325,9 @@ def _parse_table(entry: dict, index: int, metrics: dict,
                  note=entry.get('note', ''))
 
 
+TOP_LEVEL_KEYS = ('pending', 'metrics', 'runs', 'tables')
+
+
 def load_manifest(path: str, root: Optional[str] = None) -> Manifest:
     """Parse and check the structure of a manifest.
 
@@ -342,6 +342,10 @@ def load_manifest(path: str, root: Optional[str] = None) -> Manifest:
         except yaml.YAMLError as err:
             raise ManifestError(f'{path}: not valid YAML: '
                                 f'{" ".join(str(err).split())}') from None
+    unknown = sorted(set(data) - set(TOP_LEVEL_KEYS))
+    if unknown:
+        raise ManifestError(f'{path}: unknown top-level keys {unknown}; '
+                            f'a manifest has {list(TOP_LEVEL_KEYS)}')
     if root is None:
         here = osp.dirname(osp.abspath(path))
         parts = here.split(osp.sep)
@@ -370,19 +374,9 @@ def load_manifest(path: str, root: Optional[str] = None) -> Manifest:
     ids = [t.id for t in tables]
     if len(set(ids)) != len(ids):
         raise ManifestError(f'tables: duplicate ids in {ids}')
-    readmes = {
-        paper: [paths] if isinstance(paths, str) else list(paths)
-        for paper, paths in (data.get('readmes') or {}).items()
-    }
-    papers = {t.paper for t in tables}
-    for paper in readmes:
-        if paper not in papers:
-            raise ManifestError(f'readmes.{paper}: no table of that paper; '
-                                f'papers: {sorted(papers)}')
     manifest = Manifest(path=path, root=root,
                         pending=list(data.get('pending') or []),
-                        metrics=metrics, runs=runs, tables=tables,
-                        readmes=readmes)
+                        metrics=metrics, runs=runs, tables=tables)
     for run_id in runs:
         manifest.root_run(run_id)  # raises on cycles
     return manifest

@@ -15,10 +15,8 @@ from conftest import REPO
 from mmpos_harness.paper_tables.manifest import (ManifestError,
                                                  effective_epochs,
                                                  load_manifest, parse_views)
-from mmpos_harness.paper_tables.tables import (EFF_EP_LEGEND, README_BEGIN,
-                                               README_END, build_table,
-                                               generate, readme_section,
-                                               run_results, update_readme)
+from mmpos_harness.paper_tables.tables import (EFF_EP_LEGEND, build_table,
+                                               generate, run_results)
 from mmpos_harness.results import (DONE_MARKER, last_checkpoint, read_run,
                                    training_records)
 
@@ -199,16 +197,12 @@ def gen_tables(capsys, *args):
 def test_cli(fabricated, tmp_path, capsys):
     _, manifest_path, work = fabricated
     out = tmp_path / 'cli'
-    zoo = tmp_path / 'zoo.md'
     code, stdout, stderr = gen_tables(
         capsys, manifest_path, '--work-root', work, '--out-dir', out,
-        '--model-zoo', zoo, '--print', '--check')
+        '--print', '--check')
     assert code == 0, stderr
     assert '| B | 350 | unfinished, missing | 30.0* |' in stdout
     assert sorted(os.listdir(out)) == ['t1.csv', 't1.md', 'tables.md']
-    text = zoo.read_text()
-    assert '## Fake' in text and '| seg_pending | `configs/not_written.py`' \
-        in text
     # a config that disappears without being listed as pending fails --check
     os.remove(manifest_path.parents[2] / 'configs' / 'seg.py')
     code, _, stderr = gen_tables(capsys, manifest_path, '--work-root', work,
@@ -300,46 +294,18 @@ def test_reference_row_effective_epochs(fabricated, tmp_path):
     assert EFF_EP_LEGEND in markdown
 
 
-def test_update_readme(tmp_path):
-    readme = tmp_path / 'README.md'
-    readme.write_text('# Method\n\nWritten by hand.\n')
-    section = f'{README_BEGIN}\ntables v1\n{README_END}'
-    update_readme(str(readme), section)
-    assert readme.read_text() == f'# Method\n\nWritten by hand.\n\n{section}\n'
-    readme.write_text(readme.read_text() + '\n## Later, by hand\n')
-    update_readme(str(readme), section.replace('v1', 'v2'))
-    assert readme.read_text() == (
-        '# Method\n\nWritten by hand.\n\n' +
-        section.replace('v1', 'v2') + '\n\n## Later, by hand\n')
-    readme.write_text(f'# Method\n{README_END}\n')
-    with pytest.raises(ValueError, match='expected both markers'):
-        update_readme(str(readme), section)
-    assert readme.read_text() == f'# Method\n{README_END}\n'
-
-
-def test_cli_readmes(fabricated, tmp_path, capsys):
-    root, manifest_path, work = fabricated
+def test_unknown_top_level_key_is_refused(fabricated, capsys):
+    """A key the manifest does not read (e.g. ``readmes``) is an
+    error naming it, not silently ignored."""
+    _, manifest_path, work = fabricated
     data = yaml.safe_load(manifest_path.read_text())
     data['readmes'] = {'Fake': ['configs/README.md']}
     manifest_path.write_text(yaml.safe_dump(data))
-    (root / 'configs' / 'README.md').write_text('# Fake\n\nBy hand.\n')
-    for _ in range(2):  # the second run replaces its own block
-        code, stdout, stderr = gen_tables(
-            capsys, manifest_path, '--work-root', work, '--out-dir',
-            tmp_path / 'o', '--readmes')
-        assert code == 0, stderr
-        assert 'tables written into configs/README.md' in stdout
-    text = (root / 'configs' / 'README.md').read_text()
-    assert text.startswith('# Fake\n\nBy hand.\n\n' + README_BEGIN)
-    assert text.count(README_BEGIN) == 1 and text.endswith(README_END + '\n')
-    assert ('| A | 350 | done | 42.2 | 42.1 | +0.1 | 37.5 | 37.9 | -0.4 | '
-            '41.2 | 40.7 | +0.5 |') in text
-    data['readmes'] = {'Nope': ['configs/README.md']}
-    manifest_path.write_text(yaml.safe_dump(data))
-    code, _, stderr = gen_tables(capsys, manifest_path, '--work-root', work,
-                                 '--readmes')
-    assert code == 1
-    assert 'readmes.Nope: no table of that paper' in stderr
+    with pytest.raises(ManifestError, match=r"unknown top-level keys "
+                       r"\['readmes'\]"):
+        load_manifest(str(manifest_path))
+    code, _, stderr = gen_tables(capsys, manifest_path, '--work-root', work)
+    assert code == 1 and "unknown top-level keys ['readmes']" in stderr
 
 
 def test_seed_table(tmp_path, capsys):
@@ -533,21 +499,6 @@ def test_real_manifest_empty_work_root(real, tmp_path):
         for r in runs))
     assert (row.info, row.eff_ep, row.status) == (['Ours (ICPF)'], '350',
                                                   status)
-
-
-def test_real_readmes_show_the_paper_tables(real, tmp_path):
-    """configs/<method>/README.md hold every table of their paper as
-    ``gen_tables.py --readmes`` writes them before any run exists (paper
-    numbers, ``missing`` / ``pending`` for our runs)."""
-    assert sorted(real.readmes) == sorted({t.paper for t in real.tables})
-    results = run_results(real, str(tmp_path / 'none'))
-    filled = {t.id: build_table(real, t, results) for t in real.tables}
-    for paper, paths in real.readmes.items():
-        section = readme_section(real, paper, filled)
-        for path in paths:
-            assert section in (REPO / path).read_text(), (
-                f'{path} is stale: run python tools/paper_tables/gen_tables.py '
-                '--readmes --work-root DIR_WITHOUT_RUNS')
 
 
 def test_run_plan_resumable(fabricated, tmp_path):

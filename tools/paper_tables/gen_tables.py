@@ -1,17 +1,14 @@
 """Regenerate the paper tables from finished work dirs.
 
     python tools/paper_tables/gen_tables.py MANIFEST [--work-root DIR]
-        [--out-dir DIR] [--tables ID ...] [--paper NAME] [--model-zoo PATH]
-        [--readmes] [--print] [--check]
+        [--out-dir DIR] [--tables ID ...] [--paper NAME] [--print] [--check]
     python tools/paper_tables/gen_tables.py --seeds DIR [--out-dir DIR] [--print]
 
 For every table of MANIFEST (default ``tools/paper_tables/manifest.yaml``)
 writes ``<out-dir>/<table>.md`` and ``.csv`` plus ``<out-dir>/tables.md``:
 our number, the paper's and the delta side by side; runs that do not exist
 yet are marked, never an error. A run's work dir is ``<work-root>/<run id>``.
-``--readmes`` also writes every paper's tables into the READMEs named by the
-manifest's ``readmes`` (``configs/<method>/README.md``), between markers;
-the rest of a README is left as it is.
+The docs site renders the same tables at build time (``make docs``).
 ``--seeds DIR`` instead regenerates a seed-repeated comparison of backbone
 initialisations (``tools/demo.py``, ``tools/paper_tables/method_ranking.py``)
 from ``DIR/plan.json`` and its work dirs: one table ranked by the mean over
@@ -34,8 +31,7 @@ from mmpos.utils.cli import cli_main  # noqa: E402
 from mmpos_harness.comparison import seeds  # noqa: E402
 from mmpos_harness.paper_tables.manifest import (  # noqa: E402
     ManifestError, load_manifest)
-from mmpos_harness.paper_tables.tables import (  # noqa: E402
-    generate, model_zoo_markdown, update_readmes)
+from mmpos_harness.paper_tables.tables import generate  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -48,9 +44,6 @@ def parse_args(argv=None):
     parser.add_argument('--paper', help='only the tables of this paper')
     parser.add_argument('--metrics-file', default='metrics.json',
                         help='tools/test.py --out file name in a work dir')
-    parser.add_argument('--model-zoo', help='also write this markdown page')
-    parser.add_argument('--readmes', action='store_true',
-                        help='update the per-method READMEs')
     parser.add_argument('--print', action='store_true',
                         help='print the markdown tables')
     parser.add_argument('--check', action='store_true',
@@ -92,21 +85,12 @@ def main(argv=None):
         out_dir = args.out_dir or osp.join(args.work_root, 'tables')
         filled = generate(manifest, args.work_root, out_dir, table_ids,
                           args.metrics_file)
-        readmes = update_readmes(manifest, args.work_root,
-                                 args.metrics_file) if args.readmes else []
     except (ManifestError, KeyError, ValueError) as err:
         sys.exit(f'gen_tables.py: error: {err}')
-    if args.model_zoo:
-        command = ('python tools/paper_tables/gen_tables.py ' +
-                   ' '.join(argv if argv is not None else sys.argv[1:]))
-        with open(args.model_zoo, 'w') as f:
-            f.write(model_zoo_markdown(manifest, filled, command))
     if args.print:
         with open(osp.join(out_dir, 'tables.md')) as f:
             print(f.read())
     print(f'{len(filled)} tables written to {out_dir}')
-    if readmes:
-        print('tables written into ' + ', '.join(readmes))
     problems = manifest.check_configs() + manifest.check_effective_epochs()
     for problem in problems:
         print(f'warning: {problem}', file=sys.stderr)

@@ -1,5 +1,5 @@
 # Semantic FPN with a plain ViT-B/16 (CR2PQ Table 2 protocol): blocks
-# 4/6/8/12 -> MultiLevelNeck (strides 4..32) -> FPN -> mmseg's FPNHead.
+# 4/6/8/12 -> DeconvMultiLevelNeck (strides 4..32) -> FPN -> mmseg's FPNHead.
 # ViT-S/16 leaves merge `vit_s16` into `model`.
 _base_ = ['mmseg::_base_/models/fpn_r50.py', './rope-vit-base-p16_dense.py']
 

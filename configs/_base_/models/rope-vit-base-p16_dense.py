@@ -18,7 +18,7 @@ vit_backbone = dict(
     init_cfg=dict(type='Pretrained', checkpoint=None, prefix='backbone.'))
 # Blocks 4/6/8/12, not normalised, for the multi-level necks (BEiT/MAE).
 mln_backbone = dict(**vit_backbone, out_indices=(3, 5, 7, 11), final_norm=False)
-# MultiLevelNeck (strides 4..32) + FPN, shared by the two R-CNN detectors.
+# DeconvMultiLevelNeck (strides 4..32) + FPN, shared by the two R-CNN detectors.
 mln_fpn_neck = [
     dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=768),
     dict(type='FPN', in_channels=[768] * 4, out_channels=256, num_outs=5)

@@ -3,7 +3,7 @@ mini_vit_arch = dict(
     embed_dims=96, num_layers=4, num_heads=3, feedforward_channels=384)
 # What the mini demos with multi-level necks change in a dense model's
 # backbone: the tiny ViT with stride-8 patches, all 4 blocks out; the
-# MultiLevelNeck scales (2, 1, 1/2, 1/4) then give strides 4..32.
+# DeconvMultiLevelNeck scales (2, 1, 1/2, 1/4) then give strides 4..32.
 mini_mln_backbone = dict(
     arch=dict(_delete_=True, **mini_vit_arch),
     patch_size=8,

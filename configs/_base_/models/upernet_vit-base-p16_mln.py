@@ -1,5 +1,5 @@
 # UperNet with a plain ViT-B/16 (CR2PQ Table 2, RoPE-ViT Table 3, DropPos
-# A.3 protocol): blocks 4/6/8/12 -> MultiLevelNeck -> UPerHead + FCN
+# A.3 protocol): blocks 4/6/8/12 -> DeconvMultiLevelNeck -> UPerHead + FCN
 # auxiliary head. ViT-S/16 leaves merge `vit_s16` into `model`.
 _base_ = ['mmseg::_base_/models/upernet_mae.py', './rope-vit-base-p16_dense.py']
 

@@ -1,4 +1,4 @@
-# The demo Cascade Mask R-CNN (MultiLevelNeck + FPN) with the backbone of the
+# The demo Cascade Mask R-CNN (DeconvMultiLevelNeck + FPN) with the backbone of the
 # CR2PQ mini run (see ../_base_/mini_transfer.py).
 _base_ = [
     '../../demo/cascade-mask-rcnn_vit-tiny-rope-mixed_mini-coco.py',

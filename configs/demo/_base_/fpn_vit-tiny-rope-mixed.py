@@ -1,5 +1,5 @@
 # The demo segmentor: the tiny RoPE-Mixed ViT (stride-8 patches, blocks
-# 1-4) -> MultiLevelNeck -> FPN -> Semantic FPN head, 64 wide (the CR2PQ
+# 1-4) -> DeconvMultiLevelNeck -> FPN -> Semantic FPN head, 64 wide (the CR2PQ
 # layout). Leaves add a dataset (its `crop_size`), a schedule and the
 # number of classes.
 _base_ = [

@@ -1,5 +1,5 @@
 # Cascade Mask R-CNN, ViT-B/16 with RoPE-Mixed (no APE), blocks 4/6/8/12 ->
-# MultiLevelNeck -> FPN, 1x (12 epochs) on COCO at batch 16 (8 GPUs x 2):
+# DeconvMultiLevelNeck -> FPN, 1x (12 epochs) on COCO at batch 16 (8 GPUs x 2):
 # CR2PQ Table 1 (AdamW lr 3e-4, wd 0.05, layer decay 0.75). AMP: --amp.
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [

@@ -1,6 +1,6 @@
 # DropPos A.2 (after MAE/HPM's ViTDet benchmark): Mask R-CNN with an APE
 # ViT-B/16 whose 12 blocks form 4 subsets of 2 window-attention blocks and 1
-# closing global block (3/6/9/12); the 4 subset outputs -> MultiLevelNeck
+# closing global block (3/6/9/12); the 4 subset outputs -> DeconvMultiLevelNeck
 # (strides 4/8/16/32) -> FPN; ViTDet's LayerNorm RoI heads and 2-conv RPN.
 # LSJ 1024, 88,750 iterations at batch 16 (8 GPUs x 2; 12 epochs), AdamW lr
 # 3e-4, x0.1 at 78,889 and 85,463 (ViTDet's schedule, as A.2 states).

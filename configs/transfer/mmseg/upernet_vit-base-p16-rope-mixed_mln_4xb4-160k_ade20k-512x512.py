@@ -1,5 +1,5 @@
 # UperNet 160k, ViT-B/16 with RoPE-Mixed (no APE), blocks 4/6/8/12 ->
-# MultiLevelNeck, ADE20K 512x512 at batch 16 (4 GPUs x 4): CR2PQ Table 2,
+# DeconvMultiLevelNeck, ADE20K 512x512 at batch 16 (4 GPUs x 4): CR2PQ Table 2,
 # RoPE-ViT Table 3 (AdamW lr 1e-4, wd 0.05, layer decay 0.65, poly).
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [

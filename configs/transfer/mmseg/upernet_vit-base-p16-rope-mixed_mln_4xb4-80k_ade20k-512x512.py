@@ -1,5 +1,5 @@
 # UperNet 80k, ViT-B/16 with RoPE-Mixed (no APE), blocks 4/6/8/12 ->
-# MultiLevelNeck, ADE20K 512x512 at batch 16 (4 GPUs x 4): DropPos A.3
+# DeconvMultiLevelNeck, ADE20K 512x512 at batch 16 (4 GPUs x 4): DropPos A.3
 # (AdamW lr 1e-4 for MAE-like encoders, searched up to 7e-4; layer decay).
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [

@@ -20,7 +20,7 @@ from torch.utils.data import Dataset
 
 from conftest import REPO
 from mmpos.engine.hooks import IntactCheckpointHook
-from mmpos.checkpoint import checkpoint_problem
+from mmpos.checkpoint import checkpoint_problem, use_safe_io
 from mmpos.utils.launch import resume_checkpoint
 
 HOOKS = dict(IntactCheckpointHook=IntactCheckpointHook,
@@ -49,7 +49,10 @@ class Model(BaseModel):
 
 
 def make_runner(work_dir, hook, keep, name, resume=False):
-    """A shuffled, momentum-SGD toy training saving every iteration."""
+    """A shuffled, momentum-SGD toy training saving every iteration, with
+    the checkpoint I/O of mmpos' tools (safe reads of mmengine checkpoints,
+    atomic writes)."""
+    use_safe_io()
     return Runner(
         model=Model(),
         work_dir=str(work_dir),
@@ -74,7 +77,7 @@ import io, os, signal, sys
 import torch
 import mmengine.runner.runner as runner_module
 import mmpos.engine.hooks.intact_checkpoint as intact
-sys.path.insert(0, 'tests')
+sys.path[:0] = ['tests', 'tests/engine/hooks']
 from test_intact_checkpoint import KILLED_AT, make_runner
 
 work_dir, hook, keep, moment = sys.argv[1:]

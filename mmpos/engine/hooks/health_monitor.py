@@ -27,7 +27,9 @@ class HealthMonitorHook(Hook):
     Args:
         dataset: images to probe (an mmpretrain dataset config; labels are
             not used), e.g. the mini classification set.
-        interval: iterations between measurements (and after the last).
+        interval: iterations between measurements (and after the last);
+            ``0`` turns the monitor off (nothing is read or run), e.g.
+            ``--cfg-options default_hooks.health_monitor.interval=0``.
         num_images: the first ``num_images`` images of ``dataset``.
         img_size: side the images are resized to; default the backbone's
             ``img_size``.
@@ -46,8 +48,8 @@ class HealthMonitorHook(Hook):
                  num_images: int = 16,
                  img_size=None,
                  num_prototypes: Optional[int] = None):
-        if interval <= 0 or num_images < 2:
-            raise ValueError(f'HealthMonitorHook: interval must be > 0 and '
+        if interval < 0 or num_images < 2:
+            raise ValueError(f'HealthMonitorHook: interval must be >= 0 and '
                              f'num_images >= 2, got {interval}, '
                              f'{num_images}')
         self.dataset = dict(dataset)
@@ -74,6 +76,8 @@ class HealthMonitorHook(Hook):
             self.initial, self.history = state['initial'], state['history']
 
     def before_train(self, runner) -> None:
+        if not self.interval:
+            return
         from mmpos.evaluation.frozen import dataset_items, load_inputs
         model = self._model(runner)
         backbone, _ = probe_backbone(model)
@@ -122,7 +126,8 @@ class HealthMonitorHook(Hook):
 
     def after_train_iter(self, runner, batch_idx: int, data_batch=None,
                          outputs=None) -> None:
-        if not (self.every_n_train_iters(runner, self.interval)
+        if not self.interval or not (
+                self.every_n_train_iters(runner, self.interval)
                 or self.is_last_train_iter(runner)):
             return
         state = get_rng_state()

@@ -87,6 +87,7 @@ def test_probes_leave_training_exact(dense_mini, mini_data, tmp_path):
         cfg.train_cfg.max_iters = 4
         cfg.default_hooks.logger.interval = 1
         cfg.default_hooks.online_probe.interval = 0
+        cfg.default_hooks.health_monitor.interval = 0
         cfg.default_hooks.checkpoint.interval = 4
         cfg.randomness = dict(seed=0, deterministic=True)
         cfg.custom_hooks = cfg.custom_hooks[:1] + (hooks(2) if probed else [])

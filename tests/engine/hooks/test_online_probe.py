@@ -81,8 +81,12 @@ class DrawingBatchFeatures:
 def test_probe_restores_every_generator(monkeypatch, mini_data):
     import mmpos.evaluation.frozen as frozen
     from mmpos.registry import MODELS
-    cfg = Config.fromfile(DROPPOS)
-    model = MODELS.build(cfg.model)
+    from mmengine.registry import DefaultScope
+
+    from mmpos.apis import load_config
+    cfg = load_config(DROPPOS)  # its custom_imports (DropPos) imported
+    with DefaultScope.overwrite_default_scope('mmpretrain'):
+        model = MODELS.build(cfg.model)
     cls_set = dict(type='CustomDataset', data_root='{train_data_root}/../cls')
     hook = OnlineProbeHook(dict(cls_set, data_prefix='train'),
                            dict(cls_set, data_prefix='val'), interval=1)

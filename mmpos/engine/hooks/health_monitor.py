@@ -106,9 +106,9 @@ class HealthMonitorHook(Hook):
         """Health of the current (teacher) backbone on the probe images."""
         from mmpos.apis.features import extract_features
         from mmpos.evaluation.health import token_health
-        backbone, _ = probe_backbone(self._model(runner))
-        device = next(backbone.parameters()).device
-        feats = extract_features(backbone, self.inputs.to(device))
+        # RNG untouched; under FSDP the root unit's parameters gathered
+        with OnlineProbeHook.probing(runner) as (backbone, _, device):
+            feats = extract_features(backbone, self.inputs.to(device))
         if feats['patch_tokens'] is None:
             raise ValueError(f'HealthMonitorHook: {type(backbone).__name__} '
                              'returns no patch tokens')
@@ -130,11 +130,7 @@ class HealthMonitorHook(Hook):
                 self.every_n_train_iters(runner, self.interval)
                 or self.is_last_train_iter(runner)):
             return
-        state = get_rng_state()
-        try:
-            health = self.measure(runner)
-        finally:
-            set_rng_state(state)
+        health = self.measure(runner)
         for key, value in health.items():
             runner.message_hub.update_scalar(f'train/health_{key}', value)
         self.history.append(dict(iter=runner.iter + 1, **health))

@@ -77,9 +77,13 @@ def accepted_arguments(cls) -> Optional[List[str]]:
         params = inspect.signature(cls).parameters.values()
     except (TypeError, ValueError):
         return None
+    named = [p.name for p in params
+             if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     if any(p.kind is p.VAR_KEYWORD for p in params):
-        return None
-    return [p.name for p in params if p.kind is not p.VAR_POSITIONAL]
+        # a class may name what its **kwargs take (e.g. old rope_* names)
+        extra = getattr(cls, 'extra_arguments', None)
+        return None if extra is None else named + list(extra)
+    return named
 
 
 def unknown_arguments(cfg_dict, where: str, scope: Optional[str],

@@ -210,6 +210,8 @@ class RoPEVisionTransformer(BaseBackbone):
     }  # yapf: disable
     num_extra_tokens = 1
     OUT_TYPES = {'raw', 'cls_token', 'featmap', 'avg_featmap'}
+    # what **legacy_rope takes (mmpos' config check names any other key)
+    extra_arguments = LEGACY_ROPE_ARGS
     APE_TYPES = {'learnable', 'sincos'}
 
     def __init__(self,

@@ -22,16 +22,27 @@ PRETRAIN_MINI_CONFIGS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def isolate_default_scope():
-    """Runners set mmengine's *current* default scope globally, and registries
-    resolve names in it; restore it after each test so no test depends on
-    which ran before."""
+def _restore_default_scope():
     from mmengine.registry import DefaultScope
     saved = dict(DefaultScope._instance_dict)
     yield
     DefaultScope._instance_dict.clear()
     DefaultScope._instance_dict.update(saved)
+
+
+@pytest.fixture(autouse=True)
+def isolate_default_scope():
+    """Runners and ``init_default_scope`` set mmengine's *current* default
+    scope globally, and registries resolve names in it; restore it after
+    each test so no test depends on which ran before."""
+    yield from _restore_default_scope()
+
+
+@pytest.fixture(autouse=True, scope='module')
+def isolate_module_default_scope():
+    """The same after each module: module fixtures build runners too, and
+    a scope they leave would outlive the per-test restore."""
+    yield from _restore_default_scope()
 
 
 @pytest.fixture(scope='session')

@@ -21,17 +21,22 @@ def tool(name):
     return module
 
 
-def test_tta_wraps_the_model_and_reads_the_tta_pipeline():
+def test_tta_wraps_the_model_and_reads_the_tta_pipeline(tmp_path):
+    test = tool('test')
+    checkpoint = tmp_path / 'seg.pth'
+    torch.save(dict(state_dict={}), checkpoint)  # read before the run
+    args = test.parse_args([SEG_CONFIG, str(checkpoint), '--tta', '--work-dir',
+                            str(tmp_path / 'run'), '--skip-data-check'])
     cfg = Config.fromfile(REPO / SEG_CONFIG)
     model, tta_pipeline = cfg.model.copy(), cfg.tta_pipeline
-    tool('test').use_tta(cfg)
+    test.merge_args(cfg, args)
     assert cfg.model.type == 'SegTTAModel' and cfg.model.module == model
     assert cfg.test_dataloader.dataset.pipeline == tta_pipeline
     cfg = Config.fromfile(REPO / SEG_CONFIG)
     cfg.pop('tta_model')
     with pytest.raises(Exception, match='--tta: the config defines no '
                        'tta_model'):
-        tool('test').use_tta(cfg)
+        test.merge_args(cfg, args)
 
 
 @pytest.mark.slow
@@ -80,9 +85,9 @@ def test_auto_scale_lr_needs_a_base_batch(tmp_path):
     config.write_text(f"_base_ = ['{REPO / SEG_CONFIG}']\n"
                       "auto_scale_lr = dict(_delete_=True, enable=False)\n")
     args = train.parse_args([str(config), '--auto-scale-lr', '--work-dir',
-                             str(tmp_path / 'run')])
+                             str(tmp_path / 'run'), '--skip-data-check'])
     with pytest.raises(Exception, match='no auto_scale_lr.base_batch_size'):
-        train.build_train_config(args)
+        train.merge_args(train.load_config(args.config), args)
 
 
 def test_manifest_multi_scale_rows_launch_test_py_with_tta(tmp_path):

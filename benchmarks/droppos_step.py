@@ -1,6 +1,7 @@
 """Training-step time of DropPos against mmpretrain's MAE, same backbone.
 
-Both algorithms use the same ``MAEViT`` encoder (fixed sin-cos APE) at the
+Both algorithms use the same ``MAERoPEViT`` encoder without RoPE (the
+paper's ViT: fixed sin-cos APE, MAE's init) at the
 same patch mask ratio 0.75 and the same batch; MAE adds its 8-block,
 512-wide pixel decoder over all ``N`` tokens, DropPos its 2-block,
 512-wide position decoder over the visible tokens, the position dropping
@@ -41,8 +42,9 @@ def build(name: str, quick: bool):
     width = 384 if quick else 768
     arch = dict(embed_dims=384, num_layers=2, num_heads=6,
                 feedforward_channels=1536) if quick else 'b'
-    backbone = dict(type='MAEViT', arch=arch, img_size=img_size,
-                    patch_size=16, mask_ratio=0.75)
+    backbone = dict(type='MAERoPEViT', arch=arch, img_size=img_size,
+                    patch_size=16, mask_ratio=0.75, rope=None, use_ape=True,
+                    ape_type='sincos')
     num_patches = (img_size // 16)**2
     init_cfg = [dict(type='Xavier', layer='Linear', distribution='uniform'),
                 dict(type='Constant', layer='LayerNorm', val=1., bias=0.)]

@@ -3,5 +3,5 @@
 _base_ = ['./droppos_vit-base-p16_8xb512-coslr-200e_in1k.py']
 
 model = dict(
-    backbone=dict(arch='deit-small'),  # mmpretrain's 'small' is 768 wide
+    backbone=dict(arch='small'),
     head=dict(in_channels=384))

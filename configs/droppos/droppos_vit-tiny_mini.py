@@ -1,5 +1,5 @@
 # DropPos on the mini unlabeled images (CPU, under a minute): the
-# 4-block mini ViT (width 96) with fixed sin-cos APE (MAEViT), whole images
+# 4-block mini ViT (width 96) with the paper's fixed sin-cos APE, whole images
 # resized to 32px with 8px patches (N = 16 positions, the demo's patch
 # size, so the backbone converts to the demo detectors), a 2-block 128-wide
 # decoder, gamma_pos = 0.75 and sigma 1 -> 0. Mini-only departures,

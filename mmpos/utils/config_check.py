@@ -21,7 +21,7 @@ import contextlib
 import difflib
 import inspect
 import re
-from typing import Iterable, List, Optional
+from typing import Iterable, List, Optional, Tuple
 
 from mmengine.registry import (DATA_SAMPLERS, DATASETS, EVALUATOR, HOOKS,
                                LOG_PROCESSORS, LOOPS, METRICS, MODELS,
@@ -72,18 +72,38 @@ def resolve_type(type_, scope: Optional[str]):
 
 def accepted_arguments(cls) -> Optional[List[str]]:
     """Keyword arguments of ``cls(...)``; ``None`` if it takes ``**kwargs``
-    (or has no inspectable signature)."""
+    (or has no inspectable signature). A class may name what its
+    ``**kwargs`` take in ``extra_arguments`` (e.g. the old ``rope_*``
+    names); a subclass whose ``**kwargs`` go on to such a class takes that
+    class's arguments too."""
+    if getattr(cls, 'extra_arguments', None) is None:
+        named, open_ended = _init_arguments(cls)
+        return None if open_ended else named
+    names = []
+    for klass in cls.__mro__:
+        if '__init__' not in vars(klass):
+            continue
+        named, open_ended = _init_arguments(klass.__init__)
+        if named is None:
+            return None
+        names += [n for n in named if n != 'self']
+        if not open_ended:
+            return names
+        if 'extra_arguments' in vars(klass):
+            return names + list(klass.extra_arguments)
+    return None
+
+
+def _init_arguments(func) -> Tuple[Optional[List[str]], bool]:
+    """The named arguments of ``func`` (a class: of its construction) and
+    whether it also takes ``**kwargs`` (``None, True``: not inspectable)."""
     try:
-        params = inspect.signature(cls).parameters.values()
+        params = inspect.signature(func).parameters.values()
     except (TypeError, ValueError):
-        return None
+        return None, True
     named = [p.name for p in params
              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    if any(p.kind is p.VAR_KEYWORD for p in params):
-        # a class may name what its **kwargs take (e.g. old rope_* names)
-        extra = getattr(cls, 'extra_arguments', None)
-        return None if extra is None else named + list(extra)
-    return named
+    return named, any(p.kind is p.VAR_KEYWORD for p in params)
 
 
 def unknown_arguments(cfg_dict, where: str, scope: Optional[str],

@@ -150,6 +150,12 @@ CASES = [
      ['cannot read config {syntax}']),
     ('train-misspelled-option', train(OPT, 'model.backbone.arhc=tiny'),
      ["model.backbone.arhc", "did you mean 'arch'"]),
+    # MAERoPEViT's **kwargs go on to RoPEVisionTransformer: both checked
+    ('train-misspelled-subclass-option',
+     ('tools/train.py', DROPPOS, '--work-dir', '{run}', OPT,
+      'model.backbone.mask_ration=0.5', 'model.backbone.ape_typ=sincos'),
+     ["model.backbone.mask_ration", "did you mean 'mask_ratio'",
+      "model.backbone.ape_typ", "did you mean 'ape_type'"]),
     ('train-unknown-top-level-key', train(OPT, 'trian_cfg.max_iters=2'),
      ["'trian_cfg'", "did you mean 'train_cfg'"]),
     ('train-rope-type-rejected',

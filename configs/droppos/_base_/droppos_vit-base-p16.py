@@ -1,5 +1,6 @@
-# DropPos model (paper §3, Table A): ViT-B/16 with fixed 2-D sin-cos APE
-# (mmpretrain's MAEViT; its own mask_ratio is unused, DropPos masks), a
+# DropPos model (paper §3, Table A): ViT-B/16 with fixed 2-D sin-cos APE and
+# MAE's init (MAERoPEViT without RoPE; DropPos masks, the encoder's own
+# mask_ratio is unused), a
 # 2-block 512-wide position decoder over the N = 14 x 14 positions,
 # gamma = gamma_pos = 0.75, sigma 1 -> 0 (DropPosSigmaHook), tau = 0.1,
 # position smoothing exp(-(dx^2 + dy^2) / sigma^2) as in the authors'
@@ -14,7 +15,14 @@ custom_imports = dict(
 
 model = dict(
     type='DropPos',
-    backbone=dict(type='MAEViT', arch='b', img_size=224, patch_size=16),
+    backbone=dict(
+        type='MAERoPEViT',
+        arch='b',
+        img_size=224,
+        patch_size=16,
+        rope=None,
+        use_ape=True,
+        ape_type='sincos'),
     head=dict(
         type='DropPosHead',
         num_patches=196,

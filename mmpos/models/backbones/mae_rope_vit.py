@@ -22,11 +22,19 @@ contract, so mmpretrain's ``MAE`` algorithm, ``MAEPretrainDecoder`` and
 
 No parameters are added: the state dict is :class:`RoPEVisionTransformer`'s,
 so ``backbone.*`` of an MAE checkpoint is a transfer backbone as it stands.
+
+The random init is ``MAEViT``'s (MAE's ``initialize_weights``): linear
+layers Xavier-uniform with zero bias, LayerNorms ``(1, 0)``, the patch
+projection Xavier-uniform as a flat ``(C, in_channels * p * p)`` matrix and
+the class token normal with std 0.02. With ``rope=None, use_ape=True,
+ape_type='sincos'`` it is the APE ViT of MAE and DropPos.
 """
 from typing import Optional, Tuple, Union
 
 import torch
 from torch import Tensor
+
+from torch import nn
 
 from mmpos.registry import MODELS
 from ..layers.masking import gather_tokens, random_masking
@@ -43,13 +51,21 @@ class MAERoPEViT(RoPEVisionTransformer):
         mask_ratio: removed fraction of the patches, in ``[0, 1)``.
         out_type: must be ``'raw'`` (the decoder reads the class token and
             the kept patches); the default here.
-        *args, **kwargs: :class:`RoPEVisionTransformer`'s. The masked path
+        *args, **kwargs: :class:`RoPEVisionTransformer`'s (``init_cfg``
+            defaults to MAE's, see the module docstring). The masked path
             needs the class token, the last block as the only output and
             global attention (``window_size=0``).
     """
 
+    # MAE's: Xavier-uniform linear layers, unit LayerNorms
+    default_init_cfg = [
+        dict(type='Xavier', layer='Linear', distribution='uniform', bias=0.),
+        dict(type='Constant', layer='LayerNorm', val=1., bias=0.)
+    ]
+
     def __init__(self, *args, mask_ratio: float = 0.75,
                  out_type: str = 'raw', **kwargs):
+        kwargs.setdefault('init_cfg', self.default_init_cfg)
         super().__init__(*args, out_type=out_type, **kwargs)
         if not 0. <= mask_ratio < 1.:
             raise ValueError(f'MAERoPEViT: mask_ratio must lie in [0, 1), '
@@ -63,6 +79,16 @@ class MAERoPEViT(RoPEVisionTransformer):
                              'window_size=0 (MAE\'s decoder reads the class '
                              'token; windows need the whole grid)')
         self.mask_ratio = mask_ratio
+
+    def init_tokens(self):
+        """MAE's: the patch projection Xavier-uniform as a flat matrix, the
+        class token normal (std 0.02); registers and a learnable APE as
+        :class:`RoPEVisionTransformer`."""
+        super().init_tokens()
+        weight = self.patch_embed.projection.weight
+        with torch.no_grad():
+            nn.init.xavier_uniform_(weight.view(weight.shape[0], -1))
+        nn.init.normal_(self.cls_token, std=.02)
 
     def forward(self, x: Tensor, mask: Optional[bool] = True
                 ) -> Union[tuple, Tuple[Tensor, Tensor, Tensor]]:

@@ -213,6 +213,8 @@ class RoPEVisionTransformer(BaseBackbone):
     # what **legacy_rope takes (mmpos' config check names any other key)
     extra_arguments = LEGACY_ROPE_ARGS
     APE_TYPES = {'learnable', 'sincos'}
+    # the random init of linear and norm layers when ``init_cfg`` gives none
+    default_init_cfg = DEIT_INIT_CFG
 
     def __init__(self,
                  arch='base',
@@ -249,7 +251,7 @@ class RoPEVisionTransformer(BaseBackbone):
         # A `Pretrained` entry is loaded by init_weights after the random
         # init, with mmpos' checks (see mmpos.models.utils.pretrained).
         init_cfg, pretrained_cfg = split_pretrained_cfg(
-            init_cfg, DEIT_INIT_CFG)
+            init_cfg, self.default_init_cfg)
         super().__init__(init_cfg)
         self.pretrained_cfg = pretrained_cfg
         self.arch_settings = self._arch_settings(arch)
@@ -451,17 +453,22 @@ class RoPEVisionTransformer(BaseBackbone):
         random; see :func:`mmpos.models.utils.pretrained.load_pretrained`,
         which raises when nothing matches)."""
         super().init_weights()
-        for token in (self.cls_token, self.register_tokens):
-            if token is not None:
-                trunc_normal_(token, std=.02)
-        if self.use_ape and self.ape_type == 'learnable':
-            trunc_normal_(self.pos_embed, std=.02)
+        self.init_tokens()
         if self.pretrained_cfg is not None:
             load_pretrained(
                 self,
                 self.pretrained_cfg.get('checkpoint'),
                 prefix=self.pretrained_cfg.get('prefix', 'backbone.'),
                 resizable=('pos_embed', ))
+
+    def init_tokens(self):
+        """The random init of the class and register tokens and of a
+        learnable APE: truncated normal, std 0.02 (DeiT's)."""
+        for token in (self.cls_token, self.register_tokens):
+            if token is not None:
+                trunc_normal_(token, std=.02)
+        if self.use_ape and self.ape_type == 'learnable':
+            trunc_normal_(self.pos_embed, std=.02)
 
     def _freeze_stages(self):
         frozen = [self.patch_embed, self.pre_norm, self.drop_after_pos]
@@ -510,12 +517,18 @@ class RoPEVisionTransformer(BaseBackbone):
         APE table is resized to ``(h, w)`` with ``interpolate_mode``.
         """
         x, hw = self.patchify(img)
-        if self.pos_embed is not None:
-            pos = resize_pos_embed(self.pos_embed, self.patch_resolution, hw,
-                                   self.interpolate_mode,
-                                   self.num_extra_tokens)
-            x = x + pos[:, self.num_extra_tokens:]
-        return x, hw
+        pos = self.patch_pos_embed(hw)
+        return (x if pos is None else x + pos), hw
+
+    def patch_pos_embed(self, hw: Sequence[int]) -> Optional[Tensor]:
+        """The APE of the patches of an ``hw`` grid, ``(1, h * w, C)``
+        (the table resized with ``interpolate_mode`` when ``hw`` is not
+        the ``img_size`` grid), or ``None`` without APE."""
+        if self.pos_embed is None:
+            return None
+        pos = resize_pos_embed(self.pos_embed, self.patch_resolution, hw,
+                               self.interpolate_mode, self.num_extra_tokens)
+        return pos[:, self.num_extra_tokens:]
 
     def forward_tokens(self,
                        x: Tensor,

@@ -8,21 +8,22 @@ its own embedding ``p_0``. The encoder runs on ``[cls; x_vis] + p'`` and
 :class:`DropPosHead` classifies every visible patch into one of the ``N``
 positions; the loss (Eq. 4-8) covers the dropped-position patches only.
 
-Backbones (``backbone`` config):
+Backbone (``backbone`` config): mmpos' ViT token API (``patchify``,
+``patch_pos_embed``, ``forward_tokens``), ``out_type='raw'``:
 
-* mmpretrain's ``MAEViT`` (the paper's ViT: fixed 2-D sin-cos APE, frozen)
-  or any mmpretrain ``VisionTransformer`` with a class token. Its state dict
-  has mmpretrain's ViT layout, so ``backbone.*`` of a DropPos checkpoint is
-  a downstream ``VisionTransformer`` / ``RoPEVisionTransformer`` (RoPE off)
-  state dict.
-* mmpos' ``RoPEVisionTransformer`` (``out_type='raw'``), with or without
-  APE. Anchor patches are rotated with their grid coordinates; a
-  dropped-position patch gets **no rotation** (a ``NaN`` coordinate: the
-  identity rotation the class token gets, in any coordinate frame) plus the
-  additive ``pos_mask_token``, which marks it as position-less. No rotation
-  is the RoPE analogue of "no position embedding"; a learnable mask coordinate
-  would only move all dropped patches to one shared learnt place. Register
-  tokens, if any, are left out of the features the head sees.
+* the paper's ViT: :class:`~mmpos.models.backbones.MAERoPEViT` with
+  ``rope=None, use_ape=True, ape_type='sincos'`` (fixed 2-D sin-cos APE,
+  frozen; MAE's init, as the authors' code), whose state dict has
+  mmpretrain's ViT layout, so ``backbone.*`` of a DropPos checkpoint is a
+  downstream ``VisionTransformer`` / ``RoPEVisionTransformer`` (RoPE off);
+* a RoPE ViT, with or without APE. Anchor patches are rotated with their
+  grid coordinates; a dropped-position patch gets **no rotation** (a
+  ``NaN`` coordinate: the identity rotation the class token gets, in any
+  coordinate frame) plus the additive ``pos_mask_token``, which marks it as
+  position-less. No rotation is the RoPE analogue of "no position
+  embedding"; a learnable mask coordinate would only move all dropped
+  patches to one shared learnt place. Register tokens, if any, are left
+  out of the features the head sees.
 
 Attentive weights (Eq. 9) use the encoder features of the class token and
 the patches. ``affinity_source='full'`` (default) takes them from an extra
@@ -38,7 +39,6 @@ import torch
 import torch.nn as nn
 from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.selfsup.base import BaseSelfSupervisor
-from mmpretrain.models.utils import resize_pos_embed
 from mmpretrain.structures import DataSample
 from torch import Tensor
 
@@ -103,69 +103,41 @@ class DropPos(BaseSelfSupervisor):
     def _check_backbone(self):
         bb = self.backbone
         name = type(bb).__name__
-        if getattr(bb, 'cls_token', None) is None:
+        if not hasattr(bb, 'forward_tokens'):
+            raise TypeError(
+                f'DropPos needs a backbone with mmpos\' token API '
+                f'(RoPEVisionTransformer, MAERoPEViT), got {name}; the '
+                f'paper\'s ViT is MAERoPEViT(rope=None, use_ape=True, '
+                f'ape_type="sincos")')
+        if bb.cls_token is None:
             raise ValueError(f'DropPos needs a backbone with a class token, '
                              f'got {name} without one')
-        if hasattr(bb, 'forward_tokens'):
-            if bb.out_type != 'raw' or \
-                    list(bb.out_indices) != [bb.num_layers - 1]:
-                raise ValueError(f'DropPos needs {name}(out_type="raw", '
-                                 f'out_indices=-1), got out_type='
-                                 f'{bb.out_type!r}, out_indices='
-                                 f'{bb.out_indices}')
-        elif not all(hasattr(bb, a) for a in ('layers', 'patch_embed',
-                                               'pos_embed')):
-            raise TypeError(f'DropPos backbone {name} is neither an mmpretrain '
-                            f'VisionTransformer nor a RoPEVisionTransformer')
+        if bb.out_type != 'raw' or \
+                list(bb.out_indices) != [bb.num_layers - 1]:
+            raise ValueError(f'DropPos needs {name}(out_type="raw", '
+                             f'out_indices=-1), got out_type='
+                             f'{bb.out_type!r}, out_indices={bb.out_indices}')
 
     def init_weights(self):
         super().init_weights()
         trunc_normal_(self.pos_mask_token, std=.02)
 
     # -- encoder ------------------------------------------------------------
-    def _patch_pos_embed(self, hw: Sequence[int]) -> Optional[Tensor]:
-        """The backbone's APE of the patches ``(1, h * w, C)`` (resized to
-        ``hw`` if needed), or ``None`` for a backbone without APE."""
-        bb = self.backbone
-        if getattr(bb, 'pos_embed', None) is None:
-            return None
-        extra = bb.num_extra_tokens
-        pos = bb.pos_embed
-        if tuple(hw) != tuple(bb.patch_resolution):
-            pos = resize_pos_embed(pos, bb.patch_resolution, hw,
-                                   bb.interpolate_mode, extra)
-        return pos[:, extra:]
-
-    def _patchify(self, inputs: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
-        """Patch tokens without positions and the grid, through the
-        backbone's checked ``patchify`` where it has one (mmpos' ViTs)."""
-        bb = self.backbone
-        return bb.patchify(inputs) if hasattr(bb, 'patchify') else \
-            bb.patch_embed(inputs)
-
     def _run_blocks(self, tokens: Tensor, hw: Sequence[int],
                     coords: Optional[Tensor] = None) -> Tensor:
         """Class token + encoder blocks on patch tokens ``(B, K, C)`` that
-        already hold their position embeddings; returns ``(B, 1 + K, C)``.
-        ``coords`` ``(B, K, 2)`` place the tokens for RoPE (``None``: the
-        full ``hw`` grid in row-major order)."""
+        already hold their position embeddings; returns ``(B, 1 + K, C)``
+        without register tokens. ``coords`` ``(B, K, 2)`` place the tokens
+        for RoPE (``None``: the full ``hw`` grid in row-major order)."""
         bb = self.backbone
-        if hasattr(bb, 'forward_tokens'):
-            return bb.without_registers(
-                bb.forward_tokens(tokens, coords=coords, hw=hw)[-1])
-        cls_token = bb.cls_token + bb.pos_embed[:, :1]
-        x = torch.cat((cls_token.expand(tokens.shape[0], -1, -1), tokens), 1)
-        x = bb.pre_norm(bb.drop_after_pos(x))
-        for layer in bb.layers:
-            x = layer(x)
-        return bb.ln1(x) if bb.final_norm else x
+        return bb.without_registers(
+            bb.forward_tokens(tokens, coords=coords, hw=hw)[-1])
 
     def encode_full(self, inputs: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
         """All patches with all position embeddings: ``(B, 1 + N, C)`` and
         the patch grid."""
-        x, hw = self._patchify(inputs)
-        pos = self._patch_pos_embed(hw)
-        return self._run_blocks(x if pos is None else x + pos, hw), hw
+        x, hw = self.backbone.embed(inputs)
+        return self._run_blocks(x, hw), hw
 
     def encode_masked(self, inputs: Tensor, mask_ratio: float,
                       pos_mask_ratio: float) -> Dict[str, Tensor]:
@@ -175,13 +147,13 @@ class DropPos(BaseSelfSupervisor):
         ``(B, K)`` (the visible patches, i.e. the position targets ``y``),
         ``dropped`` ``(B, K)`` bool and ``hw``.
         """
-        x, hw = self._patchify(inputs)
+        x, hw = self.backbone.patchify(inputs)
         batch_size, num_patches, _ = x.shape
         ids_keep = random_masking(batch_size, num_patches, mask_ratio,
                                   x.device).ids_keep
         dropped = drop_positions(ids_keep, pos_mask_ratio)
         x = gather_tokens(x, ids_keep)
-        pos = self._patch_pos_embed(hw)
+        pos = self.backbone.patch_pos_embed(hw)
         mask_token = self.pos_mask_token.to(x.dtype)
         if pos is None:  # RoPE only: the mask token marks dropped patches
             x = x + dropped[..., None].to(x.dtype) * mask_token

@@ -88,6 +88,71 @@ def test_contract_matches_mmpretrain_maevit():
     assert ours(img, mask=None)[0].shape == peer(img, mask=None)[0].shape
 
 
+# the paper ViT of MAE and DropPos: no RoPE, fixed sin-cos APE
+SINCOS_APE = dict(arch=ARCH, img_size=32, patch_size=8, rope=None,
+                  use_ape=True, ape_type='sincos')
+
+
+def test_sincos_ape_vit_equals_mmpretrain_maevit():
+    """Without RoPE and with the fixed sin-cos APE, MAERoPEViT is
+    ``MAEViT``: its state dict loads strictly (the APE table included: the
+    same fixed values in another channel order), and the masked and
+    unmasked outputs are equal."""
+    from mmpretrain.models import MAEViT
+    torch.manual_seed(0)
+    peer = MAEViT(arch=ARCH, img_size=32, patch_size=8)
+    peer.init_weights()
+    ours = MAERoPEViT(**SINCOS_APE)
+    peer.eval(), ours.eval()
+    # the same fixed values per token, in another channel order (mmpos
+    # interleaves sin x, cos x, sin y, cos y per frequency; MAEViT's blocks
+    # hold sin, cos of the row, then of the column)
+    torch.testing.assert_close(ours.pos_embed.sort(-1).values,
+                               peer.pos_embed.sort(-1).values)
+    assert not torch.equal(ours.pos_embed, peer.pos_embed)
+    ours.load_state_dict(peer.state_dict(), strict=True)
+    assert not ours.pos_embed.requires_grad
+    img = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        for mask in (True, None):
+            outs = []
+            for model in (peer, ours):
+                torch.manual_seed(3)
+                outs.append(model(img, mask=mask))
+            assert_close(outs[1][0], outs[0][0])
+
+
+def test_random_init_is_maes():
+    """MAE's ``initialize_weights`` (which DropPos' code keeps): every
+    linear weight Xavier-uniform over its whole matrix (qkv as one
+    ``(3C, C)`` matrix), zero biases, the patch projection Xavier-uniform
+    as a flat ``(C, 3 p p)`` matrix, the class token normal(0, 0.02), unit
+    LayerNorms. DeiT's init (RoPEVisionTransformer) differs."""
+    arch = dict(embed_dims=256, num_layers=2, num_heads=4,
+                feedforward_channels=1024)
+    options = dict(SINCOS_APE, arch=arch, img_size=64, patch_size=16)
+    torch.manual_seed(0)
+    ours, deit = MAERoPEViT(**options), RoPEVisionTransformer(**options)
+    for model in (ours, deit):
+        model.init_weights()
+    xavier = [ours.patch_embed.projection.weight.flatten(1)]
+    xavier += [m.weight for m in ours.modules()
+               if isinstance(m, torch.nn.Linear)]
+    for weight in xavier:
+        bound = math.sqrt(6 / sum(weight.shape))
+        assert weight.abs().max() <= bound
+        assert weight.std().item() == pytest.approx(bound / math.sqrt(3),
+                                                    rel=0.05)
+    for m in ours.modules():
+        if isinstance(m, torch.nn.Linear):
+            assert not m.bias.any()
+        if isinstance(m, torch.nn.LayerNorm):
+            assert (m.weight == 1).all() and not m.bias.any()
+    assert ours.cls_token.std().item() == pytest.approx(0.02, rel=0.2)
+    qkv = ours.layers[0].attn.qkv.weight
+    assert deit.layers[0].attn.qkv.weight.std() < 0.6 * qkv.std()
+
+
 def test_ratio_zero_gives_the_backbone_tokens():
     _, mae, plain = timm_and_ours(TIMM_MIXED, mask_ratio=0.)
     img = torch.randn(2, 3, 224, 224)

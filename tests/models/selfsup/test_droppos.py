@@ -20,7 +20,9 @@ from conftest import read_scalars, run_tool
 
 MINI = 'configs/droppos/droppos_vit-tiny_mini.py'  # N = 16, 600 iters
 ARCH = dict(embed_dims=48, num_layers=2, num_heads=3, feedforward_channels=96)
-SINCOS = dict(type='MAEViT', arch=ARCH, img_size=32, patch_size=8)
+# the paper's ViT: fixed sin-cos APE, no RoPE, MAE's init
+SINCOS = dict(type='MAERoPEViT', arch=ARCH, img_size=32, patch_size=8,
+              rope=None, use_ape=True, ape_type='sincos')
 ROPE = dict(type='RoPEVisionTransformer', arch=ARCH, img_size=32,
             patch_size=8, rope_type='axial', out_type='raw')
 HEAD = dict(type='DropPosHead', num_patches=16, in_channels=48,

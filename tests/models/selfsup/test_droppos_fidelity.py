@@ -124,7 +124,8 @@ def test_paper_configs_train_like_the_authors(path):
     arch = dict(embed_dims=48, num_layers=2, num_heads=3,
                 feedforward_channels=96)
     model = DropPos(
-        backbone=dict(type='MAEViT', arch=arch, img_size=32, patch_size=8),
+        backbone=dict(cfg.model.backbone, arch=arch, img_size=32,
+                      patch_size=8),
         head=dict(type='DropPosHead', num_patches=16, in_channels=48,
                   embed_dims=32, num_heads=4))
     decays = weight_decays(model, cfg.optim_wrapper)

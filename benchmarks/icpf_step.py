@@ -28,13 +28,13 @@ from mmengine.logging import MessageHub
 
 def build(algorithm: str, quick: bool, global_size: int):
     import mmpos  # noqa: F401
-    from mmpos.models.heads import dino_head  # noqa: F401
+    from mmpos.models.heads import dino_projection_head  # noqa: F401
     from mmpos.models.losses import dino_losses  # noqa: F401
     from mmpos.models.selfsup.dinov2 import DINOv2
     from mmpos.models.selfsup.icpf import ICPF
     arch = dict(embed_dims=384, num_layers=2 if quick else 12, num_heads=6,
                 feedforward_channels=1536)
-    head = dict(type='DINOHead', in_channels=384,
+    head = dict(type='DINOProjectionHead', in_channels=384,
                 out_channels=4096 if quick else 65536)
     cfg = dict(
         backbone=dict(type='RoPEVisionTransformer', arch=arch,

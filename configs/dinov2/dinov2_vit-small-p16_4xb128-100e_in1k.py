@@ -8,7 +8,8 @@ _base_ = [
 
 custom_imports = dict(
     imports=[
-        'mmpos', 'mmpos.models.selfsup.dinov2', 'mmpos.models.heads.dino_head',
+        'mmpos', 'mmpos.models.selfsup.dinov2',
+        'mmpos.models.heads.dino_projection_head',
         'mmpos.models.losses.dino_losses',
         'mmpos.engine.hooks.dino_schedules_hook'
     ],
@@ -16,7 +17,7 @@ custom_imports = dict(
 
 embed_dims = 384
 head = dict(
-    type='DINOHead',
+    type='DINOProjectionHead',
     in_channels=embed_dims,
     out_channels=65536,
     hidden_channels=2048,

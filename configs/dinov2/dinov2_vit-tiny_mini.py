@@ -31,8 +31,9 @@ model = dict(
         out_type='raw',
         drop_path_rate=0.1),
     # separate [CLS] and patch heads of the same shape
-    **{name: dict(type='DINOHead', in_channels=96, out_channels=out_dim,
-                  hidden_channels=256, bottleneck_channels=64)
+    **{name: dict(type='DINOProjectionHead', in_channels=96,
+                  out_channels=out_dim, hidden_channels=256,
+                  bottleneck_channels=64)
        for name in ('head', 'patch_head')},
     centering=dict(type='TeacherCentering', mode='sinkhorn'),
     teacher_temp=0.04,
@@ -103,7 +104,8 @@ default_hooks = dict(
 # mmpos modules not yet imported by the package's __init__ files.
 custom_imports = dict(
     imports=[
-        'mmpos', 'mmpos.models.selfsup.dinov2', 'mmpos.models.heads.dino_head',
+        'mmpos', 'mmpos.models.selfsup.dinov2',
+        'mmpos.models.heads.dino_projection_head',
         'mmpos.models.losses.dino_losses',
         'mmpos.engine.hooks.dino_schedules_hook'
     ],

@@ -24,7 +24,7 @@ from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.nn.utils import clip_grad_norm_
 
 BLOCK_TYPES = ('RoPETransformerEncoderLayer', 'TransformerEncoderLayer',
-               'MobileFormerBlock', 'DINOHead')
+               'MobileFormerBlock', 'DINOProjectionHead')
 
 
 def block_wrap_policy(module: nn.Module, recurse: bool,

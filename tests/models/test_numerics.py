@@ -156,7 +156,8 @@ def test_losses_reduce_in_fp32(name, dtype):
 def test_loss_edge_cases_stay_finite(dtype):
     """A collapsed teacher at temperature 0.04 (exp(-50) underflows in fp16),
     student logits at fp16's limit, identical and all-zero features."""
-    collapsed = torch.full((6, 32), -1.).to(dtype)  # DINOHead range [-1, 1]
+    # the range of DINOProjectionHead's logits: [-1, 1]
+    collapsed = torch.full((6, 32), -1.).to(dtype)
     collapsed[:, 0] = 1.
     extreme = torch.full((2, 3, 32), -65504.).to(dtype)
     extreme[..., 1] = 65504.

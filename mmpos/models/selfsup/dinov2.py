@@ -56,8 +56,9 @@ class DINOv2(BaseSelfSupervisor):
 
     Args:
         backbone: ViT config (see the module docstring).
-        head: image (class-token) :class:`DINOHead` config.
-        patch_head: patch :class:`DINOHead` config; ``None`` shares ``head``
+        head: image (class-token) :class:`DINOProjectionHead` config.
+        patch_head: patch :class:`DINOProjectionHead` config; ``None``
+            shares ``head``
             (Table 6 "Separate heads": True, i.e. give one).
         image_loss, patch_loss, koleo_loss: loss configs; ``koleo_loss=None``
             drops KoLeo.

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from mmpos.models.heads.dino_head import DINOHead
+from mmpos.models.heads.dino_projection_head import DINOProjectionHead
 from mmpos.models.losses.dino_losses import (DINOLoss, KoLeoLoss,
                                              TeacherCentering, iBOTPatchLoss,
                                              sinkhorn_knopp)
@@ -113,7 +113,7 @@ def test_ibot_patch_loss_per_image_average():
 
 def test_dino_head():
     torch.manual_seed(0)
-    head = DINOHead(8, out_channels=32, hidden_channels=16,
+    head = DINOProjectionHead(8, out_channels=32, hidden_channels=16,
                     bottleneck_channels=4)
     head.init_weights()
     x = torch.randn(5, 8)
@@ -129,8 +129,9 @@ def test_dino_head():
     assert names == {'prototypes', 'mlp.0.weight', 'mlp.0.bias',
                      'mlp.2.weight', 'mlp.2.bias', 'mlp.4.weight',
                      'mlp.4.bias'}
-    free = DINOHead(8, 32, 16, 4, norm_last_layer=False)
+    free = DINOProjectionHead(8, 32, 16, 4, norm_last_layer=False)
     assert free.gain.shape == (32, 1)
-    assert DINOHead(8, 32, 16, 4, num_layers=1).mlp[0].out_features == 4
+    single = DINOProjectionHead(8, 32, 16, 4, num_layers=1)
+    assert single.mlp[0].out_features == 4
     with pytest.raises(ValueError, match='num_layers'):
-        DINOHead(8, 32, num_layers=0)
+        DINOProjectionHead(8, 32, num_layers=0)

@@ -19,7 +19,7 @@ from mmpretrain.structures import DataSample
 
 import mmpos  # noqa: F401  (registers the backbone)
 from mmpos.engine.hooks.dino_schedules_hook import TeacherTempHook
-from mmpos.models.heads import dino_head  # noqa: F401
+from mmpos.models.heads import dino_projection_head  # noqa: F401
 from mmpos.models.losses import dino_losses  # noqa: F401
 from mmpos.models.selfsup.dinov2 import DINOv2
 from mmpos.models.selfsup.icpf import ICPF
@@ -50,7 +50,7 @@ BACKBONE = dict(
     use_ape=True,
     out_type='raw',
     drop_path_rate=0.1)
-HEAD = dict(type='DINOHead', in_channels=48, out_channels=64,
+HEAD = dict(type='DINOProjectionHead', in_channels=48, out_channels=64,
             hidden_channels=64, bottleneck_channels=16)
 BOXES = torch.tensor([[0., 0., 1., 1.], [.6, .1, .1, .7],
                       [.2, .2, .5, .5], [.5, .6, .9, .9]])

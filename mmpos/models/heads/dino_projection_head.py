@@ -11,7 +11,7 @@ from mmpos.registry import MODELS
 
 
 @MODELS.register_module()
-class DINOHead(BaseModule):
+class DINOProjectionHead(BaseModule):
     """MLP -> L2-normalised bottleneck -> prototype layer ``P(.)``.
 
     ``x (..., C_in) -> MLP (num_layers linear layers, GELU between) ->
@@ -45,8 +45,8 @@ class DINOHead(BaseModule):
                      type='TruncNormal', layer='Linear', std=.02, bias=0.)):
         super().__init__(init_cfg=init_cfg)
         if num_layers < 1:
-            raise ValueError(f'DINOHead num_layers must be >= 1, got '
-                             f'{num_layers}')
+            raise ValueError(f'DINOProjectionHead num_layers must be >= 1, '
+                             f'got {num_layers}')
         dims = [in_channels] + [hidden_channels] * (num_layers - 1) + \
             [bottleneck_channels]
         layers = []

@@ -296,7 +296,7 @@ def test_transfer_config_takes_one_checkpoint_variable(config):
 
 
 # Paper-specific ViT protocols ship the variants their paper uses (other
-# position schemes: model.backbone.rope_type / use_ape); the rest ship
+# position schemes: model.backbone.rope / use_ape); the rest ship
 # ViT-S/16 and ViT-B/16, each APE and RoPE-Mixed.
 PAPER_PROTOCOLS = {
     'vitdet_mask-rcnn_*_simple-fpn_lsj-1024_8xb8-12e_coco.py':
@@ -431,17 +431,18 @@ APE_TRANSFER_CONFIGS = [  # those with a RoPE-Mixed twin
 @pytest.mark.parametrize('config', APE_TRANSFER_CONFIGS)
 def test_position_scheme_is_one_switch(config):
     """Each APE transfer config is its RoPE-Mixed twin with only
-    ``model.backbone.rope_type`` / ``use_ape`` changed (so every position
+    ``model.backbone.rope`` / ``use_ape`` changed (so every position
     scheme is these two keys, e.g. via --cfg-options)."""
     ape = Config.fromfile(str(REPO / config)).to_dict()
     twin = config.replace('-p16-ape', '-p16-rope-mixed')
     rope = Config.fromfile(str(REPO / twin)).to_dict()
-    assert (rope['model']['backbone']['rope_type'],
-            rope['model']['backbone']['use_ape']) == ('mixed', False)
-    assert (ape['model']['backbone']['rope_type'],
-            ape['model']['backbone']['use_ape']) == ('none', True)
+    assert (rope['model']['backbone']['rope'],
+            rope['model']['backbone']['use_ape']) == (dict(type='mixed'),
+                                                      False)
+    assert (ape['model']['backbone']['rope'],
+            ape['model']['backbone']['use_ape']) == (None, True)
     for cfg in (ape, rope):
-        del cfg['model']['backbone']['rope_type'], cfg['model']['backbone'][
+        del cfg['model']['backbone']['rope'], cfg['model']['backbone'][
             'use_ape']
     assert ape == rope
 

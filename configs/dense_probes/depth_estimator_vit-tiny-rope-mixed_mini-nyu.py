@@ -30,7 +30,7 @@ model = dict(
         arch=_base_.mini_vit_arch,
         img_size=64,
         patch_size=8,
-        rope_type='mixed',
+        rope=dict(type='mixed'),
         use_ape=False,
         drop_path_rate=0.,
         out_type='featmap',

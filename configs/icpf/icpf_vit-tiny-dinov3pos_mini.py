@@ -12,5 +12,7 @@ _base_ = [
 ]
 
 model = dict(
-    backbone=dict(**_base_.dinov3_positions),
+    # _delete_: the base backbone has no RoPE (rope=None)
+    backbone=dict(_base_.dinov3_positions,
+                  rope=dict(_delete_=True, type='dinov3')),
     view_consistent_rope=True)

@@ -3,6 +3,6 @@
 # backbone, the 4-block RoPE-Mixed ViT without APE (patch 8), so that every
 # method transfers into the same Mask R-CNN / Semantic FPN.
 _base_ = ['../cr2pq/cr2pq_vit-tiny_mini.py']
-# rope_theta None: RoPE-Mixed's default base (CR2PQ's 100 is for axial).
+# _delete_: RoPE-Mixed's own base, not CR2PQ's theta 100 (for axial).
 model = dict(
-    backbone=dict(rope_type='mixed', rope_theta=None, use_ape=False))
+    backbone=dict(rope=dict(_delete_=True, type='mixed'), use_ape=False))

@@ -5,4 +5,5 @@
 # Mixed without APE, the same for every method) drops it (mmpos2backbone
 # --drop-unexpected).
 _base_ = ['../dinov2/dinov2_vit-tiny_mini.py']
-model = dict(backbone=dict(rope_type='mixed'))
+# _delete_: the base backbone has no RoPE (rope=None)
+model = dict(backbone=dict(rope=dict(_delete_=True, type='mixed')))

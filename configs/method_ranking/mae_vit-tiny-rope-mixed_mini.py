@@ -25,7 +25,7 @@ model = dict(
         arch=_base_.mini_vit_arch,
         img_size=img_size,
         patch_size=patch_size,
-        rope_type='mixed',
+        rope=dict(type='mixed'),
         use_ape=False,
         drop_path_rate=0.,
         mask_ratio=0.75,

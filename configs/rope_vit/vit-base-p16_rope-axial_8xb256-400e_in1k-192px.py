@@ -1,4 +1,4 @@
 # RoPE-Axial ViT-B/16, DeiT-III stage 1 (see the RoPE-Mixed config).
 _base_ = ['./vit-base-p16_rope-mixed_8xb256-400e_in1k-192px.py']
 
-model = dict(backbone=dict(rope_type='axial'))
+model = dict(backbone=dict(rope=dict(type='axial')))

@@ -3,7 +3,7 @@
 # (tools/misc/make_mini_data.py data/mini --which cls --img-size 64): a
 # 4-block ViT with 8-px patches on 64-px images, 3 classes, 30 short
 # epochs on CPU. Other variants:
-# --cfg-options model.backbone.rope_type=axial / model.backbone.use_ape=True.
+# --cfg-options model.backbone.rope.type=axial / model.backbone.use_ape=True.
 _base_ = ['./vit-small-p16_rope-mixed_8xb256-400e_in1k.py']
 
 img_size = 64

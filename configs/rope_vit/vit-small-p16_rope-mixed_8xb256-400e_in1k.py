@@ -24,7 +24,7 @@ model = dict(
         arch='small',
         img_size=224,
         patch_size=16,
-        rope_type='mixed',
+        rope=dict(type='mixed'),
         use_ape=False,
         drop_path_rate=0.0,
         layer_scale_init_value=1e-4,

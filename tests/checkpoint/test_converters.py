@@ -232,7 +232,7 @@ def test_official_cli(tmp_path, capsys):
     assert code == 0, out.err
     assert '0 missing key(s)' in out.out and '0 unexpected' in out.out
     saved = torch.load(dst, weights_only=True)
-    assert saved['meta']['model']['backbone']['rope_type'] == 'mixed'
+    assert saved['meta']['model']['backbone']['rope'] == dict(type='mixed')
     model = build_loaded(saved['state_dict'], 'mixed')
     img = torch.randn(1, 3, 32, 32)
     with torch.no_grad():

@@ -33,7 +33,8 @@ def convert(source, args):
     """``(state_dict, model config)`` of a DINOv3 state dict."""
     state_dict, periods = convert_dinov3_official(source)
     return state_dict, infer_vit_config(state_dict, args.num_heads,
-                                        'dinov3', rope_periods=periods)
+                                        'dinov3',
+                                        rope_options=dict(periods=periods))
 
 
 @cli_main('dinov3_official2mmpos.py')

@@ -1,6 +1,6 @@
 # The ViT-B/16 that every dense-prediction config starts from: RoPE-Mixed, no
 # APE. Model files splice it in with `dict(_delete_=True, **_base_.vit_backbone)`;
-# leaf configs switch to APE with `rope_type='none', use_ape=True`.
+# leaf configs switch to APE with `rope=None, use_ape=True`.
 #
 # The pretrained checkpoint of every transfer config is this init_cfg's
 # `checkpoint`: `--cfg-options model.backbone.init_cfg.checkpoint=PATH` (a
@@ -11,7 +11,7 @@ vit_backbone = dict(
     type='mmpretrain.RoPEVisionTransformer',
     arch='base',
     patch_size=16,
-    rope_type='mixed',
+    rope=dict(type='mixed'),
     use_ape=False,
     drop_path_rate=0.1,
     out_type='featmap',

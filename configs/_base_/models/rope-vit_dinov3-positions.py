@@ -3,11 +3,10 @@
 # 100 ** (t / (D/4)) on patch centres normalised to [-1, 1] per axis, row
 # coordinate first, rotate-half channel layout, training-time coordinate
 # rescale in [1/2, 2] drawn per block and per batch (the released models'
-# rescale_coords=2, rope_type='dinov3''s defaults), 4 register
+# rescale_coords=2, rope=dict(type='dinov3')'s defaults), 4 register
 # tokens, LayerScale 1e-5, LayerNorm eps 1e-5. Merge into a backbone:
 # backbone=dict(..., **_base_.dinov3_positions).
 dinov3_positions = dict(
-    rope_type=None,  # unsets a base's old-style switch
     # DINOv3's own training draw: a fresh rescale per block, one per batch
     rope=dict(type='dinov3'),
     num_register_tokens=4,

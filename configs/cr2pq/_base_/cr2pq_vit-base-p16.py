@@ -18,8 +18,8 @@ model = dict(
         arch='base',
         img_size=224,
         patch_size=16,
-        rope_type='axial',  # Eq. 5
-        rope_theta=100.,  # rope.py's 100^(-t/(D/4)) = Eq. 5's 10000^(-t/(D/2))
+        # Eq. 5: rope.py's 100^(-t/(D/4)) = Eq. 5's 10000^(-t/(D/2))
+        rope=dict(type='axial', theta=100.),
         out_type='featmap'),
     neck=dict(
         type='CR2PQNeck',
@@ -27,8 +27,7 @@ model = dict(
         num_heads=num_heads,
         out_channels=embed_dims,  # = teacher channels (EMA: the student's)
         pos_type='rope',  # Table 6: 'rope' | 'sincos' | 'mlp' (pos_ablation/)
-        rope_type='axial',
-        rope_theta=100.,
+        rope=dict(type='axial', theta=100.),
         local_projector='transformer',  # Table 5: 'transformer' | 'mlp'
         local_depth=2,
         hidden_channels=2048,

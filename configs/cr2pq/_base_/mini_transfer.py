@@ -4,4 +4,4 @@
 # instead of RoPE-Mixed. Checkpoint: --cfg-options
 # model.backbone.init_cfg.checkpoint=PATH (a pretraining checkpoint or the
 # output of tools/model_converters/mmpos2backbone.py).
-cr2pq_student_rope = dict(rope_type='axial', rope_theta=100.)
+cr2pq_student_rope = dict(rope=dict(type='axial', theta=100.))

@@ -9,5 +9,5 @@ discrete = dict(mask_ratio=0.75, backbone=dict(out_type='raw'))
 # Sin-cos rows: fixed 2-D sin-cos embeddings (no rotation) in the student
 # (APE) and the positional queries.
 sincos = dict(
-    backbone=dict(rope_type='none', use_ape=True, ape_type='sincos'),
+    backbone=dict(rope=None, use_ape=True, ape_type='sincos'),
     neck=dict(pos_type='sincos'))

@@ -3,7 +3,7 @@
 # learnable APE (no weight decay on it).
 _base_ = ['../cr2pq_vit-small-p16_32xb64-300e_in1k.py']
 model = dict(
-    backbone=dict(rope_type='none', use_ape=True, ape_type='learnable'),
+    backbone=dict(rope=None, use_ape=True, ape_type='learnable'),
     neck=dict(pos_type='mlp'))
 optim_wrapper = dict(
     paramwise_cfg=dict(custom_keys={'pos_embed': dict(decay_mult=0.)}))

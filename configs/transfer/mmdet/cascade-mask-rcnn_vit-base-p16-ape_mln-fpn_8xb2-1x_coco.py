@@ -3,4 +3,4 @@
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = './cascade-mask-rcnn_vit-base-p16-rope-mixed_mln-fpn_8xb2-1x_coco.py'
 
-model = dict(backbone=dict(rope_type='none', use_ape=True))
+model = dict(backbone=dict(rope=None, use_ape=True))

@@ -5,4 +5,4 @@ _base_ = './cascade-mask-rcnn_vit-base-p16-rope-mixed_mln-fpn_8xb2-1x_coco.py'
 
 model = dict(
     _base_.mln_fpn_vit_s16,
-    backbone=dict(arch='small', rope_type='none', use_ape=True))
+    backbone=dict(arch='small', rope=None, use_ape=True))

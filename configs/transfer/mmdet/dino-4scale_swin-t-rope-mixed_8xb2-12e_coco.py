@@ -3,7 +3,7 @@
 # window 7 as pretrained), stages 2-4 -> 1x1 ChannelMapper + a strided level;
 # DETR multi-scale augmentation, batch 16 (8 GPUs x 2), AdamW lr 1e-4
 # (backbone x0.1), wd 1e-4, drop path 0.2, lr x0.1 after epoch 11.
-# Position schemes: model.backbone.rope_type x model.backbone.use_rpb
+# Position schemes: model.backbone.rope x model.backbone.use_rpb
 # (RPB alone: dino-4scale_swin-t-rpb_8xb2-12e_coco.py).
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [

@@ -3,4 +3,4 @@
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = './dino-4scale_swin-t-rope-mixed_8xb2-12e_coco.py'
 
-model = dict(backbone=dict(rope_type='none', use_rpb=True))
+model = dict(backbone=dict(rope=None, use_rpb=True))

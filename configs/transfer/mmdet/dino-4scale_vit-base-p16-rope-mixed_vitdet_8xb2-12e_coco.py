@@ -5,8 +5,9 @@
 # ChannelMapper with GroupNorm; LSJ 1024, batch 16 (8 GPUs x 2), 12 epochs,
 # AdamW lr 1e-4, wd 0.1, layer decay 0.7, drop path 0.1, grad clip 0.1, lr
 # x0.1 after epoch 11 (mmdet's DINO 12e).
-# The paper's position schemes: model.backbone.rope_type (none|axial|mixed)
-# and model.backbone.use_ape (APE, Axial, Mixed, Axial+APE, Mixed+APE).
+# The paper's position schemes: model.backbone.rope.type (axial|mixed;
+# rope=None: none) and model.backbone.use_ape (APE, Axial, Mixed,
+# Axial+APE, Mixed+APE).
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [
     'mmdet::dino/dino-4scale_r50_8xb2-12e_coco.py',

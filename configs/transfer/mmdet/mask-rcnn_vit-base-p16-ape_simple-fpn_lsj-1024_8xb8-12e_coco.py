@@ -4,4 +4,4 @@
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = './mask-rcnn_vit-base-p16-rope-mixed_simple-fpn_lsj-1024_8xb8-12e_coco.py'
 
-model = dict(backbone=dict(rope_type='none', use_ape=True))
+model = dict(backbone=dict(rope=None, use_ape=True))

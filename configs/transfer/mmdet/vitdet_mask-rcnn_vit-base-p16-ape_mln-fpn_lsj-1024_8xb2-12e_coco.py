@@ -10,7 +10,7 @@ _base_ = './mask-rcnn_vit-base-p16-rope-mixed_simple-fpn_lsj-1024_8xb8-12e_coco.
 model = dict(
     backbone=dict(
         _base_.vitdet_window,
-        rope_type='none',
+        rope=None,
         use_ape=True,
         out_indices=(2, 5, 8, 11),
         final_norm=False),

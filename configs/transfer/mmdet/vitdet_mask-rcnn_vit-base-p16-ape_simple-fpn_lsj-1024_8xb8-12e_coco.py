@@ -4,4 +4,4 @@
 _base_ = './mask-rcnn_vit-base-p16-rope-mixed_simple-fpn_lsj-1024_8xb8-12e_coco.py'
 
 model = dict(
-    backbone=dict(_base_.vitdet_window, rope_type='none', use_ape=True))
+    backbone=dict(_base_.vitdet_window, rope=None, use_ape=True))

@@ -3,4 +3,4 @@
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = './vit-base-p16-rope-mixed_ft_8xb128-coslr-100e_in1k.py'
 
-model = dict(backbone=dict(rope_type='none', use_ape=True))
+model = dict(backbone=dict(rope=None, use_ape=True))

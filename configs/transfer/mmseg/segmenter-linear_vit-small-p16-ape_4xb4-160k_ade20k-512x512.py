@@ -6,4 +6,4 @@ _base_ = './segmenter-linear_vit-base-p16-rope-mixed_4xb4-160k_ade20k-512x512.py
 
 model = dict(
     _base_.vit_s16,
-    backbone=dict(arch='small', rope_type='none', use_ape=True))
+    backbone=dict(arch='small', rope=None, use_ape=True))

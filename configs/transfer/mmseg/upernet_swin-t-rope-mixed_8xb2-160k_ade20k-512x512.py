@@ -1,7 +1,7 @@
 # UperNet 160k on RoPE-Swin-T (../../_base_/models/rope-swin-t.py): mmseg's
 # Swin-T UperNet recipe (ADE20K 512x512, batch 16 = 8 GPUs x 2, AdamW lr
 # 6e-5, wd 0.01, poly, drop path 0.3) with mmpos' backbone.
-# Position schemes: model.backbone.rope_type x model.backbone.use_rpb.
+# Position schemes: model.backbone.rope x model.backbone.use_rpb.
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [
     'mmseg::swin/swin-tiny-patch4-window7-in1k-pre_upernet_8xb2-160k_ade20k-512x512.py',  # noqa: E501

@@ -3,4 +3,4 @@
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = './upernet_vit-base-p16-rope-mixed_mln_4xb4-80k_ade20k-512x512.py'
 
-model = dict(backbone=dict(rope_type='none', use_ape=True))
+model = dict(backbone=dict(rope=None, use_ape=True))

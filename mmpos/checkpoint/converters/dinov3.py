@@ -11,7 +11,7 @@ from .vit import StateDict, classifier_key, rename_key
 
 
 def dinov3_periods(periods: Tensor) -> dict:
-    """``rope_periods`` of a DINOv3 checkpoint's ``rope_embed.periods``
+    """The RoPE ``periods`` of a DINOv3 checkpoint's ``rope_embed.periods``
     ``(D/4,)``: ``dict(base=b)`` when ``periods[t] = b ** (t / (D/4))``,
     else ``dict(min_period=periods[0], max_period=periods[-1])``; either
     checked against every stored period (relative 1e-2: released weights
@@ -40,7 +40,7 @@ def dinov3_periods(periods: Tensor) -> dict:
 
 def convert_dinov3_official(state_dict: StateDict) -> Tuple[StateDict, dict]:
     """facebookresearch/dinov3 ``DinoVisionTransformer`` state dict ->
-    ``(mmpretrain classifier layout, rope_periods)``.
+    ``(mmpretrain classifier layout, RoPE periods)``.
 
     ``storage_tokens`` become ``register_tokens``; a masked key bias
     (``attn.qkv.bias_mask``, ``mask_k_bias=True``) is applied to

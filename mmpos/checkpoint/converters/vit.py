@@ -7,6 +7,7 @@ its class token). Keys a mapping does not know keep their name, so the key
 report (:func:`mmpos.checkpoint.compare`) lists them as unexpected instead of
 losing them silently.
 """
+import copy
 import math
 import re
 from collections import OrderedDict
@@ -47,8 +48,8 @@ _BLOCK_KEY = re.compile(r'^blocks\.(\d+)\.(.+)$')
 # pairs on the row coordinate, rotate-half channel layout, patch centres
 # normalised per axis, LayerNorm eps 1e-5 (their 'layernormbf16').
 DINOV3_BACKBONE = dict(
-    rope_type='axial', rope_periods=dict(base=100.), rope_axes='yx',
-    rope_layout='half', rope_coords=dict(frame='separate'),
+    rope=dict(type='axial', periods=dict(base=100.), axes='yx',
+              layout='half', coords=dict(frame='separate')),
     norm_cfg=dict(type='LN', eps=1e-5))
 
 
@@ -193,6 +194,7 @@ def classifier_key(key: str) -> str:
 def infer_vit_config(state_dict: StateDict,
                      num_heads: Optional[int] = None,
                      rope_type: str = 'mixed',
+                     rope_options: Optional[dict] = None,
                      **backbone_options) -> dict:
     """mmpretrain ``ImageClassifier`` config of a converted state dict.
 
@@ -201,9 +203,11 @@ def infer_vit_config(state_dict: StateDict,
     ViT-S/B/L). ``use_ape``, layer scale, qkv bias, final norm, register
     tokens and the head follow from which keys exist. Keys are those of
     :func:`convert_official_rope_vit` / :func:`convert_timm_vit` /
-    :func:`convert_dinov3_official`. ``rope_type='dinov3'`` means
-    :data:`DINOV3_BACKBONE`; ``backbone_options`` override any backbone
-    argument (e.g. ``rope_periods`` read from a checkpoint).
+    :func:`convert_dinov3_official`. ``rope_type`` (``'none'``,
+    ``'axial'``, ``'mixed'`` or ``'dinov3'``: :data:`DINOV3_BACKBONE`)
+    gives the backbone's ``rope``; ``rope_options`` update it (e.g. the
+    ``periods`` read from a checkpoint) and ``backbone_options`` override
+    any other backbone argument.
     """
     backbone = strip_prefix(state_dict, 'backbone.')
     try:
@@ -224,8 +228,13 @@ def infer_vit_config(state_dict: StateDict,
         num_heads=num_heads or max(1, embed_dims // 64),
         feedforward_channels=backbone['layers.0.ffn.layers.0.0.weight'].
         shape[0])
-    family = dict(DINOV3_BACKBONE) if rope_type == 'dinov3' else dict(
-        rope_type=rope_type)
+    if rope_type == 'dinov3':
+        family = copy.deepcopy(DINOV3_BACKBONE)
+    else:
+        family = dict(rope=None if rope_type == 'none' else dict(
+            type=rope_type))
+    if rope_options:
+        family['rope'].update(rope_options)
     cfg = dict(
         type='RoPEVisionTransformer',
         arch=arch,

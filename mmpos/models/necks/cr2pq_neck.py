@@ -129,8 +129,10 @@ class CR2PQNeck(BaseModule):
         num_heads: heads of the cross-attention and local blocks.
         out_channels: teacher/target channels ``D_tea``.
         pos_type: see above.
-        rope_type, rope_theta: RoPE of the rotary variants (``'axial'``,
-            base 100 = Eq. 5's ``10000^{-t/(D/2)}``).
+        rope: the position scheme of ``pos_type='rope'``, a
+            :data:`mmpos.registry.POSITION_ENCODINGS` config as the
+            backbone's ``rope`` (default axial with base 100 = Eq. 5's
+            ``10000^{-t/(D/2)}``).
         mlp_ratio: FFN width of the blocks relative to ``C``.
         local_projector: ``'transformer'`` or ``'mlp'``.
         local_depth: blocks / layers of the local projector (2).
@@ -147,8 +149,7 @@ class CR2PQNeck(BaseModule):
                  num_heads: int,
                  out_channels: int,
                  pos_type: str = 'rope',
-                 rope_type: str = 'axial',
-                 rope_theta: Optional[float] = 100.,
+                 rope: dict = dict(type='axial', theta=100.),
                  mlp_ratio: float = 4.,
                  local_projector: str = 'transformer',
                  local_depth: int = 2,
@@ -201,7 +202,7 @@ class CR2PQNeck(BaseModule):
         self.share_weights = share_weights
         # block 0: the cross-attention, block 1 + i: local block i
         self.rope = build_position_scheme(
-            dict(type=rope_type, theta=rope_theta) if self.rotary else None,
+            rope if self.rotary else None,
             head_dims(embed_dims, num_heads), num_heads,
             1 + len(self.local_blocks))
         self._register_load_state_dict_pre_hook(self.rename_legacy_keys)

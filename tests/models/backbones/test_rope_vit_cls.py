@@ -72,9 +72,10 @@ def test_configs_build(path):
             TRANSFORMS.build(transform)
         optim = build_optim_wrapper(model, cfg.optim_wrapper)
     name = osp.basename(path)
-    expected_rope = ('axial' if 'axial' in name else
-                     'none' if name.split('_')[1] == 'ape' else 'mixed')
-    assert backbone.rope_type == expected_rope
+    expected_rope = (dict(type='axial') if 'axial' in name else
+                     None if name.split('_')[1] == 'ape' else
+                     dict(type='mixed'))
+    assert backbone.rope == expected_rope
     assert getattr(backbone, 'use_ape', False) == (
         'ape' in name.split('_')[1])  # RoPE-Swin has no APE switch
     # no weight decay on the RoPE-Mixed frequencies, tokens and tables

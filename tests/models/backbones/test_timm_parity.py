@@ -71,10 +71,12 @@ def timm_at(name: str, state: dict, size, **kwargs) -> torch.nn.Module:
     return model
 
 
-def mmpos_from(converted: dict, rope_type: str, **overrides):
+def mmpos_from(converted: dict, rope_type: str, rope_options=None,
+               **overrides):
     """Backbone of :func:`infer_vit_config` (``out_type='raw'``) loaded
     strictly with the converted ``backbone.*`` tensors."""
-    cfg = infer_vit_config(converted, None, rope_type)['backbone']
+    cfg = infer_vit_config(converted, None, rope_type,
+                           rope_options)['backbone']
     cfg.pop('type')
     cfg.update(out_type='raw', **overrides)
     model = RoPEVisionTransformer(**cfg).eval()
@@ -167,7 +169,7 @@ def test_dinov3_coordinate_augmentation_matches_timm_in_training():
         rope_rescale_coords=aug['rescale'])
     state = redraw(theirs)
     ours = mmpos_from(convert_timm_vit(state), 'dinov3',
-                      rope_coords=dict(frame='separate', **aug))
+                      dict(coords=dict(frame='separate', **aug)))
     theirs.train()
     ours.train()
     img = torch.randn(1, 3, 224, 320)
@@ -233,7 +235,7 @@ def test_official_dinov3_layout_converts_to_timms_outputs():
     from mmpos.checkpoint.converters import convert_dinov3_official
     converted, periods = convert_dinov3_official(official)
     assert periods == dict(base=100.)
-    ours = mmpos_from(converted, 'dinov3', rope_periods=periods)
+    ours = mmpos_from(converted, 'dinov3', dict(periods=periods))
     img = torch.randn(2, 3, 224, 288)
     with torch.no_grad():
         assert_close(ours(img)[0], theirs.forward_features(img))

@@ -261,10 +261,11 @@ DOWNSTREAM = 'configs/demo/vitdet_mask-rcnn_vit-tiny-rope-mixed_mini-coco.py'
 # pretraining mini config, downstream position scheme
 PRETRAINING = {
     'droppos': ('configs/droppos/droppos_vit-tiny_mini.py',
-                dict(rope_type='none', use_ape=True, img_size=32)),
-    'cr2pq': ('configs/cr2pq/cr2pq_vit-tiny_mini.py', dict(rope_type='axial')),
+                dict(rope=None, use_ape=True, img_size=32)),
+    'cr2pq': ('configs/cr2pq/cr2pq_vit-tiny_mini.py',
+              dict(rope=dict(type='axial'))),
     'icpf': ('configs/icpf/icpf_vit-tiny_mini.py',
-             dict(rope_type='none', use_ape=True, img_size=128)),
+             dict(rope=None, use_ape=True, img_size=128)),
 }
 
 

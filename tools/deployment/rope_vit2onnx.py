@@ -28,7 +28,6 @@ random input and prints the largest difference to torch. An existing OUT is
 kept unless ``--force``. Errors exit with status 1 and one line.
 """
 import argparse
-import copy
 import os.path as osp
 import sys
 
@@ -76,34 +75,30 @@ def freeze_positions(backbone, size):
     return backbone
 
 
-def build_backbone(checkpoint, config=None, out_type=None):
-    """The backbone of ``config`` (or of the checkpoint's ``meta['model']``)
-    with the checkpoint's weights, loaded strictly."""
-    import mmpos  # noqa: F401  (registers RoPEVisionTransformer)
-    from mmengine.registry import DefaultScope
-    from mmpretrain.registry import MODELS
+def load_backbone(checkpoint, config=None, out_type=None):
+    """The backbone of ``config`` (or of the checkpoint's ``meta['model']``),
+    built by :func:`mmpos.apis.build_backbone`, with the checkpoint's
+    weights loaded strictly."""
+    from mmengine.config import Config
+
+    from mmpos.apis import build_backbone
+    from mmpos.apis.features import backbone_config
     raw = read_checkpoint(checkpoint)
-    if config is not None:
-        from mmengine.config import Config
-        model = Config.fromfile(config).model
-        cfg = model.get('backbone', model)
-        source = config
-    else:
-        cfg = (raw.get('meta') or {}).get('model', {}) if isinstance(
+    if config is None:
+        meta = (raw.get('meta') or {}).get('model', {}) if isinstance(
             raw, dict) else {}
-        cfg = cfg.get('backbone', cfg)
         source = f"{checkpoint} meta['model']"
-    cfg = copy.deepcopy(dict(cfg))
-    if cfg.get('type', '').split('.')[-1] != 'RoPEVisionTransformer':
+        cfg = dict(meta.get('backbone', meta))
+        cfg['type'] = str(cfg.get('type')).split('.')[-1]
+    else:
+        source, cfg = config, backbone_config(config)
+    if cfg['type'] != 'RoPEVisionTransformer':
         raise ConversionError(f'{source} has no RoPEVisionTransformer '
-                              f'backbone config (type={cfg.get("type")!r}); '
+                              f'backbone config (type={cfg["type"]!r}); '
                               'pass --config')
-    cfg['type'] = 'RoPEVisionTransformer'
-    cfg.pop('init_cfg', None)
     if out_type:
         cfg['out_type'] = out_type
-    with DefaultScope.overwrite_default_scope('mmpretrain'):
-        backbone = MODELS.build(cfg)
+    backbone = build_backbone(Config(dict(backbone=cfg)))
     state = state_dict_of(raw, source=f'checkpoint {checkpoint}')
     state = strip_prefix(state, 'backbone.') or state
     load_state(backbone, state, 'strict', f'checkpoint {checkpoint}')
@@ -159,7 +154,7 @@ def main(argv=None):
     if osp.exists(args.out) and not args.force:
         raise FileExistsError(f'{args.out} exists; pass --force to '
                               'overwrite it')
-    backbone = build_backbone(args.checkpoint, args.config, args.out_type)
+    backbone = load_backbone(args.checkpoint, args.config, args.out_type)
     img = export(backbone, tuple(args.size), args.out, args.batch_size,
                  args.opset)
     print(f'wrote {args.out} for {args.size[0]}x{args.size[1]} inputs')

@@ -183,6 +183,13 @@ def test_patchify_mae_order():
     assert patches.shape == (1, 6, 8)
     # patch (row 0, col 1): pixels (0,2),(0,3),(1,2),(1,3), channels last
     assert patches[0, 1].tolist() == [2, 26, 3, 27, 8, 32, 9, 33]
+    # the peer: mmpretrain's MAEPretrainHead.patchify, on the square inputs
+    # it accepts (ours also takes non-square ones, as above)
+    from mmpretrain.models.heads import MAEPretrainHead
+    square = torch.randn(2, 3, 16, 16)
+    mae = MAEPretrainHead(loss=dict(type='PixelReconstructionLoss',
+                                    criterion='L2'), patch_size=4)
+    assert torch.equal(patchify(square, 4), mae.patchify(square))
 
 
 def build(**kwargs):

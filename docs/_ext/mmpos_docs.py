@@ -87,10 +87,6 @@ def benchmark_markdown(results_dir: Path) -> str:
         elif 'attention_fwd_bwd' in data:
             date = data.get('date', 'date not recorded')
             out += _device_table(rel, data, date)
-        elif {'train_size', 'sizes', 'rows'} <= set(data):
-            out += [f'### `{rel}`', '', 'The resolution study (accuracy '
-                    'against test resolution per position scheme, not '
-                    'speed): rendered on the position schemes page.', '']
         else:
             raise ValueError(f'{rel}: neither a benchmarks/run.py summary '
                              "('settings', 'rows') nor a device result")

@@ -18,7 +18,12 @@ Choices where the paper is brief:
   patch features, the linear-probing head of MAE/MoCo v3 (no bias-free
   tricks, no hidden layer).
 * The encoder pass reuses :meth:`DropPos.encode_masked` with ``gamma = 0``,
-  so the probe drops positions exactly as pretraining does.
+  so the probe drops positions exactly as pretraining does. DropPos runs
+  mmpos' ViT token API; an mmpretrain ViT backbone (MAE's ``MAEViT``, MoCo
+  v3's, a fine-tuned classifier's ``VisionTransformer``) is probed as the
+  :class:`~mmpos.models.backbones.RoPEVisionTransformer` without RoPE of
+  the same shape, which holds the same state dict
+  (:func:`token_vit_config`).
 """
 from typing import Dict, Iterable, Iterator
 
@@ -29,6 +34,60 @@ from torch import Tensor
 
 from mmpos.models.heads.droppos_head import position_accuracy
 from mmpos.models.selfsup.droppos import DropPos
+from mmpos.utils.errors import BadInputError
+
+
+def token_vit_config(backbone: dict) -> dict:
+    """The backbone config of ``backbone`` that :class:`DropPos` runs.
+
+    An mmpos ViT (with ``forward_tokens``) is kept, with ``out_type='raw'``
+    and the last block as output. An mmpretrain ``VisionTransformer`` (or a
+    subclass: ``MAEViT``, ``MoCoV3ViT``) becomes the ``RoPEVisionTransformer``
+    with ``rope=None`` and its APE (learnable, or a fixed sin-cos table) of
+    the same shape: width, depth, heads, FFN width, qkv bias, LayerScale,
+    pre/final norm and norm eps are read off the built model, whose state
+    dict must load into the new one strictly (else ``BadInputError``).
+    """
+    from mmengine.registry import DefaultScope
+    from mmpretrain.registry import MODELS
+
+    cfg = dict(backbone, type=backbone['type'].split('.')[-1])
+    cls = MODELS.get(cfg['type'])
+    if cls is not None and hasattr(cls, 'forward_tokens'):
+        return dict(cfg, out_type='raw', out_indices=-1)
+    with DefaultScope.overwrite_default_scope('mmpretrain'):
+        model = MODELS.build(cfg)
+    layers = getattr(model, 'layers', None)
+    if getattr(model, 'pos_embed', None) is None or not layers or \
+            getattr(model, 'cls_token', None) is None:
+        raise BadInputError(f'{cfg["type"]}: not a ViT with a class token and '
+                            'an APE; the position probe runs ViTs')
+    layer = layers[0]
+    vit = dict(
+        type='RoPEVisionTransformer',
+        arch=dict(embed_dims=model.embed_dims, num_layers=len(layers),
+                  num_heads=layer.attn.num_heads,
+                  feedforward_channels=layer.ffn.feedforward_channels),
+        img_size=tuple(model.patch_embed.init_input_size),
+        patch_size=tuple(model.patch_embed.projection.kernel_size),
+        rope=None,
+        use_ape=True,
+        ape_type='learnable' if model.pos_embed.requires_grad else 'sincos',
+        qkv_bias=layer.attn.qkv.bias is not None,
+        norm_cfg=dict(type='LN', eps=layer.ln1.eps),
+        final_norm=model.final_norm,
+        pre_norm=not isinstance(model.pre_norm, nn.Identity),
+        layer_scale_init_value=1e-5 if 'layers.0.attn.gamma1.weight' in
+        model.state_dict() else 0.,
+        out_type='raw')
+    with DefaultScope.overwrite_default_scope('mmpretrain'):
+        ours = MODELS.build(vit)
+    try:
+        ours.load_state_dict(model.state_dict(), strict=True)
+    except RuntimeError as err:
+        raise BadInputError(f'{cfg["type"]} has no RoPEVisionTransformer '
+                            f'twin: {str(err).splitlines()[0]}') from None
+    return vit
 
 
 class LinearPositionProbe(nn.Module):

@@ -10,6 +10,7 @@ import torch
 
 from mmpos.analysis.position_probe import (LinearPositionProbe,
                                            evaluate_position_probe,
+                                           token_vit_config,
                                            train_position_probe)
 from mmpos.models.selfsup.droppos import DropPos
 
@@ -28,9 +29,37 @@ BACKBONES = {
 
 def _probe(name):
     torch.manual_seed(0)
-    encoder = DropPos(backbone=BACKBONES[name], head=None)
+    encoder = DropPos(backbone=token_vit_config(BACKBONES[name]), head=None)
     encoder.init_weights()
     return LinearPositionProbe(encoder, NUM)
+
+
+@pytest.mark.parametrize('peer', [
+    dict(type='MAEViT', arch=ARCH, img_size=SIZE, patch_size=PATCH),
+    dict(type='VisionTransformer', arch=ARCH, img_size=SIZE,
+         patch_size=PATCH, layer_scale_init_value=0.1, out_type='raw'),
+])
+def test_mmpretrain_vits_are_probed_through_their_twin(peer):
+    """An mmpretrain ViT is probed as the RoPE-less RoPEVisionTransformer
+    of its shape: the peer's weights load strictly and the tokens are the
+    peer's."""
+    from mmengine.registry import DefaultScope
+    from mmpretrain.registry import MODELS
+    cfg = token_vit_config(peer)
+    assert cfg['rope'] is None and cfg['ape_type'] == (
+        'sincos' if peer['type'] == 'MAEViT' else 'learnable')
+    with DefaultScope.overwrite_default_scope('mmpretrain'):
+        theirs, ours = MODELS.build(peer), MODELS.build(cfg)
+    theirs.init_weights()
+    ours.load_state_dict(theirs.state_dict(), strict=True)
+    theirs.eval(), ours.eval()
+    img = torch.randn(2, 3, SIZE, SIZE)
+    with torch.no_grad():
+        expected = theirs(img, mask=None) if peer['type'] == 'MAEViT' \
+            else theirs(img)
+        torch.testing.assert_close(ours(img)[0], expected[0])
+    with pytest.raises(ValueError, match='not a ViT'):
+        token_vit_config(dict(type='ResNet', depth=18))
 
 
 def _ramp_images(batch):
@@ -83,7 +112,7 @@ def test_dropped_patches_get_no_position(name):
 
 
 def test_probe_rejects_wrong_grid_and_ratio():
-    encoder = DropPos(backbone=BACKBONES['sincos-ape'], head=None)
+    encoder = _probe('sincos-ape').encoder
     with pytest.raises(ValueError, match='pos_mask_ratio'):
         LinearPositionProbe(encoder, NUM, pos_mask_ratio=0.)
     probe = LinearPositionProbe(encoder, NUM + 1)

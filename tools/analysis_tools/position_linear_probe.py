@@ -33,7 +33,8 @@ def build_probe(config: str, checkpoint: str, img_size: int,
     from mmengine.config import Config
 
     import mmpos  # noqa: F401
-    from mmpos.analysis.position_probe import LinearPositionProbe
+    from mmpos.analysis.position_probe import (LinearPositionProbe,
+                                               token_vit_config)
     from mmpos.models.selfsup.droppos import DropPos
     from mmpos.checkpoint import load_pretrained
 
@@ -44,9 +45,7 @@ def build_probe(config: str, checkpoint: str, img_size: int,
     backbone['type'] = backbone['type'].split('.')[-1]
     backbone.pop('init_cfg', None)
     backbone['img_size'] = img_size
-    if backbone['type'] == 'RoPEVisionTransformer':
-        backbone.update(out_type='raw', out_indices=-1)
-    encoder = DropPos(backbone=backbone, head=None)
+    encoder = DropPos(backbone=token_vit_config(backbone), head=None)
     load_pretrained(encoder.backbone, checkpoint, prefix='backbone.',
                     resizable=('pos_embed', ))
     patch = encoder.backbone.patch_embed.projection.kernel_size[0]

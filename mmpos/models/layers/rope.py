@@ -274,8 +274,14 @@ def resolve_rope_cfg(rope, default, legacy: dict, owner: str):
     if unknown:
         raise TypeError(f'{owner}: unexpected argument(s) {unknown}')
     if rope is not default:
+        spelled = {name[len('rope_'):]: value
+                   for name, value in sorted(legacy.items())}
+        new = 'rope=None' if spelled.get('type') == 'none' else \
+            f'rope=dict({", ".join(f"{k}={v!r}" for k, v in spelled.items())})'
         raise ValueError(f'{owner}: give rope=dict(...) or the old '
-                         f'{sorted(legacy)}, not both')
+                         f'{sorted(legacy)}, not both (the old ones read '
+                         f'{new}; on the command line '
+                         f'model.backbone.rope.<key>=...)')
     try:
         return rope_cfg_from_legacy(**legacy)
     except ValueError as err:

@@ -101,6 +101,22 @@ def test_default_thetas():
         scheme('learned')
 
 
+def test_old_and_new_rope_arguments_together_name_the_new_spelling():
+    from mmpos.models.backbones import RoPEVisionTransformer
+    tiny = dict(arch=dict(embed_dims=32, num_layers=1, num_heads=2,
+                          feedforward_channels=64), img_size=16, patch_size=8)
+    # a config's rope=dict(...) plus an old command-line switch
+    with pytest.raises(ValueError, match=r"not both \(the old ones read "
+                       r"rope=dict\(theta=100.0, type='axial'\)"):
+        RoPEVisionTransformer(**tiny, rope=dict(type='mixed'),
+                              rope_type='axial', rope_theta=100.)
+    with pytest.raises(ValueError, match=r'read rope=None'):
+        RoPEVisionTransformer(**tiny, rope=dict(type='mixed'),
+                              rope_type='none')
+    # the old arguments alone still build the same scheme
+    assert RoPEVisionTransformer(**tiny, rope_type='axial').rope.theta == 100.
+
+
 @pytest.mark.parametrize('rope_type', ['axial', 'mixed'])
 @pytest.mark.parametrize('offset', [(3., -2.), (0.37, -1.5)])
 @pytest.mark.parametrize('per_sample', [False, True])

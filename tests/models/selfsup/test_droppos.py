@@ -420,7 +420,7 @@ def test_mini_run_position_accuracy_rises_and_converts(tmp_path, mini_data):
                if k.startswith('backbone.')}
     # the demo Mask R-CNN / UperNet backbones in APE mode: strict (UperNet's
     # multi-level backbone has no final norm)
-    for backbone in _demo_backbones(rope_type='none', use_ape=True):
+    for backbone in _demo_backbones(rope=None, use_ape=True):
         backbone.load_state_dict(
             {k: v for k, v in weights.items()
              if backbone.final_norm or not k.startswith('ln1.')},

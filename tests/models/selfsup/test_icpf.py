@@ -463,7 +463,7 @@ def test_icpf_mini_run_and_transfer(tmp_path, mini_data):
     downstream = tmp_path / 'fpn_vit-tiny-ape_mini-ade.py'
     downstream.write_text(
         f"_base_ = ['{REPO / DOWNSTREAM}']\n"
-        "model = dict(backbone=dict(rope_type='none', use_ape=True, "
+        "model = dict(backbone=dict(rope=None, use_ape=True, "
         "img_size=128))\n")
     converted = tmp_path / 'backbone.pth'
     result = run_tool('tools/model_converters/mmpos2backbone.py', ckpt,

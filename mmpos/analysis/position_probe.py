@@ -44,12 +44,16 @@ def token_vit_config(backbone: dict) -> dict:
     and the last block as output. An mmpretrain ``VisionTransformer`` (or a
     subclass: ``MAEViT``, ``MoCoV3ViT``) becomes the ``RoPEVisionTransformer``
     with ``rope=None`` and its APE (learnable, or a fixed sin-cos table) of
-    the same shape: width, depth, heads, FFN width, qkv bias, LayerScale,
-    pre/final norm and norm eps are read off the built model, whose state
-    dict must load into the new one strictly (else ``BadInputError``).
+    the same shape: the converters'
+    :func:`~mmpos.checkpoint.converters.infer_vit_config` reads it off the
+    built model's state dict (the layouts are the same), plus the heads,
+    input size and norm eps, which the weights do not hold. The state dict
+    must load into the new backbone strictly (else ``BadInputError``).
     """
     from mmengine.registry import DefaultScope
     from mmpretrain.registry import MODELS
+
+    from mmpos.checkpoint.converters import infer_vit_config
 
     cfg = dict(backbone, type=backbone['type'].split('.')[-1])
     cls = MODELS.get(cfg['type'])
@@ -62,28 +66,18 @@ def token_vit_config(backbone: dict) -> dict:
             getattr(model, 'cls_token', None) is None:
         raise BadInputError(f'{cfg["type"]}: not a ViT with a class token and '
                             'an APE; the position probe runs ViTs')
-    layer = layers[0]
-    vit = dict(
-        type='RoPEVisionTransformer',
-        arch=dict(embed_dims=model.embed_dims, num_layers=len(layers),
-                  num_heads=layer.attn.num_heads,
-                  feedforward_channels=layer.ffn.feedforward_channels),
+    state = model.state_dict()
+    vit = infer_vit_config(
+        {f'backbone.{k}': v for k, v in state.items()},
+        layers[0].attn.num_heads, 'none',
         img_size=tuple(model.patch_embed.init_input_size),
-        patch_size=tuple(model.patch_embed.projection.kernel_size),
-        rope=None,
-        use_ape=True,
         ape_type='learnable' if model.pos_embed.requires_grad else 'sincos',
-        qkv_bias=layer.attn.qkv.bias is not None,
-        norm_cfg=dict(type='LN', eps=layer.ln1.eps),
-        final_norm=model.final_norm,
-        pre_norm=not isinstance(model.pre_norm, nn.Identity),
-        layer_scale_init_value=1e-5 if 'layers.0.attn.gamma1.weight' in
-        model.state_dict() else 0.,
-        out_type='raw')
+        norm_cfg=dict(type='LN', eps=layers[0].ln1.eps),
+        out_type='raw')['backbone']
     with DefaultScope.overwrite_default_scope('mmpretrain'):
         ours = MODELS.build(vit)
     try:
-        ours.load_state_dict(model.state_dict(), strict=True)
+        ours.load_state_dict(state, strict=True)
     except RuntimeError as err:
         raise BadInputError(f'{cfg["type"]} has no RoPEVisionTransformer '
                             f'twin: {str(err).splitlines()[0]}') from None

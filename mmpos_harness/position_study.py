@@ -9,16 +9,17 @@ square / triangle, :mod:`mmpos_harness.mini_data.cls`, rendered at 128 px and
 downsampled) at one resolution (32 px: a 4 x 4 grid), with several seeds,
 and evaluated at smaller and larger resolutions (the same validation
 images resized, as the paper's ResizeEdge + CenterCrop), for the RoPE
-schemes also with test-time frequency scaling
-(:func:`mmpos.models.layers.rope_schemes.scaled_frequencies`: NTK-aware and
-YaRN's NTK-by-parts) at the larger ones.
+schemes also with test-time frequency scaling (the ``freq_scaling`` entry
+of ``rope=dict(...)``, :class:`mmpos.models.layers.rope.FrequencyScaling`:
+NTK-aware, and YaRN's NTK-by-parts with its attention temperature) at the
+larger ones.
 
     python tools/paper_tables/position_study.py OUT_DIR [--schemes ...]
-        [--seeds 0 1 2] [--iters 150] [--batch-size 32]
-        [--sizes 24 32 48 64 96] [--train-size 32] [--num-train 1200]
-        [--num-val 600] [--threads 1]
+        [--seeds 0 1 2] [--iters 2000] [--batch-size 32]
+        [--sizes 24 32 48 64 96] [--train-size 32] [--num-train 4800]
+        [--num-val 1200] [--threads 1]
     python tools/paper_tables/position_study.py OUT_DIR --calibrate
-        [--calibrate-iters 75 150 300] [--schemes APE RoPE-Mixed]
+        [--calibrate-iters 500 1000 2000] [--schemes APE RoPE-Mixed]
 
 Every run writes ``OUT_DIR/runs/<scheme>/seed<k>.json`` (accuracies per
 size and scaling, seconds) and is skipped when that file exists (the study
@@ -83,12 +84,20 @@ def scalable(kwargs: dict) -> bool:
                                                  'string')
 
 
+def with_scaling(kwargs: dict, method: str, train_grid: int) -> dict:
+    """``kwargs`` with test-time frequency scaling ``method`` in its
+    ``rope`` (:class:`mmpos.models.layers.rope.FrequencyScaling`)."""
+    rope = dict(kwargs['rope'],
+                freq_scaling=dict(method=method, train_grid=train_grid))
+    return dict(kwargs, rope=rope)
+
+
 # ---------------------------------------------------------------- data
 def make_data(path: str, num_train: int, num_val: int) -> dict:
     """mini-cls images rendered at 128 px (uint8 ``(n, 3, 128, 128)``) and
     labels, cached at ``path``."""
     if osp.isfile(path):
-        return torch.load(path)
+        return torch.load(path, weights_only=True)
     from .mini_data.cls import _class_image
     data = {}
     for split, num, offset in (('train', num_train, 0),
@@ -158,18 +167,15 @@ def train_run(kwargs: dict, data: dict, seed: int, iters: int,
         sched.step()
     model.eval()
     out = dict(acc=evaluate(model, data['val'], sizes), loss=loss.item())
-    if scalable(kwargs):
-        from mmpos.models.layers.rope_schemes import scaled_frequencies
-        grid = train_size // PATCH
+    larger = [size for size in sizes if size > train_size]
+    if scalable(kwargs) and larger:
         for method in SCALINGS:
-            out[f'acc_{method}'] = {}
-            for size in sizes:
-                if size <= train_size:
-                    continue
-                with scaled_frequencies(model.backbone.rope,
-                                        size / train_size, method, grid):
-                    out[f'acc_{method}'].update(
-                        evaluate(model, data['val'], [size]))
+            # the trained weights in the config with the scaling entry
+            scaled = Classifier(train_size, **with_scaling(
+                kwargs, method, train_size // PATCH))
+            scaled.load_state_dict(model.state_dict())
+            out[f'acc_{method}'] = evaluate(scaled.eval(), data['val'],
+                                            larger)
     out['seconds'] = time.time() - start
     return out
 
@@ -280,8 +286,9 @@ def plot(summary: dict, path: str) -> None:
 # ------------------------------------------------------------------ CLI
 def run_study(args) -> dict:
     os.makedirs(args.out_dir, exist_ok=True)
-    data = make_data(osp.join(args.out_dir, 'data.pt'), args.num_train,
-                     args.num_val)
+    data = make_data(
+        osp.join(args.out_dir, f'data_{args.num_train}_{args.num_val}.pt'),
+        args.num_train, args.num_val)
     table = schemes(args.train_size // PATCH)
     names = args.schemes or list(table)
     unknown = set(names) - set(table)
@@ -362,17 +369,17 @@ def parse_args(argv=None):
     parser.add_argument('out_dir')
     parser.add_argument('--schemes', nargs='+')
     parser.add_argument('--seeds', nargs='+', type=int, default=[0, 1, 2])
-    parser.add_argument('--iters', type=int, default=150)
+    parser.add_argument('--iters', type=int, default=2000)
     parser.add_argument('--batch-size', type=int, default=32)
     parser.add_argument('--sizes', nargs='+', type=int,
                         default=[24, 32, 48, 64, 96])
     parser.add_argument('--train-size', type=int, default=32)
-    parser.add_argument('--num-train', type=int, default=1200)
-    parser.add_argument('--num-val', type=int, default=600)
+    parser.add_argument('--num-train', type=int, default=4800)
+    parser.add_argument('--num-val', type=int, default=1200)
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--calibrate', action='store_true')
     parser.add_argument('--calibrate-iters', nargs='+', type=int,
-                        default=[75, 150, 300])
+                        default=[500, 1000, 2000])
     args = parser.parse_args(argv)
     if args.train_size % PATCH or any(s % PATCH for s in args.sizes):
         parser.error(f'sizes must be multiples of the patch size {PATCH}')

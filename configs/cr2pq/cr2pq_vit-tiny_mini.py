@@ -12,8 +12,8 @@
 # has none of) -- the ranking's tuning grid also tries `model.target=pixel`;
 # BYOL's blur / colour jitter kept at their ImageNet sigma and strength,
 # which at 64px blur ~3.5x more relative to the image and erase the colour
-# and texture the mini tasks are defined by (the grid does not yet vary
-# them, see the ranking's report).
+# and texture the mini tasks are defined by (the ranking's tuning grid also
+# tries the blur scaled to 64px and crop + flip only).
 _base_ = [
     '../_base_/default_runtime_pretrain.py',
     '../_base_/schedules/pretrain_mini.py',

@@ -242,8 +242,54 @@ def test_grid_gives_every_method_the_same_budget():
                                     list(method_ranking.METHODS))
     sizes = {len(grid[m]) for m, (_, config) in
              method_ranking.METHODS.items() if config}
-    assert sizes == {6}
+    assert sizes == {8}
     assert any('model.target=pixel' in e['options'] for e in grid['cr2pq'])
+    for method in (m for m, (_, c) in method_ranking.METHODS.items() if c):
+        augs = [e for e in grid[method] if 'aug-' in e['name']]
+        assert len(augs) == 2 and all(
+            any('pipeline' in o for o in e['options']) for e in augs), method
+
+
+def _lookup(cfg, path):
+    for key in path:
+        cfg = cfg[int(key)] if isinstance(cfg, list) else cfg[key]
+    return cfg
+
+
+@pytest.mark.parametrize('method', [m for m, (_, c) in
+                                    method_ranking.METHODS.items() if c])
+def test_every_grid_entry_changes_an_existing_step_that_still_runs(method):
+    """Each tuning entry's --cfg-options land on steps its config has
+    (a typo would add a key silently), change their values, and the
+    merged augmentation pipeline builds and runs on an image."""
+    import numpy as np
+    from mmengine.config import Config, DictAction
+    from mmengine.registry import DefaultScope
+    from mmpretrain.registry import TRANSFORMS
+
+    import mmpos  # noqa: F401  (registers the view transforms)
+    grid = method_ranking.load_grid(method_ranking.GRID,
+                                    list(method_ranking.METHODS))
+    config = method_ranking.METHODS[method][1]
+    base = Config.fromfile(config)
+    for entry in grid[method]:
+        parsed = {}
+        for option in entry['options']:
+            key, value = option.split('=', 1)
+            parsed[key] = DictAction._parse_iterable(value)
+            *parent, leaf = key.split('.')
+            owner = _lookup(base, parent)  # KeyError: no such step
+            assert leaf in ('type', 'scale', 'crop_ratio_range',
+                            'aspect_ratio_range') or leaf in owner, option
+            assert owner.get(leaf) != parsed[key], option
+        cfg = Config.fromfile(config)
+        cfg.merge_from_dict(parsed)
+        with DefaultScope.overwrite_default_scope('mmpretrain'):
+            step = TRANSFORMS.build(cfg.train_dataloader.dataset.pipeline[1])
+        img = np.random.default_rng(0).integers(0, 255, (64, 64, 3),
+                                                dtype=np.uint8)
+        out = step(dict(img=img, img_shape=(64, 64), ori_shape=(64, 64)))
+        assert out is not None, entry['name']
 
 
 def test_dense_probes_are_ranking_tasks(tmp_path, monkeypatch):

@@ -622,7 +622,7 @@ class RoPEVisionTransformer(BaseBackbone):
         drawn = self.rope.coords(coords, hw, batch_size, self.num_layers)
         windows = [self._block_window(i) for i in range(self.num_layers)]
         tables = self.rope.tables(
-            [c if not ws else None for c, ws in zip(drawn, windows)])
+            [c if not ws else None for c, ws in zip(drawn, windows)], hw)
         for ws in set(windows) - {0}:
             if grid and self.rope.coords.is_identity:
                 win = [window_coords(hw, ws, 1, tokens.device).to(dtype)] * \
@@ -632,7 +632,7 @@ class RoPEVisionTransformer(BaseBackbone):
                 win = [parts.setdefault(id(c), window_partition(
                     c, hw, ws, pad_value=math.nan)) for c in drawn]
             win_tables = self.rope.tables(
-                [c if w == ws else None for c, w in zip(win, windows)])
+                [c if w == ws else None for c, w in zip(win, windows)], hw)
             tables = [w if t is None else t for t, w in zip(tables, win_tables)]
         return tables
 

@@ -261,10 +261,12 @@ class PositionScheme(nn.Module):
         scheme's frame (``NaN``: no position)."""
         raise NotImplementedError
 
-    def tables(self, coords: Sequence[Optional[Tensor]]
+    def tables(self, coords: Sequence[Optional[Tensor]],
+               hw: Optional[Sequence[int]] = None
                ) -> List[Optional[PositionTable]]:
         """Per-block tables for per-block coordinates (``None``: no table
-        for that block)."""
+        for that block) on the patch grid ``hw`` (the whole grid, also for
+        window tables; schemes that rescale for larger grids read it)."""
         out, done = [], {}
         for i, c in enumerate(coords):
             if c is None:
@@ -280,7 +282,8 @@ class PositionScheme(nn.Module):
                 batch_size: int) -> List[PositionTable]:
         """``depth`` tables for patch-unit ``coords`` ``(1|B, M, 2)`` of an
         ``hw`` grid (frame and augmentation of :attr:`coords` applied)."""
-        return self.tables(self.coords(coords, hw, batch_size, self.depth))
+        return self.tables(self.coords(coords, hw, batch_size, self.depth),
+                           hw)
 
 
 def build_position_scheme(cfg: Optional[dict], head_dim: int,

@@ -22,7 +22,7 @@ Both run in fp32 for fp16/bf16 inputs and agree to rounding. RoPE-Axial's
 fixed angles are computed in fp64 and then cast, RoPE-Mixed's learnable ones
 in the coordinates' dtype (in the autograd graph).
 """
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 import torch
 import torch.nn as nn
@@ -31,10 +31,12 @@ from torch import Tensor
 
 from mmpos.registry import POSITION_ENCODINGS
 from .position import PositionScheme, PositionTable, per_window
-from .rope_functional import (apply_rope, apply_rope_phasors,  # noqa: F401
-                              axial_frequencies, frequency_magnitudes,
-                              grid_coords, mixed_frequencies, rope_angles,
-                              rope_phasors, rope_tables, sincos_pos_embed_2d)
+from .rope_functional import (FREQ_SCALINGS, apply_rope,  # noqa: F401
+                              apply_rope_phasors, axial_frequencies,
+                              frequency_magnitudes, grid_coords,
+                              mixed_frequencies, rope_angles, rope_phasors,
+                              rope_tables, scale_frequencies,
+                              sincos_pos_embed_2d, yarn_attention_factor)
 
 ROPE_TYPES = ('axial', 'mixed')
 ROPE_LAYOUTS = ('pairs', 'half')
@@ -54,20 +56,27 @@ class RoPETable(PositionTable):
         layout: channel layout of the pairs (``'pairs'`` / ``'half'``).
         impl: ``'fast'`` (phasors, :func:`apply_rope_phasors`) or
             ``'eager'`` (cos/sin, :func:`apply_rope`).
+        magnitude: factor on every query / key channel, prefix tokens
+            included (YaRN's temperature, :func:`yarn_attention_factor`;
+            1: a pure rotation).
     """
 
     def __init__(self, angles: Tensor, layout: str = 'pairs',
-                 impl: str = 'fast'):
+                 impl: str = 'fast', magnitude: float = 1.):
         self.num_tokens, self.layout, self.impl = (angles.shape[-2], layout,
                                                    impl)
-        if impl == 'fast':  # exp(i a): (n, heads | 1, M, D/2) complex
-            self.half = torch.polar(torch.ones_like(angles), angles)
-        else:  # cos a, sin a: (n, heads | 1, M, D/2) each
-            self.half = (angles.cos(), angles.sin())
+        self.magnitude = float(magnitude)
+        if impl == 'fast':  # m exp(i a): (n, heads | 1, M, D/2) complex
+            self.half = torch.polar(
+                torch.full_like(angles, self.magnitude), angles)
+        else:  # m cos a, m sin a: (n, heads | 1, M, D/2) each
+            self.half = (angles.cos() * self.magnitude,
+                         angles.sin() * self.magnitude)
 
     def _table(self, num_tokens: int):
         """Phasors (fast) or full-width ``(cos, sin)`` (eager) for
-        ``num_tokens >= M`` tokens, the leading ones the identity."""
+        ``num_tokens >= M`` tokens, the leading ones angle 0 (times the
+        magnitude)."""
         pad = num_tokens - self.num_tokens  # prefix tokens: angle 0
 
         def padded(t, value):
@@ -78,8 +87,9 @@ class RoPETable(PositionTable):
             return torch.cat((fill, t), dim=-2)
 
         if self.impl == 'fast':
-            return padded(self.half, 1.)
-        cos, sin = padded(self.half[0], 1.), padded(self.half[1], 0.)
+            return padded(self.half, self.magnitude)
+        cos, sin = (padded(self.half[0], self.magnitude),
+                    padded(self.half[1], 0.))
         if self.layout == 'pairs':  # (..., N, D): (cos, cos), (-sin, sin)
             return (torch.stack((cos, cos), -1).flatten(-2),
                     torch.stack((-sin, sin), -1).flatten(-2))
@@ -111,16 +121,79 @@ class RoPETable(PositionTable):
         table = RoPETable.__new__(RoPETable)
         table.num_tokens, table.layout, table.impl = (self.num_tokens,
                                                       self.layout, 'eager')
+        table.magnitude = self.magnitude
         table.half = (self.half.real, self.half.imag)
         return table
 
 
+class FrequencyScaling:
+    """Test-time frequency scaling of a linear-angle RoPE scheme, the
+    ``freq_scaling=dict(...)`` entry of its ``rope=dict(...)``: in eval mode,
+    on a patch grid ``s = max(H / H0, W / W0) > 1`` times the training grid
+    ``(H0, W0)``, every block rotates with :func:`scale_frequencies` of its
+    frequencies (and, for YaRN, queries and keys carry
+    :func:`yarn_attention_factor`). Training, and grids no larger than the
+    training grid, are unchanged.
+
+    Args:
+        method: ``'pi'`` (position interpolation), ``'ntk'`` (NTK-aware) or
+            ``'yarn'`` (NTK-by-parts).
+        train_grid: the training patch grid, ``n`` or ``(H0, W0)`` (e.g.
+            14 for 224 px and 16 px patches); required.
+        alpha, beta: YaRN's turn thresholds over ``max(H0, W0)`` patches.
+        temperature: apply YaRN's attention temperature (default: for
+            ``'yarn'`` only, as YaRN).
+    """
+
+    def __init__(self, method: str = 'yarn',
+                 train_grid: Union[int, Sequence[int], None] = None,
+                 alpha: float = 1., beta: float = 32.,
+                 temperature: Optional[bool] = None):
+        if method not in FREQ_SCALINGS:
+            raise ValueError(f'freq_scaling method must be one of '
+                             f'{FREQ_SCALINGS}, got {method!r}')
+        if train_grid is None:
+            raise ValueError('freq_scaling needs train_grid, the training '
+                             'patch grid (e.g. train_grid=14 for 224 px '
+                             'inputs and 16 px patches)')
+        grid = ((train_grid, ) * 2 if isinstance(train_grid, (int, float))
+                else tuple(train_grid))
+        if len(grid) != 2 or min(grid) <= 0:
+            raise ValueError(f'freq_scaling train_grid must be a positive '
+                             f'side or (rows, cols), got {train_grid!r}')
+        self.method, self.train_grid = method, grid
+        self.alpha, self.beta = float(alpha), float(beta)
+        self.temperature = (method == 'yarn' if temperature is None else
+                            bool(temperature))
+
+    def __repr__(self) -> str:
+        return (f'FrequencyScaling(method={self.method!r}, train_grid='
+                f'{self.train_grid}, temperature={self.temperature})')
+
+    def factor(self, hw: Sequence[int]) -> float:
+        """``s``: the grid ``hw = (H, W)`` over the training grid."""
+        return max(hw[0] / self.train_grid[0], hw[1] / self.train_grid[1])
+
+    def frequencies(self, freqs: Tensor, scale: float) -> Tensor:
+        """``freqs`` ``(2, [heads,] K)`` for a grid ``scale`` times the
+        training grid."""
+        return scale_frequencies(freqs, scale, self.method,
+                                 max(self.train_grid), self.alpha, self.beta)
+
+    def magnitude(self, scale: float) -> float:
+        """The factor on queries and keys at ``scale``."""
+        return yarn_attention_factor(scale) if self.temperature else 1.
+
+
 class _RoPE(PositionScheme):
-    """Shared arguments of the RoPE schemes: ``layout``, ``impl`` and the
-    :class:`~.position.PatchCoords` options ``coords``."""
+    """Shared arguments of the linear-angle RoPE schemes (angles ``f_t .
+    r``): ``layout``, ``impl``, the :class:`~.position.PatchCoords` options
+    ``coords`` and test-time ``freq_scaling`` (:class:`FrequencyScaling`
+    options; the patch frame only: a normalised frame keeps the extent of
+    any grid, so there is nothing to rescale)."""
 
     def __init__(self, head_dim, num_heads, depth, layout='pairs',
-                 impl='fast', coords=None):
+                 impl='fast', coords=None, freq_scaling=None):
         super().__init__(head_dim, num_heads, depth, coords)
         for name, value, choices in (('layout', layout, ROPE_LAYOUTS),
                                      ('impl', impl, ROPE_IMPLS)):
@@ -128,6 +201,41 @@ class _RoPE(PositionScheme):
                 raise ValueError(f'RoPE {name} must be one of {choices}, got '
                                  f'{value!r}')
         self.layout, self.impl = layout, impl
+        if isinstance(freq_scaling, dict):
+            freq_scaling = FrequencyScaling(**freq_scaling)
+        if freq_scaling is not None and self.coords.frame != 'patch':
+            raise ValueError(f'freq_scaling needs the patch coordinate frame,'
+                             f' got frame={self.coords.frame!r} (a normalised'
+                             ' frame keeps the extent of any grid)')
+        self.freq_scaling = freq_scaling
+        self._scale = 1.  # set by tables() for the grid being positioned
+
+    def tables(self, coords, hw=None):
+        """As :meth:`PositionScheme.tables`; in eval mode on an ``hw`` grid
+        larger than ``freq_scaling``'s training grid the frequencies are
+        rescaled."""
+        scale = 1.
+        if self.freq_scaling is not None and hw is not None and \
+                not self.training:
+            scale = self.freq_scaling.factor(hw)
+        self._scale = scale
+        try:
+            return super().tables(coords, hw)
+        finally:
+            self._scale = 1.
+
+    def frequencies(self, freqs: Tensor) -> Tensor:
+        """``freqs`` as the current :meth:`tables` call rotates with."""
+        if self._scale <= 1.:
+            return freqs
+        return self.freq_scaling.frequencies(freqs, self._scale)
+
+    def table(self, angles: Tensor) -> RoPETable:
+        """The :class:`RoPETable` of ``angles`` (magnitude: YaRN's
+        temperature when scaling)."""
+        magnitude = (1. if self._scale <= 1. else
+                     self.freq_scaling.magnitude(self._scale))
+        return RoPETable(angles, self.layout, self.impl, magnitude)
 
     def angles(self, index: int, coords: Tensor) -> Tensor:
         """``(n, heads | 1, M, D/2)`` angles of block ``index``."""
@@ -135,8 +243,7 @@ class _RoPE(PositionScheme):
 
     def block_table(self, index: int, coords: Tensor) -> RoPETable:
         # NaN coordinates (no position) -> angle 0
-        return RoPETable(self.angles(index, coords.nan_to_num(0.)),
-                         self.layout, self.impl)
+        return self.table(self.angles(index, coords.nan_to_num(0.)))
 
 
 @POSITION_ENCODINGS.register_module(name='axial')
@@ -172,8 +279,9 @@ class AxialRoPE(_RoPE):
 
     def angles(self, index, coords):
         # fp64 angles (exact to fp32 rounding at any coordinate), then cast
-        return rope_angles(coords.double(), self.freqs.double()).to(
-            coords.dtype)
+        return rope_angles(coords.double(),
+                           self.frequencies(self.freqs.double())).to(
+                               coords.dtype)
 
 
 @POSITION_ENCODINGS.register_module(name='mixed')
@@ -183,7 +291,7 @@ class MixedRoPE(_RoPE):
     Args:
         theta: base of the initial magnitudes (default 10).
         rotate_init: random direction per head at init (``False``: axial).
-        axes, layout, impl, coords: as :class:`AxialRoPE`.
+        axes, layout, impl, coords, freq_scaling: as :class:`AxialRoPE`.
 
     ``freqs.<i>``: block ``i``'s ``(2, heads, D/2)`` parameter (the
     backbone's ``get_layer_depth`` gives it block ``i``'s depth).
@@ -204,7 +312,9 @@ class MixedRoPE(_RoPE):
                 freqs if axes == 'xy' else freqs.flip(0).contiguous()))
 
     def angles(self, index, coords):
-        return rope_angles(coords, self.freqs[index].to(coords.dtype))
+        return rope_angles(coords,
+                           self.frequencies(self.freqs[index]).to(
+                               coords.dtype))
 
 
 @POSITION_ENCODINGS.register_module(name='dinov3')

@@ -44,6 +44,10 @@ Options for other RoPE families (all off by default):
   GPT-NeoX, timm's ``rotate_half=True``). Weights trained with one layout
   need that layout (the two differ by a fixed permutation of the q/k
   channels).
+* **Test-time frequency scaling** (:func:`scale_frequencies`) for grids
+  larger than the training grid: position interpolation, NTK-aware and
+  YaRN's NTK-by-parts with its attention temperature
+  (:func:`yarn_attention_factor`).
 
 Torch only (no OpenMMLab import), so ``benchmarks/rope_attention_device.py``
 loads it by path. The schemes that use these functions are in :mod:`.rope`.
@@ -275,6 +279,66 @@ def apply_rope_phasors(x: Tensor, phasors: Tensor,
         rotated = torch.complex(re, im) * phasors
         out = torch.cat((rotated.real, rotated.imag), dim=-1)
     return out.to(x.dtype)
+
+
+FREQ_SCALINGS = ('pi', 'ntk', 'yarn')
+
+
+def scale_frequencies(freqs: Tensor,
+                      scale: float,
+                      method: str = 'ntk',
+                      train_extent: Optional[float] = None,
+                      alpha: float = 1.,
+                      beta: float = 32.) -> Tensor:
+    """2-D RoPE frequencies rescaled for a grid ``scale`` times larger than
+    the training grid (test-time extrapolation).
+
+    ``freqs``: ``(2, [heads,] K)``, the frequency vectors ``f_t`` (row 0
+    ``x``, row 1 ``y``) of the ``K`` pairs; each is scaled as a whole, so a
+    pair keeps its direction. With ``|f|`` the magnitudes (per head):
+
+    * ``'pi'`` (position interpolation): ``f / s`` (the larger grid is
+      squeezed into the training range of angles).
+    * ``'ntk'`` (NTK-aware): ``f s ** (-g)``, ``g = log(|f|_max / |f|) /
+      log(|f|_max / |f|_min)``: the highest frequency is kept, the lowest
+      divided by ``s``; for RoPE-Axial's geometric frequencies this is the
+      base change ``theta -> theta s ** (n / (n - 1))`` (``n = D/4``).
+    * ``'yarn'`` (YaRN's "NTK-by-parts" frequencies): with wavelength ``2 pi
+      / |f|`` and ``r = train_extent / wavelength``, ``g = clip((r - alpha)
+      / (beta - alpha), 0, 1)`` and ``f ((1 - g) / s + g)``: pairs turning
+      less than ``alpha`` times over the training grid are interpolated,
+      those turning more than ``beta`` times kept (YaRN's attention
+      temperature: :func:`yarn_attention_factor`).
+
+    ``scale <= 1`` returns ``freqs``.
+    """
+    if method not in FREQ_SCALINGS:
+        raise ValueError(f'frequency scaling must be one of {FREQ_SCALINGS}'
+                         f', got {method!r}')
+    if scale <= 1.:
+        return freqs
+    mag = freqs.norm(dim=0, keepdim=True)  # (1, [heads,] K)
+    if method == 'pi':
+        return freqs / scale
+    if method == 'ntk':
+        top = mag.amax(-1, keepdim=True)
+        bottom = mag.amin(-1, keepdim=True)
+        g = torch.log(top / mag) / torch.log(top / bottom).clamp_min(1e-12)
+        return freqs * scale**(-g)
+    if train_extent is None:
+        raise ValueError("frequency scaling 'yarn' needs train_extent (the "
+                         'training grid side in coordinate units)')
+    turns = train_extent * mag / (2 * math.pi)
+    g = ((turns - alpha) / (beta - alpha)).clamp(0., 1.)
+    return freqs * ((1 - g) / scale + g)
+
+
+def yarn_attention_factor(scale: float) -> float:
+    """YaRN's temperature as a factor on queries and keys: ``sqrt(1 / t) =
+    0.1 ln(s) + 1`` (YaRN, Peng et al. 2023), so the logits grow by ``1 /
+    t``; 1 for ``s <= 1``. Its reference implementation folds the factor
+    into the cos / sin tables, as :class:`~.rope.RoPETable` does."""
+    return 1. if scale <= 1. else 0.1 * math.log(scale) + 1.
 
 
 def sincos_pos_embed_2d(coords: Tensor,

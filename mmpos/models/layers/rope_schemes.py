@@ -41,18 +41,16 @@ y A_y)`` with commuting skew-symmetric generators ``A_x, A_y``,
   wedge pointing up, down, left or right) with the logit penalised by
   ``slope_h * slope_l * global_slope * |r_i - r_j|`` (:func:`lookhere_bias`).
 * **Test-time frequency scaling** for extrapolation to grids larger than the
-  training grid by ``s``: position interpolation (all frequencies / ``s``),
-  NTK-aware (the highest frequency kept, the lowest divided by ``s``,
-  geometric in between) and YaRN's NTK-by-parts (by wavelength against the
-  training extent) (:func:`scale_frequencies`), applied to any linear-angle
-  scheme at evaluation by :func:`scaled_frequencies`.
+  training grid: every linear-angle scheme here and in :mod:`.rope` takes
+  ``freq_scaling=dict(method=, train_grid=)``
+  (:class:`~.rope.FrequencyScaling`; the maths in
+  :func:`~.rope_functional.scale_frequencies`).
 
 Channel layout: rotary schemes act on contiguous blocks of ``b`` channels
 (``b = 2``: pairs ``(2t, 2t+1)``, the ``'pairs'`` layout of
 :mod:`.rope`), and the 2x2 rotation of angle ``a`` is
 ``exp(a [[0, -1], [1, 0]])``, as :func:`~.rope.apply_rope`.
 """
-import contextlib
 import math
 from typing import Optional, Sequence
 
@@ -62,9 +60,8 @@ from torch import Tensor
 
 from mmpos.registry import POSITION_ENCODINGS
 from .position import PositionScheme, PositionTable, per_window
-from .rope import RoPETable, mixed_frequencies, rope_angles
+from .rope import RoPETable, _RoPE, mixed_frequencies, rope_angles
 
-FREQ_SCALINGS = ('pi', 'ntk', 'yarn')
 LOOKHERE_FOVS = {
     # LookHere's head directions, cycled over the heads: the keys a head
     # sees (LH-180: half planes, LH-90: quadrants, LH-45: 45-degree wedges)
@@ -127,89 +124,6 @@ def spiral_frequencies(head_dim: int, num_directions: int = 4,
     cos = torch.where(phi == math.pi / 2, 0., torch.cos(phi))
     direction = torch.stack((cos, torch.sin(phi)))  # (2, K)
     return (direction[:, :, None] * mag).flatten(1).float()
-
-
-# ------------------------------------------------ test-time freq. scaling
-def scale_frequencies(freqs: Tensor,
-                      scale: float,
-                      method: str = 'ntk',
-                      train_extent: Optional[float] = None,
-                      alpha: float = 1.,
-                      beta: float = 32.) -> Tensor:
-    """2-D RoPE frequencies rescaled for a grid ``scale`` times larger than
-    the training grid (test-time extrapolation).
-
-    ``freqs``: ``(2, [heads,] K)``, the frequency vectors ``f_t`` (row 0
-    ``x``, row 1 ``y``) of the ``K`` pairs; each is scaled as a whole, so a
-    pair keeps its direction. With ``|f|`` the magnitudes (per head):
-
-    * ``'pi'`` (position interpolation): ``f / s`` (the larger grid is
-      squeezed into the training range of angles).
-    * ``'ntk'`` (NTK-aware): ``f s ** (-g)``, ``g = log(|f|_max / |f|) /
-      log(|f|_max / |f|_min)``: the highest frequency is kept, the lowest
-      divided by ``s``; for RoPE-Axial's geometric frequencies this is the
-      base change ``theta -> theta s ** (n / (n - 1))`` (``n = D/4``).
-    * ``'yarn'`` (YaRN's "NTK-by-parts" frequencies): with wavelength ``2 pi
-      / |f|`` and ``r = train_extent / wavelength``, ``g = clip((r - alpha)
-      / (beta - alpha), 0, 1)`` and ``f ((1 - g) / s + g)``: pairs turning
-      less than ``alpha`` times over the training grid are interpolated,
-      those turning more than ``beta`` times kept. YaRN's attention
-      temperature is not applied (the logit scale is no part of a
-      position table).
-
-    ``scale <= 1`` returns ``freqs``.
-    """
-    if method not in FREQ_SCALINGS:
-        raise ValueError(f'frequency scaling must be one of {FREQ_SCALINGS}'
-                         f', got {method!r}')
-    if scale <= 1.:
-        return freqs
-    mag = freqs.norm(dim=0, keepdim=True)  # (1, [heads,] K)
-    if method == 'pi':
-        return freqs / scale
-    if method == 'ntk':
-        top = mag.amax(-1, keepdim=True)
-        bottom = mag.amin(-1, keepdim=True)
-        g = torch.log(top / mag) / torch.log(top / bottom).clamp_min(1e-12)
-        return freqs * scale**(-g)
-    if train_extent is None:
-        raise ValueError("frequency scaling 'yarn' needs train_extent (the "
-                         'training grid side in coordinate units)')
-    turns = train_extent * mag / (2 * math.pi)
-    g = ((turns - alpha) / (beta - alpha)).clamp(0., 1.)
-    return freqs * ((1 - g) / scale + g)
-
-
-@contextlib.contextmanager
-def scaled_frequencies(scheme: nn.Module, scale: float, method: str = 'ntk',
-                       train_extent: Optional[float] = None, **kwargs):
-    """Evaluate ``scheme`` (any scheme with linear angles and a ``freqs``
-    tensor or per-block ``ParameterList``: ``'axial'``, ``'mixed'``,
-    ``'dinov3'``, ``'spiral'``, ``'string'``) with its frequencies rescaled
-    by :func:`scale_frequencies` inside the ``with`` block; restored on
-    exit. ``kwargs``: ``alpha``, ``beta``. Test-time only: no gradients.
-
-    ``scale`` is the test grid over the training grid in the scheme's
-    coordinate units (patch frame: the grid sides' ratio; a normalised
-    frame keeps the extent, so there is nothing to rescale).
-    """
-    freqs = getattr(scheme, 'freqs', None)
-    tensors = list(freqs) if isinstance(freqs, nn.ParameterList) else [freqs]
-    if any(not isinstance(t, Tensor) for t in tensors):
-        raise ValueError(f'{type(scheme).__name__} has no frequencies to '
-                         'rescale (ComRoPE / LieRE: use position_scale; '
-                         'LookHere: none)')
-    saved = [t.detach().clone() for t in tensors]
-    with torch.no_grad():
-        for t in tensors:
-            t.copy_(scale_frequencies(t, scale, method, train_extent,
-                                      **kwargs))
-    try:
-        yield scheme
-    finally:
-        with torch.no_grad():
-            for t, old in zip(tensors, saved):
-                t.copy_(old)
 
 
 # ------------------------------------------------ generator-based schemes
@@ -394,7 +308,7 @@ class BiasTable(PositionTable):
 
 # =========================================================== schemes
 @POSITION_ENCODINGS.register_module(name='spiral')
-class SpiralRoPE(PositionScheme):
+class SpiralRoPE(_RoPE):
     """Spiral RoPE (arXiv 2602.03227): fixed frequencies along
     ``num_directions`` directions (:func:`spiral_frequencies`); one table
     shared by all blocks.
@@ -404,19 +318,16 @@ class SpiralRoPE(PositionScheme):
         num_directions: ``K`` (``head_dim`` divisible by ``2 K``); 2 is
             RoPE-Axial. Default 4 (0, 45, 90, 135 degrees).
         theta: frequency base (100, as RoPE-Axial, for the patch frame).
-        layout, impl: channel layout and path of :class:`~.rope.RoPETable`.
+        layout, impl, freq_scaling: as :class:`~.rope.AxialRoPE`.
 
     ``freqs``: ``(2, D/2)`` buffer (not saved in checkpoints).
     """
     shared = True
 
     def __init__(self, head_dim: int, num_heads: int, depth: int,
-                 num_directions: int = 4, theta: float = 100.,
-                 layout: str = 'pairs', impl: str = 'fast',
-                 coords: Optional[dict] = None):
-        super().__init__(head_dim, num_heads, depth, coords)
+                 num_directions: int = 4, theta: float = 100., **kwargs):
+        super().__init__(head_dim, num_heads, depth, **kwargs)
         self.num_directions, self.theta = num_directions, float(theta)
-        self.layout, self.impl = layout, impl
         self.register_buffer(
             'freqs', spiral_frequencies(head_dim, num_directions, theta),
             persistent=False)
@@ -424,14 +335,13 @@ class SpiralRoPE(PositionScheme):
     def extra_repr(self) -> str:
         return f'num_directions={self.num_directions}, theta={self.theta}'
 
-    def block_table(self, index: int, coords: Tensor) -> RoPETable:
-        return RoPETable(rope_angles(finite_coords(coords),
-                                     self.freqs.to(coords.dtype)),
-                         self.layout, self.impl)
+    def angles(self, index: int, coords: Tensor) -> Tensor:
+        return rope_angles(coords,
+                           self.frequencies(self.freqs).to(coords.dtype))
 
 
 @POSITION_ENCODINGS.register_module(name='string')
-class STRINGRoPE(PositionScheme):
+class STRINGRoPE(_RoPE):
     """Cayley-STRING (Schenck et al., ICML 2025): ``RoPE(r) P`` per block
     and head, RoPE-Mixed's learnable frequencies after a learned orthogonal
     change of basis ``P = (I - S)(I + S)^{-1}`` (:func:`cayley`, ``S`` =
@@ -444,6 +354,7 @@ class STRINGRoPE(PositionScheme):
         head_dim, num_heads, depth, coords: :class:`~.position.PositionScheme`.
         theta: RoPE-Mixed's frequency base (10, patch frame).
         rotate_init: RoPE-Mixed's random direction per head at init.
+        freq_scaling: as :class:`~.rope.AxialRoPE` (the RoPE part).
 
     Parameters (per block ``i``):
         freqs.<i>: ``(2, heads, D/2)`` RoPE-Mixed frequencies
@@ -454,8 +365,10 @@ class STRINGRoPE(PositionScheme):
 
     def __init__(self, head_dim: int, num_heads: int, depth: int,
                  theta: float = 10., rotate_init: bool = True,
-                 coords: Optional[dict] = None):
-        super().__init__(head_dim, num_heads, depth, coords)
+                 coords: Optional[dict] = None,
+                 freq_scaling: Optional[dict] = None):
+        super().__init__(head_dim, num_heads, depth, coords=coords,
+                         freq_scaling=freq_scaling)
         self.theta = float(theta)
         self.freqs = nn.ParameterList(
             nn.Parameter(mixed_frequencies(head_dim, num_heads, theta,
@@ -475,10 +388,14 @@ class STRINGRoPE(PositionScheme):
         return cayley(upper_skew(
             raw.to(torch.promote_types(raw.dtype, torch.float32))))
 
+    def angles(self, index: int, coords: Tensor) -> Tensor:
+        return rope_angles(coords,
+                           self.frequencies(self.freqs[index]).to(
+                               coords.dtype))
+
     def block_table(self, index: int, coords: Tensor) -> BasisRoPETable:
-        rope = RoPETable(rope_angles(finite_coords(coords),
-                                     self.freqs[index].to(coords.dtype)))
-        return BasisRoPETable(rope, self.folded_basis(index))
+        return BasisRoPETable(super().block_table(index, coords),
+                              self.folded_basis(index))
 
 
 class _GeneratorRoPE(PositionScheme):
@@ -641,7 +558,7 @@ class LookHere(PositionScheme):
                 f'layer_slopes={self.layer_slopes}, '
                 f'distance={self.distance!r}')
 
-    def tables(self, coords: Sequence[Optional[Tensor]]) -> list:
+    def tables(self, coords: Sequence[Optional[Tensor]], hw=None) -> list:
         """All blocks' biases from one :func:`lookhere_bias` call per
         distinct coordinate tensor (the masks and distances are shared)."""
         out, done = [], {}

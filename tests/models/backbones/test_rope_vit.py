@@ -243,3 +243,35 @@ def test_builds_from_mmpretrain_mmdet_and_mmseg_registries():
         assert isinstance(model, RoPEVisionTransformer)
         outs = model(torch.randn(1, 3, 64, 96))
         assert [o.shape for o in outs] == [(1, 32, 4, 6)] * 2
+
+
+@pytest.mark.parametrize('window', [0, 2])
+def test_freq_scaling_from_the_command_line_keeps_the_checkpoint(window):
+    """The docs' ``--cfg-options model.backbone.rope.freq_scaling...`` on a
+    shipped config: the trained state dict loads strictly, the training
+    grid gives the same output and a larger grid (windowed blocks
+    included) is rescaled."""
+    from mmengine.config import Config
+
+    from mmpos.apis import build_backbone
+    cfg = Config.fromfile('configs/rope_vit/vit-mini_rope-mixed_mini-cls.py')
+    if window:
+        cfg.model.backbone.update(window_size=window, global_attn_indexes=[1],
+                                  with_cls_token=False, out_type='featmap')
+    torch.manual_seed(0)
+    plain = build_backbone(cfg).eval()
+    with torch.no_grad():  # logits far from 0 (the init's are ~1e-3)
+        for name, param in plain.named_parameters():
+            if 'qkv' in name:
+                param.normal_(0, 0.5)
+    cfg.merge_from_dict({'model.backbone.rope.freq_scaling.method': 'yarn',
+                         'model.backbone.rope.freq_scaling.train_grid': 8})
+    scaled = build_backbone(cfg)
+    scaled.load_state_dict(plain.state_dict())  # strict: no new keys
+    scaled.eval()
+    assert scaled.rope.freq_scaling.train_grid == (8, 8)
+    with torch.no_grad():
+        for size, equal in ((64, True), (128, False)):
+            x = torch.randn(2, 3, size, size)
+            same = torch.allclose(scaled(x)[0], plain(x)[0], atol=1e-5)
+            assert same == equal, size

@@ -10,6 +10,7 @@ import torch
 from mmpos.models.layers import (AxialRoPE, MixedRoPE, axial_frequencies,
                                  grid_coords, rope_phasors)
 from mmpos.models.layers import rope_schemes as rs
+from mmpos.models.layers.rope_functional import scale_frequencies
 from mmpos.registry import POSITION_ENCODINGS
 
 D, HEADS, DEPTH = 16, 4, 2
@@ -228,7 +229,7 @@ def test_ntk_scaling_of_axial_frequencies_is_a_base_change():
     """NTK-aware: theta -> theta s ** (n / (n - 1)) for n = D/4 pairs per
     axis: the highest frequency kept, the lowest divided by s."""
     s, n = 3., D // 4
-    scaled = rs.scale_frequencies(axial_frequencies(D, 100.), s, 'ntk')
+    scaled = scale_frequencies(axial_frequencies(D, 100.), s, 'ntk')
     assert torch.allclose(scaled,
                           axial_frequencies(D, 100. * s**(n / (n - 1))),
                           atol=1e-6)
@@ -237,7 +238,7 @@ def test_ntk_scaling_of_axial_frequencies_is_a_base_change():
 def test_position_interpolation_equals_rope_at_shrunk_positions():
     freqs = axial_frequencies(D, 100.)
     coords = grid_coords(6, 6)[None]
-    scaled = rs.scale_frequencies(freqs, 2., 'pi')
+    scaled = scale_frequencies(freqs, 2., 'pi')
     assert torch.allclose(rope_phasors(coords, scaled),
                           rope_phasors(coords / 2, freqs), atol=1e-6)
 
@@ -245,50 +246,110 @@ def test_position_interpolation_equals_rope_at_shrunk_positions():
 def test_yarn_keeps_fast_pairs_and_interpolates_slow_ones():
     freqs = axial_frequencies(32, 100.)  # magnitudes 1 .. 100 ** -7/8
     train, s = 14., 2.
-    scaled = rs.scale_frequencies(freqs, s, 'yarn', train, alpha=1.,
-                                  beta=2.)
+    scaled = scale_frequencies(freqs, s, 'yarn', train, alpha=1., beta=2.)
     turns = train * freqs.norm(dim=0) / (2 * math.pi)
     fast, slow = turns >= 2., turns <= 1.
     assert fast.any() and slow.any()
     assert torch.equal(scaled[:, fast], freqs[:, fast])
     assert torch.allclose(scaled[:, slow], freqs[:, slow] / s)
-    assert rs.scale_frequencies(freqs, 1., 'yarn', train) is freqs
+    assert scale_frequencies(freqs, 1., 'yarn', train) is freqs
     with pytest.raises(ValueError, match='train_extent'):
-        rs.scale_frequencies(freqs, 2., 'yarn')
+        scale_frequencies(freqs, 2., 'yarn')
 
 
-@pytest.mark.parametrize('cfg', [dict(type='axial'), dict(type='mixed'),
-                                 dict(type='spiral'), dict(type='string')])
-def test_scaled_frequencies_evaluates_any_linear_scheme_then_restores(cfg):
-    scheme = POSITION_ENCODINGS.build(
-        dict(cfg, head_dim=D, num_heads=HEADS, depth=DEPTH))
-    coords = grid_coords(8, 8)[None]
-    q, _ = qk(batch=1, tokens=64)
-    before = [t.rotate(q) for t in tables(scheme, coords)]
-    state = {k: v.clone() for k, v in scheme.state_dict().items()}
-    with rs.scaled_frequencies(scheme, 2., 'ntk'):
-        inside = [t.rotate(q) for t in tables(scheme, coords)]
-    for b, i in zip(before, inside):
-        assert not torch.allclose(b, i, atol=1e-3)
-    after = [t.rotate(q) for t in tables(scheme, coords)]
-    assert all(torch.equal(b, a) for b, a in zip(before, after))
-    for k, v in scheme.state_dict().items():
-        assert torch.equal(v, state[k]), k
-    with pytest.raises(ValueError, match='no frequencies'):
-        with rs.scaled_frequencies(rs.ComRoPE(D, HEADS, 1), 2.):
-            pass
+LINEAR = [dict(type='axial'), dict(type='mixed'), dict(type='spiral'),
+          dict(type='string')]
+
+
+def build(cfg, **kwargs):
+    return POSITION_ENCODINGS.build(
+        dict(cfg, head_dim=D, num_heads=HEADS, depth=DEPTH, **kwargs))
+
+
+@pytest.mark.parametrize('cfg', LINEAR)
+def test_freq_scaling_rescales_in_eval_on_larger_grids_only(cfg):
+    """``freq_scaling``: a 2x larger grid in eval mode rotates as the
+    scheme with its frequencies rescaled; the training grid, smaller grids
+    and training mode are unchanged; the parameters are never touched."""
+    torch.manual_seed(0)
+    plain = build(cfg).eval()
+    torch.manual_seed(0)
+    scaled = build(cfg, freq_scaling=dict(method='ntk', train_grid=4)).eval()
+    assert scaled.freq_scaling.temperature is False
+    q, _ = qk(batch=1, tokens=65)  # a class token and an 8 x 8 grid
+    grid8, grid4 = grid_coords(8, 8)[None], grid_coords(4, 4)[None]
+    rot = [t.rotate(q) for t in scaled.tables([grid8] * DEPTH, (8, 8))]
+    same = [t.rotate(q) for t in plain.tables([grid8] * DEPTH, (8, 8))]
+    for r, p in zip(rot, same):
+        assert not torch.allclose(r, p, atol=1e-3)
+        assert torch.equal(r[..., 0, :], q[..., 0, :])  # class token
+    # the reference: the plain scheme with its frequencies rescaled
+    with torch.no_grad():
+        for t in (plain.freqs if isinstance(plain.freqs, torch.nn.ParameterList)
+                  else [plain.freqs]):
+            t.copy_(scale_frequencies(t, 2., 'ntk'))
+    want = [t.rotate(q) for t in plain.tables([grid8] * DEPTH, (8, 8))]
+    for r, w in zip(rot, want):
+        assert torch.allclose(r, w, atol=1e-6)
+    torch.manual_seed(0)
+    plain = build(cfg).eval()
+    q4 = q[..., :17, :]
+    for hw, scheme_mode in (((4, 4), 'eval'), ((3, 4), 'eval'),
+                            ((4, 4), 'train')):
+        for scheme in (plain, scaled):
+            scheme.train(scheme_mode == 'train')
+        got = [t.rotate(q4) for t in scaled.tables([grid4] * DEPTH, hw)]
+        ref = [t.rotate(q4) for t in plain.tables([grid4] * DEPTH, hw)]
+        assert all(torch.equal(g, r) for g, r in zip(got, ref))
+    assert all(torch.equal(a, b) for a, b in zip(
+        scaled.state_dict().values(), plain.state_dict().values()))
 
 
 def test_ntk_scaled_axial_table_is_the_axial_table_of_the_new_base():
     s, n = 2., D // 4
     coords = grid_coords(8, 8)[None]
     q, _ = qk(batch=1, tokens=64)
-    scheme = AxialRoPE(D, HEADS, 1, theta=100.)
-    with rs.scaled_frequencies(scheme, s, 'ntk'):
-        got = scheme.block_table(0, coords).rotate(q)
+    scheme = AxialRoPE(D, HEADS, 1, theta=100.,
+                       freq_scaling=dict(method='ntk', train_grid=4)).eval()
+    got = scheme.tables([coords], (8, 8))[0].rotate(q)
     want = AxialRoPE(D, HEADS, 1, theta=100. * s**(n / (n - 1))).block_table(
         0, coords).rotate(q)
     assert torch.allclose(got, want, atol=1e-5)
+
+
+@pytest.mark.parametrize('impl', ['fast', 'eager'])
+def test_yarn_temperature_scales_every_query_and_key(impl):
+    """YaRN: ``sqrt(1/t) = 0.1 ln s + 1`` on queries and keys (class token
+    included), so every logit grows by ``1/t``; the export table keeps
+    it."""
+    coords = grid_coords(6, 6)[None]
+    q, k = qk(batch=1, tokens=37)
+    yarn = dict(method='yarn', train_grid=(3, 2))  # s = max(2, 3) = 3
+    hot = AxialRoPE(D, HEADS, 1, impl=impl, freq_scaling=yarn).eval()
+    cold = AxialRoPE(D, HEADS, 1, impl=impl,
+                     freq_scaling=dict(yarn, temperature=False)).eval()
+    t_hot = hot.tables([coords], (6, 6))[0]
+    t_cold = cold.tables([coords], (6, 6))[0]
+    factor = (0.1 * math.log(3.) + 1)**2
+    assert math.isclose(t_hot.magnitude**2, factor)
+    want = t_cold.rotate(q) @ t_cold.rotate(k).transpose(-1, -2) * factor
+    for table in (t_hot, t_hot.export()):
+        got = table.rotate(q) @ table.rotate(k).transpose(-1, -2)
+        assert torch.allclose(got, want, atol=1e-4)
+
+
+def test_freq_scaling_refuses_what_it_cannot_scale():
+    with pytest.raises(ValueError, match='train_grid'):
+        AxialRoPE(D, HEADS, 1, freq_scaling=dict(method='yarn'))
+    with pytest.raises(ValueError, match='method'):
+        AxialRoPE(D, HEADS, 1, freq_scaling=dict(method='linear',
+                                                 train_grid=4))
+    with pytest.raises(ValueError, match='patch coordinate frame'):
+        build(dict(type='dinov3'),
+              freq_scaling=dict(method='ntk', train_grid=14))
+    with pytest.raises(TypeError, match='freq_scaling'):
+        build(dict(type='comrope'),
+              freq_scaling=dict(method='ntk', train_grid=14))
 
 
 # ----------------------------------------------------------- LookHere

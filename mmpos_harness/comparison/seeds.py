@@ -56,6 +56,7 @@ import math
 import os.path as osp
 from typing import Dict, List, Optional
 
+from mmpos.engine.hooks.encoder_tokens import TOKENS_FILE
 from mmpos.engine.hooks.health_monitor import HEALTH_FILE
 
 from ..results import read_run
@@ -181,6 +182,19 @@ def mean_std(values: List[float]) -> tuple:
     return mean, math.sqrt(var)
 
 
+def tokens_per_image(work_dirs: List[str]) -> Optional[float]:
+    """Mean encoder tokens per image over the pretraining runs that wrote
+    ``encoder_tokens.json`` (:class:`~mmpos.engine.hooks.encoder_tokens.
+    EncoderTokensHook`); None when none did."""
+    values = []
+    for work_dir in work_dirs:
+        path = osp.join(work_dir, TOKENS_FILE)
+        if osp.isfile(path):
+            with open(path) as f:
+                values.append(json.load(f)['tokens_per_image'])
+    return sum(values) / len(values) if values else None
+
+
 def pretrain_health(work_dirs: List[str]) -> Optional[dict]:
     """The pretraining runs' ``health.json`` summarised: mean final
     ``cos_within`` / ``cos_across`` / ``eff_rank`` (and initial
@@ -228,6 +242,7 @@ def summarise(root: str) -> dict:
             compute[f'pretrain_{key}'] = round(sum(pre), 2) if pre else None
             compute[f'transfer_{key}'] = round(
                 sum(m for m in transfer if m), 2)
+        compute['tokens_per_image'] = tokens_per_image(pre_dirs)
         out['health'][init] = pretrain_health(pre_dirs)
     for task, spec in plan['tasks'].items():
         scale = spec.get('scale', 1.0)
@@ -345,7 +360,8 @@ def markdown(summary: dict) -> str:
         labels = list(task['metrics'].values())
         header += [f'{task["label"]} {label}' for label in labels]
         header.append(f'{task["label"]} Δ {labels[0]}')
-    header += ['pretrain min', 'transfer min', 'cos within / across',
+    header += ['pretrain min', 'tokens / image', 'transfer min',
+               'cos within / across',
                'eff. rank (init)', 'teacher entropy', 'collapsed runs']
     if nested:
         seeds = (f'pretraining seeds {summary["pretrain_seeds"]} x transfer '
@@ -380,7 +396,9 @@ def markdown(summary: dict) -> str:
             cells.append(_fmt_diff(next(iter(per_metric.values()))))
         compute = summary['compute'][init]
         pre = compute['pretrain_minutes']
+        tokens = compute.get('tokens_per_image')
         cells += ['-' if pre is None else f'{pre:.1f}',
+                  '-' if tokens is None else f'{tokens:.0f}',
                   f'{compute["transfer_minutes"]:.1f}']
         cells += _fmt_health(summary.get('health', {}).get(init))
         lines.append('| ' + ' | '.join(cells) + ' |')

@@ -100,6 +100,8 @@ def _write_comparison(root, values, health):
             if health.get(init):
                 seeds.write_json(os.path.join(pre, 'health.json'),
                                  health[init][p])
+                seeds.write_json(os.path.join(pre, 'encoder_tokens.json'),
+                                 dict(tokens_per_image=16. + p))
             for t, value in enumerate(group):
                 work_dir = seeds.transfer_dir(str(root), 'linear-probe',
                                               init, t, p)
@@ -124,11 +126,14 @@ def test_table_has_health_columns_and_flags_a_collapsed_run(tmp_path):
     text = seeds.markdown(summary)
     header = next(line for line in text.splitlines()
                   if line.startswith('| rank'))
-    for column in ('cos within / across', 'eff. rank (init)',
-                   'teacher entropy', 'collapsed runs'):
+    for column in ('tokens / image', 'cos within / across',
+                   'eff. rank (init)', 'teacher entropy', 'collapsed runs'):
         assert column in header
+    assert summary['compute']['A']['tokens_per_image'] == pytest.approx(17.)
+    assert summary['compute'][runs.RANDOM_INIT]['tokens_per_image'] is None
     rows = [line for line in text.splitlines() if line.startswith('| ')][2:]
     assert rows[0].startswith('| 1 | A |')
+    assert '| 17 | ' in rows[0]
     assert '0.30 / 0.10 | 30.0 (50.0) | - | 0/3 |' in rows[0]
     assert rows[-1].startswith('| - | B (collapsed, not ranked) |')
     assert '1/3 COLLAPSED' in rows[-1]

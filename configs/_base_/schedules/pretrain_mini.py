@@ -37,6 +37,12 @@ health_monitor = dict(
     dataset=dict(probe_dataset, data_prefix='val'),
     interval=50)
 
+# The student encoder's tokens per image (EncoderTokensHook: every view and
+# crop through the backbone's first block in the first iteration), written
+# to <work_dir>/encoder_tokens.json; the method ranking shows it beside the
+# image budget.
+encoder_tokens = dict(type='EncoderTokensHook')
+
 max_iters, warmup_iters = 60, 10
 optim_wrapper = dict(
     type='OptimWrapper',
@@ -56,7 +62,8 @@ pretrain_mini_hooks = dict(
     checkpoint=dict(type='CheckpointHook', by_epoch=False,
                     interval=max_iters, max_keep_ckpts=1),
     online_probe=online_probe,
-    health_monitor=health_monitor)
+    health_monitor=health_monitor,
+    encoder_tokens=encoder_tokens)
 log_processor = dict(by_epoch=False)
 # The 300-iteration mini pretraining schedule of the masked-image methods
 # (DropPos' mini config, MAE in the method ranking): the above with

@@ -1,6 +1,7 @@
 from .checkpoint_fit import CheckpointFitHook
 from .dense_probes import OnlineDepthProbeHook, OnlineRetrievalProbeHook
 from .dino_schedules_hook import TeacherTempHook
+from .encoder_tokens import EncoderTokensHook
 from .droppos_sigma_hook import DropPosSigmaHook
 from .ema_teacher import EMATeacherHook
 from .health_monitor import HealthMonitorHook
@@ -11,6 +12,7 @@ from .rng_state import RNGStateHook
 
 __all__ = [
     'CheckpointFitHook', 'DropPosSigmaHook', 'EMATeacherHook',
+    'EncoderTokensHook',
     'HealthMonitorHook', 'IntactCheckpointHook', 'NonFiniteLossError',
     'NonFiniteLossHook', 'OnlineDepthProbeHook', 'OnlineProbeHook',
     'OnlineRetrievalProbeHook',

@@ -2,6 +2,7 @@
 computation, the sigma schedule hook, the encoder input of Eq. 3 (sin-cos
 ViT and RoPE ViT), checkpoint conversion, and a mini pretraining run through
 mmengine's Runner whose position accuracy rises well above chance."""
+import json
 import math
 
 import pytest
@@ -412,6 +413,9 @@ def test_mini_run_position_accuracy_rises_and_converts(tmp_path, mini_data):
     # of the last iteration, which a resumed run would continue from
     sigmas = [r['sigma'] for r in records]
     assert sigmas == sorted(sigmas, reverse=True) and sigmas[-1] < 0.05
+    # the encoder sees the class token and the 12 kept of 16 patches
+    tokens = json.loads((tmp_path / 'encoder_tokens.json').read_text())
+    assert tokens['tokens_per_image'] == 16 * (1 - 0.25) + 1
     ckpt = torch.load(tmp_path / 'iter_300.pth', map_location='cpu',
                       weights_only=False)
     state = ckpt['state_dict']

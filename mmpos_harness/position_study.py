@@ -39,6 +39,7 @@ import os
 import os.path as osp
 import sys
 import time
+from typing import Optional
 
 import numpy as np
 import torch
@@ -112,13 +113,41 @@ def make_data(path: str, num_train: int, num_val: int) -> dict:
     return data
 
 
+def normalise(x: torch.Tensor) -> torch.Tensor:
+    """Float images in ``[0, 255]`` -> about zero mean, unit std."""
+    return (x / 255. - 0.5) / 0.25
+
+
 def resize(images: torch.Tensor, size: int) -> torch.Tensor:
     """uint8 images -> normalised float at ``size`` (antialiased)."""
-    x = images.float() / 255.
+    x = images.float()
     if x.shape[-1] != size:
         x = F.interpolate(x, size=(size, size), mode='bilinear',
                           antialias=True, align_corners=False)
-    return (x - 0.5) / 0.25
+    return normalise(x)
+
+
+def random_resized_crop(images: torch.Tensor, size: int, scale: float,
+                        gen: torch.Generator) -> torch.Tensor:
+    """Inception-style crops of ``images`` ``(n, 3, R, R)`` (values in
+    ``[0, 255]``): per image
+    an area fraction ``U[scale, 1]`` and aspect ratio log-uniform in ``[3/4,
+    4/3]`` (clipped to the image), placed uniformly, averaged down to
+    ``size`` (``roi_align``, adaptive sampling: antialiased); normalised."""
+    from torchvision.ops import roi_align
+    n, side = images.shape[0], images.shape[-1]
+    area = torch.empty(n).uniform_(scale, 1., generator=gen) * side**2
+    log_ratio = torch.empty(n).uniform_(math.log(3 / 4), math.log(4 / 3),
+                                        generator=gen)
+    w = (area * log_ratio.exp()).sqrt().clamp(max=side)
+    h = (area / log_ratio.exp()).sqrt().clamp(max=side)
+    x0 = torch.rand(n, generator=gen) * (side - w)
+    y0 = torch.rand(n, generator=gen) * (side - h)
+    boxes = torch.stack((torch.arange(n, dtype=torch.float), x0, y0, x0 + w,
+                         y0 + h), dim=1)
+    crops = roi_align(images.float(), boxes, output_size=size,
+                      sampling_ratio=-1, aligned=True)
+    return normalise(crops)
 
 
 # ---------------------------------------------------------------- model
@@ -139,15 +168,20 @@ class Classifier(nn.Module):
 
 def train_run(kwargs: dict, data: dict, seed: int, iters: int,
               train_size: int, sizes, batch_size: int = 32,
-              lr: float = 1e-3) -> dict:
+              lr: float = 1e-3, crop_scale: Optional[float] = None) -> dict:
     """Train one model, evaluate it; returns ``{'acc': {size: top-1 %},
-    'acc_<scaling>': {...}, 'seconds': ...}``."""
+    'acc_<scaling>': {...}, 'seconds': ...}``. ``crop_scale``: train on
+    :func:`random_resized_crop` s of at least that area fraction instead of
+    the whole images."""
     start = time.time()
     torch.manual_seed(seed)
     model = Classifier(train_size, **kwargs)
     model.backbone.init_weights()
     images, labels = data['train']
-    train = resize(images, train_size)
+    train = resize(images, train_size) if crop_scale is None else None
+    if crop_scale is not None:  # crops from a 2x source (cheaper to pool)
+        images = F.interpolate(images.float(), size=2 * train_size,
+                               mode='bilinear', antialias=True)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.05)
     warmup = max(1, iters // 10)
     sched = torch.optim.lr_scheduler.LambdaLR(
@@ -156,8 +190,9 @@ def train_run(kwargs: dict, data: dict, seed: int, iters: int,
     gen = torch.Generator().manual_seed(seed)
     model.train()
     for _ in range(iters):
-        idx = torch.randint(len(train), (batch_size, ), generator=gen)
-        x = train[idx]
+        idx = torch.randint(len(images), (batch_size, ), generator=gen)
+        x = train[idx] if train is not None else random_resized_crop(
+            images[idx], train_size, crop_scale, gen)
         flip = torch.rand(batch_size, generator=gen) < 0.5
         x = torch.where(flip[:, None, None, None], x.flip(-1), x)
         loss = F.cross_entropy(model(x), labels[idx])
@@ -249,7 +284,11 @@ def markdown(summary: dict, seeds, iters: int) -> str:
     lines = [
         f'Top-1 (%) on mini-cls validation images, mean ± std over seeds '
         f'{list(seeds)}, {iters} training iterations at '
-        f"{summary['train_size']} px; (Δ vs {summary['reference']}, "
+        f"{summary['train_size']} px on "
+        + ('whole images' if summary.get('crop_scale') is None else
+           f"random resized crops of {summary['crop_scale']:g}-1 of the "
+           'image area') +
+        f"; (Δ vs {summary['reference']}, "
         '"clear" when larger than 2 pooled std). +NTK / +YARN: test-time '
         'frequency scaling at the larger sizes.', '',
         '| ' + ' | '.join(header) + ' |', '|' + ' --- |' * len(header)
@@ -305,7 +344,8 @@ def run_study(args) -> dict:
             if not osp.isfile(path):
                 result = train_run(table[name], data, seed, args.iters,
                                    args.train_size, args.sizes,
-                                   args.batch_size)
+                                   args.batch_size,
+                                   crop_scale=args.crop_scale)
                 os.makedirs(osp.dirname(path), exist_ok=True)
                 with open(path, 'w') as f:
                     json.dump(result, f, indent=1)
@@ -316,7 +356,8 @@ def run_study(args) -> dict:
     summary = summarise(runs, args.sizes, args.train_size)
     summary.update(command=' '.join(sys.argv), date=time.strftime(
         '%Y-%m-%d %H:%M UTC', time.gmtime()), machine=_machine(),
-                   iters=args.iters, seeds=args.seeds)
+                   iters=args.iters, seeds=args.seeds,
+                   crop_scale=args.crop_scale)
     base = osp.join(args.out_dir, 'position_study')
     with open(base + '.json', 'w') as f:
         json.dump(summary, f, indent=1)
@@ -334,7 +375,7 @@ def calibrate(args, data, table, names) -> dict:
         for name in names:
             result = train_run(table[name], data, args.seeds[0], iters,
                                args.train_size, [args.train_size],
-                               args.batch_size)
+                               args.batch_size, crop_scale=args.crop_scale)
             out.setdefault(str(iters), {})[name] = dict(
                 acc=result['acc'][str(args.train_size)],
                 seconds=round(result['seconds'], 1))
@@ -377,6 +418,9 @@ def parse_args(argv=None):
     parser.add_argument('--num-train', type=int, default=4800)
     parser.add_argument('--num-val', type=int, default=1200)
     parser.add_argument('--threads', type=int, default=1)
+    parser.add_argument('--crop-scale', type=float, default=None,
+                        help='train on random resized crops of at least '
+                        'this area fraction (default: whole images)')
     parser.add_argument('--calibrate', action='store_true')
     parser.add_argument('--calibrate-iters', nargs='+', type=int,
                         default=[500, 1000, 2000])

@@ -45,3 +45,31 @@ def test_tiny_study_runs_resumes_and_writes_table_and_plot(tmp_path):
     before = run.stat().st_mtime_ns
     study.main(argv)  # resumes: nothing retrained
     assert run.stat().st_mtime_ns == before
+
+
+def test_random_resized_crops_keep_their_area_share():
+    """Crops of a bright centre square (a quarter of the area) on black:
+    a crop of >= 25% of the area with aspect ratio in [3/4, 4/3] is >= 0.43
+    of the side wide and high, so wherever it lies it overlaps the square;
+    a whole-image crop (scale 1) shows the square's quarter share."""
+    import torch
+    images = torch.zeros(64, 3, 64, 64)
+    images[:, :, 16:48, 16:48] = 255.  # a quarter of the area
+    gen = torch.Generator().manual_seed(0)
+    crops = study.random_resized_crop(images, 32, 0.25, gen)
+    assert crops.shape == (64, 3, 32, 32)
+    bright = (crops * 0.25 + 0.5).mean(dim=(1, 2, 3))  # share of 255
+    assert bright.min() > 0.02 and bright.max() <= 1. + 1e-6  # >= (11.7 / 64)^2
+    assert bright.std() > 0.05  # the crops differ
+    whole = study.random_resized_crop(images[:1], 32, 1., gen)
+    assert abs((whole * 0.25 + 0.5).mean().item() - 0.25) < 0.05
+
+
+def test_tiny_study_with_random_resized_crops(tmp_path):
+    study.main([str(tmp_path), '--schemes', 'APE', '--seeds', '0',
+                '--iters', '2', '--sizes', '32', '--num-train', '12',
+                '--num-val', '9', '--crop-scale', '0.35'])
+    summary = json.loads((tmp_path / 'position_study.json').read_text())
+    assert summary['crop_scale'] == 0.35
+    assert 'random resized crops of 0.35-1' in (
+        tmp_path / 'position_study.md').read_text()

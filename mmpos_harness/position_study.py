@@ -300,23 +300,41 @@ def markdown(summary: dict, seeds, iters: int) -> str:
 
 
 def plot(summary: dict, path: str) -> None:
+    """Top-1 against test resolution: the schemes as trained (left) and
+    with test-time frequency scaling (right, NTK dotted, YaRN dashed, APE
+    for reference); one colour per scheme."""
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for label, per_size in summary['rows'].items():
+    rows = summary['rows']
+    bases = [label for label in rows if ' +' not in label]
+    colours = dict(zip(bases, plt.get_cmap('tab20').colors))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
+    for label, per_size in rows.items():
+        base, _, scaling = label.partition(' +')
         pts = [(int(s), v['mean'], v['std'] or 0.)
                for s, v in per_size.items() if v['mean'] is not None]
         if not pts:
             continue
+        if scaling:  # the training size joins the scaled curve
+            train = rows[base][str(summary['train_size'])]
+            pts = [(summary['train_size'], train['mean'], 0.)] + pts
         xs, ys, es = zip(*pts)
-        ax.errorbar(xs, ys, yerr=es, marker='o', capsize=2, label=label,
-                    linestyle='--' if label.endswith(('+NTK', '+YARN'))
-                    else '-')
-    ax.axvline(summary['train_size'], color='grey', linewidth=0.8)
-    ax.set_xlabel('test resolution (px; training: grey line)')
-    ax.set_ylabel('top-1 (%)')
-    ax.legend(fontsize=7, ncol=2)
+        panels = [axes[1]] if scaling else [axes[0]]
+        if label == summary['reference']:
+            panels = list(axes)
+        for ax in panels:
+            ax.errorbar(xs, ys, yerr=es, marker='o', markersize=3,
+                        capsize=2, color=colours[base], label=label,
+                        linestyle={'': '-', 'NTK': ':',
+                                   'YARN': '--'}[scaling])
+    for ax, title in zip(axes, ('as trained', 'with test-time frequency '
+                                'scaling')):
+        ax.axvline(summary['train_size'], color='grey', linewidth=0.8)
+        ax.set_xlabel('test resolution (px; training: grey line)')
+        ax.set_title(title)
+        ax.legend(fontsize=6, ncol=2)
+    axes[0].set_ylabel('top-1 (%)')
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -356,7 +356,7 @@ def test_seed_table(tmp_path, capsys):
     assert seeds.ranking(summary) == ['DropPos', 'MAE', runs.RANDOM_INIT]
     assert ('| 1 | DropPos | 32.0 ± 2.0 | 16.0 ± 1.0 | 64.0 ± 4.0 | '
             '+20.0 (clear) | 30.0 ± 10.0 | 40.0 ± 10.0 | +8.0 (within '
-            'noise) | - | 4.5 |') in stdout
+            'noise) | - | - | 4.5 |') in stdout  # no pretraining, tokens
     assert ('- DropPos: advantage over random init larger than 2 std on '
             'mini-objects (AP^bb +20.0 (clear), AP^mk +10.0 (clear), '
             'AP^bb_50 +40.0 (clear)); NO advantage over random init beyond 2 '

@@ -130,10 +130,10 @@ def resize(images: torch.Tensor, size: int) -> torch.Tensor:
 def random_resized_crop(images: torch.Tensor, size: int, scale: float,
                         gen: torch.Generator) -> torch.Tensor:
     """Inception-style crops of ``images`` ``(n, 3, R, R)`` (values in
-    ``[0, 255]``): per image
-    an area fraction ``U[scale, 1]`` and aspect ratio log-uniform in ``[3/4,
-    4/3]`` (clipped to the image), placed uniformly, averaged down to
-    ``size`` (``roi_align``, adaptive sampling: antialiased); normalised."""
+    ``[0, 255]``): per image an area fraction ``U[scale, 1]`` and aspect
+    ratio log-uniform in ``[3/4, 4/3]`` (clipped to the image), placed
+    uniformly, averaged down to ``size`` (``roi_align``, adaptive sampling:
+    antialiased); normalised."""
     from torchvision.ops import roi_align
     n, side = images.shape[0], images.shape[-1]
     area = torch.empty(n).uniform_(scale, 1., generator=gen) * side**2
@@ -178,10 +178,12 @@ def train_run(kwargs: dict, data: dict, seed: int, iters: int,
     model = Classifier(train_size, **kwargs)
     model.backbone.init_weights()
     images, labels = data['train']
-    train = resize(images, train_size) if crop_scale is None else None
-    if crop_scale is not None:  # crops from a 2x source (cheaper to pool)
-        images = F.interpolate(images.float(), size=2 * train_size,
-                               mode='bilinear', antialias=True)
+    if crop_scale is None:
+        train = resize(images, train_size)
+    else:  # crops from a 2x source (cheaper to pool)
+        train, images = None, F.interpolate(
+            images.float(), size=2 * train_size, mode='bilinear',
+            antialias=True)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.05)
     warmup = max(1, iters // 10)
     sched = torch.optim.lr_scheduler.LambdaLR(

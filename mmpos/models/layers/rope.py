@@ -185,7 +185,7 @@ class FrequencyScaling:
         return yarn_attention_factor(scale) if self.temperature else 1.
 
 
-class _RoPE(PositionScheme):
+class LinearAngleRoPE(PositionScheme):
     """Shared arguments of the linear-angle RoPE schemes (angles ``f_t .
     r``): ``layout``, ``impl``, the :class:`~.position.PatchCoords` options
     ``coords`` and test-time ``freq_scaling`` (:class:`FrequencyScaling`
@@ -247,14 +247,15 @@ class _RoPE(PositionScheme):
 
 
 @POSITION_ENCODINGS.register_module(name='axial')
-class AxialRoPE(_RoPE):
+class AxialRoPE(LinearAngleRoPE):
     """RoPE-Axial (Eq. 12/13), fixed frequencies shared by heads and blocks.
 
     Args:
         theta: frequency base (default 100), or ``periods``: DINOv3's
             parametrisation (:func:`frequency_magnitudes`).
         axes: ``'xy'`` / ``'yx'`` (which half of the pairs rotates with
-            ``x``); ``layout``, ``impl``, ``coords``: :class:`_RoPE`.
+            ``x``); ``layout``, ``impl``, ``coords``, ``freq_scaling``:
+            :class:`LinearAngleRoPE`.
 
     ``freqs``: ``(2, D/2)`` fp64 buffer (not saved); row 0 ``theta_x``.
     """
@@ -285,7 +286,7 @@ class AxialRoPE(_RoPE):
 
 
 @POSITION_ENCODINGS.register_module(name='mixed')
-class MixedRoPE(_RoPE):
+class MixedRoPE(LinearAngleRoPE):
     """RoPE-Mixed (Eq. 14): learnable frequencies per block and head.
 
     Args:

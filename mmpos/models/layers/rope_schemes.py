@@ -60,7 +60,8 @@ from torch import Tensor
 
 from mmpos.registry import POSITION_ENCODINGS
 from .position import PositionScheme, PositionTable, per_window
-from .rope import RoPETable, _RoPE, mixed_frequencies, rope_angles
+from .rope import (LinearAngleRoPE, RoPETable, mixed_frequencies,
+                   rope_angles)
 
 LOOKHERE_FOVS = {
     # LookHere's head directions, cycled over the heads: the keys a head
@@ -308,7 +309,7 @@ class BiasTable(PositionTable):
 
 # =========================================================== schemes
 @POSITION_ENCODINGS.register_module(name='spiral')
-class SpiralRoPE(_RoPE):
+class SpiralRoPE(LinearAngleRoPE):
     """Spiral RoPE (arXiv 2602.03227): fixed frequencies along
     ``num_directions`` directions (:func:`spiral_frequencies`); one table
     shared by all blocks.
@@ -341,7 +342,7 @@ class SpiralRoPE(_RoPE):
 
 
 @POSITION_ENCODINGS.register_module(name='string')
-class STRINGRoPE(_RoPE):
+class STRINGRoPE(LinearAngleRoPE):
     """Cayley-STRING (Schenck et al., ICML 2025): ``RoPE(r) P`` per block
     and head, RoPE-Mixed's learnable frequencies after a learned orthogonal
     change of basis ``P = (I - S)(I + S)^{-1}`` (:func:`cayley`, ``S`` =

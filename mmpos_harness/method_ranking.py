@@ -42,13 +42,15 @@ transfer configs build.
 """
 import argparse
 import json
+import os
 import os.path as osp
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .comparison import runs
-from .comparison.seeds import minutes, pretrain_health, write_json
+from .comparison.seeds import (COMPUTE, minutes, pretrain_health,
+                               write_json)
 
 # method -> (table name, pretraining config with the demo's backbone)
 CONFIGS = 'configs/method_ranking/'
@@ -216,16 +218,19 @@ def tuning_markdown(log):
 
 
 def chosen_options(args, grid):
-    """Per method, the grid entry's options the ranking pretrains with."""
+    """Per method, the grid entry's options the ranking pretrains with, and
+    how they were chosen (``'untuned'`` or the tuning log with its image
+    budget, which may be smaller than the ranking's)."""
     if args.untuned:
         return {m: grid[m][0]['options'] for m in args.methods
-                if METHODS[m][1]}
+                if METHODS[m][1]}, 'untuned'
     path = osp.join(args.work_dir, TUNING)
     if not osp.isfile(path):
         raise SystemExit(f'{path} missing: run with --tune first (or '
                          '--untuned for the shipped mini recipes)')
     with open(path) as f:
-        log = json.load(f)['methods']
+        tuning = json.load(f)
+    log = tuning['methods']
     out = {}
     for m in args.methods:
         if not METHODS[m][1]:
@@ -235,13 +240,13 @@ def chosen_options(args, grid):
                              'with it')
         out[m] = next(e['options'] for e in grid[m]
                       if e['name'] == log[m]['chosen'])
-    return out
+    return out, f'{TUNING} ({tuning["images"]} images)'
 
 
 def rank(args, grid):
     """Stage 2: pretrain every method with every pretraining seed, probe
     and fine-tune with every transfer seed, write ``plan.json``."""
-    options = chosen_options(args, grid)
+    options, tuning = chosen_options(args, grid)
     iters = pretrain_iters(args)
     root = args.work_dir
     threads = 1 if args.jobs > 1 else None
@@ -257,7 +262,7 @@ def rank(args, grid):
         'ViT', inits, args.seeds, tasks=tasks,
         pretrain_seeds=args.pretrain_seeds,
         budget=dict(batch=args.batch_size, images=args.images,
-                    tuning='untuned' if args.untuned else TUNING))
+                    tuning=tuning))
     with ThreadPoolExecutor(args.jobs) as pool:
         backbones = {}
         for m in args.methods:
@@ -289,7 +294,25 @@ def rank(args, grid):
             raise
 
 
+def record(args, argv, stage, start):
+    """``<work-dir>/<stage>_run.json``: the command, when it finished, the
+    machine, this invocation's wall minutes and the CPU minutes of all the
+    stage's runs (``compute.json``; resumed runs included)."""
+    dirs = ([osp.join(args.work_dir, 'tuning')] if stage == 'tuning' else
+            [osp.join(args.work_dir, d) for d in ('pretraining', *args.tasks)])
+    cpu = sum(minutes(parent, 'cpu_minutes') or 0.0 for path in dirs
+              for parent, _, files in os.walk(path) if COMPUTE in files)
+    write_json(osp.join(args.work_dir, f'{stage}_run.json'), dict(
+        command=' '.join(['python', 'tools/paper_tables/method_ranking.py',
+                          *argv]),
+        date=time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
+        machine=runs.machine(), jobs=args.jobs,
+        wall_minutes=round((time.time() - start) / 60, 1),
+        cpu_minutes=round(cpu, 1)))
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     if args.jobs < 1:
         raise SystemExit(f'method_ranking.py: --jobs must be at least 1, '
@@ -302,10 +325,12 @@ def main(argv=None):
     runs.ensure_probe_data(args.data_root, args.tasks)
     if args.tune:
         tune(args, grid)
+        record(args, argv, 'tuning', start)
         with open(osp.join(args.work_dir, 'tuning.md')) as f:
             print(f.read())
     else:
         rank(args, grid)
+        record(args, argv, 'ranking', start)
         runs.run([sys.executable, 'tools/paper_tables/gen_tables.py',
                   '--seeds', args.work_dir, '--print'])
     print(f'this invocation: {(time.time() - start) / 60:.1f} minutes')

@@ -46,6 +46,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .comparison.runs import machine
 from .comparison.seeds import _difference, mean_std
 
 ARCH = dict(embed_dims=96, num_layers=4, num_heads=3,
@@ -419,10 +420,7 @@ def calibrate(args, data, table, names) -> dict:
 
 
 def _machine() -> str:
-    import platform
-    return (f'{platform.processor() or platform.machine()}, '
-            f'{os.cpu_count()} CPUs, {torch.get_num_threads()} torch '
-            f'threads, torch {torch.__version__}')
+    return f'{machine()}, {torch.get_num_threads()} torch threads'
 
 
 def parse_args(argv=None):

@@ -116,6 +116,20 @@ def run(cmd, log=None, threads=None):
     return usage.ru_utime + usage.ru_stime
 
 
+def machine():
+    """The machine a measurement ran on, for its result file: CPU model,
+    logical CPUs, torch version."""
+    import platform
+
+    import torch
+    cpu = platform.processor() or platform.machine()
+    if osp.isfile('/proc/cpuinfo'):
+        with open('/proc/cpuinfo') as f:
+            cpu = next((line.split(':', 1)[1].strip() for line in f
+                        if line.startswith('model name')), cpu)
+    return f'{cpu}, {os.cpu_count()} CPUs, torch {torch.__version__}'
+
+
 def _needs_writing(path, **wanted):
     """Whether the mini dataset at ``path`` is missing or was written with
     other sizes than ``wanted`` (then it is rewritten: the generator's

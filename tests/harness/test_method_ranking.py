@@ -199,6 +199,9 @@ def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
     assert probes and all(f'{data}/tune/stuff/' in ' '.join(c)
                           for c in probes)
     assert '**yes**' in open(root / 'tuning.md').read()
+    run = json.load(open(root / 'tuning_run.json'))
+    assert run['command'].endswith(' '.join(['--tune', *common]))
+    assert run['machine'] and run['date'] and run['jobs'] == 1
 
     commands.clear()
     method_ranking.main(common)
@@ -226,7 +229,9 @@ def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
     plan = seeds.load_plan(str(root))
     assert plan['pretrain_seeds'] == [0, 1]
     assert plan['tasks']['knn']['seeds'] == [0]
-    assert plan['budget'] == dict(batch=32, images=640, tuning='tuning.json')
+    assert plan['budget'] == dict(batch=32, images=640,
+                                  tuning='tuning.json (640 images)')
+    assert os.path.isfile(root / 'ranking_run.json')
     assert commands[-1][1:4] == ['tools/paper_tables/gen_tables.py',
                                  '--seeds', str(root)]
     # run again: everything is finished, only the table is regenerated

@@ -271,7 +271,8 @@ def _lookup(cfg, path):
 def test_every_grid_entry_changes_an_existing_step_that_still_runs(method):
     """Each tuning entry's --cfg-options land on steps its config has
     (a typo would add a key silently), change their values, and the
-    merged augmentation pipeline builds and runs on an image."""
+    merged augmentation step builds, runs on an image and gives the image
+    sizes of the shipped step (the model's patch grid expects them)."""
     import numpy as np
     from mmengine.config import Config, DictAction
     from mmengine.registry import DefaultScope
@@ -282,6 +283,17 @@ def test_every_grid_entry_changes_an_existing_step_that_still_runs(method):
                                     list(method_ranking.METHODS))
     config = method_ranking.METHODS[method][1]
     base = Config.fromfile(config)
+    img = np.random.default_rng(0).integers(0, 255, (64, 64, 3),
+                                            dtype=np.uint8)
+
+    def sizes(pipeline):
+        with DefaultScope.overwrite_default_scope('mmpretrain'):
+            step = TRANSFORMS.build(pipeline[1])
+        out = step(dict(img=img, img_shape=(64, 64), ori_shape=(64, 64)))
+        views = out['img'] if isinstance(out['img'], list) else [out['img']]
+        return [v.shape for v in views]
+
+    shipped = sizes(base.train_dataloader.dataset.pipeline)
     for entry in grid[method]:
         parsed = {}
         for option in entry['options']:
@@ -294,12 +306,8 @@ def test_every_grid_entry_changes_an_existing_step_that_still_runs(method):
             assert owner.get(leaf) != parsed[key], option
         cfg = Config.fromfile(config)
         cfg.merge_from_dict(parsed)
-        with DefaultScope.overwrite_default_scope('mmpretrain'):
-            step = TRANSFORMS.build(cfg.train_dataloader.dataset.pipeline[1])
-        img = np.random.default_rng(0).integers(0, 255, (64, 64, 3),
-                                                dtype=np.uint8)
-        out = step(dict(img=img, img_shape=(64, 64), ori_shape=(64, 64)))
-        assert out is not None, entry['name']
+        assert sizes(cfg.train_dataloader.dataset.pipeline) == shipped, (
+            entry['name'])
 
 
 def test_dense_probes_are_ranking_tasks(tmp_path, monkeypatch):

@@ -17,7 +17,13 @@ set of probe images tell it:
   maximum ``log K`` (``K`` prototypes).
 
 :func:`collapse_reasons` turns them into a verdict against the same numbers
-measured on the run's own starting weights.
+measured on the run's own starting weights. The rank threshold is low on
+purpose: a random-init ViT's tokens span many directions by construction
+and a run that learns features narrows them. In the CPU method ranking's
+tuning (mini data, 300 iterations) the runs ended at 0.33-1.13 x their
+initial rank, every MAE configuration at 0.39-0.56 x with the best linear
+probe of all methods (mIoU 28.9-30.8); a toy run trained to pull all
+tokens together ends at 0.13 x (``tests/evaluation/test_health.py``).
 """
 import math
 from typing import Dict, List, Optional
@@ -27,7 +33,7 @@ from torch import Tensor
 
 # Thresholds of :func:`collapse_reasons` (see its docstring).
 COS_ACROSS_MAX = 0.8
-RANK_RATIO_MIN = 0.6
+RANK_RATIO_MIN = 0.25
 ENTROPY_RATIO_MIN = 0.1
 
 
@@ -77,7 +83,7 @@ def collapse_reasons(health: Dict[str, float],
 
     A run is flagged when its tokens of different images point the same
     way (``cos_across > 0.8``, and above the initial value), when its
-    effective rank fell below 0.6 x the initial one, or when a DINO-style
+    effective rank fell below 0.25 x the initial one, or when a DINO-style
     teacher's batch-mean distribution covers less than a tenth of the
     ``log K`` nats of ``num_prototypes`` (``teacher_entropy``: the value
     the method logs, in nats).

@@ -58,6 +58,7 @@ from typing import Dict, List, Optional
 
 from mmpos.engine.hooks.encoder_tokens import TOKENS_FILE
 from mmpos.engine.hooks.health_monitor import HEALTH_FILE
+from mmpos.evaluation.health import collapse_reasons
 
 from ..results import read_run
 
@@ -200,16 +201,27 @@ def pretrain_health(work_dirs: List[str]) -> Optional[dict]:
     ``cos_within`` / ``cos_across`` / ``eff_rank`` (and initial
     ``eff_rank0``, ``teacher_entropy`` where logged) over the runs that
     wrote one, ``runs`` / ``collapsed`` counts and the collapse
-    ``reasons``; None when no run wrote one (no monitor, random init)."""
+    ``reasons``; None when no run wrote one (no monitor, random init).
+    The verdict is :func:`~mmpos.evaluation.health.collapse_reasons` on
+    the stored numbers, so every table applies the current rule."""
     found = []
     for work_dir in work_dirs:
         path = osp.join(work_dir, HEALTH_FILE)
         if osp.isfile(path):
             with open(path) as f:
-                found.append(json.load(f))
+                health = json.load(f)
+            entropy = health['final'].get('teacher_entropy')
+            if entropy is not None and not health.get('num_prototypes'):
+                raise ValueError(f'{path}: teacher_entropy without '
+                                 'num_prototypes, the verdict needs K')
+            health['reasons'] = collapse_reasons(
+                health['final'], health['initial'], entropy,
+                health.get('num_prototypes'))
+            found.append(health)
     if not found:
         return None
-    out = dict(runs=len(found), collapsed=sum(h['collapsed'] for h in found),
+    out = dict(runs=len(found),
+               collapsed=sum(bool(h['reasons']) for h in found),
                reasons=[r for h in found for r in h['reasons']])
     for key in ('cos_within', 'cos_across', 'eff_rank', 'teacher_entropy'):
         values = [h['final'][key] for h in found if key in h['final']]

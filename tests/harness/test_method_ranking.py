@@ -75,12 +75,13 @@ def test_nested_difference_needs_two_pretraining_seeds_and_balance():
 
 
 def _health(collapsed, eff_rank=30.0):
+    """A health.json whose stored verdict says healthy: the table must
+    judge the numbers itself."""
     final = dict(cos_within=0.9 if collapsed else 0.3,
                  cos_across=0.85 if collapsed else 0.1, eff_rank=eff_rank)
     return dict(initial=dict(cos_within=0.3, cos_across=0.1, eff_rank=50.0),
-                history=[], final=final, collapsed=collapsed,
-                reasons=['tokens of different images align'] if collapsed
-                else [])
+                history=[], final=final, num_prototypes=None,
+                collapsed=False, reasons=[])
 
 
 def _write_comparison(root, values, health):
@@ -119,6 +120,8 @@ def test_table_has_health_columns_and_flags_a_collapsed_run(tmp_path):
                              _health(False)]})
     summary = seeds.summarise(str(tmp_path))
     assert summary['health']['B']['collapsed'] == 1
+    assert 'tokens of different images align' in \
+        summary['health']['B']['reasons'][0]
     assert summary['health']['A']['eff_rank'] == pytest.approx(30.0)
     assert summary['health'][runs.RANDOM_INIT] is None
     # B scores best but one of its runs collapsed: not ranked
@@ -135,6 +138,13 @@ def test_table_has_health_columns_and_flags_a_collapsed_run(tmp_path):
     assert rows[0].startswith('| 1 | A |')
     assert '| 17 | ' in rows[0]
     assert '0.30 / 0.10 | 30.0 (50.0) | - | 0/3 |' in rows[0]
+    # a teacher entropy without its K cannot be judged: one clear error
+    broken = _health(False)
+    broken['final']['teacher_entropy'] = 5.0
+    seeds.write_json(os.path.join(seeds.pretrain_dir(str(tmp_path), 'A', 0),
+                                  'health.json'), broken)
+    with pytest.raises(ValueError, match='health.json: teacher_entropy'):
+        seeds.summarise(str(tmp_path))
     assert rows[-1].startswith('| - | B (collapsed, not ranked) |')
     assert '1/3 COLLAPSED' in rows[-1]
     assert 'batch 32, images 96000' in text

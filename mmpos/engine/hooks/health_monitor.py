@@ -22,7 +22,8 @@ class HealthMonitorHook(Hook):
     history to ``<work_dir>/health.json``::
 
         {"initial": {...}, "history": [{"iter": i, ...}, ...],
-         "final": {...}, "collapsed": bool, "reasons": [str]}
+         "final": {...}, "num_prototypes": K or null,
+         "collapsed": bool, "reasons": [str]}
 
     Args:
         dataset: images to probe (an mmpretrain dataset config; labels are
@@ -143,7 +144,8 @@ class HealthMonitorHook(Hook):
                                    final.get('teacher_entropy'),
                                    self.num_prototypes)
         result = dict(initial=self.initial, history=self.history,
-                      final=final, collapsed=bool(reasons), reasons=reasons)
+                      final=final, num_prototypes=self.num_prototypes,
+                      collapsed=bool(reasons), reasons=reasons)
         with open(osp.join(runner.work_dir, HEALTH_FILE), 'w') as f:
             json.dump(result, f, indent=2)
         if reasons:

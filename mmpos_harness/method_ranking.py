@@ -49,8 +49,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .comparison import runs
-from .comparison.seeds import (COMPUTE, minutes, pretrain_health,
-                               write_json)
+from .comparison.seeds import (COMPUTE, minutes, orderings,
+                               pretrain_health, write_json)
 
 # method -> (table name, pretraining config with the demo's backbone)
 CONFIGS = 'configs/method_ranking/'
@@ -62,6 +62,27 @@ METHODS = {
     'mae': ('MAE', CONFIGS + 'mae_vit-tiny-rope-mixed_mini.py'),
     'random': (runs.RANDOM_INIT, None),
 }
+# Orderings between the ranked methods that the papers report (all with
+# fine-tuning at ImageNet scale; none with frozen probes), checked on the
+# ranking's tasks in ``<work-dir>/tables/orderings.md``.
+PAPER_ORDERINGS = [
+    ('DropPos', 'MAE', 'DropPos Tab. 6: ViT-B/16, 200 epochs each, COCO '
+     '42.1 vs 40.1 AP^bb, ADE20K 40.7 vs 40.5 mIoU'),
+    ('MAE', 'DropPos', 'ICPF Tab. 1: ViT-B/16, MAE 1600 / DropPos 800 '
+     'epochs, COCO 48.1 vs 47.0 AP^bb, ADE20K 46.2 vs 45.3 mIoU'),
+    ('ICPF', 'DINOv2', 'ICPF Tab. 1: ViT-B/16, 350 effective epochs each, '
+     'COCO 49.2 vs 47.7 AP^bb, ADE20K 48.4 vs 47.5 mIoU'),
+    ('DINOv2', 'DropPos', 'ICPF Tab. 1: COCO 47.7 vs 47.0 AP^bb, ADE20K '
+     '47.5 vs 45.3 mIoU'),
+    ('CR2PQ', 'MAE', 'CR2PQ Tab. 3: ViT-B/16, 300 epochs each, ImageNet '
+     'fine-tuning 83.7 vs 83.2 top-1'),
+    ('CR2PQ', 'DINOv2', 'CR2PQ Tab. 1-2 against DINO (v1): ViT-S/16, COCO '
+     '47.4 vs 40.8 AP^bb, ADE20K 47.0 vs 42.3 mIoU'),
+    ('DropPos', runs.RANDOM_INIT, 'DropPos Tab. 5: ViT-B/16, ImageNet '
+     'fine-tuning 83.0 vs 80.9 top-1 from scratch'),
+    ('CR2PQ', runs.RANDOM_INIT, 'CR2PQ Tab. 1: ViT-S/16, COCO Cascade '
+     'Mask R-CNN 50.5 vs 31.0 AP^bb from scratch'),
+]
 GRID = CONFIGS + 'tuning_grid.json'
 TUNING = 'tuning.json'
 # The tuning data: the reported sets' generators with another seed.
@@ -311,6 +332,19 @@ def record(args, argv, stage, start):
         cpu_minutes=round(cpu, 1)))
 
 
+def write_orderings(root):
+    """``<root>/tables/orderings.md``: :data:`PAPER_ORDERINGS` between the
+    ranked inits checked on ``tables/summary.json``; returns it."""
+    with open(osp.join(root, 'tables', 'summary.json')) as f:
+        summary = json.load(f)
+    inits = set(summary['compute'])
+    claims = [c for c in PAPER_ORDERINGS if {c[0], c[1]} <= inits]
+    text = orderings(summary, claims)
+    with open(osp.join(root, 'tables', 'orderings.md'), 'w') as f:
+        f.write(text)
+    return text
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
@@ -333,4 +367,5 @@ def main(argv=None):
         record(args, argv, 'ranking', start)
         runs.run([sys.executable, 'tools/paper_tables/gen_tables.py',
                   '--seeds', args.work_dir, '--print'])
+        print(write_orderings(args.work_dir))
     print(f'this invocation: {(time.time() - start) / 60:.1f} minutes')

@@ -326,6 +326,36 @@ def _fmt_diff(stats: dict) -> str:
     return f'{stats["diff"]:+.1f}{mark[stats["clear"]]}'
 
 
+def orderings(summary: dict, claims: List[tuple]) -> str:
+    """A table of claimed orderings ``(better, worse, source)`` checked on
+    a nested ``summary``: per task, the difference of the first metric's
+    means (``better - worse``) over the complete pretraining runs, with the
+    two-level test of :func:`nested_difference` between the two inits,
+    read as "holds" or "reversed" (clear) or "within noise"."""
+    tasks = list(summary['tasks'].values())
+    header = ['ordering', 'reported by',
+              *[f'{t["label"]} Δ {next(iter(t["metrics"].values()))}'
+                for t in tasks]]
+    lines = ['| ' + ' | '.join(header) + ' |', '|' + ' --- |' * len(header)]
+    num_pretrain = len(summary['pretrain_seeds'])
+    for better, worse, source in claims:
+        cells = [f'{better} > {worse}', source]
+        for task in tasks:
+            key = next(iter(task['metrics']))
+            per_seed = task['expected'] // num_pretrain
+            sides = [[g for g in task['inits'][i][key]['groups']
+                      if len(g) == per_seed] for i in (better, worse)]
+            if min(map(len, sides)) < 2:
+                cells.append('-')
+                continue
+            test = nested_difference(*sides)
+            verdict = ('within noise' if not test['clear'] else
+                       'holds' if test['diff'] > 0 else 'reversed')
+            cells.append(f'{test["diff"]:+.1f} ({verdict})')
+        lines.append('| ' + ' | '.join(cells) + ' |')
+    return '\n'.join(lines) + '\n'
+
+
 def collapsed(summary: dict, init: str) -> bool:
     """Whether a pretraining run of ``init`` collapsed (its health)."""
     health = summary.get('health', {}).get(init)

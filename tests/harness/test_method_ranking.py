@@ -152,6 +152,13 @@ def test_table_has_health_columns_and_flags_a_collapsed_run(tmp_path):
     assert a['clear'] is True and a['clear_transfer_only'] is False
     notes = seeds.verdicts(summary)
     assert notes['B'].startswith('B: NOT RANKED, 1 of 3 pretraining runs')
+    # a claimed ordering: the same test between two inits, either way round
+    table = seeds.orderings(summary, [('A', runs.RANDOM_INIT, 'paper 1'),
+                                      (runs.RANDOM_INIT, 'A', 'paper 2')])
+    assert '| A > random init | paper 1 | +2.0 (holds) |' in table
+    assert '| random init > A | paper 2 | -2.0 (reversed) |' in table
+    tight = seeds.orderings(summary, [('B', 'A', 'paper 3')])
+    assert '| B > A | paper 3 |' in tight
     assert 'beyond noise' in notes['A']
 
 
@@ -168,6 +175,10 @@ def _fake_runs(commands, scores):
             open(ckpt, 'w').close()
             with open(os.path.join(work_dir, 'last_checkpoint'), 'w') as f:
                 f.write(ckpt)
+        elif 'tools/paper_tables/gen_tables.py' in cmd:  # what it writes
+            root = cmd[cmd.index('--seeds') + 1]
+            os.makedirs(os.path.join(root, 'tables'), exist_ok=True)
+            seeds.write(root, os.path.join(root, 'tables'))
         elif any(p['tool'] in cmd for p in runs.PROBES.values()):
             os.makedirs(work_dir, exist_ok=True)
             seeds.write_json(os.path.join(work_dir, 'metrics.json'),
@@ -244,6 +255,10 @@ def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
     assert os.path.isfile(root / 'ranking_run.json')
     assert commands[-1][1:4] == ['tools/paper_tables/gen_tables.py',
                                  '--seeds', str(root)]
+    # the papers' orderings between the ranked inits, and only those
+    text = open(root / 'tables' / 'orderings.md').read()
+    assert '| CR2PQ > random init | CR2PQ Tab. 1' in text
+    assert 'DINOv2' not in text
     # run again: everything is finished, only the table is regenerated
     commands.clear()
     method_ranking.main(common)

@@ -47,8 +47,11 @@ s_w,b^2 / (P_b T_b))``, ``P (T - 1)`` degrees of freedom a side) is
 reported as ``clear_transfer_only``: it ignores that each pretraining run
 is itself a draw. Fewer than 2 pretraining seeds on a side: undecided.
 A pretraining run whose ``health.json`` (:class:`~mmpos.engine.hooks.
-health_monitor.HealthMonitorHook`) says it collapsed flags its init: the
-table lists it below the ranked inits, not ranked.
+health_monitor.HealthMonitorHook`) numbers say it collapsed flags its init
+in the table and the verdicts, with the reasons; it is ranked by its
+results like the others (the monitors read raw tokens: a large direction
+shared by all tokens, as MAE's, reads as alignment while the probes still
+decode the rest).
 """
 import csv
 import json
@@ -364,9 +367,8 @@ def collapsed(summary: dict, init: str) -> bool:
 
 def ranking(summary: dict) -> List[str]:
     """Inits by their mean rank over the tasks' first metrics (best
-    first; a missing result ranks last); inits whose pretraining collapsed
-    are left out (:func:`markdown` lists them below, flagged)."""
-    inits = [i for i in summary['compute'] if not collapsed(summary, i)]
+    first; a missing result ranks last)."""
+    inits = list(summary['compute'])
     ranks = {init: 0.0 for init in inits}
     for task in summary['tasks'].values():
         key = next(iter(task['metrics']))
@@ -421,12 +423,11 @@ def markdown(summary: dict) -> str:
         lines += [', '.join(f'{k} {v}' for k, v in budget.items()), '']
     lines += ['| ' + ' | '.join(header) + ' |',
               '|' + ' --- |' * len(header)]
-    flagged = [i for i in summary['compute'] if collapsed(summary, i)]
     rows = [(str(rank), init) for rank, init in
-            enumerate(ranking(summary), 1)] + [('-', i) for i in flagged]
+            enumerate(ranking(summary), 1)]
     for rank, init in rows:
-        cells = [rank, init + (' (collapsed, not ranked)'
-                               if init in flagged else '')]
+        cells = [rank, init + (' (collapse flagged)'
+                               if collapsed(summary, init) else '')]
         for task in summary['tasks'].values():
             per_metric = task['inits'][init]
             expected = task.get('expected', len(summary['seeds']))
@@ -450,25 +451,24 @@ def markdown(summary: dict) -> str:
 def verdicts(summary: dict) -> Dict[str, str]:
     """Per non-reference init, one plain sentence: on which tasks its
     advantage is clear, on which it is not, and which cannot be judged
-    (too few seeds); a collapsed init is named as such instead."""
+    (too few seeds), and for a flagged init the collapse reasons."""
     out = {}
     for init in summary['compute']:
         if init == summary['reference']:
             continue
-        if collapsed(summary, init):
-            health = summary['health'][init]
-            out[init] = (f'{init}: NOT RANKED, {health["collapsed"]} of '
-                         f'{health["runs"]} pretraining runs collapsed ('
-                         + '; '.join(sorted(set(health['reasons']))) + ')')
-            continue
-        clear, unclear, undecided = [], [], []
+        clear, worse, unclear, undecided = [], [], [], []
         for task in summary['tasks'].values():
             stats = task['inits'][init]
             wins = [f'{task["metrics"][k]} {_fmt_diff(s)}'
                     for k, s in stats.items()
                     if s.get('clear') and s['diff'] > 0]
+            losses = [f'{task["metrics"][k]} {_fmt_diff(s)}'
+                      for k, s in stats.items()
+                      if s.get('clear') and s['diff'] < 0]
             if wins:
                 clear.append(f'{task["label"]} ({", ".join(wins)})')
+            elif losses:
+                worse.append(f'{task["label"]} ({", ".join(losses)})')
             elif all(s.get('clear') is None for s in stats.values()):
                 undecided.append(task['label'])
             else:
@@ -481,6 +481,9 @@ def verdicts(summary: dict) -> Dict[str, str]:
         if clear:
             parts.append('advantage over {} {} on {}'.format(
                 summary['reference'], win, '; '.join(clear)))
+        if worse:
+            parts.append('BELOW {} {} on {}'.format(
+                summary['reference'], lose, '; '.join(worse)))
         if unclear:
             parts.append('NO advantage over {} {} on {} with this '
                          'budget'.format(summary['reference'], lose,
@@ -488,6 +491,11 @@ def verdicts(summary: dict) -> Dict[str, str]:
         if undecided:
             parts.append('not judged on {} (too few seeds)'.format(
                 ', '.join(undecided)))
+        if collapsed(summary, init):
+            health = summary['health'][init]
+            parts.append(f'COLLAPSE FLAGGED on {health["collapsed"]} of '
+                         f'{health["runs"]} pretraining runs (' + '; '.join(
+                             sorted(set(health['reasons']))) + ')')
         out[init] = f'{init}: ' + '; '.join(parts)
     return out
 

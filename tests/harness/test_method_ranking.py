@@ -124,8 +124,8 @@ def test_table_has_health_columns_and_flags_a_collapsed_run(tmp_path):
         summary['health']['B']['reasons'][0]
     assert summary['health']['A']['eff_rank'] == pytest.approx(30.0)
     assert summary['health'][runs.RANDOM_INIT] is None
-    # B scores best but one of its runs collapsed: not ranked
-    assert seeds.ranking(summary) == ['A', runs.RANDOM_INIT]
+    # B scores best and one of its runs collapsed: ranked, flagged
+    assert seeds.ranking(summary) == ['B', 'A', runs.RANDOM_INIT]
     text = seeds.markdown(summary)
     header = next(line for line in text.splitlines()
                   if line.startswith('| rank'))
@@ -135,9 +135,9 @@ def test_table_has_health_columns_and_flags_a_collapsed_run(tmp_path):
     assert summary['compute']['A']['tokens_per_image'] == pytest.approx(17.)
     assert summary['compute'][runs.RANDOM_INIT]['tokens_per_image'] is None
     rows = [line for line in text.splitlines() if line.startswith('| ')][2:]
-    assert rows[0].startswith('| 1 | A |')
-    assert '| 17 | ' in rows[0]
-    assert '0.30 / 0.10 | 30.0 (50.0) | - | 0/3 |' in rows[0]
+    assert rows[1].startswith('| 2 | A |')
+    assert '| 17 | ' in rows[1]
+    assert '0.30 / 0.10 | 30.0 (50.0) | - | 0/3 |' in rows[1]
     # a teacher entropy without its K cannot be judged: one clear error
     broken = _health(False)
     broken['final']['teacher_entropy'] = 5.0
@@ -145,13 +145,14 @@ def test_table_has_health_columns_and_flags_a_collapsed_run(tmp_path):
                                   'health.json'), broken)
     with pytest.raises(ValueError, match='health.json: teacher_entropy'):
         seeds.summarise(str(tmp_path))
-    assert rows[-1].startswith('| - | B (collapsed, not ranked) |')
-    assert '1/3 COLLAPSED' in rows[-1]
+    assert rows[0].startswith('| 1 | B (collapse flagged) |')
+    assert '1/3 COLLAPSED' in rows[0]
     assert 'batch 32, images 96000' in text
     a = summary['tasks']['linear-probe']['inits']['A']['mIoU']
     assert a['clear'] is True and a['clear_transfer_only'] is False
     notes = seeds.verdicts(summary)
-    assert notes['B'].startswith('B: NOT RANKED, 1 of 3 pretraining runs')
+    assert 'COLLAPSE FLAGGED on 1 of 3 pretraining runs (' in notes['B']
+    assert 'COLLAPSE' not in notes['A']
     # a claimed ordering: the same test between two inits, either way round
     table = seeds.orderings(summary, [('A', runs.RANDOM_INIT, 'paper 1'),
                                       (runs.RANDOM_INIT, 'A', 'paper 2')])

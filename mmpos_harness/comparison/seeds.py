@@ -333,8 +333,9 @@ def orderings(summary: dict, claims: List[tuple]) -> str:
     """A table of claimed orderings ``(better, worse, source)`` checked on
     a nested ``summary``: per task, the difference of the first metric's
     means (``better - worse``) over the complete pretraining runs, with the
-    two-level test of :func:`nested_difference` between the two inits,
-    read as "holds" or "reversed" (clear) or "within noise"."""
+    two-level test of :func:`_nested_stats` between the two inits, read as
+    "holds" or "reversed" (clear) or "within noise"; ``-`` when a side has
+    fewer than 2 pretraining runs."""
     tasks = list(summary['tasks'].values())
     header = ['ordering', 'reported by',
               *[f'{t["label"]} Δ {next(iter(t["metrics"].values()))}'
@@ -345,13 +346,12 @@ def orderings(summary: dict, claims: List[tuple]) -> str:
         cells = [f'{better} > {worse}', source]
         for task in tasks:
             key = next(iter(task['metrics']))
-            per_seed = task['expected'] // num_pretrain
-            sides = [[g for g in task['inits'][i][key]['groups']
-                      if len(g) == per_seed] for i in (better, worse)]
-            if min(map(len, sides)) < 2:
+            test = _nested_stats(task['inits'][better][key],
+                                 task['inits'][worse][key],
+                                 task['expected'] // num_pretrain)
+            if test['clear'] is None:
                 cells.append('-')
                 continue
-            test = nested_difference(*sides)
             verdict = ('within noise' if not test['clear'] else
                        'holds' if test['diff'] > 0 else 'reversed')
             cells.append(f'{test["diff"]:+.1f} ({verdict})')

@@ -138,13 +138,6 @@ def test_table_has_health_columns_and_flags_a_collapsed_run(tmp_path):
     assert rows[1].startswith('| 2 | A |')
     assert '| 17 | ' in rows[1]
     assert '0.30 / 0.10 | 30.0 (50.0) | - | 0/3 |' in rows[1]
-    # a teacher entropy without its K cannot be judged: one clear error
-    broken = _health(False)
-    broken['final']['teacher_entropy'] = 5.0
-    seeds.write_json(os.path.join(seeds.pretrain_dir(str(tmp_path), 'A', 0),
-                                  'health.json'), broken)
-    with pytest.raises(ValueError, match='health.json: teacher_entropy'):
-        seeds.summarise(str(tmp_path))
     assert rows[0].startswith('| 1 | B (collapse flagged) |')
     assert '1/3 COLLAPSED' in rows[0]
     assert 'batch 32, images 96000' in text
@@ -161,6 +154,13 @@ def test_table_has_health_columns_and_flags_a_collapsed_run(tmp_path):
     tight = seeds.orderings(summary, [('B', 'A', 'paper 3')])
     assert '| B > A | paper 3 |' in tight
     assert 'beyond noise' in notes['A']
+    # a teacher entropy without its K cannot be judged: one clear error
+    broken = _health(False)
+    broken['final']['teacher_entropy'] = 5.0
+    seeds.write_json(os.path.join(seeds.pretrain_dir(str(tmp_path), 'A', 0),
+                                  'health.json'), broken)
+    with pytest.raises(ValueError, match='health.json: teacher_entropy'):
+        seeds.summarise(str(tmp_path))
 
 
 def _fake_runs(commands, scores):

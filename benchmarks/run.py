@@ -29,7 +29,9 @@ defaults to ``<device>_quick`` / ``<device>_full``. A benchmark that fails
 is recorded with its error and the others still run; the exit status is 1
 then. The device is detected (``--device auto``: CUDA when available), and
 on CUDA the models run under autocast (``--amp auto``: bf16, fp16 where bf16
-is unsupported).
+is unsupported). Both files are written atomically; a second ``run.py`` on
+the same ``--out`` folder is refused while one runs
+(:func:`mmpos.utils.launch.work_dir_lock`).
 
     python benchmarks/run.py [--quick] [--out DIR] [--name NAME]
         [--only NAME ...] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
@@ -50,7 +52,9 @@ import time
 
 import _timing
 
+from mmpos.checkpoint import write_atomically
 from mmpos.utils.cli import cli_main
+from mmpos.utils.launch import work_dir_lock
 
 BENCHMARKS = {
     'droppos': 'droppos_step',
@@ -186,20 +190,17 @@ def summary_markdown(summary: dict) -> str:
 
 def write_summary(entries: dict, settings: dict, out_dir: str,
                   name: str) -> dict:
-    """Write ``<out_dir>/<name>.json`` and ``.md``; returns the summary
-    (``{'settings', 'rows', 'benchmarks'}``)."""
+    """Write ``<out_dir>/<name>.json`` and ``.md`` (atomically); returns
+    the summary (``{'settings', 'rows', 'benchmarks'}``)."""
     summary = dict(
         settings=settings,
         rows=[row for entry in entries.values()
               for row in entry.get('rows', [])],
         benchmarks=entries)
     summary = _json_safe(summary)
-    os.makedirs(out_dir, exist_ok=True)
     base = osp.join(out_dir, name)
-    with open(base + '.json', 'w') as f:
-        json.dump(summary, f, indent=1)
-    with open(base + '.md', 'w') as f:
-        f.write(summary_markdown(summary))
+    write_atomically(json.dumps(summary, indent=1).encode(), base + '.json')
+    write_atomically(summary_markdown(summary).encode(), base + '.md')
     return summary
 
 
@@ -243,9 +244,13 @@ def main(argv=None) -> int:
     if args.models:
         options['models'] = tuple(args.models)
     start = time.perf_counter()
-    entries = run_all(args.only, options)
-    settings.update(load_end=_load(), total_s=time.perf_counter() - start)
-    write_summary(entries, settings, args.out, name)
+    # one benchmark run per --out folder at a time (they would time each
+    # other); results already there stay
+    with work_dir_lock(args.out, keep_output=lambda: True,
+                       option='--out'):
+        entries = run_all(args.only, options)
+        settings.update(load_end=_load(), total_s=time.perf_counter() - start)
+        write_summary(entries, settings, args.out, name)
     print(f'wrote {osp.join(args.out, name)}.json and .md')
     failed = [n for n, e in entries.items() if 'error' in e]
     if failed:

@@ -28,16 +28,18 @@ N single-threaded runs at a time (default 2, the 2-core machine the demo is
 sized for): pretraining beside the random-init transfer runs, then the
 pretrained ones. Existing mini data written with the demo's sizes is reused
 (data written by the generator with other sizes is rewritten); every run
-writes to a fresh timestamped directory under ``--work-dir``.
+writes to a fresh timestamped directory under ``--work-dir``, each result
+file atomically; a second demo on the same ``--work-dir`` is refused while
+one runs (:func:`mmpos.utils.launch.work_dir_lock`).
 """
 import argparse
-import json
 import os
 import os.path as osp
 import sys
 import time
 
 from mmpos.utils.cli import cli_main
+from mmpos.utils.launch import work_dir_lock
 
 from .comparison import runs, seeds
 from .results import last_checkpoint, training_records
@@ -77,16 +79,16 @@ def title(args):
 def pictures(run_dir, backbone, inits):
     """PNGs of the models on scikit-image's ``chelsea`` photograph (the
     seed-0 transfer runs of the first init); returns their paths."""
-    from PIL import Image
     from skimage import data
+
+    from mmpos.analysis.pictures import save_png
     out_dir = osp.join(run_dir, 'pictures')
     os.makedirs(out_dir, exist_ok=True)
     image = osp.join(out_dir, 'chelsea.png')
     # cropped to a multiple of the ViT's 8-pixel patches (296 x 448): the
     # segmenter takes whole images of such sizes only
     photo = data.chelsea()
-    Image.fromarray(photo[:photo.shape[0] // 8 * 8,
-                          :photo.shape[1] // 8 * 8]).save(image)
+    save_png(photo[:photo.shape[0] // 8 * 8, :photo.shape[1] // 8 * 8], image)
     if backbone:
         runs.run([sys.executable, 'tools/analysis_tools/feature_pictures.py',
                   PRETRAIN, backbone, image, '--out-dir', out_dir, '--sizes',
@@ -135,6 +137,14 @@ def main(argv=None):
     if args.jobs < 1:
         parser.error(f'--jobs must be at least 1, got {args.jobs}')
 
+    # one demo per work dir at a time; a failed one keeps its runs' logs
+    with work_dir_lock(args.work_dir, keep_output=lambda: True):
+        run_demo(args)
+
+
+def run_demo(args):
+    """The demo's steps (module docstring) into a new run directory under
+    ``args.work_dir``."""
     start = time.time()
     runs.ensure_data(args.data_root)
     run_dir = osp.join(args.work_dir, time.strftime('%Y%m%d_%H%M%S'))
@@ -171,8 +181,7 @@ def main(argv=None):
 
     def save():
         results['minutes'] = round((time.time() - start) / 60, 2)
-        with open(path, 'w') as f:
-            json.dump(results, f, indent=2)
+        seeds.write_json(path, results)
 
     save()
     print('\n=== mmpos demo results (mini data, CPU) ===')

@@ -37,6 +37,9 @@ method in the table instead of ranking it.
 
 Not part of CI. Both stages resume: the work dir is fixed, finished runs are
 skipped and an interrupted one is restarted; run the same command again.
+Every result file is written atomically, so a ranking killed at any moment
+resumes to the same tables; a second ranking on the same ``--work-dir``
+is refused while one runs (:func:`mmpos.utils.launch.work_dir_lock`).
 QB-Heat is left out: its backbone (MobileFormer) is not the ViT the
 transfer configs build.
 """
@@ -47,6 +50,10 @@ import os.path as osp
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+from mmpos.checkpoint import write_atomically
+from mmpos.utils.cli import cli_main
+from mmpos.utils.launch import work_dir_lock
 
 from .comparison import runs
 from .comparison.seeds import (COMPUTE, minutes, orderings,
@@ -203,8 +210,8 @@ def tune(args, grid):
                    key=lambda c: c['scores'][TUNE_TASK].get(TUNE_METRIC, -1))
         entry['chosen'] = best['name']
     write_json(osp.join(args.work_dir, TUNING), log)
-    with open(osp.join(args.work_dir, 'tuning.md'), 'w') as f:
-        f.write(tuning_markdown(log))
+    write_atomically(tuning_markdown(log).encode(),
+                     osp.join(args.work_dir, 'tuning.md'))
     return log
 
 
@@ -340,11 +347,11 @@ def write_orderings(root):
     inits = set(summary['compute'])
     claims = [c for c in PAPER_ORDERINGS if {c[0], c[1]} <= inits]
     text = orderings(summary, claims)
-    with open(osp.join(root, 'tables', 'orderings.md'), 'w') as f:
-        f.write(text)
+    write_atomically(text.encode(), osp.join(root, 'tables', 'orderings.md'))
     return text
 
 
+@cli_main('method_ranking.py')
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
@@ -355,17 +362,19 @@ def main(argv=None):
         args.methods.append('random')  # the reference of every difference
     start = time.time()
     grid = load_grid(args.grid, args.methods)
-    runs.ensure_data(args.data_root)
-    runs.ensure_probe_data(args.data_root, args.tasks)
-    if args.tune:
-        tune(args, grid)
-        record(args, argv, 'tuning', start)
-        with open(osp.join(args.work_dir, 'tuning.md')) as f:
-            print(f.read())
-    else:
-        rank(args, grid)
-        record(args, argv, 'ranking', start)
-        runs.run([sys.executable, 'tools/paper_tables/gen_tables.py',
-                  '--seeds', args.work_dir, '--print'])
-        print(write_orderings(args.work_dir))
+    # one ranking per work dir at a time; what it wrote stays (it resumes)
+    with work_dir_lock(args.work_dir, keep_output=lambda: True):
+        runs.ensure_data(args.data_root)
+        runs.ensure_probe_data(args.data_root, args.tasks)
+        if args.tune:
+            tune(args, grid)
+            record(args, argv, 'tuning', start)
+            with open(osp.join(args.work_dir, 'tuning.md')) as f:
+                print(f.read())
+        else:
+            rank(args, grid)
+            record(args, argv, 'ranking', start)
+            runs.run([sys.executable, 'tools/paper_tables/gen_tables.py',
+                      '--seeds', args.work_dir, '--print'])
+            print(write_orderings(args.work_dir))
     print(f'this invocation: {(time.time() - start) / 60:.1f} minutes')

@@ -31,11 +31,15 @@ accuracy against resolution. ``--calibrate`` trains the reference schemes
 for each ``--calibrate-iters`` with the first seed and writes
 ``OUT_DIR/calibration.{md,json}`` (training-resolution accuracy per
 budget, to pick one well below 100%).
+
+Every file is written atomically, so a study killed at any moment resumes
+(the same command again) to the same tables; a second study on the same
+``OUT_DIR`` is refused while one runs
+(:func:`mmpos.utils.launch.work_dir_lock`).
 """
 import argparse
 import json
 import math
-import os
 import os.path as osp
 import sys
 import time
@@ -46,8 +50,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from mmpos.analysis.pictures import save_figure
+from mmpos.checkpoint import atomic_open, write_atomically
+from mmpos.utils.cli import cli_main
+from mmpos.utils.launch import work_dir_lock
+
 from .comparison.runs import machine
-from .comparison.seeds import _difference, mean_std
+from .comparison.seeds import _difference, mean_std, write_json
 
 ARCH = dict(embed_dims=96, num_layers=4, num_heads=3,
             feedforward_channels=384)
@@ -97,7 +106,7 @@ def with_scaling(kwargs: dict, method: str, train_grid: int) -> dict:
 # ---------------------------------------------------------------- data
 def make_data(path: str, num_train: int, num_val: int) -> dict:
     """mini-cls images rendered at 128 px (uint8 ``(n, 3, 128, 128)``) and
-    labels, cached at ``path``."""
+    labels, cached at ``path`` (written atomically)."""
     if osp.isfile(path):
         return torch.load(path, weights_only=True)
     from .mini_data.cls import _class_image
@@ -110,7 +119,8 @@ def make_data(path: str, num_train: int, num_val: int) -> dict:
         ]
         data[split] = (torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2),
                        torch.arange(num) % 3)
-    torch.save(data, path)
+    with atomic_open(path) as f:
+        torch.save(data, f)
     return data
 
 
@@ -339,13 +349,11 @@ def plot(summary: dict, path: str) -> None:
         ax.legend(fontsize=6, ncol=2)
     axes[0].set_ylabel('top-1 (%)')
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 # ------------------------------------------------------------------ CLI
 def run_study(args) -> dict:
-    os.makedirs(args.out_dir, exist_ok=True)
     data = make_data(
         osp.join(args.out_dir, f'data_{args.num_train}_{args.num_val}.pt'),
         args.num_train, args.num_val)
@@ -367,9 +375,7 @@ def run_study(args) -> dict:
                                    args.train_size, args.sizes,
                                    args.batch_size,
                                    crop_scale=args.crop_scale)
-                os.makedirs(osp.dirname(path), exist_ok=True)
-                with open(path, 'w') as f:
-                    json.dump(result, f, indent=1)
+                write_json(path, result, indent=1)  # the run's done marker
                 print(f'{name} seed {seed}: {result["acc"]} '
                       f'({result["seconds"]:.0f} s)', flush=True)
             with open(path) as f:
@@ -380,10 +386,9 @@ def run_study(args) -> dict:
                    iters=args.iters, seeds=args.seeds,
                    crop_scale=args.crop_scale)
     base = osp.join(args.out_dir, 'position_study')
-    with open(base + '.json', 'w') as f:
-        json.dump(summary, f, indent=1)
-    with open(base + '.md', 'w') as f:
-        f.write(markdown(summary, args.seeds, args.iters))
+    write_json(base + '.json', summary, indent=1)
+    write_atomically(markdown(summary, args.seeds, args.iters).encode(),
+                     base + '.md')
     plot(summary, base + '.png')
     print(markdown(summary, args.seeds, args.iters))
     return summary
@@ -411,10 +416,9 @@ def calibrate(args, data, table, names) -> dict:
         lines.append(f'| {iters} | ' + ' | '.join(
             f"{per[n]['acc']:.1f} ({per[n]['seconds']:.0f} s)"
             for n in names) + ' |')
-    with open(osp.join(args.out_dir, 'calibration.json'), 'w') as f:
-        json.dump(out, f, indent=1)
-    with open(osp.join(args.out_dir, 'calibration.md'), 'w') as f:
-        f.write('\n'.join(lines) + '\n')
+    write_json(osp.join(args.out_dir, 'calibration.json'), out, indent=1)
+    write_atomically(('\n'.join(lines) + '\n').encode(),
+                     osp.join(args.out_dir, 'calibration.md'))
     print('\n'.join(lines))
     return out
 
@@ -448,7 +452,11 @@ def parse_args(argv=None):
     return args
 
 
+@cli_main('position_study.py')
 def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    run_study(args)
+    # one study per OUT_DIR at a time; what it wrote stays (it resumes)
+    with work_dir_lock(args.out_dir, keep_output=lambda: True,
+                       option='OUT_DIR'):
+        run_study(args)

@@ -274,10 +274,23 @@ def test_config_builds_and_runs(config, mini_data):
     text = cfg.pretty_text
     for prefix in URL_PREFIXES:
         assert prefix not in text, f'{config} would download ({prefix})'
+    check_checkpoint_hook(cfg, scope)
     check_pipelines(cfg, scope, mini_data)
     torch.manual_seed(0)
     with torch.no_grad():
         check_forward(cfg, scope)
+
+
+def check_checkpoint_hook(cfg, scope):
+    """The config saves checkpoints with mmpos' IntactCheckpointHook (a
+    kill during a save leaves one to resume; mmengine's CheckpointHook with
+    ``max_keep_ckpts`` deletes before it writes), built from the config's
+    own ``default_hooks.checkpoint`` in its scope."""
+    from mmpos.engine.hooks import IntactCheckpointHook
+    hook_cfg = (cfg.get('default_hooks') or {}).get('checkpoint')
+    assert hook_cfg is not None, 'no default_hooks.checkpoint'
+    hook = registries(scope).HOOKS.build(copy.deepcopy(hook_cfg))
+    assert isinstance(hook, IntactCheckpointHook), hook_cfg
 
 
 TRANSFER_CONFIGS = [c for c in CONFIGS if c.startswith('configs/transfer/')]

@@ -17,9 +17,15 @@ holds) is one line ``train.py: error: ...`` with exit status 1
 (``MMPOS_DEBUG=1`` shows the traceback); a run that fails before its first
 iteration removes what it wrote, and only that; ``--resume`` takes the
 newest intact checkpoint and stops when there is none (``--auto-resume``
-starts fresh then); distributed runs work on CPU (gloo).
+starts fresh then); distributed runs work on CPU (gloo). ``SIGTERM`` or
+``SIGUSR1`` (Slurm's pre-kill signals) saves an intact checkpoint after the
+iteration in progress and exits with status 75
+(:class:`~mmpos.engine.hooks.PreemptionHook`); ``tools/slurm_train.sh``
+requeues on that status.
 """
 import argparse
+import os
+import sys
 
 import torch
 from mmengine.registry import RUNNERS
@@ -29,13 +35,15 @@ import mmpos  # noqa: F401  (registers mmpos modules)
 from mmpos.checkpoint import use_safe_io
 from mmpos.datasets.robust_loading import use_safe_image_loading
 from mmpos.datasets.validate import check_config_datasets
-from mmpos.engine.hooks import CheckpointFitHook, NonFiniteLossError
+from mmpos.engine.hooks import (PREEMPTED_EXIT_CODE, CheckpointFitHook,
+                                NonFiniteLossError, Preempted, PreemptionHook)
 from mmpos.utils.cli import exit_on_bad_input
 from mmpos.utils.config_check import blame_config
 from mmpos.utils.launch import (LaunchError, add_launch_arguments,
                                 apply_launch_arguments, check_checkpoint_paths,
                                 check_work_dir, global_rank, load_config,
-                                quiet_frozen_parameters, resume_checkpoint,
+                                lost_rank, quiet_frozen_parameters,
+                                rank_processes, resume_checkpoint,
                                 start_cpu_process_group, work_dir_lock)
 
 
@@ -111,31 +119,46 @@ def merge_args(cfg, args):
 def main(argv=None):
     args = parse_args(argv)
     use_safe_io()  # safe checkpoint reads, atomic writes (mmpos.checkpoint)
-    runner = None
+    runner, status, processes = None, 0, []
 
-    def trained():
-        return runner is not None and \
+    def trained():  # a step taken or a checkpoint saved: keep the output
+        return runner is not None and (
             runner.message_hub.get_info('iter', 0) > 0
+            or runner.message_hub.get_info('last_ckpt') is not None)
 
     with exit_on_bad_input('train.py', (NonFiniteLossError, )):
         cfg = merge_args(load_config(args.config, args.cfg_options), args)
         start_cpu_process_group(cfg, args.launcher)
-        with work_dir_lock(cfg.work_dir, keep_output=trained), \
-                blame_config(cfg, args.cfg_options):
-            runner = (RUNNERS.build(cfg)
-                      if 'runner_type' in cfg else Runner.from_cfg(cfg))
-            # resuming: every model tensor must be in the checkpoint;
-            # load_from (fine-tuning): at least one
-            runner.register_hook(CheckpointFitHook(
-                cfg.get('load_from'), strict=bool(cfg.get('resume'))))
-            quiet_frozen_parameters(runner.logger)
-            runner.train()
+        try:
+            with work_dir_lock(cfg.work_dir, keep_output=trained), \
+                    blame_config(cfg, args.cfg_options):
+                runner = (RUNNERS.build(cfg)
+                          if 'runner_type' in cfg else Runner.from_cfg(cfg))
+                # resuming: every model tensor must be in the checkpoint;
+                # load_from (fine-tuning): at least one
+                runner.register_hook(CheckpointFitHook(
+                    cfg.get('load_from'), strict=bool(cfg.get('resume'))))
+                runner.register_hook(PreemptionHook())
+                processes = rank_processes()
+                quiet_frozen_parameters(runner.logger)
+                runner.train()
+        except Preempted as stop:
+            if global_rank() == 0:
+                print(f'train.py: {stop}', file=sys.stderr, flush=True)
+            status = PREEMPTED_EXIT_CODE
+        except RuntimeError as err:  # a collective whose peer has died
+            message = lost_rank(err, processes)
+            if message is None or os.environ.get('MMPOS_DEBUG'):
+                raise
+            sys.exit(f'train.py: error: {message}')
     # A process group left for the interpreter's exit to tear down can abort
     # a rank ("terminate called without an active exception", seen with 2
     # gloo processes on a loaded CPU); release it once training is done.
     if torch.distributed.is_available() and \
             torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
+    if status:
+        sys.exit(status)
 
 
 if __name__ == '__main__':

@@ -128,7 +128,7 @@ param_scheduler = [
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=50),
-    checkpoint=dict(type='CheckpointHook', interval=10, max_keep_ckpts=3))
+    checkpoint=dict(type='IntactCheckpointHook', interval=10, max_keep_ckpts=3))
 # DINOv2's teacher-temperature warm-up (0.04 -> 0.07 over 30 epochs) is
 # available as
 #   custom_hooks = [dict(type='TeacherTempHook', start=0.04, end=0.07,

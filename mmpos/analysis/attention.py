@@ -13,6 +13,7 @@ pass itself is untouched, so the recorded maps are exactly those the model
 uses (attention dropout aside, which is off in eval mode).
 """
 import csv
+import io
 import json
 import os
 import os.path as osp
@@ -23,6 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from mmpos.apis.features import init_backbone, preprocess, read_images
+from mmpos.checkpoint import write_atomically
 from mmpos.utils.errors import BadInputError
 
 IMAGE_EXTS = ('.jpg', '.jpeg', '.png', '.bmp')
@@ -144,10 +146,11 @@ def upsample_map(attn_map: Tensor, size: int) -> Tensor:
 
 def write_rows(stem: str, rows: List[dict], **meta) -> None:
     """``rows`` (dicts with the same keys) as ``<stem>.csv`` and, after
-    ``meta``, under ``rows`` in ``<stem>.json``."""
-    with open(stem + '.csv', 'w', newline='') as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    with open(stem + '.json', 'w') as f:
-        json.dump(dict(meta, rows=rows), f, indent=1)
+    ``meta``, under ``rows`` in ``<stem>.json`` (each written atomically)."""
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomically(text.getvalue().encode(), stem + '.csv')
+    write_atomically(json.dumps(dict(meta, rows=rows), indent=1).encode(),
+                     stem + '.json')

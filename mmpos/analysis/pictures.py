@@ -13,8 +13,12 @@
   patch centre to the predicted one (green: right, red: wrong);
 * :func:`tile_grid`: equally sized tiles with captions as one RGB image.
 
-Every picture is ``uint8`` ``(H, W, 3)``; :func:`save_png` writes it.
+Every picture is ``uint8`` ``(H, W, 3)``; :func:`save_png` writes it, and
+:func:`save_figure` a matplotlib figure (the tools' plots), both atomically
+(:func:`mmpos.checkpoint.atomic_path`: a killed tool leaves the old file or
+none, never a partial one).
 """
+import os.path as osp
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -23,6 +27,7 @@ import torch.nn.functional as F
 from PIL import Image, ImageDraw
 from torch import Tensor
 
+from mmpos.checkpoint import atomic_path
 from mmpos.utils.errors import BadInputError, UnsupportedModelError
 
 CAPTION_PX = 14
@@ -140,7 +145,18 @@ def draw_positions(image: np.ndarray, grid: Sequence[int], target: Tensor,
 
 
 def save_png(picture: np.ndarray, path: str) -> str:
-    Image.fromarray(picture).save(path, format='PNG')
+    with atomic_path(path) as tmp:
+        Image.fromarray(picture).save(tmp, format='PNG')
+    return path
+
+
+def save_figure(fig, path: str, dpi: int) -> str:
+    """Write the matplotlib figure ``fig`` to ``path`` (format from its
+    extension, PNG without one) atomically, and close it."""
+    import matplotlib.pyplot as plt
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format=osp.splitext(path)[1][1:] or 'png', dpi=dpi)
+    plt.close(fig)
     return path
 
 

@@ -16,9 +16,11 @@ writes (what ``Runner.save_checkpoint``, ``CheckpointHook``'s
 it the backend of local paths with :func:`mmpos.checkpoint.use_safe_io`.
 """
 import contextlib
+import errno
 import os
 import os.path as osp
 import secrets
+import shutil
 from pathlib import Path
 from typing import Optional, Union
 
@@ -72,9 +74,24 @@ def atomic_open(path: Union[str, Path]):
 
 
 def write_atomically(data: bytes, path: Union[str, Path]) -> None:
-    """Write ``data`` to ``path`` through :func:`atomic_open`."""
-    with atomic_open(path) as f:
-        f.write(data)
+    """Write ``data`` to ``path`` through :func:`atomic_open`.
+
+    Raises:
+        OSError: a full disk or quota (``ENOSPC``, ``EDQUOT``) as an
+            ``OSError`` of the same errno naming ``path``, the bytes the
+            file needs and those free on its file system; ``path`` is left
+            as it was.
+    """
+    try:
+        with atomic_open(path) as f:
+            f.write(data)
+    except OSError as err:
+        if err.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        free = shutil.disk_usage(osp.dirname(osp.abspath(path))).free
+        raise OSError(
+            err.errno, f'{err.strerror}: the file needs {len(data):,} bytes, '
+            f'{free:,} are free there', str(path)) from err
 
 
 def save_state_dict(state_dict: StateDict,

@@ -11,7 +11,8 @@ Result files (``write_result``), read by the table regenerator
 (``tools/paper_tables/gen_tables.py`` takes ``metrics.json`` as the
 finished result of a work dir): ``<work_dir>/metrics.json`` (flat
 ``{name: value}``) and ``<work_dir>/result.md`` (the same as a table, with
-the settings).
+the settings), each written atomically (a killed evaluation leaves no
+partial file).
 """
 import json
 import os
@@ -23,6 +24,7 @@ from torch import Tensor
 
 from mmpos.apis.features import (extract_features, image_features,
                                  preprocess, read_images)
+from mmpos.checkpoint import write_atomically
 from mmpos.utils.errors import BadInputError
 
 
@@ -74,8 +76,7 @@ def write_markdown(path: str, title: str, metrics: Dict[str, float],
     lines += [f'| {k} | {v:.2f} |' for k, v in metrics.items()]
     lines += ['', '| setting | value |', '| --- | --- |']
     lines += [f'| {k} | {v} |' for k, v in settings.items()]
-    with open(path, 'w') as f:
-        f.write('\n'.join(lines) + '\n')
+    write_atomically(('\n'.join(lines) + '\n').encode(), path)
     return path
 
 
@@ -89,6 +90,5 @@ def write_result(work_dir: str, metrics: Dict[str, float], title: str,
     for path in (json_path, md_path):
         if osp.exists(path):
             raise FileExistsError(f'{path} exists; choose another work dir')
-    with open(json_path, 'w') as f:
-        json.dump(metrics, f, indent=1)
+    write_atomically(json.dumps(metrics, indent=1).encode(), json_path)
     return json_path, write_markdown(md_path, title, metrics, settings)

@@ -14,7 +14,9 @@
   before anything is built;
 * :func:`start_cpu_process_group`: distributed runs on CPU-only machines,
   where mmengine's own ``init_dist`` calls ``torch.cuda.set_device``;
-* :func:`quiet_frozen_parameters`: no WARNING per frozen parameter.
+* :func:`quiet_frozen_parameters`: no WARNING per frozen parameter;
+* :func:`rank_processes`, :func:`lost_rank`: a rank that dies is named by
+  the ranks it leaves behind, in one line.
 """
 import contextlib
 import fcntl
@@ -144,7 +146,8 @@ LOCK_FILE = '.mmpos_run.lock'
 
 
 @contextlib.contextmanager
-def work_dir_lock(work_dir, create=True, keep_output=lambda: False):
+def work_dir_lock(work_dir, create=True, keep_output=lambda: False,
+                  option='--work-dir'):
     """Hold ``work_dir``'s lock while a run (training or test) writes into it.
 
     The lock is an ``flock`` on ``<work_dir>/.mmpos_run.lock``, which holds
@@ -165,6 +168,8 @@ def work_dir_lock(work_dir, create=True, keep_output=lambda: False):
         create: create the work dir (and the lock file) if missing;
             ``False`` only checks that no run holds an existing lock.
         keep_output: called after a failure; true keeps the new entries.
+        option: the command-line option that names ``work_dir``, for the
+            refusal's advice.
 
     Yields:
         bool: whether the work dir existed before.
@@ -185,7 +190,7 @@ def work_dir_lock(work_dir, create=True, keep_output=lambda: False):
             raise LaunchError(
                 f'work dir {work_dir} is in use by another run ({owner}; '
                 f'lock {path}); wait for it to end or choose another '
-                '--work-dir') from None
+                f'{option}') from None
         try:  # the owner may have removed the file while we opened it
             if os.stat(path).st_ino == os.fstat(fd).st_ino:
                 break
@@ -361,3 +366,64 @@ def quiet_frozen_parameters(logger: logging.Logger) -> None:
     ``logger`` (the runner's)."""
     if not any(isinstance(f, _FrozenParameterFilter) for f in logger.filters):
         logger.addFilter(_FrozenParameterFilter())
+
+
+def rank_processes():
+    """``[(host, pid), ...]`` of every rank of the default process group
+    (one ``all_gather_object`` at start-up), or ``[]`` when not
+    distributed; :func:`lost_rank` names a dead rank with it."""
+    if not (torch_dist.is_available() and torch_dist.is_initialized()) or \
+            torch_dist.get_world_size() < 2:
+        return []
+    found = [None] * torch_dist.get_world_size()
+    torch_dist.all_gather_object(found, (socket.gethostname(), os.getpid()))
+    return found
+
+
+def _running(pid) -> bool:
+    """Whether process ``pid`` runs (a zombie, ended but not yet reaped by
+    its launcher, does not)."""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
+# What gloo and NCCL raise in a rank whose peer process has ended.
+PEER_LOST = ('Connection reset by peer', 'Connection closed by peer',
+             'Broken pipe', 'Connection refused', 'NCCL communicator was '
+             'aborted', 'NCCL error', 'Socket Timeout', 'Timed out')
+
+
+def lost_rank(err: BaseException, processes):
+    """One line for ``err`` when it is a collective that failed because
+    another rank's process ended (``processes`` from
+    :func:`rank_processes`), else ``None``.
+
+    The ranks on this host whose process no longer runs are named; a rank
+    on another host is reported as such (its launcher names it).
+    """
+    text = ' '.join(str(err).split())
+    if not processes or not isinstance(err, RuntimeError) or \
+            not any(p in text for p in PEER_LOST):
+        return None
+    rank, host = global_rank(), socket.gethostname()
+    dead = []
+    for other, (where, pid) in enumerate(processes):
+        if other != rank and where == host:
+            if not _running(pid):
+                dead.append(f'rank {other} (pid {pid} on {where})')
+    if not dead and all(where == host for where, _ in processes):
+        return None  # every rank still runs: another failure
+    who = (' and '.join(dead) + (' has' if len(dead) == 1 else ' have') +
+           ' ended' if dead else 'a rank on another host ended')
+    detail = re.sub(r'^\[[^\]]*\] ', '', text).split('. ')[0]
+    return (f'rank {rank} of {len(processes)} stopped: {who}, and the job '
+            f'cannot go on without it ({detail})')

@@ -5,8 +5,13 @@ mini-objects (Mask R-CNN) and mini-stuff (Semantic FPN), laid out as
 :mod:`mmpos_harness.comparison.seeds` reads it.
 
 Every run is a ``tools/train.py`` subprocess; a finished run leaves
-:data:`~mmpos_harness.results.DONE_MARKER` and ``compute.json`` in its
-work dir and is skipped when asked again (so both tools resume).
+``compute.json`` and then :data:`~mmpos_harness.results.DONE_MARKER` in its
+work dir (both written atomically) and is skipped when asked again, while
+a run killed at any point before its marker is rerun from scratch (so both
+tools resume). Only a run's ``console.log`` is written as it goes: it is
+followed live, and removed with its unfinished run. Both tools hold their
+result folder's lock (:func:`mmpos.utils.launch.work_dir_lock`) while they
+run.
 """
 import contextlib
 import json
@@ -21,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from mmengine.config import Config
 
+from mmpos.checkpoint import write_atomically
 from mmpos.evaluation.dense_suite import MINI_PROBES
 
 from ..mini_data import MARKER
@@ -193,11 +199,14 @@ def ensure_probe_data(root, tasks, seed=None):
 
 def _finish(work_dir, start, cpu_seconds):
     """Mark ``work_dir`` done, with its wall minutes since ``start`` and the
-    CPU minutes of its commands in ``compute.json``."""
+    CPU minutes of its commands in ``compute.json``: the marker comes last
+    and, like every file here, is written atomically, so a run killed
+    before it is rerun whole (:func:`_fresh`) and one that has it is
+    complete."""
     write_json(osp.join(work_dir, COMPUTE),
                dict(minutes=round((time.time() - start) / 60, 2),
                     cpu_minutes=round((cpu_seconds or 0) / 60, 2)))
-    open(osp.join(work_dir, DONE_MARKER), 'w').close()
+    write_atomically(b'', osp.join(work_dir, DONE_MARKER))
 
 
 def _console(work_dir, threads):

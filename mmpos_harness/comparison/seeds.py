@@ -54,11 +54,13 @@ shared by all tokens, as MAE's, reads as alignment while the probes still
 decode the rest).
 """
 import csv
+import io
 import json
 import math
 import os.path as osp
 from typing import Dict, List, Optional
 
+from mmpos.checkpoint import write_atomically
 from mmpos.engine.hooks.encoder_tokens import TOKENS_FILE
 from mmpos.engine.hooks.health_monitor import HEALTH_FILE
 from mmpos.evaluation.health import collapse_reasons
@@ -69,9 +71,11 @@ PLAN = 'plan.json'
 COMPUTE = 'compute.json'
 
 
-def write_json(path: str, obj) -> None:
-    with open(path, 'w') as f:
-        json.dump(obj, f, indent=2)
+def write_json(path: str, obj, indent: int = 2) -> None:
+    """``obj`` as indented JSON at ``path``, written atomically
+    (:func:`~mmpos.checkpoint.write_atomically`: a kill leaves the old file
+    or none, never a partial one)."""
+    write_atomically(json.dumps(obj, indent=indent).encode(), path)
 
 
 def load_plan(root: str) -> dict:
@@ -204,15 +208,20 @@ def pretrain_health(work_dirs: List[str]) -> Optional[dict]:
     ``cos_within`` / ``cos_across`` / ``eff_rank`` (and initial
     ``eff_rank0``, ``teacher_entropy`` where logged) over the runs that
     wrote one, ``runs`` / ``collapsed`` counts and the collapse
-    ``reasons``; None when no run wrote one (no monitor, random init).
+    ``reasons``; ``unmonitored`` counts the runs whose monitor switched
+    itself off (no probe set: not measured, not healthy); None when no
+    run wrote one (no monitor, random init).
     The verdict is :func:`~mmpos.evaluation.health.collapse_reasons` on
     the stored numbers, so every table applies the current rule."""
-    found = []
+    found, unmonitored = [], 0
     for work_dir in work_dirs:
         path = osp.join(work_dir, HEALTH_FILE)
         if osp.isfile(path):
             with open(path) as f:
                 health = json.load(f)
+            if health.get('disabled'):  # the monitor had no probe set
+                unmonitored += 1
+                continue
             entropy = health['final'].get('teacher_entropy')
             if entropy is not None and not health.get('num_prototypes'):
                 raise ValueError(f'{path}: teacher_entropy without '
@@ -222,10 +231,12 @@ def pretrain_health(work_dirs: List[str]) -> Optional[dict]:
                 health.get('num_prototypes'))
             found.append(health)
     if not found:
-        return None
+        return dict(runs=0, collapsed=0, reasons=[],
+                    unmonitored=unmonitored) if unmonitored else None
     out = dict(runs=len(found),
                collapsed=sum(bool(h['reasons']) for h in found),
-               reasons=[r for h in found for r in h['reasons']])
+               reasons=[r for h in found for r in h['reasons']],
+               unmonitored=unmonitored)
     for key in ('cos_within', 'cos_across', 'eff_rank', 'teacher_entropy'):
         values = [h['final'][key] for h in found if key in h['final']]
         if values:
@@ -385,12 +396,16 @@ def _fmt_health(health: Optional[dict]) -> List[str]:
     entropy, collapsed runs."""
     if not health:
         return ['-'] * 4
+    unmonitored = health.get('unmonitored', 0)
+    off = f' ({unmonitored} not monitored)' if unmonitored else ''
+    if not health['runs']:
+        return ['-'] * 3 + [f'not monitored ({unmonitored} runs)']
     entropy = health.get('teacher_entropy')
     return [f'{health["cos_within"]:.2f} / {health["cos_across"]:.2f}',
             f'{health["eff_rank"]:.1f} ({health["eff_rank0"]:.1f})',
             '-' if entropy is None else f'{entropy:.2f}',
             f'{health["collapsed"]}/{health["runs"]}' +
-            (' COLLAPSED' if health['collapsed'] else '')]
+            (' COLLAPSED' if health['collapsed'] else '') + off]
 
 
 def markdown(summary: dict) -> str:
@@ -502,23 +517,25 @@ def verdicts(summary: dict) -> Dict[str, str]:
 
 def write(root: str, out_dir: str) -> str:
     """Write ``seeds.md``, ``seeds.csv`` and ``summary.json`` to
-    ``out_dir``; returns the markdown."""
+    ``out_dir`` (each atomically; the same runs give the same bytes);
+    returns the markdown."""
     summary = summarise(root)
     text = markdown(summary)
     notes = verdicts(summary)
     text += ''.join(f'\n- {line}' for line in notes.values())
     text += '\n' if notes else ''
-    with open(osp.join(out_dir, 'seeds.md'), 'w') as f:
-        f.write(text)
-    with open(osp.join(out_dir, 'seeds.csv'), 'w', newline='') as f:
-        writer = csv.writer(f)
-        writer.writerow(['init', 'task', 'metric', 'mean', 'std', 'diff',
-                         'clear', 'values'])
-        for task, spec in summary['tasks'].items():
-            for init, per_metric in spec['inits'].items():
-                for key, s in per_metric.items():
-                    writer.writerow([init, task, key, s['mean'], s['std'],
-                                     s.get('diff'), s.get('clear'),
-                                     ' '.join(map(str, s['values']))])
+    write_atomically(text.encode(), osp.join(out_dir, 'seeds.md'))
+    table = io.StringIO()
+    writer = csv.writer(table)
+    writer.writerow(['init', 'task', 'metric', 'mean', 'std', 'diff',
+                     'clear', 'values'])
+    for task, spec in summary['tasks'].items():
+        for init, per_metric in spec['inits'].items():
+            for key, s in per_metric.items():
+                writer.writerow([init, task, key, s['mean'], s['std'],
+                                 s.get('diff'), s.get('clear'),
+                                 ' '.join(map(str, s['values']))])
+    write_atomically(table.getvalue().encode(),
+                     osp.join(out_dir, 'seeds.csv'))
     write_json(osp.join(out_dir, 'summary.json'), summary)
     return text

@@ -22,10 +22,13 @@ Cell conventions (also in the legend under every table):
   Such tables carry :data:`EFF_EP_LEGEND` too.
 """
 import csv
+import io
 import os
 import os.path as osp
 from dataclasses import dataclass
 from typing import Dict, List, Optional
+
+from mmpos.checkpoint import write_atomically
 
 from ..results import RunResult, read_run
 from .manifest import Manifest, Table
@@ -169,10 +172,11 @@ def to_markdown(table: Table, rows: List[RowResult]) -> str:
 
 
 def write_csv(path: str, table: Table, rows: List[RowResult]) -> None:
-    with open(path, 'w', newline='') as f:
-        writer = csv.writer(f)
-        writer.writerow(header(table))
-        writer.writerows(flat_rows(table, rows))
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(header(table))
+    writer.writerows(flat_rows(table, rows))
+    write_atomically(text.getvalue().encode(), path)
 
 
 def generate(manifest: Manifest,
@@ -181,7 +185,8 @@ def generate(manifest: Manifest,
              table_ids: Optional[List[str]] = None,
              metrics_file: str = 'metrics.json') -> Dict[str, List[RowResult]]:
     """Write ``<out_dir>/<table id>.{md,csv}`` and ``<out_dir>/tables.md``
-    (all selected tables); returns the filled rows per table id."""
+    (all selected tables; each file atomically); returns the filled rows
+    per table id."""
     os.makedirs(out_dir, exist_ok=True)
     results = run_results(manifest, work_root, metrics_file)
     tables = [manifest.table(t) for t in table_ids] if table_ids \
@@ -192,9 +197,8 @@ def generate(manifest: Manifest,
         filled[table.id] = rows
         text = to_markdown(table, rows)
         parts.append(text)
-        with open(osp.join(out_dir, f'{table.id}.md'), 'w') as f:
-            f.write(text)
+        write_atomically(text.encode(), osp.join(out_dir, f'{table.id}.md'))
         write_csv(osp.join(out_dir, f'{table.id}.csv'), table, rows)
-    with open(osp.join(out_dir, 'tables.md'), 'w') as f:
-        f.write('\n'.join(parts))
+    write_atomically('\n'.join(parts).encode(),
+                     osp.join(out_dir, 'tables.md'))
     return filled

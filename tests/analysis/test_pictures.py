@@ -10,7 +10,7 @@ from PIL import Image
 
 from conftest import REPO
 from mmpos.analysis.pictures import (CAPTION_PX, draw_positions, pca_rgb,
-                                     tile_grid)
+                                     save_figure, tile_grid)
 from mmpos.apis import init_backbone
 
 DEMO_ROPE = 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'
@@ -65,6 +65,24 @@ def test_pca_rgb_recovers_planted_components():
     for channel, signal in enumerate(signals):
         corr = np.corrcoef(rgb[..., channel].ravel(), signal.ravel())[0, 1]
         assert abs(corr) > 0.999
+
+
+def test_save_figure_format_from_extension_and_closed(tmp_path):
+    """The plot lands under its name in the format its extension names
+    (the temporary file it is written through has another extension),
+    nothing else stays in the folder, and the figure is closed."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    for name, start in (('plot.png', b'\x89PNG'), ('plot.svg', b'<?xml'),
+                        ('plot', b'\x89PNG')):
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [1, 0])
+        path = save_figure(fig, str(tmp_path / name), dpi=20)
+        assert open(path, 'rb').read(5).startswith(start), name
+        assert not plt.fignum_exists(fig.number)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        'plot', 'plot.png', 'plot.svg']
 
 
 def test_grid_and_position_drawing_sizes():

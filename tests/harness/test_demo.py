@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from conftest import REPO
+from mmpos.utils.launch import work_dir_lock
 from mmpos_harness.comparison import runs, seeds
 from mmpos_harness.mini_data import MARKER
 
@@ -80,6 +81,23 @@ def test_parallel_flow(tmp_path, monkeypatch, capsys):
     assert names[-3:] == ['tools/analysis_tools/droppos_positions.py',
                           'tools/infer.py', 'tools/infer.py']
     assert 'CPU minutes' in capsys.readouterr().out
+
+
+def test_second_demo_on_a_work_dir_is_refused(tmp_path, monkeypatch):
+    """While a demo holds its --work-dir (its lock), another demo pointed
+    there stops with one line naming the holder, before any step runs."""
+    commands = []
+    monkeypatch.setattr(runs, 'run', lambda *a, **k: commands.append(a))
+    work_dir = tmp_path / 'w'
+    with work_dir_lock(str(work_dir)):
+        with pytest.raises(SystemExit) as refused:
+            load_demo().main(['--work-dir', str(work_dir), '--data-root',
+                              str(tmp_path / 'data')])
+    message = str(refused.value)
+    assert message.startswith(f'demo.py: error: work dir {work_dir} is in '
+                              f'use by another run (pid {os.getpid()} ')
+    assert '\n' not in message
+    assert commands == [] and not (tmp_path / 'data').exists()
 
 
 def test_run_counts_cpu_and_logs(tmp_path):

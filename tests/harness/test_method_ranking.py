@@ -13,6 +13,7 @@ import statistics
 import pytest
 from scipy.stats import t as student_t
 
+from mmpos.utils.launch import work_dir_lock
 from mmpos_harness import method_ranking
 from mmpos_harness.comparison import runs, seeds
 from mmpos_harness.results import DONE_MARKER
@@ -260,10 +261,21 @@ def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
     text = open(root / 'tables' / 'orderings.md').read()
     assert '| CR2PQ > random init | CR2PQ Tab. 1' in text
     assert 'DINOv2' not in text
-    # run again: everything is finished, only the table is regenerated
+    # run again: everything is finished, only the tables are regenerated,
+    # byte for byte the same
+    tables = {name: (root / 'tables' / name).read_bytes() for name in (
+        'seeds.md', 'seeds.csv', 'summary.json', 'orderings.md')}
     commands.clear()
     method_ranking.main(common)
     assert [c[1] for c in commands] == ['tools/paper_tables/gen_tables.py']
+    assert {name: (root / 'tables' / name).read_bytes()
+            for name in tables} == tables
+    # a second ranking on the work dir while one runs is refused
+    with work_dir_lock(str(root)), pytest.raises(SystemExit) as refused:
+        method_ranking.main(common)
+    assert str(refused.value).startswith(
+        f'method_ranking.py: error: work dir {root} is in use by another '
+        f'run (pid {os.getpid()} ')
     # an interrupted run is restarted from scratch
     broken = seeds.transfer_dir(str(root), 'segmentation', 'CR2PQ', 1, 0)
     os.remove(os.path.join(broken, DONE_MARKER))
@@ -361,3 +373,23 @@ def test_dense_probes_are_ranking_tasks(tmp_path, monkeypatch):
     plan = seeds.load_plan(str(tmp_path / 'bench'))
     assert plan['tasks']['correspondence']['seeds'] == [0]
     assert plan['budget']['tuning'] == 'untuned'
+
+
+def test_a_switched_off_monitor_is_not_counted_as_healthy(tmp_path):
+    """A pretraining run whose HealthMonitorHook had no probe set writes
+    health.json with ``disabled``: the table says it was not monitored
+    instead of counting it among the healthy runs."""
+    off = dict(initial=None, history=[], final=None, num_prototypes=None,
+               collapsed=None, reasons=[],
+               disabled='HealthMonitorHook: probe set not found: x/cls')
+    dirs = []
+    for name, health in (('on', _health(False)), ('off', off)):
+        dirs.append(str(tmp_path / name))
+        seeds.write_json(os.path.join(dirs[-1], 'health.json'), health)
+    both = seeds.pretrain_health(dirs)
+    assert (both['runs'], both['unmonitored'], both['collapsed']) == (1, 1, 0)
+    assert seeds._fmt_health(both)[-1] == '0/1 (1 not monitored)'
+    only_off = seeds.pretrain_health(dirs[1:])
+    assert seeds._fmt_health(only_off) == ['-', '-', '-',
+                                           'not monitored (1 runs)']
+    assert seeds.pretrain_health([str(tmp_path / 'none')]) is None

@@ -1,10 +1,16 @@
 """mmpos_harness.position_study (tools/paper_tables/position_study.py):
 the study's runs, resume, table (mean +- std, "clear" vs noise against
-APE) and plot, on a tiny budget."""
+APE) and plot, on a tiny budget; one study per result folder, and a study
+SIGKILLed while it writes resumes to the same table."""
 import json
+import os
+import subprocess
+import sys
+import time
 
 import pytest
 
+from conftest import REPO
 from mmpos_harness import position_study as study
 
 
@@ -74,3 +80,67 @@ def test_tiny_study_with_random_resized_crops(tmp_path):
     assert summary['crop_scale'] == 0.35
     assert 'random resized crops of 0.35-1' in (
         tmp_path / 'position_study.md').read_text()
+
+
+# Stops the study tool (a subprocess) at the rename that would land its
+# result file ``target``: the file is written in full to its temporary name,
+# ``ready`` is created, and the process waits there to be killed.
+HOLD_AT_RENAME = """
+import os, runpy, sys, time
+tool, ready, target, *argv = sys.argv[1:]
+rename = os.replace
+def replace(src, dst):
+    if dst.endswith(target):
+        open(ready, 'w').close()
+        time.sleep(600)
+    rename(src, dst)
+os.replace = replace
+sys.argv = [tool, *argv]
+runpy.run_path(tool, run_name='__main__')
+"""
+
+
+def test_second_study_refused_and_a_killed_one_resumes_to_the_same_table(
+        tmp_path):
+    """A study stopped as it writes its third run (RoPE-Mixed seed 0) holds
+    its folder: a second study there is refused with one line naming it.
+    SIGKILLed at that moment it leaves no partial result; the same command
+    then retrains only that run and the next one, and its table is byte for
+    byte the one of an uninterrupted study."""
+    argv = ['--schemes', 'APE', 'RoPE-Mixed', '--seeds', '0', '1', '--iters',
+            '2', '--sizes', '32', '64', '--num-train', '12', '--num-val', '9']
+    out, ready = tmp_path / 'out', tmp_path / 'ready'
+    target = os.path.join('runs', 'RoPE-Mixed', 'seed0.json')
+    proc = subprocess.Popen(
+        [sys.executable, '-c', HOLD_AT_RENAME,
+         'tools/paper_tables/position_study.py', str(ready), target,
+         str(out), *argv], cwd=REPO, env=dict(os.environ, OMP_NUM_THREADS='1'))
+    try:
+        deadline = time.time() + 120
+        while not ready.exists():
+            assert proc.poll() is None and time.time() < deadline
+            time.sleep(0.05)
+        with pytest.raises(SystemExit) as refused:
+            study.main([str(out), *argv])
+        message = str(refused.value)
+        assert message.startswith('position_study.py: error: work dir ')
+        assert f'in use by another run (pid {proc.pid} ' in message
+        assert '\n' not in message
+    finally:
+        proc.kill()  # SIGKILL
+        proc.wait()
+    runs = out / 'runs'
+    assert not (out / target).exists()  # not half there: not there at all
+    # the killed write's temporary file: hidden, never read as a result
+    assert [p.name.startswith('.seed0.json.')
+            for p in (runs / 'RoPE-Mixed').iterdir()] == [True]
+    assert not (out / 'position_study.md').exists()
+    finished = {p: p.stat().st_mtime_ns for p in runs.glob('APE/*.json')}
+    assert len(finished) == 2
+
+    study.main([str(out), *argv])  # resumes: the killed lock is no lock
+    assert {p: p.stat().st_mtime_ns for p in finished} == finished
+    assert (out / target).is_file()
+    study.main([str(tmp_path / 'whole'), *argv])
+    table = (out / 'position_study.md').read_bytes()
+    assert table == (tmp_path / 'whole' / 'position_study.md').read_bytes()

@@ -113,7 +113,7 @@ def test_none_switches_off_mmpos_default_hooks():
     assert 'check_loss' not in cfg.default_hooks
     assert 'rng_state' not in cfg.default_hooks
     assert cfg.default_hooks.timer is None
-    assert cfg.default_hooks.checkpoint.type == 'CheckpointHook'
+    assert cfg.default_hooks.checkpoint.type == 'IntactCheckpointHook'
 
 
 def test_frozen_parameters_are_not_warned_about(tmp_path):

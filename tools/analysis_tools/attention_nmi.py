@@ -30,6 +30,7 @@ from mmpos.analysis.attention import (attention_backbone, list_images,  # noqa
                                       load_images, record_attention,
                                       resize_for, upsample_map, write_rows)
 from mmpos.analysis.metrics import attention_distance, attention_nmi  # noqa
+from mmpos.analysis.pictures import save_figure  # noqa: E402
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 
@@ -99,8 +100,7 @@ def main(argv=None):
     for ax in axes:
         ax.set_xlabel('layer')
     fig.tight_layout()
-    fig.savefig(stem + '.png', dpi=100)
-    plt.close(fig)
+    save_figure(fig, stem + '.png', dpi=100)
 
     images, last = shown
     mean = torch.tensor(IMAGENET_MEAN).view(3, 1, 1)
@@ -124,8 +124,8 @@ def main(argv=None):
     for ax in axes.flat:
         ax.axis('off')
     fig.tight_layout()
-    fig.savefig(osp.join(args.out_dir, 'attention_queries.png'), dpi=80)
-    plt.close(fig)
+    save_figure(fig, osp.join(args.out_dir, 'attention_queries.png'),
+                dpi=80)
     print(f'wrote {stem}.csv, .json, .png and attention_queries.png '
           f'({len(paths)} images at {size}px)')
 

@@ -27,6 +27,7 @@ from mmpos.analysis.attention import (attention_backbone, list_images,  # noqa
                                       load_images, record_attention,
                                       resize_for, write_rows)
 from mmpos.analysis.metrics import attention_distance, attention_entropy  # noqa
+from mmpos.analysis.pictures import save_figure  # noqa: E402
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 
@@ -90,8 +91,7 @@ def main(argv=None):
         ax.set_title(title)
         ax.legend()
     fig.tight_layout()
-    fig.savefig(stem + '.png', dpi=100)
-    plt.close(fig)
+    save_figure(fig, stem + '.png', dpi=100)
     print(f'wrote {stem}.csv, .json, .png ({len(paths)} images)')
 
 

@@ -30,6 +30,7 @@ import time
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
+from mmpos.checkpoint import write_atomically  # noqa: E402
 from mmpos.utils.cli import cli_main  # noqa: E402
 from mmpos.utils.errors import BadInputError  # noqa: E402
 
@@ -116,14 +117,14 @@ def main(argv=None):
             print(f'{label} seed {seed}: ' + ', '.join(
                 f'{k} {v:.3f}' for k, v in results[label][str(seed)].items()
                 if k != 'checkpoint' and '/' in k), flush=True)
-    with open(osp.join(args.work_dir, 'results.json'), 'w') as f:
-        json.dump(dict(config=args.config, probes=probes, seeds=args.seeds,
-                       results=results), f, indent=1)
+    write_atomically(json.dumps(dict(
+        config=args.config, probes=probes, seeds=args.seeds,
+        results=results), indent=1).encode(),
+        osp.join(args.work_dir, 'results.json'))
     text = (f'# Dense probes of {args.config}\n\nseeds {args.seeds}; '
             f'{round((time.time() - start) / 60, 1)} min\n\n' +
             table(results, args.seeds) + '\n')
-    with open(osp.join(args.work_dir, 'result.md'), 'w') as f:
-        f.write(text)
+    write_atomically(text.encode(), osp.join(args.work_dir, 'result.md'))
     print(text)
 
 

@@ -28,6 +28,8 @@ from typing import Dict, Iterable, Sequence, Tuple
 
 import torch
 
+from mmpos.analysis.pictures import save_figure
+from mmpos.checkpoint import write_atomically
 from mmpos.utils.cli import cli_main
 
 GAMMAS = (0., .25, .5, .75)
@@ -110,8 +112,7 @@ def plot_table(acc: Dict[Tuple[float, float], float], path: str) -> None:
     ax.set_title(f'position accuracy (%), avg. {mean:.2f}')
     fig.colorbar(image, ax=ax)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path, dpi=100)
 
 
 def build_batches(cfg, args, model):
@@ -181,8 +182,7 @@ def main(argv=None):
     print(format_table(acc, 'markdown'))
     if args.out:
         fmt = 'csv' if args.out.endswith('.csv') else 'markdown'
-        with open(args.out, 'w') as f:
-            f.write(format_table(acc, fmt))
+        write_atomically(format_table(acc, fmt).encode(), args.out)
     if args.plot:
         plot_table(acc, args.plot)
 

@@ -40,6 +40,7 @@ def main(argv=None):
     from mmpos.apis import (extract_features, init_backbone, preprocess,
                             read_images)
     from mmpos.apis.features import data_mean_std
+    from mmpos.checkpoint import atomic_open
     if args.size and len(args.size) > 2:
         raise BadInputError(f'--size takes H [W], got {args.size}')
     try:
@@ -63,10 +64,10 @@ def main(argv=None):
         for layer in feats['layers']:
             for kind in ('cls_token', 'patch_tokens'):
                 if layer[kind] is not None:
-                    np.save(osp.join(args.out_dir,
-                                     f'{stem}.layer{layer["index"]}.{kind}'
-                                     '.npy'),
-                            layer[kind][0].float().cpu().numpy())
+                    with atomic_open(osp.join(
+                            args.out_dir,
+                            f'{stem}.layer{layer["index"]}.{kind}.npy')) as f:
+                        np.save(f, layer[kind][0].float().cpu().numpy())
                     written += 1
     print(f'{written} arrays ({size[0]}x{size[1]} input) written to '
           f'{args.out_dir}')

@@ -21,6 +21,7 @@ are kept unless ``--force``.
 import argparse
 import copy
 import csv
+import io
 import json
 import math
 import os
@@ -29,6 +30,8 @@ import sys
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, ROOT)
+from mmpos.analysis.pictures import save_figure  # noqa: E402
+from mmpos.checkpoint import write_atomically  # noqa: E402
 from mmpos.utils.cli import cli_main  # noqa: E402
 from mmpos.utils.errors import BadInputError  # noqa: E402
 
@@ -114,15 +117,17 @@ def write_outputs(rows, out_dir, title, train_resolution=None):
         cells = [str(row['resolution']), row['input']]
         cells += [f'{row[m]:.2f}' for m in metrics]
         table.append('| ' + ' | '.join(cells) + ' |')
-    with open(osp.join(out_dir, 'multires.md'), 'w') as f:
-        f.write(f'# {title}\n\n' + '\n'.join(table) + '\n')
-    with open(osp.join(out_dir, 'multires.csv'), 'w', newline='') as f:
-        writer = csv.DictWriter(f, fieldnames=header)
-        writer.writeheader()
-        writer.writerows(rows)
-    with open(osp.join(out_dir, 'multires.json'), 'w') as f:
-        json.dump(dict(title=title, train_resolution=train_resolution,
-                       rows=rows), f, indent=1)
+    write_atomically((f'# {title}\n\n' + '\n'.join(table) + '\n').encode(),
+                     osp.join(out_dir, 'multires.md'))
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=header)
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomically(text.getvalue().encode(),
+                     osp.join(out_dir, 'multires.csv'))
+    write_atomically(json.dumps(dict(
+        title=title, train_resolution=train_resolution, rows=rows),
+        indent=1).encode(), osp.join(out_dir, 'multires.json'))
 
     fig, ax = plt.subplots(figsize=(6, 4))
     key = metrics[0]
@@ -136,8 +141,7 @@ def write_outputs(rows, out_dir, title, train_resolution=None):
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(osp.join(out_dir, 'multires.png'), dpi=100)
-    plt.close(fig)
+    save_figure(fig, osp.join(out_dir, 'multires.png'), dpi=100)
 
 
 def parse_args(argv=None):

@@ -11,7 +11,7 @@ value) and ``curves.png``. A key no run logged is reported and skipped.
 """
 import argparse
 import csv
-import os
+import io
 import os.path as osp
 import sys
 
@@ -22,6 +22,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 from mmpos_harness.results import load_scalars, scalar_files  # noqa: E402
+from mmpos.analysis.pictures import save_figure  # noqa: E402
+from mmpos.checkpoint import write_atomically  # noqa: E402
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 
@@ -58,13 +60,13 @@ def main(argv=None):
         print(f'warning: no run logged {key!r}; skipped', file=sys.stderr)
     if not keys:
         raise SystemExit('none of the --keys is in the logs')
-    os.makedirs(args.out_dir, exist_ok=True)
     stem = osp.join(args.out_dir, 'curves')
-    with open(stem + '.csv', 'w', newline='') as f:
-        writer = csv.writer(f)
-        writer.writerow(['run', 'key', 'step', 'value'])
-        for (label, key), points in data.items():
-            writer.writerows([label, key, s, v] for s, v in points)
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(['run', 'key', 'step', 'value'])
+    for (label, key), points in data.items():
+        writer.writerows([label, key, s, v] for s, v in points)
+    write_atomically(text.getvalue().encode(), stem + '.csv')
     fig, axes = plt.subplots(1, len(keys), figsize=(5 * len(keys), 3.8),
                              squeeze=False)
     for ax, key in zip(axes[0], keys):
@@ -77,8 +79,7 @@ def main(argv=None):
         ax.set_xlabel('step')
         ax.legend()
     fig.tight_layout()
-    fig.savefig(stem + '.png', dpi=100)
-    plt.close(fig)
+    save_figure(fig, stem + '.png', dpi=100)
     print(f'wrote {stem}.csv and .png')
 
 

@@ -18,13 +18,12 @@ Run it on a pretrained and on a fine-tuned checkpoint for Table 7's
 """
 import argparse
 import json
-import os
-import os.path as osp
 import random
 import sys
 
 import torch
 
+from mmpos.checkpoint import write_atomically
 from mmpos.utils.cli import cli_main
 
 
@@ -126,10 +125,7 @@ def main(argv=None):
           f'{len(val_paths)} held-out images (chance '
           f'{result["chance"]:.2f}%, {num_positions} positions)')
     if args.out:
-        if osp.dirname(args.out):
-            os.makedirs(osp.dirname(args.out), exist_ok=True)
-        with open(args.out, 'w') as f:
-            json.dump(result, f, indent=2)
+        write_atomically(json.dumps(result, indent=2).encode(), args.out)
     return result
 
 

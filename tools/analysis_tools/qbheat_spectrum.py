@@ -23,7 +23,8 @@ from typing import Dict
 
 import torch
 
-from mmpos.checkpoint import read_state_dict
+from mmpos.analysis.pictures import save_figure
+from mmpos.checkpoint import read_state_dict, write_atomically
 from mmpos.utils.cli import cli_main
 
 
@@ -101,8 +102,7 @@ def plot(spec: Dict[str, dict], path: str):
             ax.set_xlabel(f'{mat.upper()}^(1/4), normalised')
             ax.set_ylabel(f'{mat.upper()}^(1/2), normalised')
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_figure(fig, path, dpi=100)
 
 
 @cli_main('qbheat_spectrum.py')
@@ -129,8 +129,7 @@ def main(argv=None):
     plot(spec, args.out)
     print(f'plot: {args.out}')
     if args.json:
-        with open(args.json, 'w') as f:
-            json.dump(spec, f)
+        write_atomically(json.dumps(spec).encode(), args.json)
     return spec
 
 

@@ -15,7 +15,6 @@ used bins).
 """
 import argparse
 import json
-import os
 import os.path as osp
 import sys
 
@@ -27,6 +26,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
+from mmpos.analysis.pictures import save_figure  # noqa: E402
+from mmpos.checkpoint import write_atomically  # noqa: E402
 from mmpos.analysis.fourier import (frequency_mask, point_target,  # noqa
                                     reconstruct, reconstruction_error)
 from mmpos.models.layers.rope import (axial_frequencies,  # noqa: E402
@@ -94,11 +95,10 @@ def main(argv=None):
         results[name] = dict(
             bins=int(masks[name].sum()),
             rel_l2_error=reconstruction_error(target, recons[name]))
-    os.makedirs(args.out_dir, exist_ok=True)
     stem = osp.join(args.out_dir, 'rope_fourier')
-    with open(stem + '.json', 'w') as f:
-        json.dump(dict(source=source, head_dim=head_dim, grid=args.grid,
-                       scale=args.scale, **results), f, indent=1)
+    write_atomically(json.dumps(dict(
+        source=source, head_dim=head_dim, grid=args.grid, scale=args.scale,
+        **results), indent=1).encode(), stem + '.json')
     fig, axes = plt.subplots(1, 5, figsize=(17, 3.6))
     axes[0].imshow(target, cmap='gray')
     axes[0].set_title('target')
@@ -112,8 +112,7 @@ def main(argv=None):
         ax.axis('off')
     fig.suptitle(source)
     fig.tight_layout()
-    fig.savefig(stem + '.png', dpi=90)
-    plt.close(fig)
+    save_figure(fig, stem + '.png', dpi=90)
     print(f'wrote {stem}.json and .png: ' + ', '.join(
         f'{k} err {v["rel_l2_error"]:.3f}' for k, v in results.items()))
 

@@ -15,6 +15,7 @@ mini_300it = dict(
     ],
     default_hooks=dict(
         logger=dict(interval=20),
-        checkpoint=dict(by_epoch=False, interval=300),
+        checkpoint=dict(type='mmpretrain.IntactCheckpointHook', by_epoch=False,
+                        interval=300),
         visualization=dict(draw=False),
         check_loss=dict(type='mmpretrain.NonFiniteLossHook')))

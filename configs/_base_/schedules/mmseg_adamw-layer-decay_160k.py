@@ -22,3 +22,6 @@ param_scheduler = [
 # The lr above is for a total batch of 16 (4 GPUs x 4); tools/train.py
 # --auto-scale-lr rescales it linearly for another total batch.
 auto_scale_lr = dict(enable=False, base_batch_size=16)
+# mmpos' IntactCheckpointHook: deletes outdated checkpoints only after the
+# new one is complete and named by last_checkpoint (same retention).
+default_hooks = dict(checkpoint=dict(type='mmpretrain.IntactCheckpointHook'))

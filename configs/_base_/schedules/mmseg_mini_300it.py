@@ -22,7 +22,7 @@ optim_wrapper = dict(
     paramwise_cfg=dict(**_base_.vit_paramwise_cfg, layer_decay_rate=1.0))
 default_hooks = dict(
     logger=dict(interval=20),
-    checkpoint=dict(interval=max_iters),
+    checkpoint=dict(type='mmpretrain.IntactCheckpointHook', interval=max_iters),
     visualization=dict(draw=False),
     check_loss=dict(type='mmpretrain.NonFiniteLossHook'))
 randomness = dict(seed=0)

@@ -21,5 +21,5 @@ param_scheduler = [
 train_cfg = dict(type='EpochBasedTrainLoop', max_epochs=max_epochs)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=100),
-    checkpoint=dict(type='CheckpointHook', interval=1, max_keep_ckpts=3))
+    checkpoint=dict(type='IntactCheckpointHook', interval=1, max_keep_ckpts=3))
 resume = True

@@ -59,7 +59,7 @@ param_scheduler = [
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters)
 pretrain_mini_hooks = dict(
     logger=dict(type='LoggerHook', interval=5),
-    checkpoint=dict(type='CheckpointHook', by_epoch=False,
+    checkpoint=dict(type='IntactCheckpointHook', by_epoch=False,
                     interval=max_iters, max_keep_ckpts=1),
     online_probe=online_probe,
     health_monitor=health_monitor,
@@ -84,5 +84,5 @@ pretrain_mini_300it = dict(
     default_hooks=dict(
         pretrain_mini_hooks,
         logger=dict(type='LoggerHook', interval=10),
-        checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=300,
+        checkpoint=dict(type='IntactCheckpointHook', by_epoch=False, interval=300,
                         max_keep_ckpts=2)))

@@ -39,7 +39,7 @@ param_scheduler = [
 ]
 train_cfg = dict(max_epochs=max_epochs, val_interval=10)
 default_hooks = dict(
-    checkpoint=dict(type='CheckpointHook', interval=10, max_keep_ckpts=3))
+    checkpoint=dict(type='mmpretrain.IntactCheckpointHook', interval=10, max_keep_ckpts=3))
 auto_scale_lr = dict(base_batch_size=16)
 # The fine-tuning stage that continues from this probe
 # (deformable-detr_mobileformer-*-finetune_8xb2-200e_coco.py; QB-Heat App.

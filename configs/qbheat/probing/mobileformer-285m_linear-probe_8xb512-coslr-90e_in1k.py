@@ -39,4 +39,4 @@ param_scheduler = [
 train_cfg = dict(max_epochs=max_epochs)
 # Validation and a checkpoint (the last three kept) every 10 epochs.
 default_hooks = dict(
-    checkpoint=dict(type='CheckpointHook', interval=10, max_keep_ckpts=3))
+    checkpoint=dict(type='IntactCheckpointHook', interval=10, max_keep_ckpts=3))

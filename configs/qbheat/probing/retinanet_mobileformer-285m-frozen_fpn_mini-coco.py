@@ -32,4 +32,6 @@ param_scheduler = [
 ]
 optim_wrapper = dict(
     optimizer=dict(_delete_=True, type='AdamW', lr=1e-3, weight_decay=1e-4))
-default_hooks = dict(logger=dict(interval=5))
+default_hooks = dict(
+    logger=dict(interval=5),
+    checkpoint=dict(type='mmpretrain.IntactCheckpointHook'))

@@ -8,3 +8,6 @@ _base_ = [
     '../../_base_/schedules/mmdet_adamw-layer-decay_1x.py',
     'mmdet::_base_/default_runtime.py'
 ]
+# mmpos' IntactCheckpointHook: deletes outdated checkpoints only after the
+# new one is complete and named by last_checkpoint (same retention).
+default_hooks = dict(checkpoint=dict(type='mmpretrain.IntactCheckpointHook'))

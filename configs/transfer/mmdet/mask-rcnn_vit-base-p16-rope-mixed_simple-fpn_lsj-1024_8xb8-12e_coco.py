@@ -26,7 +26,8 @@ model = dict(
         final_norm=False))
 train_dataloader = dict(batch_size=8)
 default_hooks = dict(
-    checkpoint=dict(by_epoch=False, interval=2000, max_keep_ckpts=2))
+    checkpoint=dict(type='mmpretrain.IntactCheckpointHook', by_epoch=False,
+                    interval=2000, max_keep_ckpts=2))
 log_processor = dict(by_epoch=False)
 # ViTDet-style 12-epoch schedule (ICPF B.2; DropPos A.2 at batch 16 is the
 # same 1x): total batch 64, 22,128 iterations, AdamW lr 3e-4 for ViT-B/16

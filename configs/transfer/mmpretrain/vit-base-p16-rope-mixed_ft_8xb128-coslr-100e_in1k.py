@@ -21,3 +21,6 @@ model = dict(
 optim_wrapper = dict(
     paramwise_cfg=dict(custom_keys={'.freqs': dict(decay_mult=0.)}))
 vit_s16 = dict(backbone=dict(arch='small'), head=dict(in_channels=384))
+# mmpos' IntactCheckpointHook: deletes outdated checkpoints only after the
+# new one is complete and named by last_checkpoint (same retention).
+default_hooks = dict(checkpoint=dict(type='mmpretrain.IntactCheckpointHook'))

@@ -13,3 +13,6 @@ custom_imports = dict(
     imports=['mmdet.models', 'mmpos'], allow_failed_imports=False)
 model = dict(backbone=_base_.rope_swin_t)
 auto_scale_lr = dict(enable=False, base_batch_size=16)
+# mmpos' IntactCheckpointHook: deletes outdated checkpoints only after the
+# new one is complete and named by last_checkpoint (same retention).
+default_hooks = dict(checkpoint=dict(type='mmpretrain.IntactCheckpointHook'))

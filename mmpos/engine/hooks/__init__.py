@@ -8,6 +8,7 @@ from .health_monitor import HealthMonitorHook
 from .intact_checkpoint import IntactCheckpointHook
 from .nonfinite_loss import NonFiniteLossError, NonFiniteLossHook
 from .online_probe import OnlineProbeHook
+from .preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionHook
 from .rng_state import RNGStateHook
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     'EncoderTokensHook',
     'HealthMonitorHook', 'IntactCheckpointHook', 'NonFiniteLossError',
     'NonFiniteLossHook', 'OnlineDepthProbeHook', 'OnlineProbeHook',
-    'OnlineRetrievalProbeHook',
+    'OnlineRetrievalProbeHook', 'PREEMPTED_EXIT_CODE', 'Preempted',
+    'PreemptionHook',
     'RNGStateHook', 'TeacherTempHook'
 ]

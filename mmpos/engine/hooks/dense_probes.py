@@ -21,7 +21,7 @@ import time
 from typing import Optional
 
 from mmpos.registry import HOOKS
-from .online_probe import OnlineProbeHook
+from .online_probe import OnlineProbeHook, ProbeSetMissing
 from .rng_state import get_rng_state, set_rng_state
 
 
@@ -30,6 +30,10 @@ class _DenseProbeHook(OnlineProbeHook):
     the training model's data preprocessor says) with :meth:`read_split`
     and runs :meth:`evaluate` on their features."""
     name = ''
+
+    @property
+    def what(self) -> str:  # named when the probe is switched off
+        return f'the online {self.name}'
 
     def __init__(self, train_dataset: dict, val_dataset: dict,
                  interval: int = 1000, img_size=None, batch_size: int = 64):
@@ -55,12 +59,17 @@ class _DenseProbeHook(OnlineProbeHook):
             return
         from mmpos.evaluation.frozen import load_inputs
         size, mean, std = self.input_settings(runner)
+        try:
+            datasets = {split: self.resolve_dataset(runner, split, cfg)
+                        for split, cfg in self.datasets.items()}
+        except ProbeSetMissing as missing:  # observe, never block
+            self.switch_off(runner, missing)
+            return
         state = get_rng_state()
         try:
             self._data = {}
-            for split, cfg in self.datasets.items():
-                paths, targets = self.read_split(
-                    self.resolve_dataset(runner, split, cfg), size)
+            for split, cfg in datasets.items():
+                paths, targets = self.read_split(cfg, size)
                 self._data[split] = (load_inputs(paths, size, *(
                     (mean, std) if mean is not None else ())), targets)
         finally:

@@ -5,6 +5,7 @@ import os.path as osp
 from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
 
+from mmpos.checkpoint import write_atomically
 from mmpos.registry import HOOKS
 
 TOKENS_FILE = 'encoder_tokens.json'
@@ -64,8 +65,8 @@ class EncoderTokensHook(Hook):
         images = len(data_batch['data_samples'])
         result = dict(tokens_per_image=self._tokens / images, images=images,
                       iter=runner.iter)
-        with open(osp.join(runner.work_dir, TOKENS_FILE), 'w') as f:
-            json.dump(result, f, indent=2)
+        write_atomically(json.dumps(result, indent=2).encode(),
+                         osp.join(runner.work_dir, TOKENS_FILE))
         runner.logger.info('EncoderTokensHook: '
                            f'{result["tokens_per_image"]:.1f} encoder tokens '
                            'per image')

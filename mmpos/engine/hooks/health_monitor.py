@@ -6,8 +6,9 @@ from typing import Optional
 from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
 
+from mmpos.checkpoint import write_atomically
 from mmpos.registry import HOOKS
-from .online_probe import OnlineProbeHook, probe_backbone
+from .online_probe import OnlineProbeHook, ProbeSetMissing, probe_backbone
 from .rng_state import get_rng_state, set_rng_state
 
 HEALTH_FILE = 'health.json'
@@ -19,17 +20,25 @@ class HealthMonitorHook(Hook):
     backbone on fixed probe images, before training and every ``interval``
     iterations; the verdict of :func:`~mmpos.evaluation.health.
     collapse_reasons` is logged after the last one and written with the
-    history to ``<work_dir>/health.json``::
+    history to ``<work_dir>/health.json`` (written atomically)::
 
         {"initial": {...}, "history": [{"iter": i, ...}, ...],
          "final": {...}, "num_prototypes": K or null,
-         "collapsed": bool, "reasons": [str]}
+         "collapsed": bool, "reasons": [str], "disabled": null}
+
+    A monitor observes training and never blocks it: when the probe set's
+    ``data_root`` does not exist (a run on a user's own images), it logs
+    one warning naming the path, how to write the set and how to switch
+    the monitor off, writes ``health.json`` at once with ``"disabled"``
+    saying why, ``"final": null`` and ``"collapsed": null`` (not measured,
+    not healthy), and training goes on. Any other error is raised.
 
     Args:
         dataset: images to probe (an mmpretrain dataset config; labels are
             not used), e.g. the mini classification set.
         interval: iterations between measurements (and after the last);
-            ``0`` turns the monitor off (nothing is read or run), e.g.
+            ``0`` turns the monitor off (nothing is read, run or
+            written), e.g.
             ``--cfg-options default_hooks.health_monitor.interval=0``.
         num_images: the first ``num_images`` images of ``dataset``.
         img_size: side the images are resized to; default the backbone's
@@ -42,6 +51,7 @@ class HealthMonitorHook(Hook):
     """
     priority = 'NORMAL'  # before LoggerHook, which logs the iteration
     hint = OnlineProbeHook.hint  # named when the probe set is missing
+    what = 'the collapse monitor'  # named when it is switched off
 
     def __init__(self,
                  dataset: dict,
@@ -87,11 +97,18 @@ class HealthMonitorHook(Hook):
             raise ValueError(f'HealthMonitorHook: {type(backbone).__name__} '
                              'has no img_size; set img_size')
         pre = model.data_preprocessor
-        state = get_rng_state()
-        try:
-            # the online probe's {train_data_root} resolution and check
+        try:  # the online probe's {train_data_root} resolution and check
             dataset = OnlineProbeHook.resolve_dataset(self, runner, 'probe',
                                                       self.dataset)
+        except ProbeSetMissing as missing:
+            OnlineProbeHook.switch_off(self, runner, missing)
+            self._write(runner, dict(
+                initial=self.initial, history=self.history, final=None,
+                num_prototypes=self.num_prototypes, collapsed=None,
+                reasons=[], disabled=str(missing)))
+            return
+        state = get_rng_state()
+        try:
             paths = dataset_items(dataset)[0][:self.num_images]
             self.inputs = load_inputs(
                 paths, size, pre.mean.flatten().tolist(),
@@ -145,12 +162,16 @@ class HealthMonitorHook(Hook):
                                    self.num_prototypes)
         result = dict(initial=self.initial, history=self.history,
                       final=final, num_prototypes=self.num_prototypes,
-                      collapsed=bool(reasons), reasons=reasons)
-        with open(osp.join(runner.work_dir, HEALTH_FILE), 'w') as f:
-            json.dump(result, f, indent=2)
+                      collapsed=bool(reasons), reasons=reasons, disabled=None)
+        self._write(runner, result)
         if reasons:
             runner.logger.warning('HealthMonitorHook: COLLAPSED: ' +
                                   '; '.join(reasons))
         else:
             runner.logger.info('HealthMonitorHook: healthy: ' +
                                self._format(final))
+
+    @staticmethod
+    def _write(runner, result: dict) -> None:
+        write_atomically(json.dumps(result, indent=2).encode(),
+                         osp.join(runner.work_dir, HEALTH_FILE))

@@ -15,6 +15,9 @@ The outdated steps are recorded in the message hub (``outdated_ckpt_ids``)
 before the save, so that the checkpoint a resumed run starts from names what
 its predecessor had still to delete; the resumed run deletes those files in
 ``before_train`` (and nothing else: only files this training wrote).
+
+:meth:`IntactCheckpointHook.save_now` saves outside the interval, in the
+same order, for a preempted run (:class:`~mmpos.engine.hooks.PreemptionHook`).
 """
 import os.path as osp
 from collections import deque
@@ -54,10 +57,20 @@ class IntactCheckpointHook(CheckpointHook):
             self.keep_ckpt_ids = deque(kept, self.max_keep_ckpts)
             runner.message_hub.update_info('keep_ckpt_ids', kept)
             runner.message_hub.update_info('outdated_ckpt_ids', outdated)
-        filename = self.filename_tmpl.format(step)
+        self._save(runner, self.filename_tmpl.format(step), meta)
+        self._remove(outdated)
+        interim = runner.message_hub.get_info('interim_ckpt')
+        if interim and is_main_process():  # an epoch run's save_now
+            self.file_backend.remove(
+                self.file_backend.join_path(self.out_dir, interim))
+        runner.message_hub.update_info('outdated_ckpt_ids', [])
+        runner.message_hub.update_info('interim_ckpt', None)
+
+    def _save(self, runner, filename, meta) -> None:
+        """Steps 1 and 2 of the module docstring: write ``filename``, then
+        point ``last_checkpoint`` at it."""
         self.last_ckpt = self.file_backend.join_path(self.out_dir, filename)
         runner.message_hub.update_info('last_ckpt', self.last_ckpt)
-
         runner.save_checkpoint(
             self.out_dir,
             filename,
@@ -72,8 +85,31 @@ class IntactCheckpointHook(CheckpointHook):
             write_atomically(
                 str(self.last_ckpt).encode(),
                 osp.join(runner.work_dir, 'last_checkpoint'))
-            self._remove(outdated)
-        runner.message_hub.update_info('outdated_ckpt_ids', [])
+
+    def save_now(self, runner) -> str:
+        """Save the state after the current training iteration now (called
+        in ``after_train_iter``) and return the checkpoint's path.
+
+        An iteration-based run saves ``iter_<n>.pth`` as its interval
+        would, with the same retention (nothing is written twice when the
+        interval saved this iteration already). An epoch-based run saves
+        ``iter_<n>.pth`` beside its ``epoch_<k>.pth`` files, outside the
+        retention; the next regular save deletes it. mmengine resumes an
+        epoch-based loop at the start of the interrupted epoch, so the
+        resumed run repeats that epoch's batches.
+        """
+        step = runner.iter + 1
+        meta = dict(epoch=runner.epoch, iter=step)
+        if not self.by_epoch:
+            path = self.file_backend.join_path(
+                self.out_dir, self.filename_tmpl.format(step))
+            if self.last_ckpt != path:
+                self._save_checkpoint_with_step(runner, step, meta)
+            return path
+        filename = f'iter_{step}.pth'
+        runner.message_hub.update_info('interim_ckpt', filename)
+        self._save(runner, filename, meta)
+        return self.last_ckpt
 
     def _remove(self, steps) -> None:
         """Delete the checkpoints of ``steps`` this hook wrote (files, or

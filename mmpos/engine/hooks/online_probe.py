@@ -40,6 +40,12 @@ The labelled sets are mmpretrain classification dataset configs
 ``data_root``, ``{train_data_root}`` stands for the ``data_root`` of the
 training dataset, so a config can place the probe set beside the
 pretraining images (the mini configs: ``'{train_data_root}/../cls'``).
+
+A monitor observes training and never blocks it: when that folder does not
+exist (a run on a user's own images), the probe logs one warning naming the
+path, how to write the set and how to switch the probe off, and training
+goes on without it. Anything else (a probe set that exists but cannot be
+read, a bad argument) is still an error.
 """
 import os.path as osp
 import time
@@ -53,6 +59,11 @@ from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
 from mmpos.registry import HOOKS
 from .rng_state import get_rng_state, set_rng_state
+
+
+class ProbeSetMissing(FileNotFoundError):
+    """The ``data_root`` of a probe set does not exist
+    (:meth:`OnlineProbeHook.resolve_dataset`)."""
 
 
 def probe_backbone(model):
@@ -84,7 +95,8 @@ class OnlineProbeHook(Hook):
         interval: iterations between probes; also probes after the last.
             ``0`` turns the probe off (nothing is read or run), e.g.
             ``--cfg-options default_hooks.online_probe.interval=0``
-            (mmengine refuses ``None`` for a hook it does not define).
+            (mmengine refuses ``None`` for a hook it does not define). A
+            missing probe set switches it off too, with one warning.
         img_size: side (or ``(h, w)``) the probe images are resized to;
             default: the backbone's ``img_size``.
         k: neighbours; temperature: ``T`` of the ``exp(s / T)`` votes.
@@ -94,6 +106,7 @@ class OnlineProbeHook(Hook):
     priority = 'NORMAL'  # before LoggerHook, which logs the iteration
     hint = ('mini configs: python tools/misc/make_mini_data.py data/mini '
             '--which cls')
+    what = 'the online kNN probe'  # named when it is switched off
 
     def __init__(self,
                  train_dataset: dict,
@@ -122,8 +135,8 @@ class OnlineProbeHook(Hook):
 
     def resolve_dataset(self, runner, split: str, dataset: dict) -> dict:
         """``dataset`` with ``{train_data_root}`` in its ``data_root``
-        replaced; a missing ``data_root`` is an error naming it (and
-        ``hint``, how to write the mini set)."""
+        replaced; a missing ``data_root`` raises :class:`ProbeSetMissing`
+        naming it (and ``hint``, how to write the mini set)."""
         root = dataset.get('data_root')
         if root and '{train_data_root}' in root:
             train_root = runner.cfg.train_dataloader.dataset.get('data_root')
@@ -133,10 +146,26 @@ class OnlineProbeHook(Hook):
                                  'dataset has no data_root')
             root = osp.normpath(root.format(train_data_root=train_root))
             dataset = dict(dataset, data_root=root)
-        if root and not osp.isdir(root):
-            raise FileNotFoundError(f'{type(self).__name__}: {split} set not '
-                                    f'found: {root} ({self.hint})')
+        if root and not osp.exists(root):
+            raise ProbeSetMissing(f'{type(self).__name__}: {split} set not '
+                                  f'found: {root} ({self.hint})')
         return dataset
+
+    def switch_off(self, runner, missing: ProbeSetMissing) -> None:
+        """Log one warning line: what is missing and how to write it (the
+        message of ``missing``), that the hook is off for this run and how
+        to switch it off in the config; then switch it off
+        (``interval = 0``)."""
+        name = type(self).__name__
+        off = 'interval=0 in its hook config'
+        for key, hook in (runner.cfg.get('default_hooks') or {}).items():
+            kind = hook.get('type') if isinstance(hook, dict) else None
+            if getattr(kind, '__name__', str(kind)).split('.')[-1] == name:
+                off = f'--cfg-options default_hooks.{key}.interval=0'
+                break
+        runner.logger.warning(f'{missing}; {self.what} is off for this run '
+                              f'(switch it off to silence this: {off})')
+        self.interval = 0
 
     def before_train(self, runner) -> None:
         """Read and preprocess the probe images once."""
@@ -144,11 +173,17 @@ class OnlineProbeHook(Hook):
             return
         from mmpos.evaluation.frozen import dataset_items, load_inputs
         size, mean, std = self.input_settings(runner)
+        try:
+            datasets = {split: self.resolve_dataset(runner, f'kNN {split}',
+                                                    cfg)
+                        for split, cfg in self.datasets.items()}
+        except ProbeSetMissing as missing:
+            self.switch_off(runner, missing)
+            return
         state = get_rng_state()  # dataset building must not draw either
         try:
             self._data = {}
-            for split, cfg in self.datasets.items():
-                cfg = self.resolve_dataset(runner, split, cfg)
+            for split, cfg in datasets.items():
                 paths, labels, classes = dataset_items(cfg)
                 inputs = load_inputs(paths, size, *(
                     (mean, std) if mean is not None else ()))

@@ -99,3 +99,26 @@ def test_probes_leave_training_exact(dense_mini, mini_data, tmp_path):
         assert {k: v for k, v in records[True][i].items() if k in plain and
                 'time' not in k} == {k: v for k, v in plain.items()
                                      if 'time' not in k}
+
+
+@pytest.mark.parametrize('index', [0, 1], ids=['depth', 'retrieval'])
+def test_a_missing_probe_set_switches_the_probe_off(tmp_path, index):
+    """On a user's own images (no ../nyu or ../stuff beside them) the
+    shipped probe logs one warning naming the path and how to switch it
+    off, and trains on without it (a monitor never blocks)."""
+    from mmpos.registry import HOOKS
+    hook = HOOKS.build(hooks(interval=5)[index])
+    model = SimpleNamespace(  # what input_settings reads
+        backbone=SimpleNamespace(img_size=32),
+        data_preprocessor=SimpleNamespace(mean=torch.zeros(3),
+                                          std=torch.ones(3)))
+    runner, logs = fake_runner(model, tmp_path)
+    runner.logger.warning = logs.append
+    hook.before_train(runner)
+    assert hook.interval == 0 and len(logs) == 1
+    missing = tmp_path / ('nyu' if index == 0 else 'stuff')
+    assert f'set not found: {missing}' in logs[0]
+    assert logs[0].endswith(f'the online {hook.name} is off for this run '
+                            '(switch it off to silence this: interval=0 in '
+                            'its hook config)')
+    hook.after_train_iter(runner, 0)  # nothing to measure, nothing run

@@ -1,6 +1,7 @@
 """OnlineProbeHook (issue 16): the kNN probe during pretraining logs its
 accuracy and leaves training exactly as it is, in a fresh and in a resumed
 run; it probes the EMA teacher where there is one."""
+import json
 import random
 from types import SimpleNamespace
 
@@ -60,6 +61,10 @@ def test_probe_leaves_training_and_resume_bit_exact(tmp_path, mini_data):
     assert all(0 <= probed[6][k] <= 100
                for k in ('knn_cls_top1', 'knn_avg_top1'))
     assert without_probe(probed) == plain
+    # the collapse monitor (on in both) measured after the last iteration
+    health = json.loads((tmp_path / 'probed/health.json').read_text())
+    assert health['disabled'] is None and health['history'][-1]['iter'] == 6
+    assert isinstance(health['collapsed'], bool)
     # killed after the checkpoint of iteration 3, resumed: the same log
     resumed_dir = tmp_path / 'resumed'
     resumed = train_records(droppos_cfg(

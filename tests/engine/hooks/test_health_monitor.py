@@ -1,0 +1,114 @@
+"""Monitors observe, never block (issue 38): a pretraining config pointed at
+a plain folder of images, without the probe set its online kNN probe and
+collapse monitor derive from the training data root, trains with one
+warning per monitor (the missing path, how to write the set, how to switch
+the monitor off) and a ``health.json`` that says the monitor was off; a
+probe set that exists but cannot be read is still an error."""
+import json
+import os
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from mmengine.config import Config
+from PIL import Image
+
+from conftest import run_tool
+from mmpos.engine.hooks import HealthMonitorHook, OnlineProbeHook
+from mmpos.engine.hooks.online_probe import ProbeSetMissing
+
+DEMO = 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'
+CLS_SET = dict(type='CustomDataset', data_root='{train_data_root}/../cls')
+MAKE = 'python tools/misc/make_mini_data.py data/mini --which cls'
+
+
+def test_pretraining_on_plain_image_folder(tmp_path):
+    images = tmp_path / 'my_images'
+    images.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(16):
+        Image.fromarray(rng.integers(0, 256, (64, 64, 3), np.uint8)).save(
+            images / f'{i:02d}.jpg')
+    work_dir = tmp_path / 'work'
+    result = run_tool(
+        'tools/train.py', DEMO, '--work-dir', work_dir, '--cfg-options',
+        f'train_dataloader.dataset.data_root={images}/',
+        'train_dataloader.batch_size=8', 'train_cfg.max_iters=4',
+        'default_hooks.checkpoint.interval=4', timeout=300,
+        env=dict(OMP_NUM_THREADS='1'))
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert 'Traceback' not in output
+    assert (work_dir / 'iter_4.pth').is_file()
+    assert (work_dir / 'last_checkpoint').read_text().strip().endswith(
+        'iter_4.pth')
+    missing = tmp_path / 'cls'
+    log = next(work_dir.glob('*/*.log')).read_text()
+    for text in (output, log):
+        warnings = [line for line in text.splitlines()
+                    if ' - WARNING - ' in line and str(missing) in line]
+        assert [w.split(' - WARNING - ')[1] for w in warnings] == [
+            f'OnlineProbeHook: kNN train set not found: {missing} (mini '
+            f'configs: {MAKE}); the online kNN probe is off for this run '
+            '(switch it off to silence this: --cfg-options '
+            'default_hooks.online_probe.interval=0)',
+            f'HealthMonitorHook: probe set not found: {missing} (mini '
+            f'configs: {MAKE}); the collapse monitor is off for this run '
+            '(switch it off to silence this: --cfg-options '
+            'default_hooks.health_monitor.interval=0)']
+    # not measured is not healthy: the method ranking must be able to tell
+    health = json.loads((work_dir / 'health.json').read_text())
+    assert health['collapsed'] is None and health['final'] is None
+    assert health['disabled'] == (f'HealthMonitorHook: probe set not '
+                                  f'found: {missing} (mini configs: {MAKE})')
+    assert not [f for f in os.listdir(work_dir) if f.endswith('.part')]
+
+
+def fake_runner(tmp_path, train_root):
+    """What the monitors' ``before_train`` reads of a runner: a model with
+    a 32 px backbone and a normalising data preprocessor, the training
+    data root, a logger and the work dir."""
+    logs = []
+    model = SimpleNamespace(
+        backbone=SimpleNamespace(img_size=32),
+        data_preprocessor=SimpleNamespace(mean=torch.zeros(3),
+                                          std=torch.ones(3)))
+    return SimpleNamespace(
+        model=model, work_dir=str(tmp_path), logs=logs,
+        cfg=Config(dict(train_dataloader=dict(dataset=dict(
+            data_root=str(train_root))))),
+        logger=SimpleNamespace(info=logs.append, warning=logs.append))
+
+
+def monitors():
+    return [OnlineProbeHook(dict(CLS_SET, data_prefix='train'),
+                            dict(CLS_SET, data_prefix='val'), interval=2),
+            HealthMonitorHook(dict(CLS_SET, data_prefix='val'), interval=2)]
+
+
+@pytest.mark.parametrize('hook', monitors(), ids=lambda h: type(h).__name__)
+def test_missing_probe_set_outside_default_hooks(tmp_path, hook):
+    """A monitor in ``custom_hooks`` names its own ``interval`` instead of
+    a ``default_hooks`` key, and is off afterwards."""
+    runner = fake_runner(tmp_path, tmp_path / 'images')
+    hook.before_train(runner)
+    assert len(runner.logs) == 1
+    assert runner.logs[0].endswith(
+        'is off for this run (switch it off to silence this: interval=0 '
+        'in its hook config)')
+    assert hook.interval == 0
+    hook.after_train_iter(runner, 0)  # nothing to measure, nothing run
+
+
+@pytest.mark.parametrize('hook', monitors(), ids=lambda h: type(h).__name__)
+def test_broken_probe_set_is_an_error(tmp_path, hook):
+    """A probe set that exists but has no split folders: raised, not
+    taken for a missing one; nothing logged or written."""
+    (tmp_path / 'cls').mkdir()
+    runner = fake_runner(tmp_path, tmp_path / 'images')
+    with pytest.raises(FileNotFoundError, match='cls/(train|val)') as error:
+        hook.before_train(runner)
+    assert not isinstance(error.value, ProbeSetMissing)
+    assert runner.logs == [] and hook.interval == 2
+    assert not (tmp_path / 'health.json').exists()

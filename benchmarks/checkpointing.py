@@ -39,7 +39,7 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
     images = torch.randn(batch_size, 3, 224, 224, device=device)
     models = {
         name: RoPEVisionTransformer(arch=arch, img_size=224,
-                                    rope_type='mixed', use_ape=False,
+                                    rope=dict(type='mixed'), use_ape=False,
                                     with_cp=with_cp)
         for name, with_cp in (('no checkpointing', False), ('with_cp', True))
     }

@@ -38,7 +38,7 @@ def build(name: str, quick: bool, size: int):
     arch = dict(embed_dims=384, num_layers=2 if quick else 12, num_heads=6,
                 feedforward_channels=1536)
     backbone = dict(type='RoPEVisionTransformer', arch=arch, img_size=size,
-                    patch_size=16, rope_type='axial', rope_theta=100.)
+                    patch_size=16, rope=dict(type='axial', theta=100.))
     torch.manual_seed(0)
     if name == 'MoCoV3':
         mlp = dict(type='NonLinearNeck', hid_channels=4096, out_channels=256,

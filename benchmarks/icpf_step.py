@@ -38,7 +38,7 @@ def build(algorithm: str, quick: bool, global_size: int):
                 out_channels=4096 if quick else 65536)
     cfg = dict(
         backbone=dict(type='RoPEVisionTransformer', arch=arch,
-                      img_size=global_size, patch_size=16, rope_type='none',
+                      img_size=global_size, patch_size=16, rope=None,
                       use_ape=True, out_type='raw', drop_path_rate=0.1),
         head=head,
         patch_head=head)

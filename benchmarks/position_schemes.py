@@ -13,7 +13,7 @@ positions (``none``).
 
 Schemes: ``axial``, ``mixed``, ``dinov3`` (mmpos' RoPE), ``spiral``,
 ``string``, ``comrope`` (LD, 8 x 8 blocks), ``liere`` (8 x 8 blocks),
-``lookhere`` (LH-180); see :mod:`mmpos.models.layers.rope_schemes`.
+``lookhere`` (LH-180); see :mod:`mmpos.models.layers.positions`.
 ``--quick``: batch 2, 3 rounds.
 
     python benchmarks/position_schemes.py [--quick] [--batch-size 8]
@@ -43,7 +43,8 @@ class SchemeAttention(nn.Module):
 
     def __init__(self, rope):
         super().__init__()
-        from mmpos.models.layers import RoPEAttention, build_position_scheme
+        from mmpos.models.layers import RoPEAttention
+        from mmpos.models.layers.positions import build_position_scheme
         self.attn = RoPEAttention(WIDTH, HEADS)
         self.rope = build_position_scheme(rope, WIDTH // HEADS, HEADS, 1)
 
@@ -59,7 +60,7 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
         amp: str = 'auto') -> dict:
     """``{scheme: {step_ms, peak_mib, images_per_s, time_ratio, mem_ratio},
     'settings': ...}``, ratios against ``'none'``."""
-    from mmpos.models.layers import grid_coords
+    from mmpos.models.layers.positions import grid_coords
     device, amp = _timing.setup(device, amp, threads)
     batch_size = batch_size or (2 if quick else 8)
     torch.manual_seed(0)

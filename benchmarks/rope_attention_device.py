@@ -1,8 +1,9 @@
 """RoPE attention on whatever device is present (CUDA when available).
 
-Loads ``mmpos/models/layers/rope_functional.py`` (the RoPE functions of
-mmpos' position schemes) by path so that it runs where only torch is
-installed (e.g. a GPU machine without the OpenMMLab stack).
+Loads mmpos' linear-angle RoPE schemes (``mmpos/models/layers/positions/
+linear.py`` and the torch-only files it imports) by path, without the
+packages' ``__init__`` files, so that it runs where only torch is installed
+(e.g. a GPU machine without the OpenMMLab stack).
 
 * Checks on the device, under autocast (``--amp auto``: bf16 on CUDA, fp32
   on CPU): q.k logits between patch tokens are unchanged by a common shift
@@ -20,9 +21,11 @@ only).
         [--amp auto|off|bf16|fp16]
 """
 import argparse
-import importlib.util
+import importlib
 import json
-import os.path as osp
+import sys
+import types
+from pathlib import Path
 
 import torch
 import torch.nn as nn
@@ -30,16 +33,25 @@ import torch.nn.functional as F
 
 import _timing
 
-_ROPE_FILE = osp.join(
-    osp.dirname(osp.abspath(__file__)), '..', 'mmpos', 'models', 'layers',
-    'rope_functional.py')
+_LAYERS = Path(__file__).resolve().parents[1] / 'mmpos' / 'models' / 'layers'
 
 
 def load_rope_module():
-    spec = importlib.util.spec_from_file_location('mmpos_rope', _ROPE_FILE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """``mmpos.models.layers.positions.linear`` as ``mmpos_layers.positions.
+    linear``: its package and the parent package are stood in by empty
+    modules, so only the torch-only files themselves run."""
+    for name, path in (('mmpos_layers', _LAYERS),
+                       ('mmpos_layers.positions', _LAYERS / 'positions')):
+        package = types.ModuleType(name)
+        package.__path__ = [str(path)]
+        sys.modules.setdefault(name, package)
+    return importlib.import_module('mmpos_layers.positions.linear')
+
+
+def scheme(rope_mod, rope_type, head_dim, heads):
+    """A one-block ``AxialRoPE`` / ``MixedRoPE``."""
+    cls = rope_mod.AxialRoPE if rope_type == 'axial' else rope_mod.MixedRoPE
+    return cls(head_dim, heads, 1)
 
 
 class Attention(nn.Module):
@@ -50,23 +62,16 @@ class Attention(nn.Module):
         self.heads = heads
         self.qkv = nn.Linear(dim, dim * 3)
         self.proj = nn.Linear(dim, dim)
-        self.rope_mod, self.rope_type = rope_mod, rope_type
-        if rope_type == 'mixed':  # learnable (2, heads, D/2)
-            self.freqs = nn.Parameter(
-                rope_mod.mixed_frequencies(dim // heads, heads))
-        elif rope_type == 'axial':  # fixed (2, D/2)
-            self.register_buffer(
-                'freqs', rope_mod.axial_frequencies(dim // heads))
+        self.rope = None if rope_type == 'none' else scheme(
+            rope_mod, rope_type, dim // heads, heads)
 
     def forward(self, x, hw):
         B, N, C = x.shape
         qkv = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads)
         qkv = qkv.permute(2, 0, 3, 1, 4)
         qk, v = qkv[:2], qkv[2]  # q and k rotated in one call, no copy
-        if self.rope_type != 'none':  # the table, as a scheme computes it
-            grid = self.rope_mod.grid_coords(*hw, device=x.device)
-            phasors = self.rope_mod.rope_phasors(grid, self.freqs.float())
-            qk = self.rope_mod.apply_rope_phasors(qk, phasors)
+        if self.rope is not None:  # the table, as a backbone computes it
+            qk = self.rope(None, hw, B, device=x.device)[0].rotate(qk)
         q, k = qk.unbind(0)
         out = F.scaled_dot_product_attention(q, k, v)
         return self.proj(out.transpose(1, 2).reshape(B, N, C))
@@ -76,12 +81,10 @@ def check_shift_invariance(rope_mod, device, dtype):
     torch.manual_seed(0)
     results = {}
     for rope_type in ('axial', 'mixed'):
-        freqs = (rope_mod.axial_frequencies(64) if rope_type == 'axial' else
-                 rope_mod.mixed_frequencies(64, 4)).to(device)
+        table = scheme(rope_mod, rope_type, 64, 4).to(device).block_table
 
         def rope(x, coords):
-            return rope_mod.apply_rope_phasors(
-                x, rope_mod.rope_phasors(coords, freqs))
+            return table(0, coords[None]).rotate(x)
 
         q = torch.randn(2, 4, 50, 64, device=device)
         k = torch.randn(2, 4, 50, 64, device=device)

@@ -3,9 +3,9 @@
 One DINOv3-style RoPE ViT (axial RoPE with base-100 periods, patch centres
 normalised per axis, rotate-half layout, 4 register tokens, LayerScale)
 trained with and without the per-sample coordinate augmentation
-(``rope_coords``: ``rescale=2`` as DINOv3's released models, and all three
-of shift 0.1 / jitter 1.5 / rescale 2). Without augmentation the grid's
-cos/sin tables are computed per layer from the normalised coordinates; with
+(``rope=dict(coords=...)``: ``rescale=2`` as DINOv3's released models, and
+all three of shift 0.1 / jitter 1.5 / rescale 2). Without augmentation the
+grid's cos/sin tables are computed per layer from the normalised coordinates; with
 it they are computed per sample (``(B, 1, N, D)`` tables instead of
 ``(1, N, D)``). The same model in today's default patch-unit frame (cached
 integer-grid tables) is listed for reference. Step = forward (class token)
@@ -24,9 +24,9 @@ import argparse
 import _timing
 import torch
 
-DINOV3_STYLE = dict(rope_type='axial', rope_periods=dict(base=100.),
-                    rope_axes='yx', rope_layout='half',
-                    num_register_tokens=4, layer_scale_init_value=1e-5)
+ROPE = dict(type='axial', periods=dict(base=100.), axes='yx',
+            layout='half')
+DINOV3_STYLE = dict(num_register_tokens=4, layer_scale_init_value=1e-5)
 VARIANTS = {
     'no augmentation': dict(frame='separate'),
     'rescale 2': dict(frame='separate', rescale=2.),
@@ -63,8 +63,8 @@ def run(quick: bool = False,
     for name, coords in VARIANTS.items():
         torch.manual_seed(0)
         model = RoPEVisionTransformer(
-            arch=arch_cfg, img_size=img_size, rope_coords=coords,
-            **DINOV3_STYLE).to(device).train()
+            arch=arch_cfg, img_size=img_size,
+            rope=dict(ROPE, coords=coords), **DINOV3_STYLE).to(device).train()
         steps[name] = _timing.train_step(
             model, lambda m=model: m(images)[-1].float().square().mean(),
             device, amp)

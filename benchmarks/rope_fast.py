@@ -1,4 +1,6 @@
-"""Cost of RoPE with the fast path (``impl='fast'``) and the eager reference.
+"""Cost of RoPE's rotation by complex phasors (the runtime path,
+``fast``) and by real cos / sin tables (the exported path of
+:meth:`~mmpos.models.layers.positions.RoPETable.export`, ``cos-sin``).
 
 Three comparisons, everything of one comparison measured in this process on
 the same input with interleaved rounds (``_timing.measure``):
@@ -7,19 +9,19 @@ the same input with interleaved rounds (``_timing.measure``):
   layer's size (queries and keys ``(2, B, 6, 197, 64)``, a strided view of
   a qkv tensor as in the layer): the block's table (RoPE-Mixed: from the
   frequencies, gradient to them; RoPE-Axial: from the fixed frequencies) and
-  the rotation, fast against eager (the markdown's ``x
-  baseline`` column of this part is against ``mixed eager``).
+  the rotation, fast against cos-sin (the markdown's ``x
+  baseline`` column of this part is against ``mixed cos-sin``).
 * ``attention``: one :class:`~mmpos.models.layers.RoPEAttention` layer at
   ViT-S width (384 channels, 6 heads, 14 x 14 patches + class token),
   forward + backward (the block's table computed in the step, as the
   backbone does once per forward), without RoPE, RoPE-Axial and
-  RoPE-Mixed, each with the fast and the eager implementation; ratios
+  RoPE-Mixed, each fast and cos-sin; ratios
   against the layer without RoPE (issue 17's goal on CPU fp32: <= 1.03x
   axial, <= 1.05x mixed).
 * ``vit_step``: one ViT-S training step (``rope_overhead``'s: forward,
   squared-mean loss of the class token, backward, AdamW) of mmpretrain's
-  ``VisionTransformer`` (APE) and RoPE ViTs: RoPE-Mixed fast, RoPE-Mixed
-  eager, RoPE-Axial fast; ratios against APE (goal: RoPE-Mixed <= 1.05x);
+  ``VisionTransformer`` (APE) and RoPE ViTs: RoPE-Mixed and RoPE-Axial;
+  ratios against APE (goal: RoPE-Mixed <= 1.05x);
   with ``compile=True`` also RoPE-Mixed under ``torch.compile`` (inductor;
   its compilation happens in the warm-up calls).
 
@@ -44,24 +46,28 @@ def _load():
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def set_impl(model: torch.nn.Module, impl: str) -> torch.nn.Module:
-    """Switch the RoPE scheme of ``model`` to ``impl``."""
-    model.rope.impl = impl
-    return model
+IMPLS = ('fast', 'cos-sin')
 
 
-def scheme(rope_type: str, impl: str, heads: int, head_dim: int, device):
+def scheme(rope_type: str, heads: int, head_dim: int, device):
     """A one-block RoPE scheme on ``device``."""
-    from mmpos.models.layers import build_position_scheme
-    return build_position_scheme(dict(type=rope_type, impl=impl), head_dim,
-                                 heads, 1).to(device)
+    from mmpos.models.layers.positions import build_position_scheme
+    return build_position_scheme(dict(type=rope_type), head_dim, heads,
+                                 1).to(device)
+
+
+def table(rope, impl: str, grid):
+    """Block 0's table of ``grid``, as the runtime (``fast``) or the
+    exported (``cos-sin``) path rotates."""
+    table = rope.block_table(0, grid)
+    return table if impl == 'fast' else table.export()
 
 
 def rotation_steps(batch: int, device) -> dict:
-    """``{'<mixed | axial> <fast | eager>': step}``: the RoPE table of the
+    """``{'<mixed | axial> <fast | cos-sin>': step}``: the RoPE table of the
     grid and the rotation of one ViT-S layer's queries and keys, forward +
     backward."""
-    from mmpos.models.layers import grid_coords
+    from mmpos.models.layers.positions import grid_coords
     heads, dims, hw = ARCHS['ViT-S']['num_heads'], ARCHS['ViT-S'][
         'embed_dims'], (14, 14)
     tokens = 1 + hw[0] * hw[1]
@@ -71,12 +77,12 @@ def rotation_steps(batch: int, device) -> dict:
     grid = grid_coords(*hw, device=device)[None]
     steps = {}
     for rope_type in ('mixed', 'axial'):
-        for impl in ('fast', 'eager'):
+        for impl in IMPLS:
             torch.manual_seed(0)
-            rope = scheme(rope_type, impl, heads, dims // heads, device)
+            rope = scheme(rope_type, heads, dims // heads, device)
 
-            def step(rope=rope):
-                rope.block_table(0, grid).rotate(qk).backward(grad)
+            def step(rope=rope, impl=impl):
+                table(rope, impl, grid).rotate(qk).backward(grad)
                 rope.zero_grad(set_to_none=True)
                 qk.grad = None
 
@@ -86,27 +92,27 @@ def rotation_steps(batch: int, device) -> dict:
 
 def attention_steps(batch: int, device, amp) -> dict:
     """``{name: fwd+bwd step}`` of one ViT-S attention layer per variant."""
-    from mmpos.models.layers import RoPEAttention, grid_coords
+    from mmpos.models.layers import RoPEAttention
+    from mmpos.models.layers.positions import grid_coords
     dims, heads, hw = ARCHS['ViT-S']['embed_dims'], ARCHS['ViT-S'][
         'num_heads'], (14, 14)
     x = torch.randn(batch, 1 + hw[0] * hw[1], dims, device=device,
                     requires_grad=True)
     grid = grid_coords(*hw, device=device)[None]
     steps = {}
-    for name, rope_type, impl in (('none', 'none', 'fast'),
-                                  ('axial fast', 'axial', 'fast'),
-                                  ('axial eager', 'axial', 'eager'),
-                                  ('mixed fast', 'mixed', 'fast'),
-                                  ('mixed eager', 'mixed', 'eager')):
+    variants = [('none', 'none', 'fast')] + [
+        (f'{rope_type} {impl}', rope_type, impl)
+        for rope_type in ('axial', 'mixed') for impl in IMPLS]
+    for name, rope_type, impl in variants:
         torch.manual_seed(0)
         layer = RoPEAttention(dims, heads).to(device)
         rope = None if rope_type == 'none' else scheme(
-            rope_type, impl, heads, dims // heads, device)
+            rope_type, heads, dims // heads, device)
 
-        def step(layer=layer, rope=rope):
+        def step(layer=layer, rope=rope, impl=impl):
             with _timing.autocast(device, amp):
-                table = None if rope is None else rope.block_table(0, grid)
-                out = layer(x, rope=table)
+                out = layer(x, rope=None if rope is None else table(
+                    rope, impl, grid))
             out.float().sum().backward()
             layer.zero_grad(set_to_none=True)
             if rope is not None:
@@ -125,12 +131,11 @@ def vit_models(arch: dict, compile: bool) -> dict:
     def rope_vit(rope_type):
         torch.manual_seed(0)
         return RoPEVisionTransformer(arch=arch, img_size=224,
-                                     rope_type=rope_type, use_ape=False)
+                                     rope=dict(type=rope_type), use_ape=False)
 
     models = {
         'APE': VisionTransformer(arch=arch, img_size=224),
         'RoPE-Mixed fast': rope_vit('mixed'),
-        'RoPE-Mixed eager': set_impl(rope_vit('mixed'), 'eager'),
         'RoPE-Axial fast': rope_vit('axial'),
     }
     if compile:
@@ -148,7 +153,7 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
     """``{'settings', 'rotation' | 'attention': {variant: stats},
     'vit_step': {model: stats}}`` (the ``parts`` asked for), stats with
     ``step_ms``, ``peak_mib``, ``time_ratio``, ``mem_ratio`` against
-    ``mixed eager`` / ``none`` / ``APE``."""
+    ``mixed cos-sin`` / ``none`` / ``APE``."""
     unknown = sorted(set(parts) - set(PARTS))
     if unknown or not parts:
         raise ValueError(f'parts must be among {PARTS}, got {list(parts)}')
@@ -163,7 +168,7 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
         result['rotation'] = _timing.measure(
             rotation_steps(batch_size, device), device, warmup, iters,
             batch_size)
-        _timing.add_ratios(result['rotation'], 'mixed eager')
+        _timing.add_ratios(result['rotation'], 'mixed cos-sin')
     if 'attention' in parts:
         result['attention'] = _timing.measure(
             attention_steps(batch_size, device, amp), device, warmup, iters,
@@ -194,8 +199,8 @@ def summarize(result: dict) -> list:
     rows = [
         _timing.comparison(f'rope_fast RoPE-{kind.capitalize()} ops ViT-S '
                            'layer fwd+bwd', f'{kind} fast',
-                           rotation[f'{kind} fast'], f'{kind} eager',
-                           rotation[f'{kind} eager'])
+                           rotation[f'{kind} fast'], f'{kind} cos-sin',
+                           rotation[f'{kind} cos-sin'])
         for kind in ('mixed', 'axial') if f'{kind} fast' in rotation
     ]
     rows += [

@@ -45,7 +45,8 @@ def build_models(arch: dict, img_size: int, variants) -> dict:
     models = {'APE': VisionTransformer(arch=arch, img_size=img_size)}
     for variant in variants:
         models[f'RoPE-{variant}'] = RoPEVisionTransformer(
-            arch=arch, img_size=img_size, rope_type=variant, use_ape=False)
+            arch=arch, img_size=img_size, rope=dict(type=variant),
+            use_ape=False)
     return models
 
 

@@ -49,7 +49,8 @@ def build(name: str, arch, size: int) -> torch.nn.Module:
     if name == 'APE':
         return VisionTransformer(arch=arch, img_size=size, patch_size=PATCH)
     return RoPEVisionTransformer(arch=arch, img_size=size, patch_size=PATCH,
-                                 rope_type=name.split('-')[1], use_ape=False)
+                                 rope=dict(type=name.split('-')[1]),
+                                 use_ape=False)
 
 
 def forward_step(model, images, device, amp):
@@ -63,11 +64,12 @@ def forward_step(model, images, device, amp):
 
 
 def count_table_builds(steps, calls: int = 2) -> dict:
-    """RoPE tables built (:class:`~mmpos.models.layers.RoPETable`) and
+    """RoPE tables built
+    (:class:`~mmpos.models.layers.positions.RoPETable`) and
     backbone forwards run during ``calls`` rounds of ``steps`` (callables),
     after one warm-up call of each: ``{tables, forwards}``."""
     from mmpos.models.backbones import RoPEVisionTransformer
-    from mmpos.models.layers import RoPETable
+    from mmpos.models.layers.positions import RoPETable
     counts = dict(tables=0, forwards=0)
     for step in steps:
         step()

@@ -18,7 +18,7 @@ and the ratios ours / baseline. The timing and memory protocol is
 ``coord_aug``         DINOv3 coordinate augmentation vs none, RoPE ViT step
 ``online_probe``      pretraining step with vs without the online kNN probe
 ``vitdet_window``     ViTDet window attention (+ checkpointing) vs global
-``rope_fast``         RoPE attention / ViT-S step, fast and eager RoPE paths
+``rope_fast``         RoPE attention / ViT-S step, phasor and cos-sin paths
 ``checkpointing``     RoPE ViT-B step with vs without ``with_cp``
 ``position_schemes``  attention layer per position scheme vs none
 ====================  =====================================================

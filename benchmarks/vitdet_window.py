@@ -82,7 +82,7 @@ def build(name: str, setting: dict) -> FeatureLoss:
         RoPEVisionTransformer(
             arch=setting['arch'],
             img_size=setting['size'],
-            rope_type='mixed',
+            rope=dict(type='mixed'),
             with_cls_token=False,
             out_type='featmap',
             drop_path_rate=0.,

@@ -13,10 +13,10 @@ from mmpretrain.registry import (DATA_SAMPLERS, DATASETS, EVALUATORS, HOOKS,
                                  OPTIM_WRAPPERS, OPTIMIZERS, PARAM_SCHEDULERS,
                                  TRANSFORMS)
 
-#: position schemes (:class:`~mmpos.models.layers.position.PositionScheme`),
+#: position schemes (:class:`~mmpos.models.layers.positions.PositionScheme`),
 #: built from a backbone's ``rope=dict(type=...)``
 POSITION_ENCODINGS = Registry('position encoding',
-                              locations=['mmpos.models.layers'])
+                              locations=['mmpos.models.layers.positions'])
 
 __all__ = [
     'POSITION_ENCODINGS',

@@ -127,7 +127,7 @@ def test_rope_tables_built_once_per_forward_in_training_steps(bench,
     model = RoPEVisionTransformer(
         arch=dict(embed_dims=32, num_layers=2, num_heads=2,
                   feedforward_channels=64),
-        img_size=32, patch_size=8, rope_type=rope_type, use_ape=False)
+        img_size=32, patch_size=8, rope=dict(type=rope_type), use_ape=False)
     cpu = torch.device('cpu')
     steps = [
         timing.train_step(model, lambda s=s: model(torch.randn(

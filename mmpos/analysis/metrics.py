@@ -21,7 +21,7 @@ All return per-head values ``(heads,)`` averaged over the batch, in float64.
 import torch
 from torch import Tensor
 
-from mmpos.models.layers.rope import grid_coords
+from mmpos.models.layers.positions import grid_coords
 
 EPS = 1e-12
 

@@ -192,18 +192,11 @@ def load_state(module: nn.Module,
                hint: str = '') -> KeyReport:
     """Compare ``state`` with ``module``, :meth:`~KeyReport.enforce`
     ``policy``, copy the matched tensors into ``module`` and log the report.
-    Keys of older checkpoints are renamed first by the submodules that
-    define ``rename_legacy_keys(state, prefix)`` (the RoPE backbones'
-    per-block frequencies).
 
     Returns:
         The :class:`KeyReport`.
     """
     target = type(module).__name__
-    state = dict(state)
-    for name, sub in module.named_modules():  # e.g. per-block RoPE keys
-        if hasattr(sub, 'rename_legacy_keys'):
-            sub.rename_legacy_keys(state, f'{name}.' if name else '')
     report = compare(state, module, resizable)
     report.enforce(policy, source, target, hint)
     module.load_state_dict({k: state[k] for k in report.matched},

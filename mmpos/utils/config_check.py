@@ -14,7 +14,7 @@ registry. :func:`config_key_problems` finds both, with a close match from
   not take (classes taking ``**kwargs`` are not checked).
 
 A value that a constructor rejects while the runner builds (e.g.
-``model.backbone.rope_type='spiral'``, ``optim_wrapper.optimizer.lr=-1``)
+``model.backbone.rope.type='spirall'``, ``optim_wrapper.optimizer.lr=-1``)
 is reported with the config key that carried it by :func:`blame_config`.
 """
 import contextlib
@@ -72,13 +72,10 @@ def resolve_type(type_, scope: Optional[str]):
 
 def accepted_arguments(cls) -> Optional[List[str]]:
     """Keyword arguments of ``cls(...)``; ``None`` if it takes ``**kwargs``
-    (or has no inspectable signature). A class may name what its
-    ``**kwargs`` take in ``extra_arguments`` (e.g. the old ``rope_*``
-    names); a subclass whose ``**kwargs`` go on to such a class takes that
-    class's arguments too."""
-    if getattr(cls, 'extra_arguments', None) is None:
-        named, open_ended = _init_arguments(cls)
-        return None if open_ended else named
+    that are not checked (or has no inspectable signature). An mmpos class
+    hands its ``**kwargs`` to its base class (e.g. ``MAERoPEViT`` to
+    ``RoPEVisionTransformer``), so it takes the arguments of its classes up
+    to the first without ``**kwargs``."""
     names = []
     for klass in cls.__mro__:
         if '__init__' not in vars(klass):
@@ -86,11 +83,11 @@ def accepted_arguments(cls) -> Optional[List[str]]:
         named, open_ended = _init_arguments(klass.__init__)
         if named is None:
             return None
-        names += [n for n in named if n != 'self']
+        names += [n for n in named if n != 'self' and n not in names]
         if not open_ended:
             return names
-        if 'extra_arguments' in vars(klass):
-            return names + list(klass.extra_arguments)
+        if not klass.__module__.startswith('mmpos.'):
+            return None
     return None
 
 

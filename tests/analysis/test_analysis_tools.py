@@ -20,11 +20,11 @@ from mmpos.analysis.metrics import (attention_distance, attention_entropy,
                                     attention_nmi)
 from mmpos_harness.mini_data import make_unlabeled_images
 from mmpos.models.backbones.rope_vit import RoPEVisionTransformer
-from mmpos.models.layers.rope import axial_frequencies, mixed_frequencies
+from mmpos.models.layers.positions import AxialRoPE, mixed_frequencies
 
 ARCH = dict(embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64)
 CONFIG = f"""model = dict(backbone=dict(type='RoPEVisionTransformer',
-    arch={ARCH!r}, img_size=64, patch_size=16, rope_type='mixed'))
+    arch={ARCH!r}, img_size=64, patch_size=16, rope=dict(type='mixed')))
 """
 
 
@@ -37,7 +37,7 @@ def setup(tmp_path_factory):
     (root / 'tiny.py').write_text(CONFIG)
     torch.manual_seed(0)
     model = RoPEVisionTransformer(arch=ARCH, img_size=64, patch_size=16,
-                                  rope_type='mixed')
+                                  rope=dict(type='mixed'))
     model.init_weights()
     torch.save({'state_dict': {f'backbone.{k}': v
                                for k, v in model.state_dict().items()}},
@@ -101,7 +101,7 @@ def test_metrics_by_hand():
 
 def test_fourier_masks():
     n = 32
-    axial = frequency_mask(axial_frequencies(16), n)
+    axial = frequency_mask(AxialRoPE(16, 1, 1).freqs.float(), n)
     ky, kx = np.nonzero(axial)
     assert np.all((ky == 0) | (kx == 0))  # axial: only the two axes
     torch.manual_seed(0)

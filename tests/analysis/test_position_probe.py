@@ -22,7 +22,8 @@ BACKBONES = {
     'sincos-ape': dict(type='MAEViT', arch=ARCH, img_size=SIZE,
                        patch_size=PATCH),
     'rope-mixed': dict(type='RoPEVisionTransformer', arch=ARCH,
-                       img_size=SIZE, patch_size=PATCH, rope_type='mixed',
+                       img_size=SIZE, patch_size=PATCH,
+                       rope=dict(type='mixed'),
                        out_type='raw'),
 }
 

@@ -50,7 +50,7 @@ def messages(records, level=logging.INFO):
 def pretraining_backbone(seed=0, **kwargs):
     """The backbone of a (fake) pretraining run: final norm, class token."""
     torch.manual_seed(seed)
-    cfg = dict(arch=ARCH, rope_type='mixed', out_type='raw')
+    cfg = dict(arch=ARCH, rope=dict(type='mixed'), out_type='raw')
     backbone = RoPEVisionTransformer(**{**cfg, **kwargs})
     backbone.init_weights()
     return backbone
@@ -124,7 +124,7 @@ def test_mmdet_model_loads_the_backbone_of_a_pretraining_run(tmp_path, log):
 
 def test_mmseg_ape_model_loads_and_resizes_the_position_table(tmp_path, log):
     # Pretrained at 112 px (7x7 APE grid), fine-tuned at 224 (14x14).
-    source = pretraining_backbone(use_ape=True, rope_type='none',
+    source = pretraining_backbone(use_ape=True, rope=None,
                                   img_size=112)
     path = save_pretraining_checkpoint(tmp_path / 'p.pth', source,
                                        message_hub=True)
@@ -222,7 +222,7 @@ def test_raw_icpf_checkpoint_is_refused_for_an_ape_backbone(tmp_path):
     pos_embed into an APE backbone; the loader refuses and names the
     converter. The converted file (no field) loads."""
     backbone = RoPEVisionTransformer(arch=ARCH, img_size=32, patch_size=8,
-                                     rope_type='none', use_ape=True)
+                                     rope=None, use_ape=True)
     state = {f'backbone.{k}': v for k, v in backbone.state_dict().items()}
     state['pos_field.field'] = torch.zeros(1, 32, 5, 5)
     raw = tmp_path / 'icpf.pth'

@@ -94,11 +94,11 @@ def mini_vit_config(**backbone):
 
 
 @pytest.mark.parametrize('pos', [
-    dict(rope_type='mixed'),
-    dict(rope_type='axial'),
-    dict(rope_type='none', use_ape=True),
-    dict(rope_type='axial', rope_layout='half', rope_axes='yx',
-         rope_periods=dict(base=100.), rope_coords=dict(frame='separate'),
+    dict(rope=dict(type='mixed')),
+    dict(rope=dict(type='axial')),
+    dict(rope=None, use_ape=True),
+    dict(rope=dict(type='axial', layout='half', axes='yx',
+                   periods=dict(base=100.), coords=dict(frame='separate')),
          num_register_tokens=4)])
 @pytest.mark.parametrize('hw', [(224, 224), (160, 224)])
 def test_extract_features_shapes_and_peer_outputs(pos, hw):
@@ -130,7 +130,7 @@ def test_extract_features_shapes_and_peer_outputs(pos, hw):
 def test_extract_features_of_a_windowed_backbone(hw):
     """ViTDet window attention (no class token): the patch map equals the
     backbone's own ``featmap``; 160 px is not a multiple of the window."""
-    pos = dict(rope_type='mixed', with_cls_token=False, window_size=4,
+    pos = dict(rope=dict(type='mixed'), with_cls_token=False, window_size=4,
                global_attn_indexes=(1, ))
     torch.manual_seed(0)
     backbone = init_backbone(mini_vit_config(**pos), out_indices=(0, 2))

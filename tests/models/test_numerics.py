@@ -22,8 +22,7 @@ from mmpos.models.heads.droppos_head import (droppos_loss,
                                              smoothed_position_targets)
 from mmpos.models.heads.qbheat_head import QBHeatHead
 from mmpos.models.layers.attention import RoPEAttention
-from mmpos.models.layers.position import build_position_scheme
-from mmpos.models.layers.rope import grid_coords
+from mmpos.models.layers.positions import build_position_scheme, grid_coords
 from mmpos.models.losses.cr2pq_loss import CR2PQLoss
 from mmpos.models.losses.dino_losses import (DINOLoss, KoLeoLoss,
                                              iBOTPatchLoss, sinkhorn_knopp)

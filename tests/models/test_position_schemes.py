@@ -10,8 +10,8 @@ from mmengine.registry import DefaultScope
 
 import mmpos  # noqa: F401
 from conftest import data_root_options, finetune, read_scalars, run_tool
-from mmpos.models.layers import (box_coords, build_position_scheme,
-                                 frame_coords, grid_coords)
+from mmpos.models.layers.positions import (box_coords, build_position_scheme,
+                                           frame_coords, grid_coords)
 from mmpos.registry import MODELS
 
 DROPPOS = 'configs/droppos/droppos_vit-tiny-dinov3pos_mini.py'
@@ -43,11 +43,12 @@ def test_nan_coordinates_are_not_rotated_in_any_frame():
              layout='half'), 16, 2, 1)
     coords = frame_coords(torch.tensor([[float('nan')] * 2, [1., 2.]]),
                           (4, 4), 'separate')
-    cos, sin = (t[0] for t in rope.block_table(0, coords[None]).export()
-                ._table(3))  # 1 prefix token + 2
-    assert torch.equal(cos[0, 1], torch.ones(16))
-    assert torch.equal(sin[0, 1].abs(), torch.zeros(16))
-    assert not torch.equal(cos[0, 2], torch.ones(16))
+    table = rope.block_table(0, coords[None])
+    x = torch.randn(1, 2, 3, 16)  # 1 prefix token + 2
+    for rotation in (table, table.export()):  # runtime and export paths
+        out = rotation.rotate(x)
+        assert torch.equal(out[..., :2, :], x[..., :2, :])
+        assert not torch.allclose(out[..., 2, :], x[..., 2, :])
 
 
 def build(config):

@@ -26,7 +26,7 @@ from mmpos.datasets.transforms.crop_boxes import (CropBoxError,
 from mmpos.datasets.validate import coco_problems, seg_label_problems
 from mmpos.engine.hooks import CheckpointFitHook
 from mmpos.utils.cli import one_line
-from mmpos.utils.errors import BadInputError, CheckpointMismatchError
+from mmpos.utils.errors import CheckpointMismatchError
 from mmpos.utils.launch import LaunchError, load_config
 
 SEG_CONFIG = 'configs/demo/upernet_vit-tiny-rope-mixed_mini-ade.py'
@@ -405,22 +405,23 @@ def test_misspelled_option_one_line(tmp_path):
 # 5. input size vs patch size -------------------------------------------------
 
 def test_input_size_not_divisible_by_patch_size():
+    """The backbone pads at the bottom and right as mmpretrain's ViT does
+    (tests/models/backbones/test_rope_vit.py compares the two); dense
+    configs pad in the data preprocessor, with the same zeros."""
     from mmdet.models.data_preprocessors import DetDataPreprocessor
     from mmpos.models.backbones.rope_vit import RoPEVisionTransformer
     vit = RoPEVisionTransformer(
         arch=dict(embed_dims=32, num_layers=1, num_heads=2,
                   feedforward_channels=64),
-        img_size=64, patch_size=8, out_type='featmap')
-    image = torch.rand(3, 60, 44)
-    with pytest.raises(BadInputError,
-                       match='RoPEVisionTransformer: input size 60x44 is not '
-                       'divisible by the patch size 8x8; .*pad_size_divisor'):
-        vit(image[None])
-    # Dense configs pad in the data preprocessor and are unaffected.
+        img_size=64, patch_size=8, out_type='featmap').eval()
+    image = torch.rand(3, 60, 44) * 255
     padded = DetDataPreprocessor(pad_size_divisor=8)(
-        dict(inputs=[image * 255]))['inputs']
+        dict(inputs=[image]))['inputs']
     assert padded.shape[-2:] == (64, 48)
-    assert vit(padded)[0].shape == (1, 32, 8, 6)
+    with torch.no_grad():
+        out = vit(image[None])[0]
+        assert out.shape == (1, 32, 8, 6)
+        assert torch.equal(out, vit(padded)[0])
 
 
 # 6. crop boxes -----------------------------------------------------------

@@ -23,9 +23,9 @@ import rope_vit2onnx  # noqa: E402
 
 ARCH = dict(embed_dims=64, num_layers=2, num_heads=2,
             feedforward_channels=128)
-DINOV3_STYLE = dict(rope_type='axial', rope_periods=dict(base=100.),
-                    rope_axes='yx', rope_layout='half',
-                    rope_coords=dict(frame='separate', rescale=2.),
+DINOV3_STYLE = dict(rope=dict(type='axial', periods=dict(base=100.),
+                              axes='yx', layout='half',
+                              coords=dict(frame='separate', rescale=2.)),
                     num_register_tokens=4, layer_scale_init_value=0.5)
 
 
@@ -49,9 +49,9 @@ WINDOWED = dict(window_size=3, global_attn_indexes=(1, ),
 
 @pytest.mark.parametrize('options', [
     dict(DINOV3_STYLE, out_type='featmap'),
-    dict(rope_type='mixed', use_ape=True, out_type='raw'),
-    dict(WINDOWED, rope_type='mixed', use_ape=True, arch=dict(ARCH,
-                                                            num_layers=3)),
+    dict(rope=dict(type='mixed'), use_ape=True, out_type='raw'),
+    dict(WINDOWED, rope=dict(type='mixed'), use_ape=True,
+         arch=dict(ARCH, num_layers=3)),
     dict(WINDOWED, **{k: v for k, v in DINOV3_STYLE.items()
                       if k != 'num_register_tokens'}),
 ], ids=['dinov3-style', 'mixed-ape', 'windowed-mixed-ape',

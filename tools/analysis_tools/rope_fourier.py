@@ -30,8 +30,8 @@ from mmpos.analysis.pictures import save_figure  # noqa: E402
 from mmpos.checkpoint import write_atomically  # noqa: E402
 from mmpos.analysis.fourier import (frequency_mask, point_target,  # noqa
                                     reconstruct, reconstruction_error)
-from mmpos.models.layers.rope import (axial_frequencies,  # noqa: E402
-                                      mixed_frequencies)
+from mmpos.models.layers.positions import (AxialRoPE,  # noqa: E402
+                                           MixedRoPE, mixed_frequencies)
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 
@@ -56,7 +56,6 @@ def parse_args(argv=None):
 def learnt_frequencies(args):
     """(2, D/2) mixed frequencies of one head from a checkpoint."""
     from mmpos.analysis.attention import attention_backbone
-    from mmpos.models.layers import MixedRoPE
     backbone = attention_backbone(args.config, args.checkpoint)
     if not 0 <= args.layer < len(backbone.layers):
         raise SystemExit(f'--layer {args.layer}: the backbone has '
@@ -86,7 +85,8 @@ def main(argv=None):
         mixed = mixed.flatten(1) if args.head == -1 else mixed[:, args.head]
         source = ('mixed initialisation (seed 0), head '
                   f'{"all" if args.head == -1 else args.head}')
-    variants = {'axial': axial_frequencies(head_dim), 'mixed': mixed}
+    variants = {'axial': AxialRoPE(head_dim, 1, 1).freqs.float(),
+                'mixed': mixed}
     target = point_target(args.grid)
     results, recons, masks = {}, {}, {}
     for name, freqs in variants.items():

@@ -38,7 +38,7 @@ from torch import nn
 
 from mmpos.registry import MODELS
 from ..layers.masking import gather_tokens, random_masking
-from ..layers.rope import grid_coords
+from ..layers.positions import grid_coords
 from .rope_vit import RoPEVisionTransformer
 
 

@@ -36,10 +36,8 @@ from torch import Tensor
 
 from mmpos.registry import MODELS
 from ..layers.attention import head_dims
-from ..layers.position import build_position_scheme
-from ..layers.rope import LEGACY_ROPE_ARGS, grid_coords, resolve_rope_cfg
+from ..layers.positions import build_position_scheme
 from ..utils.pretrained import load_pretrained, split_pretrained_cfg
-
 
 DEFAULT_ROPE = dict(type='mixed')
 
@@ -163,19 +161,16 @@ class RoPESwinTransformer(SwinTransformer):
         rope: the position scheme, ``dict(type='mixed' | 'axial', ...)`` of
             :data:`mmpos.registry.POSITION_ENCODINGS`, one per stage, or
             ``None`` (with ``use_rpb=True``: Swin itself, the RPB
-            baseline). The old ``rope_type`` / ``rope_theta`` arguments are
-            still accepted instead
-            (:func:`~mmpos.models.layers.rope.rope_cfg_from_legacy`).
+            baseline).
         use_rpb: keep Swin's relative position bias next to RoPE
             (RoPE+RPB); its tables load from Swin checkpoints and the window
             size can then not change.
 
     The RoPE-Mixed frequencies of stage ``i``'s block ``j`` are
     ``rope.<i>.freqs.<j>`` (per head; ``get_layer_depth`` gives them the
-    block's depth); checkpoints with the former
-    ``stages.<i>.blocks.<j>.attn.w_msa.rope.freqs`` load.
-    Without ``use_rpb`` the checkpoints hold no position table, so the same
-    weights run with any window size (:meth:`set_window_size`). The paper's
+    block's depth). Without ``use_rpb`` the checkpoints hold no position
+    table, so the same weights run with any window size
+    (:meth:`set_window_size`). The paper's
     five Swin schemes are ``rope`` x ``use_rpb``: RPB = ``(None, True)``,
     Axial / Mixed = ``(dict(type='axial' | 'mixed'), False)``, Axial+RPB /
     Mixed+RPB = ``(dict(type='axial' | 'mixed'), True)``.
@@ -191,9 +186,6 @@ class RoPESwinTransformer(SwinTransformer):
                  **kwargs):
         # A `Pretrained` entry is loaded by init_weights with mmpos' checks.
         init_cfg, pretrained_cfg = split_pretrained_cfg(init_cfg, None)
-        legacy = {k: kwargs.pop(k) for k in LEGACY_ROPE_ARGS if k in kwargs}
-        rope = resolve_rope_cfg(rope, DEFAULT_ROPE, legacy,
-                                type(self).__name__)
         rope_attn = dict(window_msa=RoPEWindowMSA, use_rpb=use_rpb)
         if isinstance(stage_cfgs, dict):
             stage_cfgs = _with_attn(stage_cfgs, rope_attn)
@@ -209,18 +201,7 @@ class RoPESwinTransformer(SwinTransformer):
                                   stage.blocks[0].attn.w_msa.num_heads,
                                   len(stage.blocks))
             for stage in self.stages)
-        self._register_load_state_dict_pre_hook(self.rename_legacy_keys)
         self.set_window_size(window_size)
-
-    def rename_legacy_keys(self, state_dict, prefix='', *args, **kwargs):
-        """Load hook: ``stages.<i>.blocks.<j>.attn.w_msa.rope.freqs`` of
-        checkpoints from before the position module -> ``rope.<i>.freqs.<j>``."""
-        for i, stage in enumerate(self.stages):
-            for j in range(len(stage.blocks)):
-                old = f'{prefix}stages.{i}.blocks.{j}.attn.w_msa.rope.freqs'
-                if old in state_dict:
-                    state_dict[f'{prefix}rope.{i}.freqs.{j}'] = \
-                        state_dict.pop(old)
 
     def get_layer_depth(self, param_name: str, prefix: str = ''):
         """mmpretrain's Swin depths; block ``j`` of stage ``i``'s RoPE-Mixed
@@ -238,9 +219,9 @@ class RoPESwinTransformer(SwinTransformer):
             tables = [None] * len(stage.blocks)
             if self.rope is not None:
                 ws = stage.blocks[0].attn.window_size
-                grid = grid_coords(ws, ws, device=x.device)[None]
-                dtype = torch.promote_types(x.dtype, torch.float32)
-                tables = self.rope[s](grid.to(dtype), (ws, ws), 1)
+                tables = self.rope[s](None, (ws, ws), 1, device=x.device,
+                                      dtype=torch.promote_types(
+                                          x.dtype, torch.float32))
             for block, table in zip(stage.blocks, tables):
                 block.attn.w_msa.rope_table = table
         return super().forward(x)

@@ -15,7 +15,7 @@ Eva and DINOv3). The per-block, per-head RoPE-Mixed frequencies are
 they share its lr scale.
 """
 import math
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -31,13 +31,10 @@ from mmpretrain.models.utils import (build_norm_layer, resize_pos_embed,
 from torch import Tensor
 
 from mmpos.registry import MODELS
-from mmpos.utils.errors import BadInputError
 from ..layers.attention import RoPEAttention
-from ..layers.position import PositionTable, build_position_scheme
-from ..layers.rope import (LEGACY_ROPE_ARGS, grid_coords, resolve_rope_cfg,
-                           sincos_pos_embed_2d)
-from ..layers.window import (window_coords, window_partition,
-                             window_unpartition)
+from ..layers.positions import (PositionTable, build_position_scheme,
+                                grid_coords, sincos_pos_embed_2d)
+from ..layers.window import window_partition, window_unpartition
 from ..utils.pretrained import load_pretrained, split_pretrained_cfg
 
 DEFAULT_ROPE = dict(type='mixed')
@@ -57,8 +54,9 @@ class RoPETransformerEncoderLayer(BaseModule):
     ``window_size``: ``0`` attends globally; ``ws > 0`` attends inside the
     ``ws x ws`` windows of the zero-padded patch grid (ViTDet), its table
     then positions the tokens of every window
-    (:meth:`RoPEVisionTransformer.position_tables`). Drop-path then acts on
-    whole images after the windows are merged, as in ViTDet.
+    (:meth:`~mmpos.models.layers.positions.PositionScheme.forward`).
+    Drop-path then acts on whole images after the windows are merged, as in
+    ViTDet.
     ``rel_pos_size``: ViTDet's decomposed relative position bias (see
     :class:`RoPEAttention`), over the window or the grid.
     """
@@ -121,7 +119,9 @@ class RoPETransformerEncoderLayer(BaseModule):
 
 @MODELS.register_module()
 class RoPEVisionTransformer(BaseBackbone):
-    """ViT with RoPE-Axial / RoPE-Mixed position embedding.
+    """ViT with a position scheme (RoPE-Axial / RoPE-Mixed by default);
+    with ``rope=None, use_ape=True`` mmpretrain's ``VisionTransformer``
+    (same arguments, parameter names, padding and outputs).
 
     Args:
         arch: ``'tiny' | 'small' | 'base' | 'large'`` (ViT-T/S/B/L as in
@@ -131,13 +131,13 @@ class RoPEVisionTransformer(BaseBackbone):
             fine-tuning size): sizes the APE table and the global blocks'
             relative position tables (ViTDet-B at 1024: 64 x 64 grid, 127
             rows). Other input sizes work (tables resized per forward).
-        pretrain_img_size: image size of the checkpoints to load (their APE
-            grid, ``None``: a square grid inferred from the table);
-            a checkpoint's APE, with or without a class-token slot, is
-            resized once, at load, to the ``img_size`` grid.
-        patch_size: patch size; inputs of any size divisible by it work.
+        patch_size: patch size. An input whose size is not a multiple is
+            padded at its bottom and right (``PatchEmbed``'s
+            ``padding='corner'``, as mmpretrain); the padded patches are
+            grid positions like any other.
         in_channels: image channels.
-        out_indices: blocks whose output is returned (negative from the end).
+        out_indices: block index or sequence of them whose output is
+            returned (negative from the end).
         out_type: ``'cls_token'`` (B, C), ``'featmap'`` (B, C, H/p, W/p),
             ``'avg_featmap'`` (B, C) or ``'raw'`` (B, 1 + R + N, C), ``R``
             register tokens.
@@ -145,21 +145,19 @@ class RoPEVisionTransformer(BaseBackbone):
         final_norm: LayerNorm ``ln1`` after the last block.
         rope: the position scheme, ``dict(type=..., **options)`` of
             :data:`mmpos.registry.POSITION_ENCODINGS` (``'mixed'``:
-            learnable frequencies, the paper's best; ``'axial'``;
-            ``'dinov3'``; see :mod:`mmpos.models.layers.rope`), with the
-            coordinate frame and augmentation in its ``coords`` entry
-            (:class:`~mmpos.models.layers.position.PatchCoords`); ``None``:
-            no RoPE. Built once for all blocks as :attr:`rope`. The old
-            arguments ``rope_type``, ``rope_theta``, ``rope_periods``,
-            ``rope_axes``, ``rope_layout``, ``rope_coords`` are still
-            accepted instead (translated by
-            :func:`~mmpos.models.layers.rope.rope_cfg_from_legacy`), and
-            checkpoints with per-block ``layers.<i>.attn.rope.freqs`` load
-            (into ``rope.freqs.<i>``).
+            learnable frequencies, the paper's best; ``'axial'``,
+            ``'dinov3'``, ... see :mod:`mmpos.models.layers.positions`),
+            with the coordinate frame and augmentation in its ``coords``
+            entry; ``None``: no RoPE. Built once for all blocks as
+            :attr:`rope`.
         use_ape: add an absolute position embedding (RoPE + APE).
         ape_type: ``'learnable'`` or ``'sincos'`` (fixed Eq. 2 table, stored
             as a frozen ``pos_embed`` parameter like mmpretrain's MAE).
         interpolate_mode: how APE is resized to other grids.
+        pretrain_img_size: image size of the checkpoints to load (their APE
+            grid, ``None``: a square grid inferred from the table);
+            a checkpoint's APE, with or without a class-token slot, is
+            resized once, at load, to the ``img_size`` grid.
         num_register_tokens: learnable register ("storage") tokens
             ``register_tokens`` ``(1, R, C)`` placed after the class token;
             never rotated, no APE, left out of ``featmap`` /
@@ -210,8 +208,6 @@ class RoPEVisionTransformer(BaseBackbone):
     }  # yapf: disable
     num_extra_tokens = 1
     OUT_TYPES = {'raw', 'cls_token', 'featmap', 'avg_featmap'}
-    # what **legacy_rope takes (mmpos' config check names any other key)
-    extra_arguments = LEGACY_ROPE_ARGS
     APE_TYPES = {'learnable', 'sincos'}
     # the random init of linear and norm layers when ``init_cfg`` gives none
     default_init_cfg = DEIT_INIT_CFG
@@ -244,12 +240,9 @@ class RoPEVisionTransformer(BaseBackbone):
                  pre_norm=False,
                  patch_cfg=dict(),
                  layer_cfgs=dict(),
-                 init_cfg=DEIT_INIT_CFG,
-                 **legacy_rope):
-        rope = resolve_rope_cfg(rope, DEFAULT_ROPE, legacy_rope,
-                                type(self).__name__)
-        # A `Pretrained` entry is loaded by init_weights after the random
-        # init, with mmpos' checks (see mmpos.models.utils.pretrained).
+                 init_cfg=DEIT_INIT_CFG):
+        # a `Pretrained` entry is loaded by init_weights, after the random
+        # init, with mmpos' checks (see mmpos.models.utils.pretrained)
         init_cfg, pretrained_cfg = split_pretrained_cfg(
             init_cfg, self.default_init_cfg)
         super().__init__(init_cfg)
@@ -257,17 +250,26 @@ class RoPEVisionTransformer(BaseBackbone):
         self.arch_settings = self._arch_settings(arch)
         self.embed_dims = self.arch_settings['embed_dims']
         self.num_layers = self.arch_settings['num_layers']
-        self.img_size = to_2tuple(img_size)
-        self.patch_size = to_2tuple(patch_size)
-        if out_type not in self.OUT_TYPES:
-            raise ValueError(f'Unsupported out_type {out_type!r}, choose '
-                             f'from {sorted(self.OUT_TYPES)}')
-        if use_ape and ape_type not in self.APE_TYPES:
-            raise ValueError(f'Unsupported ape_type {ape_type!r}, choose '
-                             f'from {sorted(self.APE_TYPES)}')
-        self.out_type = out_type
+        num_heads = self.arch_settings['num_heads']
+        self.img_size, self.patch_size = to_2tuple(img_size), to_2tuple(
+            patch_size)
+        self.pretrain_img_size = (None if pretrain_img_size is None else
+                                  to_2tuple(pretrain_img_size))
+        self.out_type, self.out_indices = out_type, self._block_indices(
+            out_indices, 'out_indices')
+        self.with_cls_token = with_cls_token
+        self.num_extra_tokens = int(with_cls_token)
+        self.num_register_tokens = num_register_tokens
+        self.use_ape, self.ape_type = use_ape, ape_type
         self.interpolate_mode = interpolate_mode
+        self.window_size = window_size
+        self.global_attn_indexes = self._block_indices(global_attn_indexes,
+                                                       'global_attn_indexes')
+        self.with_cp, self.final_norm = with_cp, final_norm
+        self.frozen_stages = frozen_stages
+        self._check_options(use_rel_pos)
 
+        # the parts (this order fixes the state dict and the seeded init)
         self.patch_embed = PatchEmbed(**{
             **dict(in_channels=in_channels, input_size=img_size,
                    embed_dims=self.embed_dims, conv_type='Conv2d',
@@ -275,101 +277,85 @@ class RoPEVisionTransformer(BaseBackbone):
                    bias=not pre_norm),
             **patch_cfg})  # yapf: disable
         self.patch_resolution = self.patch_embed.init_out_size
-
-        self.with_cls_token = with_cls_token
-        if with_cls_token:
-            self.cls_token = nn.Parameter(torch.zeros(1, 1, self.embed_dims))
-        elif out_type == 'cls_token':
-            raise ValueError('out_type="cls_token" needs with_cls_token=True')
-        else:
-            self.cls_token = None
-            self.num_extra_tokens = 0
-
-        self.num_register_tokens = num_register_tokens
-        self.register_tokens = nn.Parameter(
-            torch.zeros(1, num_register_tokens, self.embed_dims)
-        ) if num_register_tokens else None
-
-        self.use_ape = use_ape
-        self.ape_type = ape_type
+        self.cls_token = nn.Parameter(torch.zeros(
+            1, 1, self.embed_dims)) if with_cls_token else None
+        self.register_tokens = nn.Parameter(torch.zeros(
+            1, num_register_tokens,
+            self.embed_dims)) if num_register_tokens else None
         self.pos_embed = self._build_pos_embed() if use_ape else None
-        self.pretrain_img_size = (None if pretrain_img_size is None else
-                                  to_2tuple(pretrain_img_size))
         if use_ape:
             self._register_load_state_dict_pre_hook(self._prepare_pos_embed)
-        self._register_load_state_dict_pre_hook(self.rename_legacy_keys)
         self.drop_after_pos = nn.Dropout(p=drop_rate)
-
-        out_indices = [out_indices] if isinstance(out_indices,
-                                                  int) else list(out_indices)
-        self.out_indices = [
-            i + self.num_layers if i < 0 else i for i in out_indices
-        ]
-        for index in self.out_indices:
-            if not 0 <= index < self.num_layers:
-                raise ValueError(f'Invalid out_indices {out_indices} for '
-                                 f'{self.num_layers} layers')
-
-        self.with_cp = with_cp
-        self.window_size = window_size
-        self.global_attn_indexes = [
-            i + self.num_layers if i < 0 else i for i in global_attn_indexes
-        ]
-        if any(not 0 <= i < self.num_layers
-               for i in self.global_attn_indexes):
-            raise ValueError(f'Invalid global_attn_indexes '
-                             f'{global_attn_indexes} for {self.num_layers} '
-                             'layers')
-        if window_size < 0:
-            raise ValueError(f'window_size must be >= 0 (0: global '
-                             f'attention), got {window_size}')
-        if window_size and (with_cls_token or num_register_tokens):
-            raise ValueError('window_size > 0 needs with_cls_token=False and '
-                             'num_register_tokens=0 (window attention has '
-                             'no class or register tokens)')
-        if use_rel_pos and (with_cls_token or num_register_tokens):
-            raise ValueError('use_rel_pos=True needs with_cls_token=False and '
-                             'num_register_tokens=0 (the bias is defined on '
-                             'the patch grid only)')
-
-        dpr = np.linspace(0, drop_path_rate, self.num_layers)
-        if isinstance(layer_cfgs, dict):
-            layer_cfgs = [layer_cfgs] * self.num_layers
-        self.layers = ModuleList()
-        for i in range(self.num_layers):
-            self.layers.append(
-                RoPETransformerEncoderLayer(**{
-                    **dict(embed_dims=self.embed_dims,
-                           num_heads=self.arch_settings['num_heads'],
-                           feedforward_channels=self.arch_settings[
-                               'feedforward_channels'],
-                           layer_scale_init_value=layer_scale_init_value,
-                           drop_rate=drop_rate,
-                           drop_path_rate=float(dpr[i]),
-                           qkv_bias=qkv_bias,
-                           norm_cfg=norm_cfg,
-                           window_size=self._block_window(i),
-                           rel_pos_size=self._rel_pos_size(i)
-                           if use_rel_pos else None),
-                    **layer_cfgs[i]}))  # yapf: disable
-
-        self.rope = build_position_scheme(
-            rope, head_dim=self.embed_dims // self.arch_settings['num_heads'],
-            num_heads=self.arch_settings['num_heads'],
-            depth=self.num_layers)
-        self._frozen_tables = None
-
+        self.layers = self._build_layers(
+            layer_cfgs, drop_path_rate, use_rel_pos, num_heads=num_heads,
+            feedforward_channels=self.arch_settings['feedforward_channels'],
+            layer_scale_init_value=layer_scale_init_value,
+            drop_rate=drop_rate, qkv_bias=qkv_bias, norm_cfg=norm_cfg)
+        self.rope = build_position_scheme(rope, self.embed_dims // num_heads,
+                                          num_heads, self.num_layers)
         self.pre_norm = (build_norm_layer(norm_cfg, self.embed_dims)
                          if pre_norm else nn.Identity())
-        self.final_norm = final_norm
         if final_norm:
             self.ln1 = build_norm_layer(norm_cfg, self.embed_dims)
         if out_type == 'avg_featmap':
             self.ln2 = build_norm_layer(norm_cfg, self.embed_dims)
-
-        self.frozen_stages = frozen_stages
         if frozen_stages > 0:
             self._freeze_stages()
+
+    def _block_indices(self, indices: Union[int, Sequence[int]],
+                       name: str) -> List[int]:
+        """``indices`` (an int or a sequence, as mmpretrain's
+        ``out_indices``; negative from the end) as block indices."""
+        if isinstance(indices, int):
+            indices = [indices]
+        if not isinstance(indices, Sequence) or isinstance(indices, str):
+            raise TypeError(f'{name} must be an int or a sequence of ints, '
+                            f'got {type(indices).__name__} {indices!r}')
+        blocks = [i + self.num_layers if i < 0 else i for i in indices]
+        if any(not 0 <= i < self.num_layers for i in blocks):
+            raise ValueError(f'Invalid {name} {indices} for '
+                             f'{self.num_layers} layers')
+        return blocks
+
+    def _check_options(self, use_rel_pos: bool):
+        """Refuse the values and combinations the model cannot run."""
+        if self.out_type not in self.OUT_TYPES:
+            raise ValueError(f'Unsupported out_type {self.out_type!r}, choose '
+                             f'from {sorted(self.OUT_TYPES)}')
+        if self.use_ape and self.ape_type not in self.APE_TYPES:
+            raise ValueError(f'Unsupported ape_type {self.ape_type!r}, '
+                             f'choose from {sorted(self.APE_TYPES)}')
+        if self.out_type == 'cls_token' and not self.with_cls_token:
+            raise ValueError('out_type="cls_token" needs with_cls_token=True')
+        if self.window_size < 0:
+            raise ValueError(f'window_size must be >= 0 (0: global '
+                             f'attention), got {self.window_size}')
+        prefix = self.with_cls_token or self.num_register_tokens
+        if self.window_size and prefix:
+            raise ValueError('window_size > 0 needs with_cls_token=False and '
+                             'num_register_tokens=0 (window attention has '
+                             'no class or register tokens)')
+        if use_rel_pos and prefix:
+            raise ValueError('use_rel_pos=True needs with_cls_token=False and '
+                             'num_register_tokens=0 (the bias is defined on '
+                             'the patch grid only)')
+
+    def _build_layers(self, layer_cfgs, drop_path_rate: float,
+                      use_rel_pos: bool, **common) -> ModuleList:
+        """The blocks: ``common`` arguments, drop-path rising linearly to
+        ``drop_path_rate``, each block's window and relative-position grid;
+        ``layer_cfgs`` (one dict for all or one per block) over them."""
+        dpr = np.linspace(0, drop_path_rate, self.num_layers)
+        if isinstance(layer_cfgs, dict):
+            layer_cfgs = [layer_cfgs] * self.num_layers
+        return ModuleList(
+            RoPETransformerEncoderLayer(**{
+                **dict(common, embed_dims=self.embed_dims,
+                       drop_path_rate=float(dpr[i]),
+                       window_size=self._block_window(i),
+                       rel_pos_size=self._rel_pos_size(i)
+                       if use_rel_pos else None),
+                **layer_cfgs[i]}) for i in range(self.num_layers))
 
     def _prepare_pos_embed(self, state_dict, prefix, *args, **kwargs):
         """Load hook: a checkpoint's ``pos_embed`` of any grid, with or
@@ -406,15 +392,6 @@ class RoPEVisionTransformer(BaseBackbone):
         grid = resize_pos_embed(table[:, slot:], src, self.patch_resolution,
                                 self.interpolate_mode, 0)
         state_dict[name] = torch.cat((cls_pos[:, :extra], grid), dim=1)
-
-    def rename_legacy_keys(self, state_dict, prefix='', *args, **kwargs):
-        """Load hook: per-block RoPE-Mixed frequencies of checkpoints from
-        before the position module (``layers.<i>.attn.rope.freqs``) move
-        to ``rope.freqs.<i>``."""
-        for i in range(self.num_layers):
-            old = f'{prefix}layers.{i}.attn.rope.freqs'
-            if old in state_dict:
-                state_dict[f'{prefix}rope.freqs.{i}'] = state_dict.pop(old)
 
     def _block_window(self, index: int) -> int:
         """Window side of block ``index`` (``0``: global attention)."""
@@ -497,16 +474,9 @@ class RoPEVisionTransformer(BaseBackbone):
 
     def patchify(self, img: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
         """Patch tokens ``(B, h * w, C)`` of ``img`` (B, in_channels, H, W)
-        without position embedding, and the grid ``(h, w)``; an input size
-        that is not a multiple of the patch is refused naming both."""
-        H, W = img.shape[-2:]
-        if H % self.patch_size[0] or W % self.patch_size[1]:
-            raise BadInputError(
-                f'{type(self).__name__}: input size {H}x{W} is not divisible '
-                f'by the patch size {self.patch_size[0]}x'
-                f'{self.patch_size[1]}; crop or resize to a multiple, or pad '
-                '(data_preprocessor pad_size_divisor in mmdet, size or '
-                'size_divisor in mmseg)')
+        without position embedding, and the grid ``(h, w)``; a size that is
+        not a multiple of the patch is padded at the bottom and right
+        (``PatchEmbed``'s ``padding='corner'``, as mmpretrain's ViT)."""
         return self.patch_embed(img)
 
     def embed(self, img: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
@@ -547,9 +517,9 @@ class RoPEVisionTransformer(BaseBackbone):
 
         The class token and the register tokens are prepended here and get
         no rotation. ``coords`` are mapped into the RoPE coordinate frame
-        and, in training, augmented by :attr:`rope`
-        (:meth:`position_tables`). Returns a tuple
-        with one output per ``out_indices``, formatted by ``out_type``.
+        and, in training, augmented by :attr:`rope` (tables in fp32, fp64
+        for fp64 tokens). Returns a tuple with one output per
+        ``out_indices``, formatted by ``out_type``.
         """
         if coords is None and hw is None:
             raise ValueError('forward_tokens needs `coords` or `hw`')
@@ -567,7 +537,9 @@ class RoPEVisionTransformer(BaseBackbone):
             x = torch.cat((x[:, :self.num_extra_tokens], registers,
                            x[:, self.num_extra_tokens:]), dim=1)
         x = self.pre_norm(self.drop_after_pos(x))
-        tables = self.position_tables(coords, hw, x)
+        tables = self.position_tables(
+            coords, hw, x.shape[0], x.device,
+            torch.promote_types(x.dtype, torch.float32))
 
         outs = []
         for i, layer in enumerate(self.layers):
@@ -582,79 +554,31 @@ class RoPEVisionTransformer(BaseBackbone):
         return tuple(outs)
 
     def position_tables(self, coords: Optional[Tensor],
-                        hw: Optional[Sequence[int]],
-                        tokens: Tensor) -> List[Optional[PositionTable]]:
-        """One table per block, computed once per forward by :attr:`rope`.
-
-        Args:
-            coords: ``(M, 2)`` / ``(B, M, 2)`` patch-unit positions of the
-                patch tokens, or ``None`` for the full ``hw`` grid.
-            hw: the patch grid.
-            tokens: ``(B, N, C)`` tokens (batch size, device, dtype: tables
-                are computed in fp32, fp64 for fp64 tokens).
-
-        A windowed block gets the table of its windows' tokens ``(n, ws *
-        ws)`` (computed once per window size; ``n`` = ``nW`` windows of one
-        image, or ``B * nW``), where grid tokens keep their absolute
-        coordinates; the padding continues the integer grid (patch frame, no
-        augmentation, no ``coords``) or has no position (``NaN``).
-        """
+                        hw: Optional[Sequence[int]], batch_size: int,
+                        device=None, dtype: torch.dtype = torch.float32
+                        ) -> List[Optional[PositionTable]]:
+        """One table per block from :attr:`rope` (``None`` without RoPE):
+        ``coords`` ``(M, 2)`` / ``(B, M, 2)`` or ``None`` for the ``hw``
+        grid; windowed blocks get their windows' tables
+        (:meth:`~mmpos.models.layers.positions.PositionScheme.forward`)."""
         if self.rope is None:
             return [None] * self.num_layers
-        if self._frozen_tables is not None:
-            frozen_hw, tables = self._frozen_tables
-            if coords is not None or tuple(hw) != frozen_hw:
-                raise ValueError(f'positions frozen for the {frozen_hw} grid '
-                                 f'(export), got hw={hw}, coords given: '
-                                 f'{coords is not None}')
-            return tables
-        if self.window_size and hw is None:
-            raise ValueError('window attention needs the patch grid `hw`')
-        batch_size = tokens.shape[0]
-        dtype = torch.promote_types(tokens.dtype, torch.float32)
-        grid = coords is None
-        if grid:
-            if hw is None:
-                raise ValueError('forward_tokens needs `coords` or `hw`')
-            coords = grid_coords(*hw, device=tokens.device)
-        coords = coords.to(tokens.device, dtype)
-        coords = coords if coords.dim() == 3 else coords[None]
-        drawn = self.rope.coords(coords, hw, batch_size, self.num_layers)
-        windows = [self._block_window(i) for i in range(self.num_layers)]
-        tables = self.rope.tables(
-            [c if not ws else None for c, ws in zip(drawn, windows)], hw)
-        for ws in set(windows) - {0}:
-            if grid and self.rope.coords.is_identity:
-                win = [window_coords(hw, ws, 1, tokens.device).to(dtype)] * \
-                    self.num_layers
-            else:
-                parts = {}
-                win = [parts.setdefault(id(c), window_partition(
-                    c, hw, ws, pad_value=math.nan)) for c in drawn]
-            win_tables = self.rope.tables(
-                [c if w == ws else None for c, w in zip(win, windows)], hw)
-            tables = [w if t is None else t for t, w in zip(tables, win_tables)]
-        return tables
+        windows = [layer.window_size for layer in self.layers]
+        return self.rope(coords, hw, batch_size, windows, device=device,
+                         dtype=dtype)
 
-    def freeze_positions(self, hw: Sequence[int], device=None) -> None:
-        """Compute the eval-mode tables of the ``hw`` grid once and use them
-        in every later forward (export: the traced graph then holds the
-        tables as constants, on the real cos/sin path); ``hw=None``
-        unfreezes."""
-        self._frozen_tables = None
-        if hw is None or self.rope is None:
-            return
-        probe = torch.zeros(1, 1, 1, device=device)
-        with torch.no_grad():
-            was_training = self.rope.training
-            self.rope.eval()
-            tables = self.position_tables(None, hw, probe)
-            self.rope.train(was_training)
-        self._frozen_tables = (tuple(hw), [t.export() for t in tables])
+    def freeze_positions(self, hw: Optional[Sequence[int]],
+                         device=None) -> None:
+        """Use the eval-mode tables of the ``hw`` grid, computed once on
+        the real cos / sin path, in every later forward (export: the traced
+        graph holds them as constants); ``hw=None`` unfreezes."""
+        if self.rope is not None:
+            self.rope.freeze(hw, [layer.window_size for layer in self.layers],
+                             device)
 
     def forward(self, x: Tensor) -> tuple:
-        """``x``: images ``(B, in_channels, H, W)``, H and W divisible by the
-        patch size. Returns a tuple with one output per ``out_indices``."""
+        """``x``: images ``(B, in_channels, H, W)`` (padded to a multiple of
+        the patch). Returns a tuple with one output per ``out_indices``."""
         tokens, hw = self.embed(x)
         return self.forward_tokens(tokens, hw=hw)
 

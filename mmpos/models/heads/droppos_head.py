@@ -39,7 +39,7 @@ from mmpretrain.models.utils import build_norm_layer
 from torch import Tensor
 
 from mmpos.registry import MODELS
-from ..layers.rope import grid_coords
+from ..layers.positions import grid_coords
 
 DISTANCES = ('euclidean', 'squared')
 

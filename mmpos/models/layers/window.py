@@ -8,16 +8,15 @@ after the block. Padded tokens take part in the attention of their window, as
 in ViTDet's code (no mask).
 
 For 2-D RoPE the tokens of a window keep their *absolute* grid coordinates
-(:func:`window_coords`), so the rotation of a query or key inside a window is
-the one it gets in the global model, and the query-key logit of two tokens of
-one window is the global model's logit for that pair.
+(:meth:`~mmpos.models.layers.positions.PositionScheme.forward` partitions
+them as the tokens), so the rotation of a query or key inside a window is the
+one it gets in the global model, and the query-key logit of two tokens of one
+window is the global model's logit for that pair.
 """
 from typing import Tuple
 
 import torch.nn.functional as F
 from torch import Tensor
-
-from .rope_functional import grid_coords
 
 
 def padded_hw(hw: Tuple[int, int], window_size: int) -> Tuple[int, int]:
@@ -35,7 +34,7 @@ def window_partition(x: Tensor,
         x: ``(B, H * W, C)`` tokens of the ``hw = (H, W)`` grid, row-major.
         window_size: window side ``ws``.
         pad_value: value of the padding tokens (``nan`` for coordinates:
-            no rotation, see :mod:`mmpos.models.layers.rope`).
+            no position, see :mod:`mmpos.models.layers.positions`).
 
     Returns:
         ``(B * nH * nW, ws * ws, C)`` with ``nH, nW`` the windows per column
@@ -65,15 +64,3 @@ def window_unpartition(windows: Tensor, hw: Tuple[int, int],
     x = windows.view(-1, Hp // ws, Wp // ws, ws, ws, C).transpose(2, 3)
     x = x.reshape(-1, Hp, Wp, C)[:, :H, :W]
     return x.reshape(-1, H * W, C)
-
-
-def window_coords(hw: Tuple[int, int], window_size: int,
-                  batch_size: int, device=None) -> Tensor:
-    """Absolute ``(x, y)`` grid coordinates of the tokens of every window,
-    ``(batch_size * nH * nW, ws * ws, 2)``, ordered as
-    :func:`window_partition`'s output. Padded tokens continue the grid
-    (``x >= W`` or ``y >= H``)."""
-    Hp, Wp = padded_hw(hw, window_size)
-    coords = window_partition(
-        grid_coords(Hp, Wp, device=device)[None], (Hp, Wp), window_size)
-    return coords.repeat(batch_size, 1, 1)

@@ -14,8 +14,8 @@ from torch import Tensor
 from mmpos.registry import MODELS
 from ..backbones.rope_vit import RoPETransformerEncoderLayer
 from ..layers.attention import head_dims
-from ..layers.position import PositionTable, build_position_scheme
-from ..layers.rope import grid_coords, sincos_pos_embed_2d
+from ..layers.positions import (PositionTable, build_position_scheme,
+                                grid_coords, sincos_pos_embed_2d)
 
 POS_TYPES = ('rope', 'sincos', 'mlp')
 PROJECTORS = ('transformer', 'mlp')
@@ -205,24 +205,12 @@ class CR2PQNeck(BaseModule):
             rope if self.rotary else None,
             head_dims(embed_dims, num_heads), num_heads,
             1 + len(self.local_blocks))
-        self._register_load_state_dict_pre_hook(self.rename_legacy_keys)
         self.global_projector = self.local_head if share_weights else _mlp(
             embed_dims, hidden_channels, out_channels, global_depth)
 
     def init_weights(self):
         super().init_weights()
         trunc_normal_(self.mask_token, std=.02)
-
-    def rename_legacy_keys(self, state_dict, prefix='', *args, **kwargs):
-        """Load hook: RoPE-Mixed frequencies of checkpoints from before the
-        position module: ``cross_attn.rope.freqs`` -> ``rope.freqs.0``,
-        ``local_blocks.<i>.attn.rope.freqs`` -> ``rope.freqs.<i + 1>``."""
-        old = [f'{prefix}cross_attn.rope.freqs'] + [
-            f'{prefix}local_blocks.{i}.attn.rope.freqs'
-            for i in range(len(self.local_blocks))]
-        for i, key in enumerate(old):
-            if key in state_dict:
-                state_dict[f'{prefix}rope.freqs.{i}'] = state_dict.pop(key)
 
     def _pos_embed(self, coords: Tensor) -> Tensor:
         if self.pos_type == 'sincos':
@@ -263,7 +251,7 @@ class CR2PQNeck(BaseModule):
             coords_a, coords_b = (
                 (c if c.dim() == 3 else c[None]).to(tokens_a.device, dtype)
                 for c in (coords_a, coords_b))
-            tables = self.rope.tables([coords_b] * len(tables))
+            tables = self.rope.tables(coords_b)  # queries, every block
             context_rope = self.rope.block_table(0, coords_a)
         h = query + self.cross_attn(
             self.norm_query(query), self.norm_context(context),

@@ -45,7 +45,7 @@ from torch import Tensor
 from mmpos.registry import MODELS
 from ..heads.droppos_head import attentive_weights, position_accuracy
 from ..layers.masking import drop_positions, gather_tokens, random_masking
-from ..layers.rope import grid_coords
+from ..layers.positions import grid_coords
 
 AFFINITY_SOURCES = ('full', 'visible')
 

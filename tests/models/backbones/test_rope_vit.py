@@ -7,7 +7,7 @@ from mmengine.optim import build_optim_wrapper
 
 import mmpos  # noqa: F401  (registers into mmpretrain)
 from mmpos.models.backbones import RoPEVisionTransformer
-from mmpos.models.layers import grid_coords, sincos_pos_embed_2d
+from mmpos.models.layers.positions import grid_coords, sincos_pos_embed_2d
 
 TINY = dict(embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64)
 
@@ -23,7 +23,7 @@ def tiny(**kwargs):
                                       'raw'])
 @pytest.mark.parametrize('rope_type', ['axial', 'mixed'])
 def test_output_shapes_at_any_resolution(out_type, rope_type):
-    model = tiny(out_type=out_type, rope_type=rope_type, use_ape=True,
+    model = tiny(out_type=out_type, rope=dict(type=rope_type), use_ape=True,
                  out_indices=(0, -1))
     for h, w in [(224, 224), (320, 320), (512, 512), (224, 320)]:
         gh, gw = h // 16, w // 16
@@ -39,12 +39,22 @@ def test_output_shapes_at_any_resolution(out_type, rope_type):
         assert all(tuple(o.shape) == expected for o in outs), (h, w)
 
 
-def test_input_not_divisible_by_patch_size():
-    model = tiny()
-    with pytest.raises(ValueError,
-                       match='230x224 is not divisible by the patch size '
-                       '16x16'):
-        model(torch.randn(1, 3, 230, 224))
+def test_input_not_a_multiple_of_the_patch_is_padded_on_the_grid():
+    """As mmpretrain's ``PatchEmbed`` (``padding='corner'``): zeros at the
+    bottom and right up to a multiple, and the padded patches are
+    positioned as the grid they complete."""
+    model = tiny(out_type='featmap')
+    img = torch.randn(1, 3, 230, 224)
+    padded = torch.nn.functional.pad(img, (0, 0, 0, 10))  # 240 x 224
+    with torch.no_grad():
+        out = model(img)[0]
+        assert out.shape == (1, 32, 15, 14)
+        assert torch.equal(out, model(padded)[0])
+        tokens, hw = model.embed(img)
+        assert hw == (15, 14)
+        by_coords = model.forward_tokens(tokens, coords=grid_coords(*hw),
+                                         hw=hw)[0]
+    torch.testing.assert_close(by_coords, out, rtol=1e-5, atol=1e-5)
 
 
 def test_invalid_options():
@@ -56,8 +66,14 @@ def test_invalid_options():
         tiny(use_ape=True, ape_type='rope')
     with pytest.raises(ValueError, match='out_indices'):
         tiny(out_indices=(2, ))
+    with pytest.raises(TypeError, match='out_indices must be an int or a '
+                       'sequence'):
+        tiny(out_indices={1: 1})
     with pytest.raises(ValueError, match='Arch'):
         RoPEVisionTransformer(arch='huge')
+    # a closed signature: the pre-``rope=dict`` arguments are unknown
+    with pytest.raises(TypeError, match='rope_type'):
+        tiny(rope_type='axial')
 
 
 def test_arch_presets():
@@ -76,7 +92,7 @@ def test_without_cls_token():
 
 @pytest.mark.parametrize('rope_type', ['axial', 'mixed'])
 def test_forward_tokens_with_grid_coords_equals_forward(rope_type):
-    model = tiny(rope_type=rope_type, out_type='featmap')
+    model = tiny(rope=dict(type=rope_type), out_type='featmap')
     img = torch.randn(2, 3, 64, 96)
     tokens, hw = model.embed(img)
     assert hw == (4, 6) and tokens.shape == (2, 24, 32)
@@ -94,7 +110,8 @@ def test_subset_of_tokens_with_per_sample_fractional_coords(rope_type):
     shifting every token's coordinates by the same (fractional) offset changes
     no output. (The unrotated class token's logits against rotated patch keys
     do depend on absolute positions.)"""
-    model = tiny(rope_type=rope_type, out_type='raw', with_cls_token=False)
+    model = tiny(rope=dict(type=rope_type), out_type='raw',
+                 with_cls_token=False)
     tokens, hw = model.embed(torch.randn(2, 3, 64, 64))
     keep = torch.stack([torch.randperm(16)[:5] for _ in range(2)])
     subset = torch.gather(tokens, 1, keep[..., None].expand(-1, -1, 32))
@@ -142,25 +159,57 @@ def test_sincos_ape_is_fixed_eq2_table():
                           sincos_pos_embed_2d(grid_coords(4, 4), 32))
 
 
-def test_no_rope_with_ape_reproduces_mmpretrain_vit():
-    """Same names as mmpretrain's VisionTransformer: its checkpoint loads
-    strictly and gives the same output when RoPE is off."""
+# mmpretrain's own cases (its tests/test_models/test_backbones/
+# test_vision_transformer.py): dynamic input sizes, 256 x 309 not a multiple
+# of the patch, several outputs, no class token, pre-norm; a small width.
+MMPRETRAIN_ARCH = dict(embed_dims=32, num_layers=3, num_heads=2,
+                       feedforward_channels=64)
+MMPRETRAIN_CASES = [
+    dict(),
+    dict(out_indices=[-3, -2, -1], out_type='featmap'),
+    dict(with_cls_token=False, out_type='featmap'),
+    dict(out_type='avg_featmap', final_norm=False),
+    dict(out_type='raw', pre_norm=True, layer_scale_init_value=0.1),
+]
+
+
+@pytest.mark.parametrize('case', MMPRETRAIN_CASES)
+def test_without_rope_is_mmpretrains_vision_transformer(case):
+    """``rope=None, use_ape=True`` is mmpretrain's ``VisionTransformer``:
+    same state dict (its random weights load strictly), bitwise identical
+    outputs on identical inputs of any size (a size that is not a multiple
+    of the patch is padded by both), the same refusals."""
     from mmpretrain.models import VisionTransformer
+    cfg = dict(arch=MMPRETRAIN_ARCH, img_size=224, patch_size=16, **case)
     torch.manual_seed(0)
-    ref = VisionTransformer(arch=TINY, img_size=64, out_type='featmap')
-    ref.init_weights()
-    ref.eval()
-    model = RoPEVisionTransformer(arch=TINY, img_size=64, rope_type='none',
-                                  use_ape=True, out_type='featmap').eval()
-    model.load_state_dict(ref.state_dict(), strict=True)
-    img = torch.randn(1, 3, 80, 96)
-    assert torch.allclose(model(img)[0], ref(img)[0], atol=1e-5)
+    peer = VisionTransformer(**cfg)
+    peer.init_weights()
+    with torch.no_grad():  # away from the init (zero biases, unit norms)
+        for param in peer.parameters():
+            param.add_(torch.randn_like(param) * 0.1)
+    model = RoPEVisionTransformer(**cfg, rope=None, use_ape=True)
+    model.load_state_dict(peer.state_dict(), strict=True)
+    for mode in (False, True):
+        peer.train(mode)
+        model.train(mode)
+        for size in ((224, 224), (256, 256), (256, 309)):
+            img = torch.randn(2, 3, *size)
+            with torch.no_grad():
+                theirs, ours = peer(img), model(img)
+            assert len(ours) == len(theirs)
+            assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
+    for bad in (dict(out_indices={1: 1}), dict(out_indices=[0, 13])):
+        with pytest.raises(AssertionError):
+            VisionTransformer(**dict(cfg, **bad))
+        with pytest.raises((TypeError, ValueError), match='out_indices'):
+            RoPEVisionTransformer(**dict(cfg, **bad), rope=None)
 
 
 def test_state_dict_keeps_mixed_freqs_only():
-    mixed = tiny(rope_type='mixed').state_dict()
+    mixed = tiny(rope=dict(type='mixed')).state_dict()
     assert mixed['rope.freqs.1'].shape == (2, 2, 8)
-    assert not any('rope' in k for k in tiny(rope_type='axial').state_dict())
+    assert not any('rope' in k for k in tiny(rope=dict(type='axial'))
+                   .state_dict())
 
 
 def test_pos_embed_checkpoint_is_resized_on_load():
@@ -171,7 +220,7 @@ def test_pos_embed_checkpoint_is_resized_on_load():
 
 
 def test_gradients_reach_every_mixed_frequency():
-    model = tiny(rope_type='mixed', out_type='avg_featmap').train()
+    model = tiny(rope=dict(type='mixed'), out_type='avg_featmap').train()
     out = model(torch.randn(2, 3, 48, 64))[0]
     (out * torch.randn_like(out)).sum().backward()
     for i, freqs in enumerate(model.rope.freqs):
@@ -180,7 +229,7 @@ def test_gradients_reach_every_mixed_frequency():
 
 
 def test_autocast_forward():
-    model = tiny(rope_type='mixed', out_type='featmap')
+    model = tiny(rope=dict(type='mixed'), out_type='featmap')
     img = torch.randn(1, 3, 64, 64)
     full = model(img)[0]
     with torch.autocast('cpu', dtype=torch.bfloat16):
@@ -204,7 +253,7 @@ def test_layer_decay_constructor_scales_blocks_and_mixed_freqs():
     classifier = MODELS.build(
         dict(type='ImageClassifier',
              backbone=dict(type='RoPEVisionTransformer', arch=TINY,
-                           rope_type='mixed', use_ape=True),
+                           rope=dict(type='mixed'), use_ape=True),
              head=dict(type='LinearClsHead', num_classes=3, in_channels=32)))
     wrapper = build_optim_wrapper(
         classifier,
@@ -233,7 +282,7 @@ def test_builds_from_mmpretrain_mmdet_and_mmseg_registries():
     from mmdet.registry import MODELS as DET_MODELS
     from mmpretrain.registry import MODELS as PRETRAIN_MODELS
     from mmseg.registry import MODELS as SEG_MODELS
-    cfg = dict(arch=TINY, rope_type='axial', out_type='featmap',
+    cfg = dict(arch=TINY, rope=dict(type='axial'), out_type='featmap',
                out_indices=(0, 1), final_norm=False)
     model = PRETRAIN_MODELS.build(dict(type='RoPEVisionTransformer', **cfg))
     assert isinstance(model, RoPEVisionTransformer)

@@ -1,17 +1,16 @@
 """2-D RoPE (Heo et al. 2024): formulas, relative-position property, tables
-once per forward, autocast and gradients of :mod:`mmpos.models.layers.rope` /
-attention."""
+once per forward, autocast and gradients of
+:mod:`mmpos.models.layers.positions.linear` / attention."""
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from mmpos.models.layers import (RoPEAttention, apply_rope,
-                                 axial_frequencies, build_position_scheme,
-                                 grid_coords, mixed_frequencies,
-                                 rope_cfg_from_legacy, rope_tables,
-                                 sincos_pos_embed_2d)
+from mmpos.models.layers import RoPEAttention
+from mmpos.models.layers.positions import (RoPETable, build_position_scheme,
+                                           grid_coords, mixed_frequencies,
+                                           rope_angles, sincos_pos_embed_2d)
 
 HEAD_DIM, HEADS = 16, 2
 
@@ -60,7 +59,8 @@ def test_grid_coords_follow_patch_embed_token_order():
 
 def test_rotation_is_complex_multiplication():
     """Eq. 11: channels (2t, 2t+1) are one complex number, multiplied by
-    e^{i a_t} with a_t = theta_x x + theta_y y (Eq. 14)."""
+    e^{i a_t} with a_t = theta_x x + theta_y y (Eq. 14); the exported real
+    cos / sin path rotates the same."""
     x = torch.randn(2, 3, 5, HEAD_DIM, dtype=torch.float64)
     coords = torch.randn(5, 2, dtype=torch.float64) * 4
     freqs = torch.randn(2, 3, HEAD_DIM // 2, dtype=torch.float64)
@@ -69,8 +69,9 @@ def test_rotation_is_complex_multiplication():
     expected = torch.view_as_real(
         torch.view_as_complex(x.reshape(2, 3, 5, -1, 2)) *
         torch.polar(torch.ones_like(angle), angle)).flatten(-2)
-    assert torch.allclose(apply_rope(x, *rope_tables(coords, freqs)),
-                          expected)
+    rope = RoPETable(rope_angles(coords[None], freqs))
+    assert torch.allclose(rope.rotate(x), expected)
+    assert torch.allclose(rope.export().rotate(x), expected)
 
 
 def test_axial_angles_follow_eq12_eq13():
@@ -78,15 +79,12 @@ def test_axial_angles_follow_eq12_eq13():
                           dtype=torch.float64)
     rope = scheme('axial').double()
     assert rope.theta == 100.0
-    cos, sin = (t[0] for t in table(rope, coords, dtype=torch.float64)
-                .export()._table(3))  # (heads | 1, N, D) as rope_tables
+    exported = table(rope, coords, dtype=torch.float64).export()
     theta = eq13(HEAD_DIM, 100.)
     angle = torch.cat(
         [coords[:, :1] * theta, coords[:, 1:] * theta], dim=-1)  # x- | y-pairs
-    assert torch.allclose(cos[0, :, 0::2], angle.cos())
-    assert torch.allclose(cos[0, :, 1::2], angle.cos())
-    assert torch.allclose(sin[0, :, 0::2], -angle.sin())
-    assert torch.allclose(sin[0, :, 1::2], angle.sin())
+    assert torch.allclose(exported.cos[0, 0], angle.cos())  # (N, D/2)
+    assert torch.allclose(exported.sin[0, 0], angle.sin())
 
 
 def test_default_thetas():
@@ -95,26 +93,8 @@ def test_default_thetas():
     assert scheme('mixed', theta=3.).theta == 3.0
     with pytest.raises(ValueError, match='divisible by 4'):
         scheme('axial', head_dim=18, heads=1)
-    with pytest.raises(ValueError, match='rope_type'):
-        rope_cfg_from_legacy('learned')
     with pytest.raises(ValueError, match="'learned' is not a position scheme"):
         scheme('learned')
-
-
-def test_old_and_new_rope_arguments_together_name_the_new_spelling():
-    from mmpos.models.backbones import RoPEVisionTransformer
-    tiny = dict(arch=dict(embed_dims=32, num_layers=1, num_heads=2,
-                          feedforward_channels=64), img_size=16, patch_size=8)
-    # a config's rope=dict(...) plus an old command-line switch
-    with pytest.raises(ValueError, match=r"not both \(the old ones read "
-                       r"rope=dict\(theta=100.0, type='axial'\)"):
-        RoPEVisionTransformer(**tiny, rope=dict(type='mixed'),
-                              rope_type='axial', rope_theta=100.)
-    with pytest.raises(ValueError, match=r'read rope=None'):
-        RoPEVisionTransformer(**tiny, rope=dict(type='mixed'),
-                              rope_type='none')
-    # the old arguments alone still build the same scheme
-    assert RoPEVisionTransformer(**tiny, rope_type='axial').rope.theta == 100.
 
 
 @pytest.mark.parametrize('rope_type', ['axial', 'mixed'])
@@ -157,7 +137,7 @@ def test_mixed_with_zeroed_axis_equals_axial():
     assert torch.allclose(rotate(mixed, qk, hw=(3, 4)),
                           rotate(axial, qk, hw=(3, 4)), atol=1e-6)
     # the paper's initialisation without random rotation is that point
-    assert torch.equal(axial_frequencies(HEAD_DIM, 100.), freqs)
+    assert torch.equal(axial.freqs.float(), freqs)
     assert torch.equal(
         mixed_frequencies(HEAD_DIM, HEADS, 100., rotate=False),
         freqs[:, None].expand(2, HEADS, -1))
@@ -212,8 +192,8 @@ def test_tables_are_computed_once_per_forward(rope_type, calls,
     seen = []
     original = type(model.rope).block_table
     monkeypatch.setattr(type(model.rope), 'block_table',
-                        lambda self, i, c: seen.append(i) or original(
-                            self, i, c))
+                        lambda self, i, c, hw=None: seen.append(i) or
+                        original(self, i, c, hw))
     model(torch.randn(2, 3, 32, 40))
     assert len(seen) == calls
     model(torch.randn(2, 3, 32, 40))

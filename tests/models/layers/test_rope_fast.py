@@ -1,11 +1,12 @@
-"""The fast RoPE path (half-width complex phasors, ``impl='fast'``) against
-the eager reference (full-width real tables, ``impl='eager'``), and
-``torch.compile`` of a RoPE ViT: outputs equal to eager, no graph break,
-recompiles across input sizes.
+"""RoPE's runtime path (half-width complex phasors) against a real-valued
+reference written here from the angles (Eq. 11) and against its exported
+path (:meth:`~mmpos.models.layers.positions.RoPETable.export`, real cos /
+sin tables), and ``torch.compile`` of a RoPE ViT: outputs equal to eager, no
+graph break, recompiles across input sizes.
 
-Tolerances: fp64 1e-12 and fp32 1e-5 absolute on unit-scale inputs (both
-paths compute the same products in a different order); bf16 inputs: both
-paths rotate in fp32 and round once to bf16, so outputs differ by at most
+Tolerances: fp64 1e-12 and fp32 1e-5 absolute on unit-scale inputs (the
+paths compute the same products in a different order); bf16 inputs: every
+path rotates in fp32 and rounds once to bf16, so outputs differ by at most
 one bf16 rounding step (``2 ** -8`` relative), checked as 1e-2 relative /
 1e-2 absolute.
 """
@@ -14,32 +15,42 @@ import torch
 import torch._dynamo as dynamo
 
 from mmpos.models.backbones import RoPEVisionTransformer
-from mmpos.models.layers import (RoPEAttention, apply_rope,
-                                 apply_rope_phasors, build_position_scheme,
-                                 grid_coords, rope_phasors, rope_tables)
+from mmpos.models.layers import RoPEAttention
+from mmpos.models.layers.positions import (RoPETable, build_position_scheme,
+                                           grid_coords)
 
 TOL = {torch.float64: dict(atol=1e-12, rtol=0),
        torch.float32: dict(atol=1e-5, rtol=0),
        torch.bfloat16: dict(atol=1e-2, rtol=1e-2)}
 
 
-def pair(rope_type, layout, heads=2, **kw):
-    """An eager and a fast one-block RoPE scheme with identical
-    frequencies."""
-    eager, fast = (build_position_scheme(
-        dict(type=rope_type, layout=layout, impl=impl, **kw), 16, heads, 1)
-        for impl in ('eager', 'fast'))
-    fast.load_state_dict(eager.state_dict())
-    return eager, fast
-
-
-def rotate(rope, x, coords=None, hw=None):
-    """``x`` rotated by the scheme's block-0 table of ``coords`` / the
-    ``hw`` grid, in fp32 (fp64 for fp64 inputs)."""
+def table(rope, x, coords=None, hw=None):
+    """The scheme's block-0 table of ``coords`` / the ``hw`` grid, in fp32
+    (fp64 for fp64 inputs ``x``)."""
     coords = grid_coords(*hw) if coords is None else coords
     coords = coords if coords.dim() == 3 else coords[None]
     dtype = torch.promote_types(x.dtype, torch.float32)
-    return rope.block_table(0, coords.to(dtype)).rotate(x)
+    return rope.block_table(0, coords.to(dtype))
+
+
+def reference(x, table):
+    """Eq. 11 with real tensors from the table's angles: pair ``(r, i)``
+    (``(2t, 2t+1)`` or ``(t, t + D/2)``) -> ``(r cos - i sin, i cos + r
+    sin)``; the leading tokens without position unchanged."""
+    angles = table.phasors.angle()  # (n, heads | 1, M, D/2)
+    y = x.to(angles.dtype)
+    m = table.num_tokens
+    if table.layout == 'pairs':
+        r, i = y[..., 0::2], y[..., 1::2]
+    else:
+        r, i = y.chunk(2, dim=-1)
+    r_m, i_m = r[..., -m:, :], i[..., -m:, :]
+    cos, sin = angles.cos(), angles.sin()
+    r = torch.cat((r[..., :-m, :], r_m * cos - i_m * sin), dim=-2)
+    i = torch.cat((i[..., :-m, :], i_m * cos + r_m * sin), dim=-2)
+    out = (torch.stack((r, i), -1).flatten(-2) if table.layout == 'pairs'
+           else torch.cat((r, i), -1))
+    return out.to(x.dtype)
 
 
 def qk_view(batch=2, tokens=7, heads=2, dim=16, dtype=torch.float32):
@@ -53,67 +64,64 @@ def qk_view(batch=2, tokens=7, heads=2, dim=16, dtype=torch.float32):
                                    torch.bfloat16])
 @pytest.mark.parametrize('layout', ['pairs', 'half'])
 @pytest.mark.parametrize('rope_type', ['axial', 'mixed'])
-def test_fast_path_equals_eager(rope_type, layout, dtype):
+def test_phasors_and_export_equal_the_reference(rope_type, layout, dtype):
     torch.manual_seed(0)
-    eager, fast = pair(rope_type, layout)
+    rope = build_position_scheme(dict(type=rope_type, layout=layout), 16, 2,
+                                 1)
     coords = torch.rand(2, 6, 2) * 9 - 3
     coords[0, 2] = float('nan')  # no position: not rotated
     for pos in (dict(coords=coords), dict(hw=(2, 3)),
                 dict(coords=coords[0])):
         x = qk_view(dtype=dtype)
-        out = rotate(fast, x, **pos)
+        rot = table(rope, x, **pos)
+        out = rot.rotate(x)
         assert out.dtype == dtype
-        torch.testing.assert_close(out, rotate(eager, x, **pos),
-                                   **TOL[dtype])
-    assert torch.equal(rotate(fast, x, coords=coords)[:, 0, :, 3],
+        torch.testing.assert_close(out, reference(x, rot), **TOL[dtype])
+        torch.testing.assert_close(rot.export().rotate(x), out, **TOL[dtype])
+    assert torch.equal(table(rope, x, coords).rotate(x)[:, 0, :, 3],
                        x[:, 0, :, 3])  # the NaN token (after 1 prefix)
 
 
 @pytest.mark.parametrize('layout', ['pairs', 'half'])
 @pytest.mark.parametrize('rope_type', ['axial', 'mixed'])
-def test_fast_path_gradients_equal_eager(rope_type, layout):
+def test_phasor_gradients_equal_the_reference(rope_type, layout):
     torch.manual_seed(0)
-    eager, fast = pair(rope_type, layout)
-    eager.double(), fast.double()
+    rope = build_position_scheme(dict(type=rope_type, layout=layout), 16, 2,
+                                 1).double()
     coords = torch.rand(2, 6, 2, dtype=torch.float64) * 5
     qkv = qk_view(dtype=torch.float64)
     grads = []
-    for rope in (eager, fast):
+    for rotate in (lambda t, x: t.rotate(x), lambda t, x: reference(x, t)):
         x = qkv.detach().requires_grad_()
-        rotate(rope, x, coords=coords).pow(3).sum().backward()
-        grads.append((x.grad, rope.freqs[0].grad if rope_type == 'mixed'
-                       else None))
+        rotate(table(rope, x, coords), x).pow(3).sum().backward()
+        grads.append((x.grad, rope.freqs[0].grad.clone()
+                      if rope_type == 'mixed' else None))
+        rope.zero_grad()
     torch.testing.assert_close(grads[0][0], grads[1][0], **TOL[torch.float64])
     if rope_type == 'mixed':  # learnable frequencies
         torch.testing.assert_close(grads[0][1], grads[1][1],
                                    **TOL[torch.float64])
 
 
-def test_phasor_functions_match_tables_and_need_no_contiguous_input():
+def test_phasors_need_no_contiguous_input():
     torch.manual_seed(0)
-    coords = torch.rand(5, 2, dtype=torch.float64) * 4
-    freqs = torch.randn(2, 3, 8, dtype=torch.float64)
-    phasors = rope_phasors(coords, freqs)
-    assert phasors.shape == (3, 5, 8) and phasors.is_complex()
-    cos, sin = rope_tables(coords, freqs)
-    assert torch.allclose(phasors.real, cos[..., 0::2])
-    assert torch.allclose(phasors.imag, sin[..., 1::2])
+    rope = RoPETable(torch.randn(1, 3, 5, 8, dtype=torch.float64))
     base = torch.randn(2, 3, 5, 17, dtype=torch.float64)
     for x in (base[..., :16], base[..., 1:]):  # odd offset / odd stride
-        assert torch.allclose(apply_rope_phasors(x, phasors),
-                              apply_rope(x, cos, sin))
+        torch.testing.assert_close(rope.rotate(x), reference(x, rope),
+                                   **TOL[torch.float64])
 
 
-def test_rope_attention_fast_equals_eager():
+def test_rope_attention_with_exported_table_is_the_same():
     torch.manual_seed(0)
     layer = RoPEAttention(64, 4)
-    eager, fast = pair('mixed', 'pairs', heads=4)
+    rope = build_position_scheme(dict(type='mixed'), 16, 4, 1)
     x = torch.randn(2, 13, 64)
-    outs = [layer(x, rope=rope.block_table(0, grid_coords(3, 4)[None]))
-            for rope in (eager, fast)]
-    torch.testing.assert_close(outs[0], outs[1], **TOL[torch.float32])
-    with pytest.raises(ValueError, match="impl must be one of"):
-        build_position_scheme(dict(type='axial', impl='fused'), 16, 1, 1)
+    live = rope.block_table(0, grid_coords(3, 4)[None])
+    torch.testing.assert_close(layer(x, rope=live.export()),
+                               layer(x, rope=live), **TOL[torch.float32])
+    with pytest.raises(TypeError, match="impl"):  # one runtime path
+        build_position_scheme(dict(type='axial', impl='eager'), 16, 1, 1)
 
 
 def tiny_vit(rope_type):
@@ -121,7 +129,7 @@ def tiny_vit(rope_type):
     return RoPEVisionTransformer(
         arch=dict(embed_dims=64, num_layers=2, num_heads=2,
                   feedforward_channels=128),
-        img_size=32, patch_size=8, rope_type=rope_type, use_ape=False)
+        img_size=32, patch_size=8, rope=dict(type=rope_type), use_ape=False)
 
 
 @pytest.mark.parametrize('rope_type', ['axial', 'mixed'])

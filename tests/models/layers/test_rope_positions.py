@@ -9,15 +9,14 @@ import torch
 
 import mmpos  # noqa: F401
 from mmpos.models.backbones import RoPEVisionTransformer
-from mmpos.models.layers import (PatchCoords, apply_rope,
-                                 axial_frequencies, build_position_scheme,
-                                 frame_coords, frequency_magnitudes,
-                                 grid_coords, rope_cfg_from_legacy,
-                                 rope_tables)
+from mmpos.models.layers.positions import (AxialRoPE, PatchCoords,
+                                           RoPETable, build_position_scheme,
+                                           frame_coords, frequency_magnitudes,
+                                           grid_coords, rope_angles)
 
 TINY = dict(embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64)
-DINOV3 = dict(rope_type='axial', rope_periods=dict(base=100.),
-              rope_axes='yx', rope_layout='half')
+DINOV3 = dict(type='axial', periods=dict(base=100.), axes='yx',
+              layout='half')
 
 
 def tiny(**kwargs):
@@ -45,13 +44,11 @@ def test_period_parametrisation_is_dinov3s():
     with pytest.raises(ValueError, match='periods replaces theta'):
         build_position_scheme(dict(type='axial', theta=10.,
                                    periods=dict(base=100.)), 64, 2, 1)
-    with pytest.raises(ValueError, match='axial" only'):
-        rope_cfg_from_legacy('mixed', rope_periods=dict(base=100.))
 
 
 def test_yx_axes_swap_the_rows():
-    xy = axial_frequencies(16, 100.)
-    assert torch.equal(axial_frequencies(16, 100., axes='yx'), xy.flip(0))
+    xy = AxialRoPE(16, 1, 1).freqs
+    assert torch.equal(AxialRoPE(16, 1, 1, axes='yx').freqs, xy.flip(0))
 
 
 def test_rotate_half_is_pairs_up_to_a_channel_permutation():
@@ -62,9 +59,9 @@ def test_rotate_half_is_pairs_up_to_a_channel_permutation():
     x = torch.randn(2, 3, 10, D, dtype=torch.float64)
     coords = torch.randn(10, 2, dtype=torch.float64) * 3
     freqs = torch.randn(2, 3, D // 2, dtype=torch.float64)
-    pairs = apply_rope(x, *rope_tables(coords, freqs, 'pairs'), 'pairs')
-    half = apply_rope(x[..., perm], *rope_tables(coords, freqs, 'half'),
-                      'half')
+    angles = rope_angles(coords[None], freqs)  # (1, heads, N, D/2)
+    pairs = RoPETable(angles, 'pairs').rotate(x)
+    half = RoPETable(angles, 'half').rotate(x[..., perm])
     assert torch.allclose(half, pairs[..., perm])
     # a rotation: norms of every pair are kept
     assert torch.allclose(half.norm(dim=-1), x.norm(dim=-1))
@@ -87,10 +84,10 @@ def test_augmentation_is_per_sample_training_only_and_seeded():
     grid = grid_coords(4, 6)
     base = frame_coords(grid, (4, 6), 'separate')
     pos.eval()
-    assert torch.equal(pos(grid[None], (4, 6), 3, 1)[0][0], base)
+    assert torch.equal(pos(grid[None], (4, 6), 3, 1)[0], base)
     pos.train()
     torch.manual_seed(0)
-    out = pos(grid[None], (4, 6), 3, 1)[0]
+    out = pos(grid[None], (4, 6), 3, 1)  # one draw for every block
     assert out.shape == (3, 24, 2)
     assert not torch.allclose(out[0], out[1])
     # every sample is one affine map of the grid: x' = a x + b per axis
@@ -104,7 +101,7 @@ def test_augmentation_is_per_sample_training_only_and_seeded():
             assert torch.allclose(
                 base[:, axis] * fit[0] + fit[1], out[b, :, axis], atol=1e-5)
     torch.manual_seed(0)
-    assert torch.equal(pos(grid[None], (4, 6), 3, 1)[0], out)
+    assert torch.equal(pos(grid[None], (4, 6), 3, 1), out)
     with pytest.raises(ValueError, match='needs the patch grid'):
         pos(grid[None], None, 1, 1)
     with pytest.raises(ValueError, match='jitter'):
@@ -114,8 +111,8 @@ def test_augmentation_is_per_sample_training_only_and_seeded():
 def test_backbone_augmentation_uses_the_global_rng_state():
     """The draws come from torch's generator, so restoring its state (what
     RNGStateHook does on resume) replays them exactly."""
-    model = tiny(**DINOV3, rope_coords=dict(frame='separate', shift=0.1,
-                                            jitter=1.2, rescale=2.))
+    model = tiny(rope=dict(DINOV3, coords=dict(frame='separate', shift=0.1,
+                                               jitter=1.2, rescale=2.)))
     model.train()
     img = torch.randn(2, 3, 32, 48)
     state = torch.get_rng_state()
@@ -131,7 +128,7 @@ def test_backbone_augmentation_uses_the_global_rng_state():
 def test_explicit_coords_follow_the_frame():
     """forward_tokens with patch-unit coordinates of the full grid gives
     forward's result in a normalised frame too (the map is affine)."""
-    model = tiny(**DINOV3, rope_coords=dict(frame='max'), out_type='raw')
+    model = tiny(rope=dict(DINOV3, coords=dict(frame='max')), out_type='raw')
     img = torch.randn(2, 3, 24, 40)
     tokens, hw = model.embed(img)
     with torch.no_grad():

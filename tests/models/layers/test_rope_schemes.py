@@ -1,16 +1,18 @@
 """Paper-derived properties of the position schemes of
-``mmpos.models.layers.rope_schemes`` (ComRoPE, LieRE, STRING, Spiral RoPE,
-LookHere, test-time frequency scaling), checked against mmpos' RoPE2D
-where a paper says a scheme reduces to RoPE-Axial / RoPE-Mixed."""
+``mmpos.models.layers.positions`` (ComRoPE, LieRE, STRING, Spiral RoPE,
+LookHere, test-time frequency scaling), checked against mmpos' RoPE-Axial /
+RoPE-Mixed where a paper says a scheme reduces to one of them."""
 import math
 
 import pytest
 import torch
 
-from mmpos.models.layers import (AxialRoPE, MixedRoPE, axial_frequencies,
-                                 grid_coords, rope_phasors)
-from mmpos.models.layers import rope_schemes as rs
-from mmpos.models.layers.rope_functional import scale_frequencies
+from mmpos.models.layers.positions import (AxialRoPE, ComRoPE, LieRE,
+                                           LookHere, MixedRoPE, SpiralRoPE,
+                                           STRINGRoPE, grid_coords,
+                                           lookhere_bias, rope_angles,
+                                           scale_frequencies,
+                                           spiral_frequencies)
 from mmpos.registry import POSITION_ENCODINGS
 
 D, HEADS, DEPTH = 16, 4, 2
@@ -19,7 +21,16 @@ D, HEADS, DEPTH = 16, 4, 2
 def tables(scheme, coords):
     """Every block's table for the same ``(n, M, 2)`` coordinates (the
     position interface's ``tables``)."""
-    return scheme.tables([coords] * scheme.depth)
+    return scheme.tables(coords)
+
+
+def axial_frequencies(head_dim, theta=100.):
+    """RoPE-Axial's ``(2, D/2)`` frequencies (Eq. 12/13)."""
+    return AxialRoPE(head_dim, 1, 1, theta=theta).freqs.float()
+
+
+def skew(raw):
+    return raw - raw.transpose(-1, -2)
 
 
 def logits(table, q, k):
@@ -37,18 +48,18 @@ def learnable_schemes():
     """Schemes with parameters, each moved away from its initialisation
     where that is special (STRING's identity basis)."""
     torch.manual_seed(0)
-    string = rs.STRINGRoPE(D, HEADS, DEPTH)
+    string = STRINGRoPE(D, HEADS, DEPTH)
     with torch.no_grad():
         for basis in string.basis:
             basis.normal_(0, .3)
     return dict(string=string,
-                comrope_ld=rs.ComRoPE(D, HEADS, DEPTH, 'ld', block_size=4),
-                comrope_ap=rs.ComRoPE(D, HEADS, DEPTH, 'ap', block_size=4),
-                liere=rs.LieRE(D, HEADS, DEPTH, block_size=4))
+                comrope_ld=ComRoPE(D, HEADS, DEPTH, 'ld', block_size=4),
+                comrope_ap=ComRoPE(D, HEADS, DEPTH, 'ap', block_size=4),
+                liere=LieRE(D, HEADS, DEPTH, block_size=4))
 
 
 def commuting_schemes():
-    return dict(spiral=rs.SpiralRoPE(D, HEADS, DEPTH, num_directions=4),
+    return dict(spiral=SpiralRoPE(D, HEADS, DEPTH, num_directions=4),
                 **{k: v for k, v in learnable_schemes().items()
                    if k != 'liere'})
 
@@ -72,7 +83,7 @@ def test_commuting_schemes_give_shift_invariant_logits(name):
 def test_liere_generators_do_not_commute_so_logits_are_not_relative():
     """LieRE's generators are unconstrained (b > 2): a common shift changes
     the logits, unlike the commuting schemes."""
-    scheme = rs.LieRE(D, HEADS, DEPTH, block_size=4)
+    scheme = LieRE(D, HEADS, DEPTH, block_size=4)
     gen = scheme.generators(0)
     ax, ay = gen[:, 0], gen[:, 1]
     assert (ax @ ay - ay @ ax).abs().max() > 1e-2
@@ -109,7 +120,7 @@ def test_string_basis_is_special_orthogonal_and_rotations_keep_norms():
     assert not torch.allclose(p, eye.expand_as(p), atol=1e-2)
     q, _ = qk()
     for name, scheme in {**learnable_schemes(),
-                         'spiral': rs.SpiralRoPE(D, HEADS, DEPTH)}.items():
+                         'spiral': SpiralRoPE(D, HEADS, DEPTH)}.items():
         for table in tables(scheme, torch.rand(2, 12, 2) * 4):
             assert torch.allclose(table.rotate(q).norm(dim=-1),
                                   q.norm(dim=-1), atol=1e-4), name
@@ -125,18 +136,18 @@ def rope_reference(freqs, coords, x):
 
 
 def test_spiral_with_two_directions_is_rope_axial():
-    assert torch.equal(rs.spiral_frequencies(D, 2, 100.),
+    assert torch.equal(spiral_frequencies(D, 2, 100.),
                        axial_frequencies(D, 100.))
     coords = grid_coords(3, 5)[None]
     q, _ = qk(batch=1, tokens=15)
-    table = rs.SpiralRoPE(D, HEADS, 1, num_directions=2).block_table(0,
+    table = SpiralRoPE(D, HEADS, 1, num_directions=2).block_table(0,
                                                                      coords)
     axial = AxialRoPE(D, HEADS, 1, theta=100.).block_table(0, coords)
     assert torch.allclose(table.rotate(q), axial.rotate(q), atol=1e-5)
 
 
 def test_spiral_directions_are_uniform_over_the_half_circle():
-    freqs = rs.spiral_frequencies(32, 4, 100.)  # 4 groups of 4 pairs
+    freqs = spiral_frequencies(32, 4, 100.)  # 4 groups of 4 pairs
     first = freqs[:, ::4]  # the highest frequency of each group
     angles = torch.atan2(first[1], first[0])
     assert torch.allclose(angles, torch.arange(4) * math.pi / 4, atol=1e-6)
@@ -147,7 +158,7 @@ def test_spiral_directions_are_uniform_over_the_half_circle():
 def test_string_at_initialisation_is_rope_mixed():
     """S = 0 gives P = I: STRING starts as RoPE-Mixed with its frequencies
     (and stays RoPE-Mixed exactly as long as S = 0)."""
-    scheme = rs.STRINGRoPE(D, HEADS, DEPTH)
+    scheme = STRINGRoPE(D, HEADS, DEPTH)
     coords = torch.rand(2, 12, 2) * 5
     q, _ = qk()
     for i, table in enumerate(tables(scheme, coords)):
@@ -161,10 +172,10 @@ def test_comrope_ld_with_2x2_blocks_is_rope_mixed():
     """b = 2: block j of axis a is s_aj (P_j - P_j^T), a rotation at the
     frequency s_aj (P_j - P_j^T)[1, 0] (RoPE-Mixed with head-shared
     directions)."""
-    scheme = rs.ComRoPE(D, HEADS, 1, 'ld', block_size=2)
+    scheme = ComRoPE(D, HEADS, 1, 'ld', block_size=2)
     coords = torch.rand(2, 12, 2) * 2
     q, _ = qk()
-    rate = rs.skew(scheme.base[0])[..., 1, 0]  # (heads, D/2)
+    rate = skew(scheme.base[0])[..., 1, 0]  # (heads, D/2)
     freqs = scheme.scales[0][:, None, :] * rate[None]
     assert torch.allclose(scheme.block_table(0, coords).rotate(q),
                           rope_reference(freqs, coords, q), atol=1e-5)
@@ -173,10 +184,10 @@ def test_comrope_ld_with_2x2_blocks_is_rope_mixed():
 def test_comrope_ap_with_2x2_blocks_is_axial_style_rope():
     """b = 2: pair j rotates with axis j mod 2 only, at the learned rate
     (RoPE-Axial's structure with pairs alternating between the axes)."""
-    scheme = rs.ComRoPE(D, HEADS, 1, 'ap', block_size=2)
+    scheme = ComRoPE(D, HEADS, 1, 'ap', block_size=2)
     coords = torch.rand(2, 12, 2) * 2
     q, _ = qk()
-    rate = rs.skew(scheme.base[0])[..., 1, 0]
+    rate = skew(scheme.base[0])[..., 1, 0]
     even = (torch.arange(D // 2) % 2 == 0).float()
     freqs = torch.stack((rate * even, rate * (1 - even)))
     assert torch.allclose(scheme.block_table(0, coords).rotate(q),
@@ -186,7 +197,7 @@ def test_comrope_ap_with_2x2_blocks_is_axial_style_rope():
 def test_liere_with_2x2_blocks_is_rope_mixed():
     """2x2 skew generators always commute: LieRE-2 is RoPE-Mixed with the
     frequencies of the generators' (1, 0) entries."""
-    scheme = rs.LieRE(D, HEADS, 1, block_size=2)
+    scheme = LieRE(D, HEADS, 1, block_size=2)
     coords = torch.rand(2, 12, 2)
     q, _ = qk()
     gen = scheme.generators(0)  # (heads, 2, m, 2, 2)
@@ -239,8 +250,8 @@ def test_position_interpolation_equals_rope_at_shrunk_positions():
     freqs = axial_frequencies(D, 100.)
     coords = grid_coords(6, 6)[None]
     scaled = scale_frequencies(freqs, 2., 'pi')
-    assert torch.allclose(rope_phasors(coords, scaled),
-                          rope_phasors(coords / 2, freqs), atol=1e-6)
+    assert torch.allclose(rope_angles(coords, scaled),
+                          rope_angles(coords / 2, freqs), atol=1e-6)
 
 
 def test_yarn_keeps_fast_pairs_and_interpolates_slow_ones():
@@ -278,8 +289,8 @@ def test_freq_scaling_rescales_in_eval_on_larger_grids_only(cfg):
     assert scaled.freq_scaling.temperature is False
     q, _ = qk(batch=1, tokens=65)  # a class token and an 8 x 8 grid
     grid8, grid4 = grid_coords(8, 8)[None], grid_coords(4, 4)[None]
-    rot = [t.rotate(q) for t in scaled.tables([grid8] * DEPTH, (8, 8))]
-    same = [t.rotate(q) for t in plain.tables([grid8] * DEPTH, (8, 8))]
+    rot = [t.rotate(q) for t in scaled.tables(grid8, (8, 8))]
+    same = [t.rotate(q) for t in plain.tables(grid8, (8, 8))]
     for r, p in zip(rot, same):
         assert not torch.allclose(r, p, atol=1e-3)
         assert torch.equal(r[..., 0, :], q[..., 0, :])  # class token
@@ -288,7 +299,7 @@ def test_freq_scaling_rescales_in_eval_on_larger_grids_only(cfg):
         for t in (plain.freqs if isinstance(plain.freqs, torch.nn.ParameterList)
                   else [plain.freqs]):
             t.copy_(scale_frequencies(t, 2., 'ntk'))
-    want = [t.rotate(q) for t in plain.tables([grid8] * DEPTH, (8, 8))]
+    want = [t.rotate(q) for t in plain.tables(grid8, (8, 8))]
     for r, w in zip(rot, want):
         assert torch.allclose(r, w, atol=1e-6)
     torch.manual_seed(0)
@@ -298,8 +309,8 @@ def test_freq_scaling_rescales_in_eval_on_larger_grids_only(cfg):
                             ((4, 4), 'train')):
         for scheme in (plain, scaled):
             scheme.train(scheme_mode == 'train')
-        got = [t.rotate(q4) for t in scaled.tables([grid4] * DEPTH, hw)]
-        ref = [t.rotate(q4) for t in plain.tables([grid4] * DEPTH, hw)]
+        got = [t.rotate(q4) for t in scaled.tables(grid4, hw)]
+        ref = [t.rotate(q4) for t in plain.tables(grid4, hw)]
         assert all(torch.equal(g, r) for g, r in zip(got, ref))
     assert all(torch.equal(a, b) for a, b in zip(
         scaled.state_dict().values(), plain.state_dict().values()))
@@ -311,25 +322,24 @@ def test_ntk_scaled_axial_table_is_the_axial_table_of_the_new_base():
     q, _ = qk(batch=1, tokens=64)
     scheme = AxialRoPE(D, HEADS, 1, theta=100.,
                        freq_scaling=dict(method='ntk', train_grid=4)).eval()
-    got = scheme.tables([coords], (8, 8))[0].rotate(q)
+    got = scheme.tables(coords, (8, 8))[0].rotate(q)
     want = AxialRoPE(D, HEADS, 1, theta=100. * s**(n / (n - 1))).block_table(
         0, coords).rotate(q)
     assert torch.allclose(got, want, atol=1e-5)
 
 
-@pytest.mark.parametrize('impl', ['fast', 'eager'])
-def test_yarn_temperature_scales_every_query_and_key(impl):
+def test_yarn_temperature_scales_every_query_and_key():
     """YaRN: ``sqrt(1/t) = 0.1 ln s + 1`` on queries and keys (class token
     included), so every logit grows by ``1/t``; the export table keeps
     it."""
     coords = grid_coords(6, 6)[None]
     q, k = qk(batch=1, tokens=37)
     yarn = dict(method='yarn', train_grid=(3, 2))  # s = max(2, 3) = 3
-    hot = AxialRoPE(D, HEADS, 1, impl=impl, freq_scaling=yarn).eval()
-    cold = AxialRoPE(D, HEADS, 1, impl=impl,
+    hot = AxialRoPE(D, HEADS, 1, freq_scaling=yarn).eval()
+    cold = AxialRoPE(D, HEADS, 1,
                      freq_scaling=dict(yarn, temperature=False)).eval()
-    t_hot = hot.tables([coords], (6, 6))[0]
-    t_cold = cold.tables([coords], (6, 6))[0]
+    t_hot = hot.tables(coords, (6, 6))[0]
+    t_cold = cold.tables(coords, (6, 6))[0]
     factor = (0.1 * math.log(3.) + 1)**2
     assert math.isclose(t_hot.magnitude**2, factor)
     want = t_cold.rotate(q) @ t_cold.rotate(k).transpose(-1, -2) * factor
@@ -373,10 +383,10 @@ def test_lookhere_bias_matches_its_definition(fov):
     h, w = 3, 4
     heads = 8
     coords = grid_coords(h, w)[None]
-    dirs = rs.lookhere_directions(heads, fov)
-    slopes = rs.lookhere_head_slopes(heads)
+    scheme = LookHere(D, heads, 1, fov=fov)
+    dirs, slopes = scheme.directions, scheme.slopes[0]
     assert slopes.tolist() == [.5] * 4 + [.25] * 4
-    bias = rs.lookhere_bias(coords, dirs, slopes)[0]
+    bias = lookhere_bias(coords, dirs, slopes)[0]
     lowest = torch.finfo(torch.float32).min
     for head in range(heads):
         for i, (xi, yi) in enumerate(coords[0].tolist()):
@@ -394,10 +404,10 @@ def test_lookhere_bias_matches_its_definition(fov):
 
 
 def test_lookhere_scheme_per_block_slopes_shift_invariance_and_missing():
-    scheme = rs.LookHere(D, HEADS, 3, fov=90, global_slope=2.,
+    scheme = LookHere(D, HEADS, 3, fov=90, global_slope=2.,
                          layer_slopes=(1.5, .5))
     coords = grid_coords(4, 4)[None]
-    blocks = scheme.tables([coords] * 3)  # one bias computation, 3 slopes
+    blocks = scheme.tables(coords)  # one bias computation, 3 slopes
     assert [t.attn_bias for t in blocks[:1]][0].shape == (1, HEADS, 16, 16)
     for i, t in enumerate(blocks):
         assert torch.equal(t.attn_bias,
@@ -409,7 +419,7 @@ def test_lookhere_scheme_per_block_slopes_shift_invariance_and_missing():
     # block slopes 1.5 and 0.5 (times 2 globally) on the same masks
     assert torch.allclose(first[visible], 3 * last[visible])
     assert torch.equal(visible, last > torch.finfo(torch.float32).min)
-    shifted = scheme.tables([coords + torch.tensor([[[3.5, -2.]]])] * 3)
+    shifted = scheme.tables(coords + torch.tensor([[[3.5, -2.]]]))
     for a, b in zip(blocks, shifted):
         assert torch.allclose(a.attn_bias, b.attn_bias)
     coords = coords.clone()

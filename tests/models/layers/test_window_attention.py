@@ -10,11 +10,16 @@ import torch.nn.functional as F
 
 import mmpos  # noqa: F401  (registers into mmpretrain)
 from mmpos.models.backbones import RoPEVisionTransformer
-from mmpos.models.layers.rope import grid_coords
-from mmpos.models.layers.window import (window_coords, window_partition,
+from mmpos.models.layers.positions import grid_coords
+from mmpos.models.layers.window import (padded_hw, window_partition,
                                         window_unpartition)
 
 TINY = dict(embed_dims=32, num_layers=3, num_heads=2, feedforward_channels=64)
+
+
+def rope(rope_type):
+    """``rope=`` of a scheme name (``'none'``: no RoPE)."""
+    return None if rope_type == 'none' else dict(type=rope_type)
 
 
 def tiny(seed=0, **kwargs):
@@ -31,7 +36,9 @@ def test_partition_roundtrip_and_coords_on_a_padded_grid():
     windows = window_partition(x, (5, 7), 3)  # padded to 6 x 9: 2 x 3 windows
     assert windows.shape == (2 * 6, 9, 3)
     assert torch.equal(window_unpartition(windows, (5, 7), 3), x)
-    coords = window_coords((5, 7), 3, 2)
+    padded = padded_hw((5, 7), 3)  # the grid the windows continue
+    coords = window_partition(grid_coords(*padded)[None], padded, 3).repeat(
+        2, 1, 1)
     assert coords.shape == (12, 9, 2)
     # window (row 1, column 2) of the second image: x in 6..8, y in 3..5,
     # and its tokens are the grid tokens at those coordinates
@@ -50,8 +57,8 @@ def test_partition_roundtrip_and_coords_on_a_padded_grid():
                                                ('none', True)])
 def test_one_window_over_the_whole_grid_is_global_attention(rope_type,
                                                             use_ape):
-    glob = tiny(rope_type=rope_type, use_ape=use_ape)
-    win = tiny(rope_type=rope_type, use_ape=use_ape, window_size=4,
+    glob = tiny(rope=rope(rope_type), use_ape=use_ape)
+    win = tiny(rope=rope(rope_type), use_ape=use_ape, window_size=4,
                global_attn_indexes=(1, ))
     win.load_state_dict(glob.state_dict())
     img = torch.randn(2, 3, 64, 64)  # 4 x 4 grid = one 4 x 4 window
@@ -72,8 +79,8 @@ def test_windows_keep_the_global_coordinates_of_any_frame(rope_coords):
     """DINOv3-style frames (and per-sample augmentation, same seed): one
     window over the whole grid is global attention; on a padded grid the
     tokens of the image keep the grid's shape."""
-    opts = dict(rope_type='axial', rope_layout='half', rope_axes='yx',
-                rope_periods=dict(base=100.), rope_coords=rope_coords)
+    opts = dict(rope=dict(type='axial', layout='half', axes='yx',
+                          periods=dict(base=100.), coords=rope_coords))
     glob = tiny(**opts)
     win = tiny(**opts, window_size=4, global_attn_indexes=(1, ))
     win.load_state_dict(glob.state_dict())
@@ -109,8 +116,8 @@ def test_windowed_block_is_the_global_block_restricted_to_windows(rope_type):
     """A windowed block's output equals the global block's with attention
     masked to each token's window: every query-key logit inside a window is
     the global model's (RoPE at absolute coordinates) for that pair."""
-    glob = tiny(rope_type=rope_type)
-    win = tiny(rope_type=rope_type, window_size=2)
+    glob = tiny(rope=rope(rope_type))
+    win = tiny(rope=rope(rope_type), window_size=2)
     win.load_state_dict(glob.state_dict())
     hw, ws = (4, 6), 2
     x = torch.randn(2, 24, 32)
@@ -136,13 +143,15 @@ def test_rope_logit_inside_a_window_equals_the_global_logit():
     """The rotated query and key of a token pair inside a window (window
     coordinates) give the same logit as on the global grid, also for a
     window away from the origin."""
-    rope = tiny(rope_type='mixed').rope  # block 0's table
+    scheme = tiny(rope=rope('mixed')).rope  # block 0's table
     hw, ws = (6, 6), 3
     q, k = torch.randn(2, 1, 2, 36, 16).unbind(0)
-    glob_q, glob_k = rope.block_table(0, grid_coords(*hw)[None]).rotate(
+    grid = grid_coords(*hw)[None]
+    glob_q, glob_k = scheme.block_table(0, grid).rotate(
         torch.stack((q, k))).unbind(0)
     glob_logits = glob_q @ glob_k.transpose(-2, -1)
-    win_q, win_k = rope.block_table(0, window_coords(hw, ws, 1)).rotate(
+    win_coords = window_partition(grid, hw, ws)  # (4, 9, 2)
+    win_q, win_k = scheme.block_table(0, win_coords).rotate(
         torch.stack([window_partition(t[0].transpose(0, 1).flatten(1)[None],
                                       hw, ws).unflatten(-1, (2, 16))
                      .transpose(1, 2) for t in (q, k)])).unbind(0)
@@ -229,9 +238,9 @@ def test_windowed_rel_pos_backbone():
     """With the bias (tables: 2 ws - 1 offsets in windowed blocks, the
     img_size grid's in global ones) one window over the whole grid is still
     global attention, and the bias changes the output once non-zero."""
-    glob = tiny(rope_type='none', use_ape=True, img_size=64,
+    glob = tiny(rope=None, use_ape=True, img_size=64,
                 use_rel_pos=True)
-    win = tiny(rope_type='none', use_ape=True, img_size=64, use_rel_pos=True,
+    win = tiny(rope=None, use_ape=True, img_size=64, use_rel_pos=True,
                window_size=4, global_attn_indexes=(1, ))
     assert win.layers[0].attn.rel_pos_h.shape == (7, 16)
     assert win.layers[1].attn.rel_pos_w.shape == (7, 16)  # 64 px: 4 x 4
@@ -248,7 +257,7 @@ def test_windowed_rel_pos_backbone():
         assert not torch.allclose(glob(torch.ones(1, 3, 64, 64))[-1], before)
         # windows of 3 on the 4 x 4 grid (padded to 6 x 6): the tables of
         # the windowed blocks have 5 rows, the global block's 7
-        padded = tiny(rope_type='none', use_ape=True, img_size=64,
+        padded = tiny(rope=None, use_ape=True, img_size=64,
                       use_rel_pos=True, window_size=3,
                       global_attn_indexes=(1, ))
         assert padded.layers[0].attn.rel_pos_h.shape == (5, 16)

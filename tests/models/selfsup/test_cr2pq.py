@@ -10,9 +10,9 @@ from mmpretrain.structures import DataSample
 
 from mmpos.datasets.transforms.crop_boxes import tlhw_to_box
 from mmpos.models.layers.attention import RoPEAttention
-from mmpos.models.layers.position import build_position_scheme
+from mmpos.models.layers.positions import (build_position_scheme,
+                                           grid_coords, sincos_pos_embed_2d)
 from mmpos.models.selfsup.cr2pq import relative_coords
-from mmpos.models.layers.rope import grid_coords, sincos_pos_embed_2d
 from mmpos.models.losses.cr2pq_loss import CR2PQLoss
 from mmpos.models.necks.cr2pq_neck import RoPECrossAttention
 from mmpos.models.selfsup.cr2pq import CR2PQ, featmap_to_tokens, patchify
@@ -195,7 +195,8 @@ def test_patchify_mae_order():
 def build(**kwargs):
     cfg = dict(
         backbone=dict(type='RoPEVisionTransformer', arch=ARCH, img_size=32,
-                      patch_size=8, rope_type='axial', out_type='featmap'),
+                      patch_size=8, rope=dict(type='axial'),
+                      out_type='featmap'),
         neck=dict(type='CR2PQNeck', embed_dims=64, num_heads=2,
                   out_channels=64, hidden_channels=64),
         base_momentum=0.01)
@@ -273,7 +274,7 @@ def test_frozen_pretrained_vit_teacher_sets_grid_b(tmp_path):
     4 x 4 grid in A's 8 x 8 one; the teacher stays as loaded."""
     from mmpretrain.registry import MODELS
     teacher = dict(type='RoPEVisionTransformer', arch=ARCH, img_size=64,
-                   patch_size=16, rope_type='axial', out_type='featmap')
+                   patch_size=16, rope=dict(type='axial'), out_type='featmap')
     torch.manual_seed(5)
     pretrained = MODELS.build(teacher).state_dict()
     torch.save(pretrained, tmp_path / 'teacher.pth')
@@ -344,7 +345,7 @@ def test_additive_rows_embed_the_continuous_coordinates(pos_type):
     sin-cos table or the 2-layer MLP of (x, y)."""
     model = build(neck=dict(pos_type=pos_type),
                   backbone=dict(type='RoPEVisionTransformer', arch=ARCH,
-                                img_size=32, patch_size=8, rope_type='none',
+                                img_size=32, patch_size=8, rope=None,
                                 use_ape=True, ape_type='sincos',
                                 out_type='featmap'))
     seen = record(model)
@@ -374,9 +375,9 @@ def test_discrete_rows_mask_one_view_at_integer_positions(pos_type):
     at the 48 masked ones (disjoint, together the whole grid), and the
     targets are the teacher's tokens (here: A's pixels) there."""
     backbone = dict(type='RoPEVisionTransformer', arch=ARCH, img_size=64,
-                    patch_size=8, rope_type='axial', out_type='raw')
+                    patch_size=8, rope=dict(type='axial'), out_type='raw')
     if pos_type == 'sincos':
-        backbone.update(rope_type='none', use_ape=True, ape_type='sincos')
+        backbone.update(rope=None, use_ape=True, ape_type='sincos')
     model = build(backbone=backbone, target='pixel', mask_ratio=.75,
                   neck=dict(out_channels=192, pos_type=pos_type),
                   loss=dict(type='CR2PQLoss', norm='layernorm'))
@@ -407,7 +408,7 @@ def test_discrete_rows_mask_one_view_at_integer_positions(pos_type):
 def test_discrete_rows_with_ema_teacher_and_bad_settings():
     model = build(backbone=dict(type='RoPEVisionTransformer', arch=ARCH,
                                 img_size=32, patch_size=8,
-                                rope_type='axial', out_type='raw'),
+                                rope=dict(type='axial'), out_type='raw'),
                   mask_ratio=.5)
     seen = record(model)
     inputs, samples = batch()
@@ -496,15 +497,15 @@ def view_consistent_step(frame, view_consistent_rope=True):
     (view A), the EMA teacher (view B) and the neck (B's queries, A's keys)
     received."""
     backbone = dict(type='RoPEVisionTransformer', arch=ARCH, img_size=32,
-                    patch_size=8, rope_type='axial', out_type='featmap',
-                    rope_coords=dict(frame=frame))
+                    patch_size=8, out_type='featmap',
+                    rope=dict(type='axial', coords=dict(frame=frame)))
     model = build(backbone=backbone,
                   view_consistent_rope=view_consistent_rope)
     seen = {}
 
     def record(name):
-        def hook(module, args, output):
-            seen[name] = output[0]  # block 0's coordinates
+        def hook(module, args, output):  # one tensor for every block
+            seen[name] = output
         return hook
 
     model.backbone.rope.coords.register_forward_hook(record('student'))
@@ -574,12 +575,12 @@ def test_own_grids_are_not_view_consistent():
 
 def test_view_consistent_rope_needs_rope_and_two_views():
     sincos = dict(type='RoPEVisionTransformer', arch=ARCH, img_size=32,
-                  patch_size=8, rope_type='none', use_ape=True,
+                  patch_size=8, rope=None, use_ape=True,
                   out_type='featmap')
     with pytest.raises(ValueError, match='view_consistent_rope needs'):
         build(backbone=sincos, neck=dict(pos_type='sincos'),
               view_consistent_rope=True)
     raw = dict(type='RoPEVisionTransformer', arch=ARCH, img_size=32,
-               patch_size=8, rope_type='axial', out_type='raw')
+               patch_size=8, rope=dict(type='axial'), out_type='raw')
     with pytest.raises(ValueError, match='no mask_ratio'):
         build(backbone=raw, mask_ratio=.75, view_consistent_rope=True)

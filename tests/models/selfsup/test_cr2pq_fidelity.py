@@ -55,7 +55,8 @@ def _tiny(**kwargs):
     torch.manual_seed(0)
     return CR2PQ(
         backbone=dict(type='RoPEVisionTransformer', arch=ARCH, img_size=32,
-                      patch_size=8, rope_type='axial', out_type='featmap'),
+                      patch_size=8, rope=dict(type='axial'),
+                      out_type='featmap'),
         neck=dict(type='CR2PQNeck', embed_dims=64, num_heads=2,
                   out_channels=512, hidden_channels=64),
         target=dict(type='ResNet', depth=18, out_indices=(3, )),

@@ -14,7 +14,7 @@ from mmpos.engine.hooks.droppos_sigma_hook import DropPosSigmaHook
 from mmpos.models.heads.droppos_head import (DropPosHead, attentive_weights,
                                              droppos_loss,
                                              smoothed_position_targets)
-from mmpos.models.layers.rope import grid_coords
+from mmpos.models.layers.positions import grid_coords
 from mmpos.models.selfsup.droppos import DropPos
 
 from conftest import read_scalars, run_tool
@@ -25,7 +25,7 @@ ARCH = dict(embed_dims=48, num_layers=2, num_heads=3, feedforward_channels=96)
 SINCOS = dict(type='MAERoPEViT', arch=ARCH, img_size=32, patch_size=8,
               rope=None, use_ape=True, ape_type='sincos')
 ROPE = dict(type='RoPEVisionTransformer', arch=ARCH, img_size=32,
-            patch_size=8, rope_type='axial', out_type='raw')
+            patch_size=8, rope=dict(type='axial'), out_type='raw')
 HEAD = dict(type='DropPosHead', num_patches=16, in_channels=48,
             embed_dims=32, num_heads=4)
 
@@ -361,7 +361,7 @@ def _downstream_backbone():
     from mmpretrain.registry import MODELS
     return MODELS.build(dict(
         type='RoPEVisionTransformer', arch=ARCH, img_size=64, patch_size=8,
-        rope_type='none', use_ape=True, out_type='featmap'))
+        rope=None, use_ape=True, out_type='featmap'))
 
 
 def test_backbone_weights_convert_to_downstream_vit():
@@ -440,11 +440,9 @@ def test_mini_run_position_accuracy_rises_and_converts(tmp_path, mini_data):
             set() if backbone.final_norm else {'ln1.weight', 'ln1.bias'})
 
 
-def test_input_not_a_multiple_of_the_patch_is_refused_by_the_backbone():
-    """The backbone names both sizes, before the position head sees a grid
-    it cannot classify."""
-    from mmpos.utils.errors import BadInputError
-    with pytest.raises(BadInputError,
-                       match='RoPEVisionTransformer: input size 36x36 is '
-                       'not divisible by the patch size 8x8'):
+def test_input_not_a_multiple_of_the_patch_is_refused_by_the_head():
+    """The backbone pads 36 px to 40 (as mmpretrain's ViT); the position
+    head then names the 5 x 5 grid it was not built for."""
+    with pytest.raises(ValueError, match='num_patches=16 does not match the '
+                       '5x5 patch grid'):
         build(ROPE).loss(torch.randn(2, 3, 36, 36), [])

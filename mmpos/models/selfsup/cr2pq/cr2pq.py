@@ -36,7 +36,7 @@ pass, twice the cost); the paper describes one direction, the default.
 ``view_consistent_rope=True`` (not in the paper; the deterministic
 counterpart of DINOv3's random coordinate jitter, as ICPF's option of the
 same name) rotates every view at its crop-box source coordinates
-(:func:`~mmpos.models.layers.box_coords`) instead of its own grid: the
+(:func:`~mmpos.models.layers.positions.box_coords`) instead of its own grid: the
 student's A patches at A's source positions (in the backbone's coordinate
 frame), the EMA teacher's B patches at B's, and in the neck the queries at
 B's source positions among A's keys at A's, both in the patch units of A's
@@ -72,8 +72,7 @@ from mmpos.models.utils.pretrained import load_pretrained
 from mmpos.registry import MODELS
 from mmpos.utils.errors import BadInputError
 from ...layers.masking import gather_tokens, random_masking
-from ...layers.rope import grid_coords
-from ...layers.position import box_coords
+from ...layers.positions import box_coords, grid_coords
 from .relative_coords import ALIGNS, relative_coords
 
 

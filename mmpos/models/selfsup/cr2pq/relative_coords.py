@@ -3,7 +3,7 @@ Eq. 3-4, Listing 1).
 
 View ``A``'s patch grid is the coordinate system (Eq. 3): its patch in row
 ``i``, column ``j`` sits at ``(x, y) = (j, i)`` (``grid_coords`` of
-:mod:`mmpos.models.layers.rope`: ``x`` = column, ``y`` = row, unit = one of
+:mod:`mmpos.models.layers.positions`: ``x`` = column, ``y`` = row, unit = one of
 A's patches). Eq. 4 places the patches of view ``B`` in that system from the
 two crop boxes. Boxes follow :mod:`mmpos.datasets.transforms.crop_boxes`:
 ``(x1, y1, x2, y2)`` in source-image units, ``x1 > x2`` / ``y1 > y2`` for a

@@ -53,8 +53,7 @@ from torch import Tensor
 
 from mmpos.datasets.transforms.crop_boxes import stack_crop_boxes
 from mmpos.registry import MODELS
-from ...layers.rope import grid_coords
-from ...layers.position import box_coords
+from ...layers.positions import box_coords, grid_coords
 from ..dinov2 import DINOv2
 from .positional_field import sample_scales, scale_shift_boxes
 
@@ -77,7 +76,7 @@ class ICPF(DINOv2):
         boxes_key: data-sample field holding the crop boxes.
         view_consistent_rope: with a RoPE backbone, rotate every view's
             patches at their crop-box source coordinates
-            (:func:`~mmpos.models.layers.box_coords`, the boxes the field is
+            (:func:`~mmpos.models.layers.positions.box_coords`, the boxes the field is
             cropped with) instead of each view's own grid; ``False``: each
             view's grid. Either way, position-masked patches get no
             rotation (``NaN`` coordinates), as they get no field.

@@ -1,0 +1,542 @@
+"""Linear-angle RoPE: channel pair ``t`` of a head turns by ``a_t = f_t . r``
+at position ``r = (x, y)`` (Heo et al., "Rotary Position Embedding for
+Vision Transformer", ECCV 2024, Eq. 11 and 14), so query-key logits depend
+on ``r_q - r_k`` only (Eq. 15).
+
+Schemes (frequencies ``f_t``, ``(2, [heads,] D/2)``: row 0 ``x``, row 1
+``y``): RoPE-Axial (Eq. 12/13, fixed), RoPE-Mixed (Eq. 14, learnable per
+block and head), DINOv3's RoPE (axial in DINOv3's conventions), Spiral RoPE
+(fixed, ``K`` directions) and STRING (RoPE-Mixed after a learned orthogonal
+change of basis). Every one takes test-time frequency scaling for grids
+larger than the training grid (``freq_scaling=dict(...)``: position
+interpolation, NTK-aware, YaRN).
+
+Channel layout: pair ``t`` is channels ``(2t, 2t + 1)`` (``'pairs'``, Sec.
+3.1, the authors' code) or ``(t, t + D/2)`` (``'half'``, rotate-half:
+DINOv3, GPT-NeoX, timm's ``rotate_half``); the first ``D/4`` pairs turn with
+``x`` (``axes='xy'``) or ``y`` (``'yx'``, DINOv3). The rotation multiplies
+each pair, read as the complex number ``x_r + i x_i``, by ``exp(i a_t)``
+(:func:`apply_rope_phasors`); :meth:`RoPETable.export` gives the same with
+real cos / sin tables (:func:`apply_rope`; ONNX has no complex tensors).
+Prefix tokens (class, registers) and ``NaN`` positions get angle 0.
+"""
+import math
+from typing import Optional, Sequence, Union
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch import Tensor
+
+from .base import PositionScheme, PositionTable, geometric_magnitudes, \
+    per_window
+from .matrix import cayley, upper_skew
+
+LAYOUTS = ('pairs', 'half')
+AXES = ('xy', 'yx')
+FREQ_SCALINGS = ('pi', 'ntk', 'yarn')
+
+
+# ------------------------------------------------------------ frequencies
+def frequency_magnitudes(head_dim: int, theta: Optional[float] = None,
+                         periods: Optional[dict] = None) -> Tensor:
+    """The ``D/4`` magnitudes of one axis, fp64 ``(D/4,)``: ``theta ** (-t
+    / (D/4))`` (Eq. 13), or DINOv3's ``2 pi / p_t`` with periods ``p_t =
+    base ** (t / (D/4))`` (``periods=dict(base=)``) or geometric from
+    ``min_period`` to ``max_period`` (both included). Exactly one of
+    ``theta`` and ``periods``."""
+    if (theta is None) == (periods is None):
+        raise ValueError('give either theta or periods, got theta='
+                         f'{theta}, periods={periods}')
+    if periods is None:
+        return geometric_magnitudes(head_dim, theta)
+    quarter = geometric_magnitudes(head_dim, 1.).numel()
+    if set(periods) == {'base'}:
+        p = periods['base']**(torch.arange(quarter, dtype=torch.float64) /
+                              quarter)
+    elif set(periods) == {'min_period', 'max_period'}:
+        lo, hi = float(periods['min_period']), float(periods['max_period'])
+        if not 0 < lo <= hi:
+            raise ValueError('periods need 0 < min_period <= max_period, '
+                             f'got {periods}')
+        p = lo * (hi / lo)**torch.linspace(0, 1, quarter, dtype=torch.float64)
+    else:
+        raise ValueError('periods must be dict(base=...) or dict(min_period='
+                         f'..., max_period=...), got {periods}')
+    return 2 * math.pi / p
+
+
+def mixed_frequencies(head_dim: int, num_heads: int, theta: float = 10.,
+                      rotate: bool = True) -> Tensor:
+    """RoPE-Mixed's initial frequencies (Eq. 14), fp32 ``(2, heads, D/2)``:
+    per head a direction ``phi ~ U[0, 2 pi)`` (0 without ``rotate``: the
+    axial frequencies); pair ``t < D/4`` gets ``m_t (cos phi, sin phi)``,
+    pair ``t + D/4`` ``m_t (-sin phi, cos phi)``, ``m_t = theta ** (-t /
+    (D/4))``."""
+    mag = geometric_magnitudes(head_dim, theta)  # (D/4,)
+    phi = (torch.rand(num_heads, 1, dtype=torch.float64) * (2 * math.pi)
+           if rotate else torch.zeros(num_heads, 1, dtype=torch.float64))
+    cos, sin = torch.cos(phi) * mag, torch.sin(phi) * mag  # (heads, D/4)
+    freqs_x = torch.cat((cos, -sin), dim=-1)  # (heads, D/2)
+    freqs_y = torch.cat((sin, cos), dim=-1)
+    return torch.stack((freqs_x, freqs_y)).float()
+
+
+def spiral_frequencies(head_dim: int, num_directions: int = 4,
+                       theta: float = 100.) -> Tensor:
+    """Spiral RoPE's fixed frequencies (Liu et al., arXiv 2602.03227), fp32
+    ``(2, D/2)``: pairs ``k n .. (k + 1) n - 1`` (``n = D / 2K``) turn with
+    the projection of ``r`` on ``phi_k = k pi / K``, pair ``t`` of a group
+    at ``theta ** (-t / n)``. ``K = 2`` is RoPE-Axial."""
+    if head_dim % (2 * num_directions):
+        raise ValueError(f'Spiral RoPE needs head_dim divisible by 2 * '
+                         f'num_directions, got head_dim={head_dim}, '
+                         f'num_directions={num_directions}')
+    per_group = head_dim // (2 * num_directions)
+    mag = theta**(-torch.arange(per_group, dtype=torch.float64) / per_group)
+    phi = torch.arange(num_directions, dtype=torch.float64) * (
+        math.pi / num_directions)
+    # exact zeros on the axes (cos(pi / 2) is 6e-17 in floating point)
+    cos = torch.where(phi == math.pi / 2, 0., torch.cos(phi))
+    direction = torch.stack((cos, torch.sin(phi)))  # (2, K)
+    return (direction[:, :, None] * mag).flatten(1).float()  # (2, K n)
+
+
+def scale_frequencies(freqs: Tensor, scale: float, method: str = 'ntk',
+                      train_extent: Optional[float] = None,
+                      alpha: float = 1., beta: float = 32.) -> Tensor:
+    """Frequencies ``(2, [heads,] K)`` for a grid ``scale = s`` times the
+    training grid; each ``f_t`` is scaled as a whole (it keeps its
+    direction). With ``|f|`` the magnitudes:
+
+    * ``'pi'`` (position interpolation): ``f / s``;
+    * ``'ntk'`` (NTK-aware): ``f s ** (-g)``, ``g = log(|f|_max / |f|) /
+      log(|f|_max / |f|_min)`` (for RoPE-Axial the base change ``theta ->
+      theta s ** (n / (n - 1))``, ``n = D/4``);
+    * ``'yarn'`` (YaRN's NTK-by-parts, Peng et al. 2023): with ``r =
+      train_extent |f| / 2 pi`` turns over the training grid, ``g =
+      clip((r - alpha) / (beta - alpha), 0, 1)`` and ``f ((1 - g) / s +
+      g)``.
+
+    ``s <= 1`` returns ``freqs``.
+    """
+    if method not in FREQ_SCALINGS:
+        raise ValueError(f'frequency scaling must be one of {FREQ_SCALINGS}'
+                         f', got {method!r}')
+    if scale <= 1.:
+        return freqs
+    mag = freqs.norm(dim=0, keepdim=True)  # (1, [heads,] K)
+    if method == 'pi':
+        return freqs / scale
+    if method == 'ntk':
+        top = mag.amax(-1, keepdim=True)
+        bottom = mag.amin(-1, keepdim=True)
+        g = torch.log(top / mag) / torch.log(top / bottom).clamp_min(1e-12)
+        return freqs * scale**(-g)
+    if train_extent is None:
+        raise ValueError("frequency scaling 'yarn' needs train_extent (the "
+                         'training grid side in coordinate units)')
+    turns = train_extent * mag / (2 * math.pi)
+    g = ((turns - alpha) / (beta - alpha)).clamp(0., 1.)
+    return freqs * ((1 - g) / scale + g)
+
+
+# -------------------------------------------------------------- rotation
+def rope_angles(coords: Tensor, freqs: Tensor) -> Tensor:
+    """``a_t = f_t . r`` (Eq. 14): coordinates ``(N, 2)`` / ``(B, N, 2)``
+    and frequencies ``(2, K)`` / ``(2, heads, K)`` -> ``([B,] heads | 1, N,
+    K)``. Elementwise only, so autocast keeps the inputs' dtype."""
+    if freqs.dim() == 2:
+        freqs = freqs.unsqueeze(1)  # (2, 1, K)
+    xy = coords.unsqueeze(-3)  # (..., 1, N, 2)
+    return torch.addcmul(xy[..., 0:1] * freqs[0].unsqueeze(-2), xy[..., 1:2],
+                         freqs[1].unsqueeze(-2))
+
+
+def _complex_view(y: Tensor) -> Tensor:
+    """``(..., D)`` as ``(..., D/2)`` complex pairs ``(2t, 2t + 1)``: a view
+    where the strides allow, else of a contiguous copy (always when
+    compiling, where the compiler picks the layout and fuses the copy)."""
+    pairs = y.unflatten(-1, (y.shape[-1] // 2, 2))
+    if torch.compiler.is_compiling() or pairs.storage_offset() % 2 or any(
+            st % 2 for st in pairs.stride()[:-1]):
+        pairs = pairs.contiguous()
+    return torch.view_as_complex(pairs)
+
+
+def apply_rope_phasors(x: Tensor, phasors: Tensor,
+                       layout: str = 'pairs') -> Tensor:
+    """Rotate ``x`` ``(..., N, D)`` (e.g. queries and keys stacked, ``(2, B,
+    heads, N, D)``): pair ``t`` read as ``x_r + i x_i`` times ``phasors``
+    ``(..., N, D/2)`` (complex, broadcastable; ``exp(i a_t)``), Eq. 11.
+    Computed in the phasors' real dtype (fp32 for fp16 / bf16 inputs),
+    returned in ``x.dtype``; ``'pairs'`` views ``x`` as complex (no copy in
+    fp32)."""
+    y = x.to(phasors.real.dtype)
+    if layout == 'pairs':
+        out = torch.view_as_real(_complex_view(y) * phasors).flatten(-2)
+    else:
+        re, im = y.chunk(2, dim=-1)  # (..., N, D/2) each
+        rotated = torch.complex(re, im) * phasors
+        out = torch.cat((rotated.real, rotated.imag), dim=-1)
+    return out.to(x.dtype)
+
+
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor,
+               layout: str = 'pairs') -> Tensor:
+    """:func:`apply_rope_phasors` with real tensors (the exported path):
+    ``x cos + swap(x) sin`` with full-width ``(..., N, D)`` tables, both
+    channels of pair ``t`` holding ``cos a_t`` in ``cos`` and ``-sin a_t``
+    (real part), ``+sin a_t`` (imaginary part) in ``sin``; ``swap``
+    exchanges the two channels of every pair."""
+    y = x.to(cos.dtype)
+    if layout == 'pairs':
+        # strided slices, not flip: exporters (ONNX -> TensorRT) take them
+        swapped = torch.stack((y[..., 1::2], y[..., 0::2]),
+                              dim=-1).flatten(-2)
+    else:
+        half = y.shape[-1] // 2
+        swapped = torch.cat((y[..., half:], y[..., :half]), dim=-1)
+    return torch.addcmul(y * cos, swapped, sin).to(x.dtype)
+
+
+def _prefixed(t: Tensor, pad: int, value) -> Tensor:
+    """``t`` ``(..., M, K)`` after ``pad`` rows of ``value`` (the prefix
+    tokens' angle 0)."""
+    if not pad:
+        return t
+    fill = torch.full_like(t[..., :1, :], value).expand(*t.shape[:-2], pad, -1)
+    return torch.cat((fill, t), dim=-2)
+
+
+class RoPETable(PositionTable):
+    """One block's rotation of ``M`` tokens: ``m exp(i a_t)`` per pair.
+
+    Args:
+        angles: ``(n, heads | 1, M, D/2)`` angles, in the dtype to rotate in.
+        layout: ``'pairs'`` / ``'half'``.
+        magnitude: ``m``, a factor on every query / key channel, prefix
+            tokens included (YaRN's temperature; 1: a pure rotation).
+    """
+
+    def __init__(self, angles: Tensor, layout: str = 'pairs',
+                 magnitude: float = 1.):
+        self.num_tokens, self.layout = angles.shape[-2], layout
+        self.magnitude = float(magnitude)
+        self.phasors = torch.polar(torch.full_like(angles, self.magnitude),
+                                   angles)  # (n, heads | 1, M, D/2) complex
+
+    def rotate(self, x: Tensor) -> Tensor:
+        """``x`` ``(..., n', heads, N, D)``; the ``N - M`` leading tokens
+        turn by angle 0."""
+        phasors = _prefixed(self.phasors, self.num_prefix(x), self.magnitude)
+        y = per_window(x, phasors.shape[-4])
+        return apply_rope_phasors(y, phasors, self.layout).reshape(x.shape)
+
+    def export(self) -> 'CosSinTable':
+        return CosSinTable(self.phasors.real, self.phasors.imag, self.layout,
+                           self.magnitude)
+
+
+class CosSinTable(PositionTable):
+    """:class:`RoPETable`'s rotation with real tensors (its
+    :meth:`~RoPETable.export`): ``cos``, ``sin`` ``(n, heads | 1, M, D/2)``
+    hold ``m cos a_t``, ``m sin a_t``."""
+
+    def __init__(self, cos: Tensor, sin: Tensor, layout: str,
+                 magnitude: float):
+        self.cos, self.sin, self.layout = cos, sin, layout
+        self.num_tokens, self.magnitude = cos.shape[-2], magnitude
+
+    def rotate(self, x: Tensor) -> Tensor:
+        pad = self.num_prefix(x)
+        cos = _prefixed(self.cos, pad, self.magnitude)
+        sin = _prefixed(self.sin, pad, 0.)
+        if self.layout == 'pairs':  # (..., N, D): (c, c), (-s, s) per pair
+            cos = torch.stack((cos, cos), -1).flatten(-2)
+            sin = torch.stack((-sin, sin), -1).flatten(-2)
+        else:
+            cos, sin = torch.cat((cos, cos), -1), torch.cat((-sin, sin), -1)
+        y = per_window(x, cos.shape[-4])
+        return apply_rope(y, cos, sin, self.layout).reshape(x.shape)
+
+
+class BasisRoPETable(PositionTable):
+    """STRING's ``RoPE(r) P x`` on the last ``M`` tokens: ``rope`` (a
+    :class:`RoPETable`) after the per-head orthogonal ``basis`` ``P``
+    ``(heads, D, D)``; prefix tokens unchanged."""
+
+    def __init__(self, rope: PositionTable, basis: Tensor):
+        self.rope, self.basis = rope, basis
+        self.num_tokens = rope.num_tokens
+
+    def rotate(self, x: Tensor) -> Tensor:
+        return self.rope.rotate(super().rotate(x))
+
+    def rotate_patches(self, x: Tensor) -> Tensor:
+        return torch.matmul(x.to(self.basis.dtype),
+                            self.basis.transpose(-1, -2)).to(x.dtype)
+
+    def export(self) -> 'BasisRoPETable':
+        return BasisRoPETable(self.rope.export(), self.basis)
+
+
+# ---------------------------------------------------------------- schemes
+class FrequencyScaling:
+    """Test-time frequency scaling (``freq_scaling=dict(...)`` of a scheme):
+    in eval mode on a grid ``s = max(H / H0, W / W0) > 1`` times the
+    training grid ``(H0, W0)`` every block turns with
+    :func:`scale_frequencies` (and, for YaRN, queries and keys carry its
+    temperature ``sqrt(1 / t) = 0.1 ln s + 1``, folded into the rotation as
+    YaRN's code folds it into its cos / sin tables).
+
+    Args:
+        method: ``'pi'``, ``'ntk'`` or ``'yarn'``.
+        train_grid: the training grid, ``n`` or ``(H0, W0)``; required.
+        alpha, beta: YaRN's turn thresholds over ``max(H0, W0)`` patches.
+        temperature: apply YaRN's temperature (default: for ``'yarn'``).
+    """
+
+    def __init__(self, method: str = 'yarn',
+                 train_grid: Union[int, Sequence[int], None] = None,
+                 alpha: float = 1., beta: float = 32.,
+                 temperature: Optional[bool] = None):
+        if method not in FREQ_SCALINGS:
+            raise ValueError(f'freq_scaling method must be one of '
+                             f'{FREQ_SCALINGS}, got {method!r}')
+        if train_grid is None:
+            raise ValueError('freq_scaling needs train_grid, the training '
+                             'patch grid (e.g. train_grid=14 for 224 px '
+                             'inputs and 16 px patches)')
+        grid = ((train_grid, ) * 2 if isinstance(train_grid, (int, float))
+                else tuple(train_grid))
+        if len(grid) != 2 or min(grid) <= 0:
+            raise ValueError(f'freq_scaling train_grid must be a positive '
+                             f'side or (rows, cols), got {train_grid!r}')
+        self.method, self.train_grid = method, grid
+        self.alpha, self.beta = float(alpha), float(beta)
+        self.temperature = (method == 'yarn' if temperature is None else
+                            bool(temperature))
+
+    def __repr__(self) -> str:
+        return (f'FrequencyScaling(method={self.method!r}, train_grid='
+                f'{self.train_grid}, temperature={self.temperature})')
+
+    def factor(self, hw: Sequence[int]) -> float:
+        """``s`` of the grid ``hw = (H, W)``."""
+        return max(hw[0] / self.train_grid[0], hw[1] / self.train_grid[1])
+
+    def frequencies(self, freqs: Tensor, scale: float) -> Tensor:
+        return scale_frequencies(freqs, scale, self.method,
+                                 max(self.train_grid), self.alpha, self.beta)
+
+    def magnitude(self, scale: float) -> float:
+        """The factor on queries and keys at ``scale > 1``."""
+        return 0.1 * math.log(scale) + 1. if self.temperature else 1.
+
+
+class LinearAngleRoPE(PositionScheme):
+    """Base of the linear-angle schemes: subclasses give block ``i``'s
+    frequencies (:meth:`block_frequencies`); angles are computed in their
+    dtype promoted with the coordinates'.
+
+    Args:
+        layout: ``'pairs'`` / ``'half'``.
+        coords: :class:`~.base.PatchCoords` options.
+        freq_scaling: :class:`FrequencyScaling` options (patch frame only:
+            a normalised frame keeps the extent of any grid).
+    """
+
+    def __init__(self, head_dim, num_heads, depth, layout='pairs',
+                 coords=None, freq_scaling=None):
+        super().__init__(head_dim, num_heads, depth, coords)
+        if layout not in LAYOUTS:
+            raise ValueError(f'RoPE layout must be one of {LAYOUTS}, got '
+                             f'{layout!r}')
+        self.layout = layout
+        if isinstance(freq_scaling, dict):
+            freq_scaling = FrequencyScaling(**freq_scaling)
+        if freq_scaling is not None and self.coords.frame != 'patch':
+            raise ValueError(f'freq_scaling needs the patch coordinate frame,'
+                             f' got frame={self.coords.frame!r} (a normalised'
+                             ' frame keeps the extent of any grid)')
+        self.freq_scaling = freq_scaling
+
+    def block_frequencies(self, index: int) -> Tensor:
+        """Block ``index``'s ``(2, [heads,] D/2)`` frequencies."""
+        raise NotImplementedError
+
+    def grid_scale(self, hw: Optional[Sequence[int]]) -> float:
+        """``s`` of :class:`FrequencyScaling` for the grid ``hw`` in eval
+        mode; 1 in training, without scaling or without ``hw``."""
+        if self.freq_scaling is None or hw is None or self.training:
+            return 1.
+        return max(self.freq_scaling.factor(hw), 1.)
+
+    def block_table(self, index, coords, hw=None) -> RoPETable:
+        scale = self.grid_scale(hw)
+        freqs = self.block_frequencies(index)  # (2, [heads,] D/2)
+        if scale > 1.:
+            freqs = self.freq_scaling.frequencies(freqs, scale)
+        dtype = torch.promote_types(coords.dtype, freqs.dtype)
+        xy = coords.nan_to_num(0.).to(dtype)  # (n, M, 2); NaN: angle 0
+        angles = rope_angles(xy, freqs.to(dtype))  # (n, heads | 1, M, D/2)
+        magnitude = self.freq_scaling.magnitude(scale) if scale > 1. else 1.
+        return RoPETable(angles.to(coords.dtype), self.layout, magnitude)
+
+
+def _check_axes(axes: str) -> str:
+    if axes not in AXES:
+        raise ValueError(f'RoPE axes must be one of {AXES}, got {axes!r}')
+    return axes
+
+
+class AxialRoPE(LinearAngleRoPE):
+    """RoPE-Axial (Eq. 12/13): fixed frequencies shared by heads and blocks,
+    pairs ``t < D/4`` turning with one axis, the rest with the other.
+
+    Args:
+        theta: frequency base (100), or ``periods``: DINOv3's
+            (:func:`frequency_magnitudes`).
+        axes: ``'xy'`` / ``'yx'``; ``layout``, ``coords``, ``freq_scaling``:
+            :class:`LinearAngleRoPE`.
+
+    ``freqs``: ``(2, D/2)`` fp64 buffer (not saved); angles in fp64 (exact
+    to fp32 rounding at any coordinate), then cast.
+    """
+    shared = True
+
+    def __init__(self, head_dim, num_heads, depth, theta=None, periods=None,
+                 axes='xy', **kwargs):
+        super().__init__(head_dim, num_heads, depth, **kwargs)
+        if periods is not None and theta is not None:
+            raise ValueError('periods replaces theta, got theta='
+                             f'{theta}, periods={periods}')
+        self.theta = None if periods else float(theta or 100.)
+        self.periods, self.axes = (dict(periods) if periods else
+                                   None), _check_axes(axes)
+        mag = frequency_magnitudes(head_dim, self.theta, self.periods)
+        freqs = torch.stack((F.pad(mag, (0, mag.numel())),  # x: first D/4
+                             F.pad(mag, (mag.numel(), 0))))  # y: last D/4
+        self.register_buffer('freqs', freqs if axes == 'xy' else freqs.flip(0),
+                             persistent=False)
+
+    def block_frequencies(self, index):
+        return self.freqs.double()
+
+
+class MixedRoPE(LinearAngleRoPE):
+    """RoPE-Mixed (Eq. 14): learnable frequencies per block and head.
+
+    Args:
+        theta: base of the initial magnitudes (10).
+        rotate_init: a random direction per head at init (else axial).
+        axes, layout, coords, freq_scaling: as :class:`AxialRoPE`.
+
+    ``freqs.<i>``: block ``i``'s ``(2, heads, D/2)`` parameter (the
+    backbone's ``get_layer_depth`` gives it block ``i``'s depth).
+    """
+
+    def __init__(self, head_dim, num_heads, depth, theta=None,
+                 rotate_init=True, axes='xy', **kwargs):
+        super().__init__(head_dim, num_heads, depth, **kwargs)
+        self.theta, self.axes = float(theta or 10.), _check_axes(axes)
+        self.freqs = nn.ParameterList()
+        for _ in range(depth):
+            freqs = mixed_frequencies(head_dim, num_heads, self.theta,
+                                      rotate=rotate_init)
+            self.freqs.append(nn.Parameter(
+                freqs if axes == 'xy' else freqs.flip(0).contiguous()))
+
+    def block_frequencies(self, index):
+        return self.freqs[index]
+
+
+class DINOv3RoPE(AxialRoPE):
+    """DINOv3's RoPE (Simeoni et al. 2025): axial with periods ``100 ** (t /
+    (D/4))``, axes ``(row, col)``, rotate-half layout, patch centres in
+    ``[-1, 1]``, and in training its coordinate augmentation as its
+    ``DinoVisionTransformer`` draws it (per block, per batch, ``rescale=2``
+    as its released models). ``coords`` entries replace these one by one."""
+    COORDS = dict(frame='separate', rescale=2., draw='per_block', per='batch')
+
+    def __init__(self, head_dim, num_heads, depth, periods=dict(base=100.),
+                 axes='yx', layout='half', coords=None, **kwargs):
+        super().__init__(head_dim, num_heads, depth, periods=periods,
+                         axes=axes, layout=layout,
+                         coords={**self.COORDS, **(coords or {})}, **kwargs)
+
+
+class SpiralRoPE(LinearAngleRoPE):
+    """Spiral RoPE (:func:`spiral_frequencies`): fixed, shared by blocks.
+
+    Args:
+        num_directions: ``K`` (``head_dim`` divisible by ``2 K``; 2 is
+            RoPE-Axial), 4 by default (0, 45, 90, 135 degrees).
+        theta: frequency base (100, patch frame).
+        layout, coords, freq_scaling: :class:`LinearAngleRoPE`.
+
+    ``freqs``: ``(2, D/2)`` buffer (not saved).
+    """
+    shared = True
+
+    def __init__(self, head_dim, num_heads, depth, num_directions=4,
+                 theta=100., **kwargs):
+        super().__init__(head_dim, num_heads, depth, **kwargs)
+        self.num_directions, self.theta = num_directions, float(theta)
+        self.register_buffer(
+            'freqs', spiral_frequencies(head_dim, num_directions, theta),
+            persistent=False)
+
+    def extra_repr(self) -> str:
+        return f'num_directions={self.num_directions}, theta={self.theta}'
+
+    def block_frequencies(self, index):
+        return self.freqs
+
+
+class STRINGRoPE(LinearAngleRoPE):
+    """Cayley-STRING (Schenck et al., ICML 2025): ``RoPE(r) P``, RoPE-Mixed
+    after a learned orthogonal ``P = (I - S)(I + S)^{-1}`` per block and
+    head (:func:`~.matrix.cayley` of ``S`` = the skew part of
+    ``basis.<i>``'s strict upper triangle). ``basis.<i> = 0`` at init:
+    exactly RoPE-Mixed. The logit is ``q^T P^T RoPE(r_k - r_q) P k``, so
+    ``P`` folds into the query / key projections for inference
+    (:meth:`folded_basis`).
+
+    Args:
+        theta, rotate_init: RoPE-Mixed's (10, random directions).
+        coords, freq_scaling: :class:`LinearAngleRoPE` (pairs layout).
+
+    Parameters per block ``i``: ``freqs.<i>`` ``(2, heads, D/2)``,
+    ``basis.<i>`` ``(heads, D, D)``.
+    """
+
+    def __init__(self, head_dim, num_heads, depth, theta=10.,
+                 rotate_init=True, coords=None, freq_scaling=None):
+        super().__init__(head_dim, num_heads, depth, coords=coords,
+                         freq_scaling=freq_scaling)
+        self.theta = float(theta)
+        self.freqs = nn.ParameterList(
+            nn.Parameter(mixed_frequencies(head_dim, num_heads, theta,
+                                           rotate_init))
+            for _ in range(depth))
+        self.basis = nn.ParameterList(
+            nn.Parameter(torch.zeros(num_heads, head_dim, head_dim))
+            for _ in range(depth))
+
+    def extra_repr(self) -> str:
+        return f'theta={self.theta}'
+
+    def folded_basis(self, index: int) -> Tensor:
+        """Block ``index``'s ``P`` ``(heads, D, D)``, fp32 at least."""
+        raw = self.basis[index]
+        return cayley(upper_skew(
+            raw.to(torch.promote_types(raw.dtype, torch.float32))))
+
+    def block_frequencies(self, index):
+        return self.freqs[index]
+
+    def block_table(self, index, coords, hw=None) -> BasisRoPETable:
+        return BasisRoPETable(super().block_table(index, coords, hw),
+                              self.folded_basis(index))

@@ -1,0 +1,138 @@
+"""LookHere (Fuller et al., "LookHere: Vision Transformers with Directed
+Attention Generalize and Extrapolate", NeurIPS 2024): no rotation; head
+``h`` sees only the keys in its field of view (a half plane, quadrant or
+45-degree wedge pointing up, down, left or right) and its logits are
+penalised by ``slope_h slope_l global_slope d(r_q, r_k)``.
+"""
+from typing import List, Sequence
+
+import torch
+from torch import Tensor
+
+from .base import PositionScheme, PositionTable
+
+#: the head directions per field of view, cycled over the heads (LH-180:
+#: half planes, LH-90: quadrants, LH-45: 45-degree wedges)
+LOOKHERE_FOVS = {
+    180: ('up', 'down', 'left', 'right'),
+    90: ('up-left', 'up-right', 'down-left', 'down-right'),
+    45: ('up-left45', 'down-left45', 'left-up45', 'right-up45',
+         'up-right45', 'down-right45', 'left-down45', 'right-down45'),
+}
+DISTANCES = ('linear', 'sqrt', 'square')
+
+
+def _fov_visible(dx: Tensor, dy: Tensor, direction: str) -> Tensor:
+    """Whether keys at offsets ``(dx, dy) = r_k - r_q`` (``y`` down, the row)
+    lie in a head's field of view; boundaries included, so the query's own
+    position always does."""
+    half = dict(up=dy <= 0, down=dy >= 0, left=dx <= 0, right=dx >= 0)
+    if direction in half:
+        return half[direction]
+    if direction.endswith('45'):
+        # the 90-degree cone around the first direction (|cross offset| <=
+        # along offset) cut by the second's half plane
+        first, second = direction[:-2].split('-')
+        along = dict(up=-dy, down=dy, left=-dx, right=dx)[first]
+        cross = dx if first in ('up', 'down') else dy
+        return (cross.abs() <= along) & half[second]
+    first, second = direction.split('-')
+    return half[first] & half[second]
+
+
+def lookhere_directions(num_heads: int, fov: int = 180) -> List[str]:
+    """Each head's direction: :data:`LOOKHERE_FOVS` ``[fov]`` cycled."""
+    if fov not in LOOKHERE_FOVS:
+        raise ValueError(f'LookHere fov must be one of '
+                         f'{sorted(LOOKHERE_FOVS)}, got {fov!r}')
+    dirs = LOOKHERE_FOVS[fov]
+    return [dirs[h % len(dirs)] for h in range(num_heads)]
+
+
+def lookhere_head_slopes(num_heads: int) -> Tensor:
+    """``2 ** -(1 + h // 4)`` ``(heads,)``: the four heads of a direction
+    cycle share a slope, halved from one cycle to the next (LookHere's
+    code)."""
+    return torch.exp2(-(1. + torch.arange(num_heads) // 4))
+
+
+def lookhere_bias(coords: Tensor, directions: Sequence[str], slopes: Tensor,
+                  distance: str = 'linear') -> Tensor:
+    """The additive bias of coordinates ``(n, M, 2)`` (patch units; ``NaN``:
+    bias 0 to and from it) for heads looking in ``directions``, with
+    distance penalties ``slopes`` ``(..., heads)`` (e.g. ``(depth, heads)``
+    for all blocks at once): ``(..., n, heads, M, M)`` fp32, ``-slope d``
+    inside the field of view, else the most negative fp32 (finite, so no row
+    is ever all ``-inf``). ``d``: Euclidean, its square root or square."""
+    xy = coords.float()
+    off = xy[:, None, :, :] - xy[:, :, None, :]  # (n, M_q, M_k, 2)
+    dx, dy = off[..., 0], off[..., 1]
+    dist = off.norm(dim=-1)
+    dist = dict(linear=dist, sqrt=dist.sqrt(),
+                square=dist.square())[distance]
+    missing = dist.isnan()
+    visible = torch.stack([
+        _fov_visible(dx, dy, direction) | missing for direction in directions
+    ], dim=1)  # (n, heads, M, M)
+    slopes = slopes.to(dist)[..., None, :, None, None]  # (.., 1, heads, 1, 1)
+    bias = -slopes * dist.nan_to_num(0.)[:, None]
+    return bias.masked_fill(~visible, torch.finfo(torch.float32).min)
+
+
+class BiasTable(PositionTable):
+    """A bias-only table: ``attn_bias`` ``(n, heads, M, M)``."""
+
+    def __init__(self, attn_bias: Tensor):
+        self.attn_bias = attn_bias
+        self.num_tokens = attn_bias.shape[-1]
+
+
+class LookHere(PositionScheme):
+    """LookHere's directed masks and distance penalties
+    (:func:`lookhere_bias`); no parameters.
+
+    Args:
+        fov: 180 (LH-180), 90 or 45; directions cycle over the heads.
+        global_slope: overall penalty (1).
+        layer_slopes: ``(first, last)``: block slopes linear over the depth.
+        distance: ``'linear'``, ``'sqrt'`` or ``'square'``.
+        coords: :class:`~.base.PatchCoords` options (the patch frame: the
+            penalty is per patch of distance).
+
+    ``slopes``: ``(depth, heads)`` buffer (not saved).
+    """
+
+    def __init__(self, head_dim, num_heads, depth, fov=180, global_slope=1.,
+                 layer_slopes=(1., 1.), distance='linear', coords=None):
+        super().__init__(head_dim, num_heads, depth, coords)
+        if distance not in DISTANCES:
+            raise ValueError(f'LookHere distance must be one of {DISTANCES}'
+                             f', got {distance!r}')
+        self.fov, self.distance = fov, distance
+        self.directions = lookhere_directions(num_heads, fov)
+        self.global_slope = float(global_slope)
+        self.layer_slopes = tuple(float(v) for v in layer_slopes)
+        self.register_buffer(
+            'slopes',
+            global_slope * torch.linspace(*self.layer_slopes, depth)[:, None]
+            * lookhere_head_slopes(num_heads),
+            persistent=False)
+
+    def extra_repr(self) -> str:
+        return (f'fov={self.fov}, global_slope={self.global_slope}, '
+                f'layer_slopes={self.layer_slopes}, '
+                f'distance={self.distance!r}')
+
+    def block_table(self, index, coords, hw=None) -> BiasTable:
+        return BiasTable(lookhere_bias(coords, self.directions,
+                                       self.slopes[index], self.distance))
+
+    def tables(self, coords, hw=None, blocks=None) -> List[BiasTable]:
+        """As :meth:`PositionScheme.tables`; blocks sharing coordinates share
+        one mask and distance computation."""
+        if not isinstance(coords, Tensor):
+            return super().tables(coords, hw, blocks)
+        blocks = list(range(self.depth)) if blocks is None else blocks
+        bias = lookhere_bias(coords, self.directions, self.slopes[blocks],
+                             self.distance)  # (blocks, n, heads, M, M)
+        return [BiasTable(b) for b in bias]

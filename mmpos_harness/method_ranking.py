@@ -30,10 +30,11 @@ The ranking stage refuses to run without ``tuning.json`` unless
 
 Seeds: each method is pretrained with every ``--pretrain-seeds`` seed (random
 init: that many random draws of the backbone), each transferred with every
-``--seeds`` seed; "clear" is the two-level test of
-:mod:`~.comparison.seeds`. The pretraining runs log HealthMonitorHook's
-collapse monitors (every mini config has it); a collapsed run flags its
-method in the table instead of ranking it.
+``--seeds`` seed; the differences are tested as :mod:`~.comparison.seeds`
+says (Welch's t on the per-pretraining-run means, Holm over the table,
+:mod:`mmpos.evaluation.stats`). The pretraining runs log
+HealthMonitorHook's collapse monitors (every mini config has it); a
+collapsed run flags its method in the table, which still ranks it.
 
 Not part of CI. Both stages resume: the work dir is fixed, finished runs are
 skipped and an interrupted one is restarted; run the same command again.
@@ -55,9 +56,8 @@ from mmpos.checkpoint import write_atomically
 from mmpos.utils.cli import cli_main
 from mmpos.utils.launch import work_dir_lock
 
-from .comparison import runs
-from .comparison.seeds import (COMPUTE, minutes, orderings,
-                               pretrain_health, write_json)
+from .comparison import runs, seeds
+from .comparison.seeds import COMPUTE, minutes, pretrain_health, write_json
 
 # method -> (table name, pretraining config with the demo's backbone)
 CONFIGS = 'configs/method_ranking/'
@@ -71,7 +71,7 @@ METHODS = {
 }
 # Orderings between the ranked methods that the papers report (all with
 # fine-tuning at ImageNet scale; none with frozen probes), checked on the
-# ranking's tasks in ``<work-dir>/tables/orderings.md``.
+# ranking's tasks in ``<work-dir>/tables/orderings.md`` (through plan.json).
 PAPER_ORDERINGS = [
     ('DropPos', 'MAE', 'DropPos Tab. 6: ViT-B/16, 200 epochs each, COCO '
      '42.1 vs 40.1 AP^bb, ADE20K 40.7 vs 40.5 mIoU'),
@@ -223,7 +223,8 @@ def tuning_markdown(log):
     header = ['method', 'config', 'options',
               *[f'{runs.PROBES[t]["label"]} {label}'
                 for t, (_, label) in probes.items()],
-              'eff. rank (init)', 'pretrain CPU min', 'collapsed', 'chosen']
+              'spread (init)', 'eff. rank (init)', 'pretrain CPU min',
+              'collapsed', 'chosen']
     lines = [f'**Tuning** ({log["images"]} images, batch '
              f'{log["batch_size"]}; selected by {log["selected_by"]})', '',
              '| ' + ' | '.join(header) + ' |', '|' + ' --- |' * len(header)]
@@ -237,10 +238,10 @@ def tuning_markdown(log):
                 *['missing' if v is None else
                   f'{v * runs.PROBES[t]["scale"]:.1f}'
                   for t, v in zip(probes, scores)],
-                '-' if not health else
-                f'{health["eff_rank"]:.1f} ({health["eff_rank0"]:.1f})',
+                *seeds._fmt_health(health)[:2],
                 f'{c["cpu_minutes"] or 0:.2f}',
-                'yes' if c['collapsed'] else 'no',
+                ('yes' if c['collapsed'] else 'no') if health is None or
+                health.get('centred') else 'not judged',
                 '**yes**' if c['name'] == entry['chosen'] else '']) + ' |')
     return '\n'.join(lines) + '\n'
 
@@ -290,7 +291,8 @@ def rank(args, grid):
         'ViT', inits, args.seeds, tasks=tasks,
         pretrain_seeds=args.pretrain_seeds,
         budget=dict(batch=args.batch_size, images=args.images,
-                    tuning=tuning))
+                    tuning=tuning),
+        orderings=[c for c in PAPER_ORDERINGS if {c[0], c[1]} <= set(inits)])
     with ThreadPoolExecutor(args.jobs) as pool:
         backbones = {}
         for m in args.methods:
@@ -339,18 +341,6 @@ def record(args, argv, stage, start):
         cpu_minutes=round(cpu, 1)))
 
 
-def write_orderings(root):
-    """``<root>/tables/orderings.md``: :data:`PAPER_ORDERINGS` between the
-    ranked inits checked on ``tables/summary.json``; returns it."""
-    with open(osp.join(root, 'tables', 'summary.json')) as f:
-        summary = json.load(f)
-    inits = set(summary['compute'])
-    claims = [c for c in PAPER_ORDERINGS if {c[0], c[1]} <= inits]
-    text = orderings(summary, claims)
-    write_atomically(text.encode(), osp.join(root, 'tables', 'orderings.md'))
-    return text
-
-
 @cli_main('method_ranking.py')
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
@@ -376,5 +366,4 @@ def main(argv=None):
             record(args, argv, 'ranking', start)
             runs.run([sys.executable, 'tools/paper_tables/gen_tables.py',
                       '--seeds', args.work_dir, '--print'])
-            print(write_orderings(args.work_dir))
     print(f'this invocation: {(time.time() - start) / 60:.1f} minutes')

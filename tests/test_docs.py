@@ -12,6 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'docs' / '_ext'))
 
+import mmpos_docs  # noqa: E402
 import repo_paths  # noqa: E402
 
 MARKDOWN_OUTSIDE_SITE = ['README.md', 'CONTRIBUTING.md', 'benchmarks/README.md'] + \
@@ -162,3 +163,27 @@ def test_documented_tool_options_exist():
             if f"'{option}'" not in source and f'"{option}"' not in source:
                 problems.append(f'{page}: {tool} has no option {option}')
     assert not problems, '\n'.join(problems)
+
+
+def test_faq_has_an_entry_per_failures_row():
+    """The FAQ is generated from the failures page: one entry per row of
+    its bad-input and fault tables, answer and place included."""
+    page = (REPO / 'docs/advanced/failures.md').read_text()
+    faq = mmpos_docs.faq_markdown(page)
+    rows = [line for line in page.splitlines()
+            if line.startswith('| ') and not line.startswith(
+                ('| bad input |', '| fault |', '| --- |'))]
+    assert faq.count('\n## ') + faq.startswith('## ') == len(rows) >= 20
+    assert '## A full disk or quota during a save' in faq
+    assert faq.count('**What you see:**') == faq.count('**Where:**') == \
+        len(rows)
+
+
+def test_path_checker_accepts_files_the_page_writes():
+    """A file a page's own commands write (`cat > my.py`) is not a missing
+    repository path; the same name only mentioned still is."""
+    index = repo_paths.RepoIndex(str(REPO))
+    page = '```bash\ncat > my_config.py <<EOF\nEOF\npython tools/train.py my_config.py\n```\n'
+    assert repo_paths.check_text(page, index) == []
+    assert repo_paths.check_text('`my_config.py`', index) == [
+        (1, 'my_config.py', 'no such file or folder in the repository')]

@@ -42,7 +42,7 @@ from mmpos.utils.config_check import blame_config
 from mmpos.utils.launch import (LaunchError, add_launch_arguments,
                                 apply_launch_arguments, check_checkpoint_paths,
                                 check_work_dir, global_rank, load_config,
-                                lost_rank, quiet_frozen_parameters,
+                                lost_rank, quiet_console,
                                 rank_processes, resume_checkpoint,
                                 start_cpu_process_group, work_dir_lock)
 
@@ -140,7 +140,7 @@ def main(argv=None):
                     cfg.get('load_from'), strict=bool(cfg.get('resume'))))
                 runner.register_hook(PreemptionHook())
                 processes = rank_processes()
-                quiet_frozen_parameters(runner.logger)
+                quiet_console(runner.logger)
                 runner.train()
         except Preempted as stop:
             if global_rank() == 0:

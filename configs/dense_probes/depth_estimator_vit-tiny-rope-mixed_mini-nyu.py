@@ -4,7 +4,8 @@
 # 'featmap': this backbone gives no class-token pair, so no class token) ->
 # LinearDepthHead (DINOv2: x4 bilinear, 1x1 conv to 256 UD bins in [1e-3,
 # 10] m, linear normalisation, SigLoss) on mini-NYU at 64 px with random
-# flips, 300 AdamW iterations; mmseg's DepthMetric. Pretrained backbone:
+# flips, 300 AdamW iterations; the authors' metrics (DinoDepthMetric of
+# depth_mini-nyu.py). Pretrained backbone:
 # --cfg-options model.backbone.init_cfg.checkpoint=PATH (a
 # mmpos2backbone.py output or a training checkpoint's backbone).
 _base_ = [

@@ -4,11 +4,13 @@
 # frozen patch tokens of the last block (blocks=4: 4 evenly spaced blocks,
 # "lin. 4") with the class token concatenated, bilinear x4 upsampling,
 # 1x1 conv to 256 uniform depth bins in [1e-3, 10] m with AdaBins' linear
-# normalisation, DINOv2's SigLoss; mmseg's DepthMetric with the Eigen crop
-# (val_evaluator of mmseg's nyu.py). Head, bins, loss and evaluation follow
-# dinov2/hub/depthers.py + hub/depth/decode_heads.py; the training schedule
-# (AdamW, iterations, batch) is ours: the authors' training configs for the
-# linear depth probe are not public.
+# normalisation, DINOv2's SigLoss; the authors' metrics (DinoDepthMetric:
+# RMSE, abs-rel, delta < 1.25 ... of depths in (1e-3, 10) m inside the Eigen
+# crop, scaled to the map's size as DINOv3 does). Head, bins and loss follow
+# dinov2/hub/depthers.py + hub/depth/decode_heads.py, the metrics
+# dinov3/eval/depth (see mmpos/evaluation/depth_probe.py); the training
+# schedule (AdamW, iterations, batch) is ours: the authors' training
+# configs for the linear depth probe are not public.
 _base_ = ['mmseg::_base_/datasets/nyu.py']
 
 depth_probe = dict(
@@ -27,3 +29,9 @@ depth_probe = dict(
     batch_size=16,
     lr=1e-3,
     weight_decay=1e-4)
+val_evaluator = dict(
+    type='mmpretrain.DinoDepthMetric',
+    min_depth_eval=1e-3,
+    max_depth_eval=10.,
+    crop_type='nyu_crop')
+test_evaluator = val_evaluator

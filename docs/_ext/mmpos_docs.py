@@ -7,7 +7,8 @@
   tables' manifest, paper-only rows included: the method pages' comparison
   tables) and ``model_zoo.md`` (only the rows with a number of ours),
   both with the table tool (``mmpos_harness.paper_tables``) from the runs
-  under ``mmpos_paper_work_root``.
+  under ``mmpos_paper_work_root``, and ``faq.md``, one question per row of
+  the failures page's tables (:func:`faq_markdown`).
 * Checks every repository path a page mentions (:mod:`repo_paths`); a
   missing one is a warning, i.e. an error under ``-W``.
 """
@@ -126,12 +127,55 @@ def paper_table_pages(work_root: str, out_dir: Path) -> None:
     (out_dir / 'model_zoo.md').write_text('\n\n'.join(zoo) + '\n')
 
 
+# The failures page's tables that the FAQ is made of (their first column)
+FAQ_TABLES = ('bad input', 'fault')
+
+
+def _cells(row: str) -> list:
+    """The cells of a Markdown table row (``|`` inside backticks kept)."""
+    cells, cell, code = [], '', False
+    for char in row.strip().strip('|'):
+        if char == '`':
+            code = not code
+        if char == '|' and not code:
+            cells.append(cell.strip())
+            cell = ''
+        else:
+            cell += char
+    return cells + [cell.strip()]
+
+
+def faq_markdown(failures: str) -> str:
+    """The FAQ: one entry per row of the failures page's tables (what the
+    user meets, what they see, where it is handled or tested), so each
+    fact stays on the failures page."""
+    out, kind = [], None
+    for line in failures.splitlines():
+        if not line.startswith('|'):
+            kind = None
+            continue
+        cells = _cells(line)
+        if kind is None:
+            kind = cells[0] if cells[0] in FAQ_TABLES else ''
+            header = True
+            continue
+        if header or not kind:  # the |---| line, or another table
+            header = False
+            continue
+        out += [f'## {cells[0][0].upper()}{cells[0][1:]}', '',
+                f'**What you see:** {cells[1]}', '',
+                f'**Where:** {cells[2]}', '']
+    return '\n'.join(out)
+
+
 def generate(app):
     root = Path(app.config.mmpos_repo_root)
     out_dir = Path(app.srcdir) / '_generated'
     out_dir.mkdir(exist_ok=True)
     (out_dir / 'benchmarks.md').write_text(
         benchmark_markdown(root / 'benchmarks' / 'results'))
+    (out_dir / 'faq.md').write_text(faq_markdown(
+        (Path(app.srcdir) / 'advanced' / 'failures.md').read_text()))
     cwd = os.getcwd()
     os.chdir(root)  # the manifest names configs relative to the repo
     try:

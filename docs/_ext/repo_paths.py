@@ -148,12 +148,18 @@ def mentions(text: str) -> Iterable[Tuple[int, str]]:
                     yield lineno, token
 
 
+# a file a page's own commands write (`cat > my_config.py`, `... > out.txt`)
+_WRITTEN = re.compile(r'(?:^|\s)>\s*([^\s<>|&;]+)', re.M)
+
+
 def check_text(text: str, index: RepoIndex) -> List[Tuple[int, str, str]]:
-    """``(line, token, problem)`` for every mention that does not exist."""
+    """``(line, token, problem)`` for every mention that does not exist
+    (files the page's commands write themselves excepted)."""
     problems = []
+    written = set(_WRITTEN.findall(text))
     for lineno, raw in mentions(text):
         token = _clean(raw)
-        if not token or _PLACEHOLDER.search(token) or \
+        if not token or _PLACEHOLDER.search(token) or token in written or \
                 not index.is_candidate(token) or token in EXTERNAL_NAMES:
             continue
         for path in _expand(token):

@@ -28,11 +28,13 @@ silent random init). :func:`split_output` turns one backbone output into
   feature (``cls_token``), without patch tokens.
 """
 import inspect
+import logging
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 import torch.nn as nn
+from mmengine.logging import MMLogger
 from torch import Tensor
 
 from mmpos.utils.errors import BadInputError, UnsupportedModelError
@@ -107,8 +109,21 @@ def build_backbone(config,
     if raw_tokens and 'raw' in getattr(cls, 'OUT_TYPES', ()):
         backbone_cfg['out_type'] = 'raw'
     backbone = MODELS.build(backbone_cfg)
-    backbone.init_weights()
+    init_quietly(backbone)
     return backbone
+
+
+def init_quietly(module: nn.Module) -> None:
+    """``module.init_weights()`` without mmengine's INFO record per
+    parameter (a runner's log file keeps them; a tool's console does not
+    need them)."""
+    logger = MMLogger.get_current_instance()
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        module.init_weights()
+    finally:
+        logger.setLevel(level)
 
 
 def init_backbone(config,
@@ -142,6 +157,55 @@ def init_backbone(config,
     backbone.to(device).requires_grad_(False)
     backbone.eval()  # some backbones' train() returns None
     return backbone
+
+
+#: checkpoint meta keys that hold a config text: mmengine's training
+#: checkpoints (``cfg``), ``mmpos2backbone.py`` outputs (``backbone_cfg``)
+CONFIG_META_KEYS = ('cfg', 'backbone_cfg')
+
+
+def checkpoint_config(checkpoint: str):
+    """The config a local checkpoint records: an mmengine training
+    checkpoint's ``meta['cfg']`` or an ``mmpos2backbone.py`` output's
+    ``meta['backbone_cfg']``, as :class:`mmengine.Config`.
+
+    Raises:
+        BadInputError: the file records no config (pass one).
+    """
+    from mmengine.config import Config
+
+    from mmpos.checkpoint import read_checkpoint
+    ckpt = read_checkpoint(checkpoint)
+    meta = ckpt.get('meta') if isinstance(ckpt, dict) else None
+    text = next((meta[k] for k in CONFIG_META_KEYS
+                 if isinstance(meta, dict) and isinstance(meta.get(k), str)),
+                None)
+    if text is None:
+        raise BadInputError(
+            f'{checkpoint} records no config (meta.cfg of a training '
+            'checkpoint, meta.backbone_cfg of mmpos2backbone.py); pass '
+            'the config it was trained with')
+    return Config.fromstring(text, '.py')
+
+
+def load_backbone(checkpoint: str,
+                  config=None,
+                  device: Union[str, torch.device] = 'cpu',
+                  out_indices: Optional[Sequence[int]] = None,
+                  prefix: str = 'backbone.') -> nn.Module:
+    """A pretrained backbone in one line, from a local checkpoint::
+
+        >>> from mmpos.apis import load_backbone
+        >>> backbone = load_backbone('work_dirs/droppos_mini/iter_300.pth')
+
+    :func:`init_backbone` with the config the checkpoint records
+    (:func:`checkpoint_config`) unless ``config`` is given; in eval mode,
+    without gradients. ``hubconf.py`` offers the same to ``torch.hub.load(
+    <checkout>, 'backbone', checkpoint, source='local')``.
+    """
+    if config is None:
+        config = checkpoint_config(checkpoint)
+    return init_backbone(config, checkpoint, device, out_indices, prefix)
 
 
 def patch_stride(backbone: nn.Module) -> Tuple[int, int]:

@@ -5,8 +5,12 @@ retrieval, each configured by its probe config
 (``configs/dense_probes/*.py``).
 
 The seed sets what is random in a probe run: the random init of the
-backbone when there is no checkpoint, and the depth head's init and batch
-draws (correspondence and retrieval have no randomness).
+backbone when there is no checkpoint, the depth head's init and batch
+draws, and the retrieval memory's augmentations (correspondence has no
+randomness). Beside the backbones, every probe has its baselines from the
+same code: the image-free one (:func:`image_free_run`) and the raw pixels
+(``checkpoint=RAW_PIXELS``); :func:`informative` says whether trained
+backbones beat the image-free one.
 """
 from typing import Dict, Optional
 
@@ -16,7 +20,7 @@ import torch
 MINI_PROBES = dict(
     depth='configs/dense_probes/depth_mini-nyu.py',
     correspondence='configs/dense_probes/correspondence_mini-spair.py',
-    retrieval='configs/dense_probes/retrieval_mini-stuff.py')
+    retrieval='configs/dense_probes/retrieval_mini-scenes.py')
 # Reported metric of each probe (the suite's flat keys).
 HEADLINE = ('depth/rmse', 'depth/abs_rel', 'depth/d1',
             'correspondence/pck@0.05', 'correspondence/pck@0.1',
@@ -27,12 +31,16 @@ def depth_run(cfg, backbone, mean, std, seed: int = 0,
               data_root: Optional[str] = None, batch_size: int = 32,
               device='cpu', **overrides):
     """The depth probe of probe config ``cfg`` on ``backbone`` (built with
-    the config's ``blocks`` out). Returns ``(metrics, details)``: mmseg's
-    ``DepthMetric`` keys, and the settings, validation paths, true and
-    predicted depths."""
+    the config's ``blocks`` out). Returns ``(metrics, details)``:
+    :func:`~mmpos.evaluation.depth_probe.depth_metrics`' keys, and the
+    settings, validation paths, true and predicted depths, and
+    ``baselines``: the same metrics of the image-free ``constant`` and
+    per-pixel ``prior`` (``depth_constant_baseline``,
+    ``depth_prior_baseline``) on the same training and validation depths."""
     from .dense import probe_settings, split_features
     from .depth_probe import (DEPTH_PROBE, FIT_KEYS, HEAD_KEYS,
-                              depth_eval_settings, depth_split,
+                              depth_constant_baseline, depth_eval_settings,
+                              depth_prior_baseline, depth_split,
                               run_depth_probe)
     s = probe_settings(cfg, 'depth_probe', DEPTH_PROBE, **overrides)
     data, paths = [], {}
@@ -46,9 +54,13 @@ def depth_run(cfg, backbone, mean, std, seed: int = 0,
         *data, seed=seed, cls_token=s['cls_token'],
         **{k: s[k] for k in HEAD_KEYS + FIT_KEYS}, **depth_eval_settings(cfg))
     counts = {f'{k}_images': len(v) for k, v in paths.items()}
+    baselines = {name: fn(data[1], data[3], **depth_eval_settings(cfg))
+                 for name, fn in (('constant', depth_constant_baseline),
+                                  ('prior', depth_prior_baseline))}
     return metrics, dict(settings=dict(s, **depth_eval_settings(cfg),
                                        **counts),
-                         paths=paths, gt=data[3], pred=pred)
+                         paths=paths, gt=data[3], pred=pred,
+                         baselines=baselines)
 
 
 def correspondence_run(cfg, backbone, mean, std,
@@ -56,8 +68,11 @@ def correspondence_run(cfg, backbone, mean, std,
                        batch_size: int = 32, device='cpu', categories=None,
                        **overrides):
     """The correspondence probe of probe config ``cfg`` on ``backbone``.
-    Returns ``(metrics, details)``: ``pck@<alpha>``, and the settings,
-    pairs, predicted target keypoints and image sizes."""
+    Returns ``(metrics, details)``: :func:`.correspondence.spair_pck`'s
+    ``pck@<alpha>`` (mean over categories), ``.../vp<bin>``,
+    ``.../category/<name>``, ``.../keypoints``; and the settings (with the
+    counts of pairs, keypoints, missing keypoints left out, keypoints per
+    category), pairs, predicted target keypoints and image sizes."""
     from .correspondence import (CORRESPONDENCE_PROBE, correspondence_pck,
                                  pair_features, read_spair_pairs)
     from .dense import probe_settings
@@ -68,38 +83,149 @@ def correspondence_run(cfg, backbone, mean, std,
     src, trg, hws = pair_features(backbone, pairs, s['size'], mean, std,
                                   batch_size, device)
     metrics, preds = correspondence_pck(pairs, src, trg, hws, s['by'],
-                                        s['alphas'])
-    counts = dict(pairs=len(pairs),
-                  keypoints=sum(len(p['src_kps']) for p in pairs))
+                                        s['alphas'], s['upsample'])
+    per_category = {}
+    for p in pairs:
+        per_category[p['category']] = per_category.get(
+            p['category'], 0) + len(p['src_kps'])
+    counts = dict(pairs=len(pairs), keypoints=sum(per_category.values()),
+                  missing_keypoints=sum(p['missing'] for p in pairs),
+                  category_keypoints=dict(sorted(per_category.items())))
     return metrics, dict(settings=dict(s, **counts), pairs=pairs,
                          preds=preds, hws=hws)
 
 
 def retrieval_run(cfg, backbone, mean, std, data_root: Optional[str] = None,
-                  batch_size: int = 32, device='cpu', **overrides):
-    """The retrieval probe of probe config ``cfg`` on ``backbone``. Returns
-    ``(metrics, details)``: mmseg's ``IoUMetric`` keys, and the settings,
-    validation paths, true and retrieved labels, classes, ignore index."""
-    from .dense import probe_settings, split_features
-    from .dense_retrieval import RETRIEVAL_PROBE, hummingbird_miou, seg_split
+                  batch_size: int = 32, device='cpu', seed: int = 0,
+                  **overrides):
+    """The retrieval probe of probe config ``cfg`` on ``backbone``: the
+    augmented memory of the ``train`` split
+    (:func:`~.dense_retrieval.augmented_memory`, its views and bounded
+    memory drawn with ``seed``), the ``val`` split retrieved from it.
+    Returns ``(metrics, details)``: mmseg's ``IoUMetric`` keys, and the
+    settings (with the memory's patch count), validation paths, true and
+    retrieved labels, classes, ignore index."""
+    from .dense import probe_dataset, probe_settings, split_features
+    from .dense_retrieval import (RETRIEVAL_PROBE, augmented_memory,
+                                  retrieval_miou, seg_infos, seg_split)
     s = probe_settings(cfg, 'retrieval_probe', RETRIEVAL_PROBE, **overrides)
-    data, paths = [], {}
-    for split in ('train', 'val'):
-        paths[split], labels, classes, ignore = seg_split(
-            cfg, split, s['size'], data_root)
-        data += [split_features(backbone, paths[split], s['size'], mean, std,
-                                batch_size, device)['patch'][-1], labels]
-    metrics, pred = hummingbird_miou(*data, classes, s['k'],
-                                     s['temperature'], ignore,
-                                     return_pred=True)
-    counts = {f'{k}_images': len(v) for k, v in paths.items()}
-    return metrics, dict(settings=dict(s, **counts, classes=len(classes)),
-                         paths=paths, gt=data[3], pred=pred,
-                         classes=classes, ignore_index=ignore)
+    infos, classes, ignore = seg_infos(probe_dataset(cfg, 'train',
+                                                     data_root))
+    memory = augmented_memory(backbone, infos, s['size'], mean, std,
+                              len(classes), ignore, s['augment_epochs'],
+                              s['memory_size'], seed, batch_size, device)
+    paths, labels, _, _ = seg_split(cfg, 'val', s['size'], data_root)
+    feats = split_features(backbone, paths, s['size'], mean, std,
+                           batch_size, device)['patch'][-1]
+    metrics, pred = retrieval_miou(memory, feats, labels, classes, s['k'],
+                                   s['temperature'], ignore,
+                                   return_pred=True)
+    settings = dict(s, train_images=len(infos), val_images=len(paths),
+                    memory_patches=memory[0].shape[0], seed=seed,
+                    classes=len(classes))
+    return metrics, dict(settings=settings, paths=dict(
+        train=[i['img_path'] for i in infos], val=paths), gt=labels,
+                         pred=pred, classes=classes, ignore_index=ignore)
 
 
 RUNS = dict(depth=depth_run, correspondence=correspondence_run,
             retrieval=retrieval_run)
+# the probes whose run draws from the seed (beside a random init)
+SEEDED = ('depth', 'retrieval')
+# Per probe, the headline metric that decides whether the probe is
+# informative (:func:`informative`), and whether lower is better.
+DECIDING = {'depth': ('depth/rmse', True),
+            'correspondence': ('correspondence/pck@0.1', False),
+            'retrieval': ('retrieval/mIoU', False)}
+
+
+def image_free_run(name: str, cfg,
+                   data_root: Optional[str] = None) -> Dict[str, float]:
+    """Probe ``name``'s image-free baseline on its data (what never looks
+    at an image), as the probe's metrics: depth, the per-pixel mean of the
+    training depths (:func:`~.depth_probe.depth_prior_baseline`);
+    correspondence, every keypoint where it was in the source image
+    (:func:`~.correspondence.identity_baseline`); retrieval, the per-pixel
+    class prior of the training labels
+    (:func:`~.dense_retrieval.class_prior_run`). Deterministic."""
+    from .dense import probe_settings
+    if name == 'depth':
+        from .depth_probe import (DEPTH_PROBE, depth_eval_settings,
+                                  depth_prior_baseline, depth_split)
+        s = probe_settings(cfg, 'depth_probe', DEPTH_PROBE)
+        depths = [depth_split(cfg, split, s['size'], data_root,
+                              s['max_train_images'] if split == 'train'
+                              else None)[1] for split in ('train', 'val')]
+        return depth_prior_baseline(*depths, **depth_eval_settings(cfg))
+    if name == 'correspondence':
+        from .correspondence import (CORRESPONDENCE_PROBE, identity_baseline,
+                                     pair_image_hws, read_spair_pairs)
+        s = probe_settings(cfg, 'correspondence_probe', CORRESPONDENCE_PROBE)
+        pairs = read_spair_pairs(data_root or cfg.data_root, s['split'])
+        return identity_baseline(pairs, pair_image_hws(pairs), s['by'],
+                                 s['alphas'])[0]
+    if name == 'retrieval':
+        from .dense_retrieval import RETRIEVAL_PROBE, class_prior_run
+        s = probe_settings(cfg, 'retrieval_probe', RETRIEVAL_PROBE)
+        return class_prior_run(cfg, s['size'], data_root)[0]
+    raise ValueError(f'unknown probe {name!r}; choose from {sorted(RUNS)}')
+
+
+def image_free_probes(probes: Dict[str, str] = MINI_PROBES,
+                      data_roots: Optional[Dict[str, str]] = None
+                      ) -> Dict[str, float]:
+    """:func:`image_free_run` of every probe, as the flat keys of
+    :func:`run_dense_probes`."""
+    from mmpos.apis.features import load_config
+    data_roots = data_roots or {}
+    out: Dict[str, float] = {}
+    for name, path in probes.items():
+        metrics = image_free_run(name, load_config(path),
+                                 data_roots.get(name))
+        out.update({f'{name}/{k}': float(v) for k, v in metrics.items()})
+    return out
+
+
+def informative(trained: Dict[str, list], image_free: Dict[str, float]):
+    """Per probe, whether its trained backbones beat what never looks at
+    the image: the best trained run (by mean) on the probe's deciding
+    metric (:data:`DECIDING`) against the image-free value, a paired t
+    over the seeds (the baseline is the same at every seed), Holm over the
+    probes. A probe where no trained backbone is significantly better is
+    not informative: its differences are shown, not ranked.
+
+    Args:
+        trained: ``{label: [per-seed flat metrics]}`` of the runs from
+            pretrained checkpoints.
+        image_free: :func:`image_free_probes`' values.
+
+    Returns:
+        ``{probe: (informative, best label, Comparison of best minus
+        image-free, lower is better)}`` for the probes with a deciding
+        metric in the results.
+    """
+    from . import stats
+    found = {}
+    for probe, (key, lower) in DECIDING.items():
+        if key not in image_free or not trained:
+            continue
+        means = {label: sum(r[key] for r in runs) / len(runs)
+                 for label, runs in trained.items()}
+        best = (min if lower else max)(means, key=means.get)
+        values = [r[key] for r in trained[best]]
+        found[probe] = (best, stats.paired(values,
+                                           [image_free[key]] * len(values)),
+                        lower)
+    tests = stats.family([t for _, t, _ in found.values()], stats.HOLM)
+    return {probe: ((test.verdict == 'lower') if lower else
+                    (test.verdict == 'higher'), best, test, lower)
+            for (probe, (best, _, lower)), test in zip(found.items(), tests)}
+
+
+#: ``checkpoint`` value that probes the raw pixels
+#: (:class:`~mmpos.models.backbones.PixelPatches` with the config
+#: backbone's patch size) instead of the config's backbone
+RAW_PIXELS = 'pixels'
 
 
 def probed_backbone(name: str, cfg, config: str,
@@ -108,8 +234,14 @@ def probed_backbone(name: str, cfg, config: str,
                     device='cpu'):
     """The backbone of ``config`` / ``checkpoint`` as probe ``name`` of
     probe config ``cfg`` needs it (the depth probe: its ``blocks`` out,
-    unless ``blocks`` is given), a random init drawn with ``seed``."""
+    unless ``blocks`` is given), a random init drawn with ``seed``;
+    ``checkpoint`` :data:`RAW_PIXELS`: the patchified pixels."""
     from .dense import probe_backbone
+    if checkpoint == RAW_PIXELS:
+        from mmpos.apis.features import backbone_config
+        from mmpos.models.backbones import PixelPatches
+        return PixelPatches(backbone_config(config).get('patch_size', 16)
+                            ).to(device).eval()
     if blocks is None:
         blocks = cfg.get('depth_probe', {}).get('blocks', 1) if (
             name == 'depth') else 1
@@ -125,7 +257,8 @@ def run_dense_probes(config: str, checkpoint: Optional[str],
                      batch_size: int = 32) -> Dict[str, float]:
     """Run the probes of ``probes`` (``{'depth' | 'correspondence' |
     'retrieval': probe config}``) on the backbone of ``config`` loaded from
-    ``checkpoint`` (``None``: random init drawn with ``seed``).
+    ``checkpoint`` (``None``: random init drawn with ``seed``;
+    :data:`RAW_PIXELS`: the raw-pixel baseline).
 
     Returns:
         Flat metrics: ``depth/<DepthMetric key>``,
@@ -143,7 +276,7 @@ def run_dense_probes(config: str, checkpoint: Optional[str],
         cfg = load_config(path)
         backbone = probed_backbone(name, cfg, config, checkpoint, seed,
                                    prefix=prefix, device=device)
-        extra = dict(seed=seed) if name == 'depth' else {}
+        extra = dict(seed=seed) if name in SEEDED else {}
         metrics, _ = RUNS[name](cfg, backbone, mean, std,
                                 data_root=data_roots.get(name),
                                 batch_size=batch_size, device=device, **extra)
@@ -195,15 +328,15 @@ def probe_tool(args, name: str, title: str, **overrides):
                                overrides.get('blocks'), args.prefix,
                                args.device)
     start = time.perf_counter()
-    extra = dict(seed=seed) if name == 'depth' else {}
+    extra = dict(seed=seed) if name in SEEDED else {}
     metrics, details = RUNS[name](
         cfg, backbone, *data_mean_std(args.config), data_root=args.data_root,
         batch_size=args.batch_size, device=args.device, **extra, **overrides)
     metrics = {f'{name}/{k}': float(v) for k, v in metrics.items()}
     settings = dict(config=args.config, checkpoint=args.checkpoint,
                     probe=args.probe, out_indices=list(getattr(
-                        backbone, 'out_indices', [])), **extra,
-                    **details['settings'],
+                        backbone, 'out_indices', [])),
+                    **{**extra, **details['settings']},
                     seconds=round(time.perf_counter() - start, 1))
     paths = write_result(args.work_dir, metrics, title, settings)
     for key, value in metrics.items():

@@ -19,13 +19,17 @@ as the authors' code does it (``dinov2/hub/depthers.py``,
 * the loss is the scale-invariant log loss of the authors' ``SigLoss``
   (:class:`SigLoss`), on the prediction upsampled bilinearly to the depth
   map's size;
-* metrics are mmseg's :class:`~mmseg.evaluation.metrics.DepthMetric`
-  (RMSE, abs-rel, delta < 1.25 ``d1``, ... averaged over images; NYU: depths
-  in (1e-3, 10) m, the Eigen crop ``nyu_crop`` at 480 x 640).
+* metrics (:func:`depth_metrics`) as the authors' evaluation code computes
+  them: RMSE (the headline), abs-rel, delta < 1.25 ``d1`` ... of each image
+  over its evaluated pixels, averaged over the images; NYU: ground truth in
+  (1e-3, 10) m, the Eigen crop (:func:`eigen_crop_box`), predictions
+  clamped to [1e-3, 10] m. :func:`depth_constant_baseline` and
+  :func:`depth_prior_baseline` score image-free predictions with the same
+  function.
 
 :class:`LinearDepthHead` is an mmseg decode head, so a config can train it
 inside mmseg's :class:`~mmseg.models.segmentors.DepthEstimator`
-(``configs/dense_probes/depth-linear_*``). :func:`fit_depth_probe` trains
+(``configs/dense_probes/depth_estimator_*``). :func:`fit_depth_probe` trains
 the same head on cached frozen features without a runner: used by
 ``tools/analysis_tools/depth_probe.py`` and the online probe
 (:class:`mmpos.engine.hooks.dense_probes.OnlineDepthProbeHook`).
@@ -33,6 +37,53 @@ the same head on cached frozen features without a runner: used by
 SID bins (``bins_strategy='SID'``) are DORN's log-uniform spacing
 ``exp(linspace(log min, log max))``; the authors' code (which never uses
 them) calls ``torch.logspace(min, max)``, i.e. exponents, not depths.
+
+The metrics, their sources and where they differ (shipped code follows the
+authors' code). DINOv2's paper reports RMSE (its Table 11) and "follows
+the evaluation protocol of Li et al. (2022b)"; its repository has no depth
+metric code, and its ``dinov2/eval/depth`` (depther, heads, ``SigLoss``)
+is Li et al.'s Monocular-Depth-Estimation-Toolbox's. The toolbox's
+``depth/core/evaluation/metrics.py`` is restated by DINOv3 in
+``dinov3/eval/depth/metrics.py`` (``calculate_depth_metrics``; the mask in
+``eval/depth/datasets/datasets_utils.py`` ``make_valid_mask``, the loop in
+``eval/depth/eval.py``, the range 1e-3 to 10 m in
+``eval/depth/configs/config-nyu.yaml``):
+
+* valid pixels: ground truth strictly inside ``(min_depth_eval,
+  max_depth_eval)`` -- invalid depth (0) and depth at or beyond the maximum
+  are left out (toolbox, DINOv3, mmseg alike);
+* the Eigen crop: rows 45:471, columns 41:601 of a 480 x 640 frame. The
+  toolbox and mmseg's ``DepthMetric`` index these pixels whatever the map's
+  size (at 64 x 64 that keeps rows 45:64, columns 41:64); DINOv3 scales the
+  box to an ``H x W`` map as ``int(45 / 480 * H)``, ``int(471 / 480 * H)``,
+  ``int(41 / 640 * W)``, ``int(601 / 640 * W)`` -- followed here (64 x 64:
+  rows 6:62, columns 4:60);
+* predictions are clamped to ``[min_depth_eval, max_depth_eval]`` before the
+  metrics (DINOv3's eval loop; DINOv2's ``DepthEncoderDecoder`` clamps to
+  the head's range); mmseg does not clamp;
+* per image ``g = log d - log d*``: ``d1 / d2 / d3`` the share of pixels
+  with ``max(d / d*, d* / d) < 1.25, 1.25^2, 1.25^3``; ``abs_rel =
+  mean(|d - d*| / d*)``, ``sq_rel = mean((d - d*)^2 / d*)``, ``rmse =
+  sqrt(mean((d - d*)^2))``, ``rmse_log = sqrt(mean(g^2))``, ``log10 =
+  mean(|log10 d - log10 d*|)``, ``silog = 100 sqrt(mean(g^2) -
+  mean(g)^2)`` (toolbox and DINOv3; mmseg's ``silog`` is ``sqrt(mean(g^2)
+  - 0.5 mean(g)^2)``, without the 100);
+* the reported value is the mean over images (NaN-mean in the toolbox and
+  DINOv3), so an image without a valid pixel is left out of every metric,
+  as in the toolbox (whose ``calculate`` returns NaN for all of them);
+  DINOv3 turns that image's NaN ``silog`` into 0 and averages it in, and
+  mmseg's plain mean turns every metric into NaN. No valid pixel in any
+  image is an error.
+
+Paper text vs code: DINOv2's paper trains the linear layer "using a
+classification loss" over the 256 bins; the authors' code has only
+regression losses on the bins' expected depth (``SigLoss``,
+``GradientLoss``; the training configs are not public), so the head here
+trains with :class:`SigLoss`. DINOv3's linear depth evaluation
+(``eval/depth/configs/config-nyu.yaml``) differs from DINOv2's "lin. 1" in
+the head (no class token, batch norm, the backbone's final norm) and
+evaluates with horizontal-flip test-time augmentation; mmpos keeps DINOv2's
+head and predicts without flips.
 """
 import math
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -40,10 +91,12 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from mmengine.evaluator import BaseMetric
 from mmseg.models.decode_heads.decode_head import BaseDecodeHead
 from torch import Tensor
 
-from mmpos.registry import MODELS
+from mmpos.apis.features import init_quietly
+from mmpos.registry import METRICS, MODELS
 from mmpos.utils.errors import BadInputError
 
 NORM_STRATEGIES = ('linear', 'softmax', 'sigmoid')
@@ -261,7 +314,7 @@ def fit_depth_probe(feats: dict, depths: Tensor, cls_token: bool = True,
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         head = LinearDepthHead(in_channels=width, **head_cfg)
-        head.init_weights()
+        init_quietly(head)
     optim = torch.optim.AdamW(head.parameters(), lr=lr,
                               weight_decay=weight_decay)
     num = depths.shape[0]
@@ -291,26 +344,219 @@ def predict_depth(head: LinearDepthHead, feats: dict, size: Tuple[int, int],
     return torch.cat(out)
 
 
-def depth_metrics(pred: Tensor, gt: Tensor, min_depth_eval: float = 1e-3,
-                  max_depth_eval: float = 10.,
-                  crop_type: Optional[str] = None) -> Dict[str, float]:
-    """mmseg's :class:`~mmseg.evaluation.metrics.DepthMetric` of predicted
-    vs ground-truth depths ``(N, H, W)`` (metres): ``rmse``, ``abs_rel``,
-    ``d1`` (delta < 1.25), ``d2``, ``d3``, ``sq_rel``, ``rmse_log``,
-    ``log10``, ``silog``, each averaged over the images."""
-    from mmengine.logging import MMLogger
-    from mmseg.evaluation.metrics import DepthMetric
+# The Eigen crop of NYU-Depth v2: rows y1:y2, columns x1:x2 of a 480 x 640
+# frame (BTS, AdaBins, Li et al.'s toolbox).
+EIGEN_CROP = (45, 471, 41, 601)
+EIGEN_FRAME = (480, 640)
+CROP_TYPES = (None, 'nyu_crop')
+DEPTH_METRICS = ('d1', 'd2', 'd3', 'abs_rel', 'sq_rel', 'rmse', 'rmse_log',
+                 'log10', 'silog')
+
+
+def eigen_crop_box(height: int, width: int) -> Tuple[int, int, int, int]:
+    """``(y1, y2, x1, x2)`` of the Eigen crop on an ``height x width`` map:
+    :data:`EIGEN_CROP` scaled as DINOv3's ``make_valid_mask`` does,
+    ``int(y1 / 480 * height)`` ... (exact at 480 x 640)."""
+    (y1, y2, x1, x2), (h0, w0) = EIGEN_CROP, EIGEN_FRAME
+    return (int(y1 / h0 * height), int(y2 / h0 * height),
+            int(x1 / w0 * width), int(x2 / w0 * width))
+
+
+def depth_eval_mask(gt: Tensor, min_depth_eval: float = 1e-3,
+                    max_depth_eval: float = 10.,
+                    crop_type: Optional[str] = None) -> Tensor:
+    """The evaluated pixels of ground-truth depths ``(..., H, W)``: the same
+    shape, True where ``min_depth_eval < gt < max_depth_eval`` and (with
+    ``crop_type='nyu_crop'``) inside :func:`eigen_crop_box`."""
+    if crop_type not in CROP_TYPES:
+        raise BadInputError(f'crop_type must be one of {CROP_TYPES}, got '
+                            f'{crop_type!r}')
+    mask = (gt > min_depth_eval) & (gt < max_depth_eval)
+    if crop_type == 'nyu_crop':
+        y1, y2, x1, x2 = eigen_crop_box(*gt.shape[-2:])
+        crop = torch.zeros_like(mask)
+        crop[..., y1:y2, x1:x2] = True
+        mask &= crop
+    return mask
+
+
+def image_depth_metrics(pred: Tensor, gt: Tensor,
+                        min_depth_eval: float = 1e-3,
+                        max_depth_eval: float = 10.,
+                        crop_type: Optional[str] = None
+                        ) -> Optional[Dict[str, float]]:
+    """:data:`DEPTH_METRICS` of one image (module docstring) from its
+    predicted and true depths ``(H, W)`` in metres, on the pixels of
+    :func:`depth_eval_mask`, the prediction clamped to ``[min_depth_eval,
+    max_depth_eval]``; ``None`` if no pixel is evaluated."""
     if pred.shape != gt.shape:
         raise BadInputError(f'predicted depth {tuple(pred.shape)} vs ground '
                             f'truth {tuple(gt.shape)}')
-    metric = DepthMetric(min_depth_eval=min_depth_eval,
-                         max_depth_eval=max_depth_eval, crop_type=crop_type)
-    samples = [dict(pred_depth_map=dict(data=p[None].float()),
-                    gt_depth_map=dict(data=g[None].float()))
-               for p, g in zip(pred, gt)]
-    metric.process({}, samples)
-    MMLogger.get_instance('mmpos')  # DepthMetric logs its table there
-    return metric.compute_metrics(metric.results)
+    mask = depth_eval_mask(gt, min_depth_eval, max_depth_eval, crop_type)
+    if not mask.any():
+        return None
+    true = gt[mask].double()
+    est = pred[mask].double().clamp(min_depth_eval, max_depth_eval)
+    ratio = torch.maximum(true / est, est / true)
+    diff = est - true
+    g = est.log() - true.log()
+    out = {f'd{k}': (ratio < 1.25**k).double().mean() for k in (1, 2, 3)}
+    out.update(
+        abs_rel=(diff.abs() / true).mean(),
+        sq_rel=(diff**2 / true).mean(),
+        rmse=(diff**2).mean().sqrt(),
+        rmse_log=(g**2).mean().sqrt(),
+        log10=(est.log10() - true.log10()).abs().mean(),
+        silog=100 * ((g**2).mean() - g.mean()**2).clamp(min=0).sqrt())
+    return {k: float(out[k]) for k in DEPTH_METRICS}
+
+
+def mean_depth_metrics(per_image: Sequence[Optional[Dict[str, float]]]
+                       ) -> Dict[str, float]:
+    """Mean over the images of :func:`image_depth_metrics` results, images
+    without an evaluated pixel (``None``) left out."""
+    scored = [m for m in per_image if m is not None]
+    if not scored:
+        raise BadInputError(f'no evaluated depth pixel in any of '
+                            f'{len(per_image)} images (all outside the '
+                            'depth range or the crop)')
+    return {k: sum(m[k] for m in scored) / len(scored) for k in DEPTH_METRICS}
+
+
+def depth_metrics(pred: Tensor, gt: Tensor, min_depth_eval: float = 1e-3,
+                  max_depth_eval: float = 10.,
+                  crop_type: Optional[str] = None) -> Dict[str, float]:
+    """The metrics of predicted vs ground-truth depths ``(N, H, W)``
+    (metres), as the authors' code computes them (module docstring):
+    :data:`DEPTH_METRICS` of each image (:func:`image_depth_metrics`),
+    averaged over the images that have an evaluated pixel.
+
+    Args:
+        pred, gt: depths ``(N, H, W)``; ``gt`` 0 (or outside the range):
+            not evaluated.
+        min_depth_eval, max_depth_eval: the evaluated ground-truth range
+            (open interval) and the prediction's clamp.
+        crop_type: ``None`` or ``'nyu_crop'`` (the Eigen crop, scaled to
+            ``H x W`` by :func:`eigen_crop_box`).
+
+    Returns:
+        ``{'d1', 'd2', 'd3', 'abs_rel', 'sq_rel', 'rmse', 'rmse_log',
+        'log10', 'silog'}`` floats (``d*`` fractions in [0, 1]).
+    """
+    if pred.shape != gt.shape or gt.dim() != 3:
+        raise BadInputError(f'predicted depth {tuple(pred.shape)} vs ground '
+                            f'truth {tuple(gt.shape)}: both (N, H, W)')
+    return mean_depth_metrics([
+        image_depth_metrics(p, g, min_depth_eval, max_depth_eval, crop_type)
+        for p, g in zip(pred, gt)])
+
+
+@METRICS.register_module()
+class DinoDepthMetric(BaseMetric):
+    """:func:`depth_metrics` as an mmengine metric (for mmseg's
+    ``DepthEstimator``, ``type='mmpretrain.DinoDepthMetric'``): reads
+    ``pred_depth_map`` and ``gt_depth_map`` of each data sample (mmseg's
+    ``SegDataSample``), keys :data:`DEPTH_METRICS`.
+
+    Args:
+        min_depth_eval, max_depth_eval, crop_type: see
+            :func:`depth_metrics`.
+        collect_device, prefix: :class:`~mmengine.evaluator.BaseMetric`'s.
+    """
+
+    def __init__(self, min_depth_eval: float = 1e-3,
+                 max_depth_eval: float = 10.,
+                 crop_type: Optional[str] = None,
+                 collect_device: str = 'cpu',
+                 prefix: Optional[str] = None):
+        super().__init__(collect_device=collect_device, prefix=prefix)
+        depth_eval_mask(torch.zeros(1, 1), crop_type=crop_type)  # checks
+        self.settings = dict(min_depth_eval=min_depth_eval,
+                             max_depth_eval=max_depth_eval,
+                             crop_type=crop_type)
+
+    def process(self, data_batch, data_samples: Sequence[dict]) -> None:
+        for sample in data_samples:
+            pred = sample['pred_depth_map']['data'].squeeze(0)
+            gt = sample['gt_depth_map']['data'].squeeze(0).to(pred)
+            self.results.append(image_depth_metrics(pred, gt,
+                                                    **self.settings))
+
+    def compute_metrics(self, results: list) -> Dict[str, float]:
+        return mean_depth_metrics(results)
+
+
+def _training_mask(train_depths: Tensor, val_depths: Tensor,
+                   settings: dict) -> Tensor:
+    """The evaluated pixels of the training depths ``(N, H, W)`` (same
+    ``H, W`` as the validation depths, at least one)."""
+    if train_depths.dim() != 3 or train_depths.shape[1:] != \
+            val_depths.shape[1:]:
+        raise BadInputError(f'training depths {tuple(train_depths.shape)} '
+                            f'and validation depths '
+                            f'{tuple(val_depths.shape)}: (N, H, W) of one '
+                            'H, W')
+    mask = depth_eval_mask(train_depths, **settings)
+    if not mask.any():
+        raise BadInputError('no training depth inside the evaluated range '
+                            'and crop')
+    return mask
+
+
+def depth_constant_baseline(train_depths: Tensor, val_depths: Tensor,
+                            min_depth_eval: float = 1e-3,
+                            max_depth_eval: float = 10.,
+                            crop_type: Optional[str] = None
+                            ) -> Dict[str, float]:
+    """The image-free constant: every validation pixel predicted as the
+    mean of the training depths over their evaluated pixels
+    (:func:`depth_eval_mask`), scored by :func:`depth_metrics`.
+
+    Args:
+        train_depths, val_depths: ``(N, H, W)``, ``(M, H, W)`` metres.
+        min_depth_eval, max_depth_eval, crop_type: see
+            :func:`depth_metrics` (also select the training pixels).
+
+    Returns:
+        :func:`depth_metrics`' dict.
+    """
+    settings = dict(min_depth_eval=min_depth_eval,
+                    max_depth_eval=max_depth_eval, crop_type=crop_type)
+    mask = _training_mask(train_depths, val_depths, settings)
+    mean = train_depths[mask].double().mean()
+    return depth_metrics(torch.full_like(val_depths, float(mean)),
+                         val_depths, **settings)
+
+
+def depth_prior_baseline(train_depths: Tensor, val_depths: Tensor,
+                         min_depth_eval: float = 1e-3,
+                         max_depth_eval: float = 10.,
+                         crop_type: Optional[str] = None
+                         ) -> Dict[str, float]:
+    """The image-free per-pixel prior: every validation pixel predicted as
+    the mean of the training depths at that pixel over the training images
+    in which it is evaluated (:func:`depth_eval_mask`; a pixel evaluated in
+    none gets the mean over all evaluated training pixels), scored by
+    :func:`depth_metrics`. What a probe can reach from the pixel's position
+    alone, without looking at the image.
+
+    Args:
+        train_depths, val_depths: ``(N, H, W)``, ``(M, H, W)`` metres.
+        min_depth_eval, max_depth_eval, crop_type: see
+            :func:`depth_metrics` (also select the training pixels).
+
+    Returns:
+        :func:`depth_metrics`' dict.
+    """
+    settings = dict(min_depth_eval=min_depth_eval,
+                    max_depth_eval=max_depth_eval, crop_type=crop_type)
+    mask = _training_mask(train_depths, val_depths, settings)
+    depths = torch.where(mask, train_depths.double(), 0.)
+    count = mask.sum(0)
+    prior = torch.where(count > 0, depths.sum(0) / count.clamp(min=1),
+                        depths.sum() / count.sum())
+    return depth_metrics(prior.to(val_depths).expand_as(val_depths),
+                         val_depths, **settings)
 
 
 # Head / training / evaluation settings of a depth probe and their defaults
@@ -389,6 +635,7 @@ def depth_split(cfg, split: str, size, data_root: Optional[str] = None,
 
 def depth_eval_settings(cfg) -> dict:
     """:data:`EVAL_KEYS` of the probe config's ``val_evaluator``
-    (mmseg ``DepthMetric``), for inputs of the probe's size."""
+    (:class:`DinoDepthMetric`), for :func:`depth_metrics` on depths of the
+    probe's size."""
     evaluator = dict(cfg.get('val_evaluator') or {})
     return {k: evaluator[k] for k in EVAL_KEYS if k in evaluator}

@@ -14,7 +14,7 @@
   before anything is built;
 * :func:`start_cpu_process_group`: distributed runs on CPU-only machines,
   where mmengine's own ``init_dist`` calls ``torch.cuda.set_device``;
-* :func:`quiet_frozen_parameters`: no WARNING per frozen parameter;
+* :func:`quiet_console`: no line per parameter on the console;
 * :func:`rank_processes`, :func:`lost_rank`: a rank that dies is named by
   the ranks it leaves behind, in one line.
 """
@@ -349,23 +349,30 @@ def start_cpu_process_group(cfg, launcher):
     return True
 
 
-class _FrozenParameterFilter(logging.Filter):
+# What mmengine logs once per parameter while it builds a run (hundreds of
+# lines: the optimizer's parameter-wise options and skipped frozen
+# parameters, the init of each parameter)
+PER_PARAMETER = ('is skipped since its requires_grad=False',
+                 'paramwise_options -- ',
+                 'The value is the same before and after calling '
+                 '`init_weights`')
+
+
+class _PerParameterFilter(logging.Filter):
 
     def filter(self, record):
-        if record.levelno == logging.WARNING and \
-                'is skipped since its requires_grad=False' in \
-                record.getMessage():
-            record.levelno, record.levelname = logging.DEBUG, 'DEBUG'
-        return True
+        message = record.getMessage()
+        return not any(text in message for text in PER_PARAMETER)
 
 
-def quiet_frozen_parameters(logger: logging.Logger) -> None:
-    """Log mmengine's ``<param> is skipped since its requires_grad=False``
-    (one WARNING per frozen parameter while the optimizer is built: dozens
-    for a frozen backbone or an EMA teacher, all expected) at DEBUG on
-    ``logger`` (the runner's)."""
-    if not any(isinstance(f, _FrozenParameterFilter) for f in logger.filters):
-        logger.addFilter(_FrozenParameterFilter())
+def quiet_console(logger: logging.Logger) -> None:
+    """Keep mmengine's per-parameter records (:data:`PER_PARAMETER`) off
+    the console handlers of ``logger`` (the runner's); its log file keeps
+    them."""
+    for handler in logger.handlers:
+        if type(handler) is logging.StreamHandler and not any(
+                isinstance(f, _PerParameterFilter) for f in handler.filters):
+            handler.addFilter(_PerParameterFilter())
 
 
 def rank_processes():

@@ -29,7 +29,7 @@ from mmengine.config import Config
 from mmpos.checkpoint import write_atomically
 from mmpos.evaluation.dense_suite import MINI_PROBES
 
-from ..mini_data import MARKER
+from ..mini_data import EVAL_NUM_VAL, MARKER
 from ..results import DONE_MARKER, last_checkpoint, read_run
 from .seeds import COMPUTE, PLAN, pretrain_dir, transfer_dir, write_json
 
@@ -89,9 +89,9 @@ PROBES = {
         seeded=False),
     'retrieval': dict(
         tool='tools/analysis_tools/dense_retrieval.py', config=PROBE_CONFIG,
-        probe=MINI_PROBES['retrieval'], data='stuff',
-        label='mini-stuff retrieval', metrics={'retrieval/mIoU': 'mIoU'},
-        scale=1.0, seeded=False),
+        probe=MINI_PROBES['retrieval'], data='scenes',
+        label='mini-scenes retrieval', metrics={'retrieval/mIoU': 'mIoU'},
+        scale=1.0, seeded=True),
 }
 
 
@@ -188,12 +188,16 @@ def ensure_probe_data(root, tasks, seed=None):
     method ranking's tuning data); returns ``root``."""
     wanted = {PROBES[t]['data'] for t in tasks if t in PROBES}
     missing = sorted(d for d in wanted if not osp.isdir(osp.join(root, d)))
-    if missing:
-        run([sys.executable, 'tools/misc/make_mini_data.py', root,
-             '--which', *missing, '--num-train', str(DATA['num_train']),
-             '--num-val', str(DATA['num_val']), '--img-size',
-             str(DATA['img_size'])] +
-            ([] if seed is None else ['--seed', str(seed)]))
+    # the evaluation sets keep their own validation sizes (EVAL_NUM_VAL)
+    for group in (sorted(set(missing) - set(EVAL_NUM_VAL)),
+                  sorted(set(missing) & set(EVAL_NUM_VAL))):
+        if group:
+            run([sys.executable, 'tools/misc/make_mini_data.py', root,
+                 '--which', *group, '--num-train', str(DATA['num_train']),
+                 '--img-size', str(DATA['img_size'])] +
+                (['--num-val', str(DATA['num_val'])]
+                 if group[0] not in EVAL_NUM_VAL else []) +
+                ([] if seed is None else ['--seed', str(seed)]))
     return root
 
 
@@ -420,7 +424,7 @@ def compare(root, methods, seeds, data_root, jobs=2, iters=None):
 
 
 def write_plan(root, title, inits, seeds, tasks=None, pretrain_seeds=None,
-               budget=None):
+               budget=None, orderings=None):
     """``root/plan.json`` for :mod:`mmpos_harness.comparison.seeds`.
 
     Args:
@@ -431,6 +435,9 @@ def write_plan(root, title, inits, seeds, tasks=None, pretrain_seeds=None,
             per init, the demo's layout).
         budget: what every method got (batch, images, tuning), shown above
             the table.
+        orderings: claimed orderings ``[(better, worse, source)]`` between
+            the inits, checked in ``orderings.md``
+            (:func:`~mmpos_harness.comparison.seeds.orderings`).
     """
     os.makedirs(root, exist_ok=True)
     keys = ('label', 'metrics', 'scale', 'seeds')
@@ -442,4 +449,6 @@ def write_plan(root, title, inits, seeds, tasks=None, pretrain_seeds=None,
         plan['pretrain_seeds'] = list(pretrain_seeds)
     if budget:
         plan['budget'] = budget
+    if orderings:
+        plan['orderings'] = [list(claim) for claim in orderings]
     write_json(osp.join(root, PLAN), plan)

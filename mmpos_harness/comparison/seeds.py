@@ -1,6 +1,7 @@
 """Seed-repeated comparisons of backbone initialisations (the demo and the
-CPU method ranking): mean +- std over seeds per metric, the difference to
-random init, and one table ranked by it.
+CPU method ranking): per metric the values over seeds and their mean ± std,
+each task's first metric tested against the reference init
+(:mod:`mmpos.evaluation.stats`), one table ranked with rank intervals.
 
 Layout of a comparison directory ``root``::
 
@@ -14,55 +15,53 @@ Layout of a comparison directory ``root``::
 
 ``plan.json``: ``{"title": str, "seeds": [int], "reference": init,
 "inits": [init], "tasks": {task: {"label": str, "metrics": {key: label},
-"scale": float}}}``. Metrics are read with
+"scale": float}}}``, optionally ``"pretrain_seeds": [int]``, ``"budget"``
+and ``"orderings": [[better, worse, source]]`` (claimed orderings, checked
+in ``orderings.md``, :func:`orderings`). Metrics are read with
 :func:`mmpos_harness.results.read_run` (the final evaluation); runs that
-did not finish are counted as missing, never guessed.
+did not finish are ``None`` in the summary's ``groups``, never guessed.
 
-Without pretraining seeds (the demo: one pretraining run per init), a
-difference is *clear* when it exceeds twice the pooled standard deviation
-of the two initialisations, ``2 * sqrt((sd_a**2 + sd_b**2) / 2)`` (sample
-std over seeds, ddof = 1); with fewer than two seeds on either side it is
-undecided.
+Designs and tests (the rules are :mod:`mmpos.evaluation.stats`'):
 
-With pretraining seeds (``plan.json`` ``"pretrain_seeds": [int]``, the
-method ranking) every init is a balanced two-level nested design: ``P``
-pretraining seeds (for random init: ``P`` random draws of the backbone),
-each transferred with ``T`` transfer seeds, value ``y[p][t]``. Then (one-way
-random-effects ANOVA, balanced)::
+* With pretraining seeds (the method ranking) every init is a two-level
+  design: ``P`` pretraining runs (for random init: ``P`` random draws of
+  the backbone), each transferred with ``T`` seeds, ``groups[p][t]``. The
+  test is Welch's t on the per-pretraining-run means
+  (:func:`~mmpos.evaluation.stats.welch`) over the complete runs (every
+  transfer seed finished), which counts the pretraining and the transfer
+  variance; the hierarchical bootstrap interval
+  (:func:`~mmpos.evaluation.stats.bootstrap_interval`) is stored beside it.
+* Without (the demo: one pretraining run per init, ``groups`` ``[[y per
+  seed]]``) the inits share the transfer seeds (both run each seed with
+  the same ``randomness.seed``: the same order of batches), so the test
+  is the paired t over the seeds both finished
+  (:func:`~mmpos.evaluation.stats.paired`). It measures the transfer
+  variance only: one pretraining run cannot show its own.
 
-    m_p   = mean_t y[p][t]                 # per pretraining run
-    M     = mean_p m_p                     # the reported mean
-    s_b^2 = sum_p (m_p - M)^2 / (P - 1)    # E = s_pre^2 + s_tr^2 / T
-    s_w^2 = sum_p sum_t (y[p][t] - m_p)^2 / (P (T - 1))   # E = s_tr^2
-    Var(M) = s_b^2 / P                     # = s_pre^2/P + s_tr^2/(P T)
+A table is one family: the first metric of every task for every
+non-reference init (its Δ columns), adjusted by Holm; the other metrics
+are shown as mean ± std, not tested. The ranking
+(:func:`~mmpos.evaluation.stats.rank_intervals`) is over the tasks' first
+metrics, on the tasks where every init has a result.
 
-so ``s_b^2 / P`` is the unbiased variance of the mean counting both the
-pretraining and the transfer variance (``s_pre^2 = max(0, s_b^2 - s_w^2 /
-T)`` is reported beside it). The difference ``D = M_a - M_b`` of two inits
-has ``SE = sqrt(s_b,a^2 / P_a + s_b,b^2 / P_b)``, and is *clear* when
-``|D| > t_{0.975, nu} * SE`` (two-sided Welch test at 5 %, ``nu`` by
-Welch-Satterthwaite with ``P - 1`` degrees of freedom per side). The same
-test on the transfer seeds alone (``SE_tr = sqrt(s_w,a^2 / (P_a T_a) +
-s_w,b^2 / (P_b T_b))``, ``P (T - 1)`` degrees of freedom a side) is
-reported as ``clear_transfer_only``: it ignores that each pretraining run
-is itself a draw. Fewer than 2 pretraining seeds on a side: undecided.
 A pretraining run whose ``health.json`` (:class:`~mmpos.engine.hooks.
-health_monitor.HealthMonitorHook`) numbers say it collapsed flags its init
-in the table and the verdicts, with the reasons; it is ranked by its
-results like the others (the monitors read raw tokens: a large direction
-shared by all tokens, as MAE's, reads as alignment while the probes still
-decode the rest).
+health_monitor.HealthMonitorHook`, centred statistics) numbers say it
+collapsed flags its init in the table and the verdicts, with the reasons;
+it is ranked by its results like the others. A summary written before the
+statistics were centred keeps its numbers but is not judged by the
+current rule ("not judged" in the table, never flagged).
 """
 import csv
+import dataclasses
 import io
 import json
-import math
 import os.path as osp
 from typing import Dict, List, Optional
 
 from mmpos.checkpoint import write_atomically
 from mmpos.engine.hooks.encoder_tokens import TOKENS_FILE
-from mmpos.engine.hooks.health_monitor import HEALTH_FILE
+from mmpos.engine.hooks.health_monitor import HEALTH_FILE, read_health
+from mmpos.evaluation import stats
 from mmpos.evaluation.health import collapse_reasons
 
 from ..results import read_run
@@ -111,62 +110,6 @@ def pretrain_dir(root: str, init: str,
     return osp.join(root, 'pretraining', slug(init), *parts)
 
 
-def nested_difference(a: List[List[float]], b: List[List[float]],
-                      level: float = 0.975) -> dict:
-    """The two-level test of the module docstring: ``a`` and ``b`` are
-    ``[[y per transfer seed] per pretraining seed]`` (balanced).
-
-    Returns:
-        dict: ``diff`` (``M_a - M_b``), ``se`` and ``df`` (combined),
-        ``clear`` (None below 2 pretraining seeds a side),
-        ``se_transfer`` / ``clear_transfer_only`` (transfer seeds only,
-        None below 2 transfer seeds), ``pretrain_std`` per side
-        (``s_pre``).
-    """
-    from scipy.stats import t as student_t
-    sides = [_nested(g) for g in (a, b)]
-    out = dict(diff=sides[0]['mean'] - sides[1]['mean'],
-               pretrain_std=[s['pretrain_std'] for s in sides])
-    for name, var, df in (('', 'var_mean', 'df'),
-                          ('_transfer', 'var_mean_transfer', 'df_transfer')):
-        key = 'clear' if not name else 'clear_transfer_only'
-        if any(s[var] is None for s in sides):
-            out.update({f'se{name}': None, f'df{name}': None, key: None})
-            continue
-        se2 = sides[0][var] + sides[1][var]
-        if se2 == 0:  # no spread at all: any difference is clear
-            out.update({f'se{name}': 0.0, f'df{name}': math.inf,
-                        key: bool(out['diff'] != 0)})
-            continue
-        nu = se2**2 / sum(s[var]**2 / s[df] for s in sides if s[var])
-        out.update({f'se{name}': math.sqrt(se2), f'df{name}': nu,
-                    key: bool(abs(out['diff']) > float(
-                        student_t.ppf(level, nu)) * math.sqrt(se2))})
-    return out
-
-
-def _nested(groups: List[List[float]]) -> dict:
-    """Mean and variances of a balanced nested sample (module docstring)."""
-    sizes = {len(g) for g in groups}
-    if not groups or len(sizes) != 1 or 0 in sizes:
-        raise ValueError(f'nested sample must be balanced and non-empty, '
-                         f'got group sizes {[len(g) for g in groups]}')
-    P, T = len(groups), sizes.pop()
-    means = [sum(g) / T for g in groups]
-    M = sum(means) / P
-    out = dict(mean=M, var_mean=None, df=P - 1, pretrain_std=None,
-               var_mean_transfer=None, df_transfer=P * (T - 1))
-    s_w2 = None
-    if T > 1:
-        s_w2 = sum((y - m)**2 for g, m in zip(groups, means)
-                   for y in g) / (P * (T - 1))
-        out['var_mean_transfer'] = s_w2 / (P * T)
-    if P > 1:
-        s_b2 = sum((m - M)**2 for m in means) / (P - 1)
-        out['var_mean'] = s_b2 / P
-        out['pretrain_std'] = math.sqrt(max(0.0, s_b2 - (s_w2 or 0) / T))
-    return out
-
 
 def minutes(work_dir: str, key: str = 'minutes') -> Optional[float]:
     """Wall minutes (``key='cpu_minutes'``: CPU minutes) recorded in
@@ -178,16 +121,6 @@ def minutes(work_dir: str, key: str = 'minutes') -> Optional[float]:
         value = json.load(f).get(key)
     return None if value is None else float(value)
 
-
-def mean_std(values: List[float]) -> tuple:
-    """(mean, sample std (ddof 1, None below 2 values)), None if empty."""
-    if not values:
-        return None, None
-    mean = sum(values) / len(values)
-    if len(values) < 2:
-        return mean, None
-    var = sum((v - mean)**2 for v in values) / (len(values) - 1)
-    return mean, math.sqrt(var)
 
 
 def tokens_per_image(work_dirs: List[str]) -> Optional[float]:
@@ -205,9 +138,9 @@ def tokens_per_image(work_dirs: List[str]) -> Optional[float]:
 
 def pretrain_health(work_dirs: List[str]) -> Optional[dict]:
     """The pretraining runs' ``health.json`` summarised: mean final
-    ``cos_within`` / ``cos_across`` / ``eff_rank`` (and initial
-    ``eff_rank0``, ``teacher_entropy`` where logged) over the runs that
-    wrote one, ``runs`` / ``collapsed`` counts and the collapse
+    ``spread`` / ``eff_rank`` / ``cos_within`` / ``cos_across`` (initial
+    ``spread0`` / ``eff_rank0``; ``teacher_entropy`` where logged) over the
+    runs that wrote one, ``runs`` / ``collapsed`` counts and the collapse
     ``reasons``; ``unmonitored`` counts the runs whose monitor switched
     itself off (no probe set: not measured, not healthy); None when no
     run wrote one (no monitor, random init).
@@ -217,8 +150,7 @@ def pretrain_health(work_dirs: List[str]) -> Optional[dict]:
     for work_dir in work_dirs:
         path = osp.join(work_dir, HEALTH_FILE)
         if osp.isfile(path):
-            with open(path) as f:
-                health = json.load(f)
+            health = read_health(path)  # refuses un-centred files
             if health.get('disabled'):  # the monitor had no probe set
                 unmonitored += 1
                 continue
@@ -231,33 +163,38 @@ def pretrain_health(work_dirs: List[str]) -> Optional[dict]:
                 health.get('num_prototypes'))
             found.append(health)
     if not found:
-        return dict(runs=0, collapsed=0, reasons=[],
+        return dict(centred=True, runs=0, collapsed=0, reasons=[],
                     unmonitored=unmonitored) if unmonitored else None
-    out = dict(runs=len(found),
+    out = dict(centred=True, runs=len(found),
                collapsed=sum(bool(h['reasons']) for h in found),
                reasons=[r for h in found for r in h['reasons']],
                unmonitored=unmonitored)
-    for key in ('cos_within', 'cos_across', 'eff_rank', 'teacher_entropy'):
+    for key in ('spread', 'eff_rank', 'cos_within', 'cos_across',
+                'teacher_entropy'):
         values = [h['final'][key] for h in found if key in h['final']]
         if values:
             out[key] = sum(values) / len(values)
-    out['eff_rank0'] = sum(h['initial']['eff_rank']
-                           for h in found) / len(found)
+    for key in ('spread', 'eff_rank'):
+        out[f'{key}0'] = sum(h['initial'][key] for h in found) / len(found)
     return out
 
 
+
 def summarise(root: str) -> dict:
-    """Per task, init and metric: the values over seeds, mean, std, and
-    the difference to the reference init with its verdict; per init the
+    """The comparison in ``root`` (its plan and finished runs): per task,
+    init and metric the values per pretraining and transfer seed
+    (``groups``, None where a run did not finish), per init the
     pretraining and transfer minutes (wall and CPU) and the pretraining
-    runs' health (:func:`pretrain_health`)."""
+    runs' health (:func:`pretrain_health`); the statistics by
+    :func:`analyse`."""
     plan = load_plan(root)
     pseeds = plan.get('pretrain_seeds') or [None]
     pairs = [(p, t) for p in pseeds for t in plan['seeds']]
     out = dict(title=plan['title'], seeds=plan['seeds'],
                pretrain_seeds=plan.get('pretrain_seeds'),
                reference=plan['reference'], budget=plan.get('budget'),
-               tasks={}, compute={}, health={})
+               orderings=plan.get('orderings'), tasks={}, compute={},
+               health={})
     for init in plan['inits']:
         out['compute'][init] = compute = {}
         pre_dirs = [pretrain_dir(root, init, p) for p in pseeds]
@@ -275,183 +212,282 @@ def summarise(root: str) -> dict:
         seeds = spec.get('seeds', plan['seeds'])  # kNN: deterministic, one
         per_init = {}
         for init in plan['inits']:
-            per_metric = {}
-            for key in spec['metrics']:
-                groups = []
-                for p in pseeds:
-                    group = []
-                    for seed in seeds:
-                        run = read_run(transfer_dir(root, task, init, seed,
-                                                    p))
-                        if run.status == 'done' and key in run.metrics:
-                            group.append(round(run.metrics[key] * scale, 4))
-                    groups.append(group)
-                values = [v for g in groups for v in g]
-                mean, std = mean_std(values)
-                per_metric[key] = dict(values=values, mean=mean, std=std,
-                                       groups=groups)
-            per_init[init] = per_metric
-        ref = per_init.get(plan['reference'], {})
-        for init, per_metric in per_init.items():
-            if init == plan['reference']:
-                continue
-            for key, stats in per_metric.items():
-                stats.update(
-                    _difference(stats, ref.get(key)) if pseeds == [None]
-                    else _nested_stats(stats, ref.get(key), len(seeds)))
+            finished = {(p, s): read_run(transfer_dir(root, task, init, s, p))
+                        for p in pseeds for s in seeds}
+            per_init[init] = {key: dict(groups=[[
+                round(run.metrics[key] * scale, 4)
+                if run.status == 'done' and key in run.metrics else None
+                for run in (finished[p, s] for s in seeds)] for p in pseeds])
+                for key in spec['metrics']}
         out['tasks'][task] = dict(label=spec['label'],
-                                  metrics=spec['metrics'], inits=per_init,
-                                  expected=len(pseeds) * len(seeds))
+                                  metrics=spec['metrics'], inits=per_init)
+    return analyse(out)
+
+
+def load(path: str) -> dict:
+    """A comparison's summary: from a comparison directory (``plan.json``
+    and its runs, :func:`summarise`) or a stored ``summary.json``,
+    re-analysed from its raw values (:func:`analyse`)."""
+    if osp.isdir(path):
+        return summarise(path)
+    with open(path) as f:
+        summary = json.load(f)
+    if not isinstance(summary, dict) or 'tasks' not in summary:
+        raise ValueError(f'{path}: not a comparison summary (no "tasks")')
+    return analyse(summary)
+
+
+def _first(task: dict) -> str:
+    """The metric a task is tested and ranked by."""
+    return next(iter(task['metrics']))
+
+
+def _num_seeds(task: dict) -> int:
+    """Transfer seeds per pretraining run of a task."""
+    return max(len(g) for per_metric in task['inits'].values()
+               for s in per_metric.values() for g in s['groups'])
+
+
+def _sample(summary: dict, task: dict, init: str, key: str) -> list:
+    """An init's sample for :mod:`mmpos.evaluation.stats`: with pretraining
+    seeds its complete pretraining runs, otherwise one run per finished
+    seed."""
+    groups = task['inits'][init][key]['groups']
+    if summary.get('pretrain_seeds'):
+        return [g for g in groups
+                if len(g) == _num_seeds(task) and None not in g]
+    return [v for v in groups[0] if v is not None]
+
+
+def _compare(summary: dict, task: dict, key: str, a: str,
+             b: str) -> Optional[stats.Comparison]:
+    """``a`` against ``b`` on one task's metric by the design's test
+    (module docstring); None when a side has no result."""
+    if summary.get('pretrain_seeds'):
+        samples = [_sample(summary, task, i, key) for i in (a, b)]
+        return stats.welch(*samples) if all(samples) else None
+    pairs = [(x, y) for x, y in zip(task['inits'][a][key]['groups'][0],
+                                    task['inits'][b][key]['groups'][0])
+             if x is not None and y is not None]
+    return stats.paired(*zip(*pairs)) if pairs else None
+
+
+def analyse(summary: dict) -> dict:
+    """(Re)compute every statistic of ``summary`` from its raw ``groups``
+    (anything else a metric holds is replaced): per metric ``values``,
+    ``mean``, ``std``; per non-reference init and task the first metric's
+    ``test`` (:meth:`~mmpos.evaluation.stats.Comparison.asdict`, adjusted
+    by Holm over the table) and, with pretraining seeds, its ``bootstrap``
+    interval; ``expected`` runs per task; ``ranks`` (rank and its 95 %
+    interval per init, None without a task every init has) and
+    ``ranked_on`` (those tasks' labels). Returns ``summary``."""
+    ref = summary['reference']
+    inits = list(summary['compute'])
+    cells = []
+    for task in summary['tasks'].values():
+        for per_metric in task['inits'].values():
+            for key, raw in per_metric.items():
+                values = [v for g in raw['groups'] for v in g if v is not None]
+                mean, std = stats.mean_std(values)
+                per_metric[key] = dict(values=values, groups=raw['groups'],
+                                       mean=mean, std=std)
+        any_init = next(iter(task['inits'].values()))
+        task['expected'] = len(next(iter(any_init.values()))['groups']) * \
+            _num_seeds(task)
+        key = _first(task)
+        for init in inits:
+            test = None if init == ref else _compare(summary, task, key,
+                                                     init, ref)
+            if test is not None:
+                cells.append((task['inits'][init][key], test))
+                if summary.get('pretrain_seeds'):
+                    boot = stats.bootstrap_interval(
+                        _sample(summary, task, init, key),
+                        _sample(summary, task, ref, key))
+                    cells[-1][0]['bootstrap'] = [boot.low, boot.high]
+    for (cell, _), test in zip(cells, stats.family([c for _, c in cells],
+                                                   stats.HOLM)):
+        cell['test'] = test.asdict()
+    ranked = [t for t in summary['tasks'].values()
+              if all(_sample(summary, t, i, _first(t)) for i in inits)]
+    summary['ranked_on'] = [t['label'] for t in ranked]
+    summary['ranks'] = {
+        init: dataclasses.asdict(r) for init, r in stats.rank_intervals({
+            i: [_sample(summary, t, i, _first(t)) for t in ranked]
+            for i in inits}).items()} if ranked else None
+    return summary
+
+
+def _test(cell: dict) -> Optional[stats.Comparison]:
+    return stats.Comparison.from_dict(cell['test']) if 'test' in cell \
+        else None
+
+
+def _columns(summary: dict) -> Dict[str, List[stats.Comparison]]:
+    """The table's tests by Δ column (task label and metric label)."""
+    out = {}
+    for task in summary['tasks'].values():
+        key = _first(task)
+        tests = [_test(per_metric[key]) for per_metric in
+                 task['inits'].values()]
+        out[f'{task["label"]} {task["metrics"][key]}'] = [
+            t for t in tests if t is not None]
     return out
 
 
-def _nested_stats(stats: dict, ref: Optional[dict], num_seeds: int) -> dict:
-    """:func:`nested_difference` over the complete pretraining runs (all
-    ``num_seeds`` transfer seeds finished) of both sides."""
-    if not ref:
-        return dict(diff=None, clear=None)
-    sides = [[g for g in s['groups'] if len(g) == num_seeds]
-             for s in (stats, ref)]
-    if not all(sides):
-        return dict(diff=None, clear=None)
-    return nested_difference(*sides)
+def _design(summary: dict) -> str:
+    """What the table's test is, in a sentence."""
+    if summary.get('pretrain_seeds'):
+        return ("Test: Welch's t on the per-pretraining-run means (each the "
+                'mean over its transfer seeds; complete runs only), which '
+                'counts the pretraining and the transfer variance.')
+    return ('Test: paired t over the transfer seeds both inits finished '
+            '(both run each seed with the same randomness.seed: the same '
+            'order of batches). One pretraining run per init: the test '
+            'measures the transfer variance only, not the pretraining '
+            'run\'s own.')
 
 
-def _difference(stats: dict, ref: Optional[dict]) -> dict:
-    if not ref or stats['mean'] is None or ref['mean'] is None:
-        return dict(diff=None, clear=None)
-    diff = stats['mean'] - ref['mean']
-    if stats['std'] is None or ref['std'] is None:
-        return dict(diff=diff, clear=None)
-    pooled = math.sqrt((stats['std']**2 + ref['std']**2) / 2)
-    return dict(diff=diff, clear=abs(diff) > 2 * pooled, pooled_std=pooled)
-
-
-def _fmt(mean, std) -> str:
-    if mean is None:
-        return 'missing'
-    return f'{mean:.1f}' if std is None else f'{mean:.1f} ± {std:.1f}'
-
-
-def _fmt_diff(stats: dict) -> str:
-    if stats.get('diff') is None:
-        return '-'
-    mark = {True: ' (clear)', False: ' (within noise)', None: ''}
-    return f'{stats["diff"]:+.1f}{mark[stats["clear"]]}'
+def _cell(cell: dict) -> str:
+    test = _test(cell)
+    return 'missing' if test is None else stats.format_cell(test)
 
 
 def orderings(summary: dict, claims: List[tuple]) -> str:
     """A table of claimed orderings ``(better, worse, source)`` checked on
-    a nested ``summary``: per task, the difference of the first metric's
-    means (``better - worse``) over the complete pretraining runs, with the
-    two-level test of :func:`_nested_stats` between the two inits, read as
-    "holds" or "reversed" (clear) or "within noise"; ``-`` when a side has
-    fewer than 2 pretraining runs."""
+    ``summary``: per task, the first metric's difference ``better - worse``
+    by the design's test (:func:`analyse`), adjusted by Holm over the
+    table's distinct tests (a claim and its mirror are one test), read as
+    "holds" or "reversed" when the adjusted p is below 0.05."""
     tasks = list(summary['tasks'].values())
     header = ['ordering', 'reported by',
-              *[f'{t["label"]} Δ {next(iter(t["metrics"].values()))}'
-                for t in tasks]]
+              *[f'{t["label"]} Δ {t["metrics"][_first(t)]}' for t in tasks]]
+    index, tests = {}, []
+    for better, worse, _ in claims:
+        pair = tuple(sorted((better, worse)))
+        for k, task in enumerate(tasks):
+            if (pair, k) not in index:
+                index[pair, k] = len(tests)
+                tests.append(_compare(summary, task, _first(task), *pair))
+    judged = iter(stats.family([t for t in tests if t is not None],
+                               stats.HOLM))
+    tests = [None if t is None else next(judged) for t in tests]
     lines = ['| ' + ' | '.join(header) + ' |', '|' + ' --- |' * len(header)]
-    num_pretrain = len(summary['pretrain_seeds'])
     for better, worse, source in claims:
+        pair = tuple(sorted((better, worse)))
         cells = [f'{better} > {worse}', source]
-        for task in tasks:
-            key = next(iter(task['metrics']))
-            test = _nested_stats(task['inits'][better][key],
-                                 task['inits'][worse][key],
-                                 task['expected'] // num_pretrain)
-            if test['clear'] is None:
-                cells.append('-')
+        for k in range(len(tasks)):
+            test = tests[index[pair, k]]
+            if test is None:
+                cells.append('missing')
                 continue
-            verdict = ('within noise' if not test['clear'] else
-                       'holds' if test['diff'] > 0 else 'reversed')
-            cells.append(f'{test["diff"]:+.1f} ({verdict})')
+            if pair != (better, worse):
+                test = test.swapped()
+            cells.append(stats.format_cell(test) + {
+                'higher': ', holds', 'lower': ', reversed'}.get(
+                    test.verdict, ''))
         lines.append('| ' + ' | '.join(cells) + ' |')
+    columns = {f'{t["label"]} {t["metrics"][_first(t)]}': [
+        tests[i] for (_, k), i in index.items() if k == j and tests[i]]
+        for j, t in enumerate(tasks)}
+    if any(columns.values()):
+        lines += ['', _design(summary) + ' ' + stats.describe(columns) +
+                  ' A claim and its mirror are one test; "holds" / '
+                  '"reversed": the claimed sign / the opposite one with '
+                  'p_adj < 0.05.']
     return '\n'.join(lines) + '\n'
 
 
 def collapsed(summary: dict, init: str) -> bool:
-    """Whether a pretraining run of ``init`` collapsed (its health)."""
+    """Whether a pretraining run of ``init`` collapsed by the current
+    (centred) rule."""
     health = summary.get('health', {}).get(init)
-    return bool(health and health['collapsed'])
+    return bool(health and health.get('centred') and health['collapsed'])
+
 
 
 def ranking(summary: dict) -> List[str]:
-    """Inits by their mean rank over the tasks' first metrics (best
-    first; a missing result ranks last)."""
+    """Inits by their rank (:func:`analyse`; best first, ties in the
+    plan's order); in the plan's order when nothing could be ranked."""
     inits = list(summary['compute'])
-    ranks = {init: 0.0 for init in inits}
-    for task in summary['tasks'].values():
-        key = next(iter(task['metrics']))
-        means = {i: task['inits'][i][key]['mean'] for i in inits}
-        order = sorted(inits, key=lambda i: -math.inf
-                       if means[i] is None else means[i], reverse=True)
-        for rank, init in enumerate(order):
-            ranks[init] += rank
-    return sorted(inits, key=lambda i: (ranks[i], inits.index(i)))
+    ranks = summary.get('ranks')
+    if not ranks:
+        return inits
+    return sorted(inits, key=lambda i: (ranks[i]['rank'], inits.index(i)))
 
 
 def _fmt_health(health: Optional[dict]) -> List[str]:
-    """Health cells: cos within / across, eff. rank (initial), teacher
+    """Health cells: spread (initial), eff. rank (initial), teacher
     entropy, collapsed runs."""
     if not health:
         return ['-'] * 4
+    if not health.get('centred'):
+        return ['-'] * 3 + ['not judged (un-centred statistics of the old '
+                            'monitor)']
     unmonitored = health.get('unmonitored', 0)
     off = f' ({unmonitored} not monitored)' if unmonitored else ''
     if not health['runs']:
         return ['-'] * 3 + [f'not monitored ({unmonitored} runs)']
     entropy = health.get('teacher_entropy')
-    return [f'{health["cos_within"]:.2f} / {health["cos_across"]:.2f}',
+    return [f'{health["spread"]:.2f} ({health["spread0"]:.2f})',
             f'{health["eff_rank"]:.1f} ({health["eff_rank0"]:.1f})',
             '-' if entropy is None else f'{entropy:.2f}',
             f'{health["collapsed"]}/{health["runs"]}' +
             (' COLLAPSED' if health['collapsed'] else '') + off]
 
 
+
 def markdown(summary: dict) -> str:
-    """One table: a row per init (ranked; collapsed inits last, rank
-    ``-``), per task its metrics as mean ± std (``(n=k)`` where only k of
-    the runs finished) and the first metric's difference to the
-    reference, then the compute and the pretraining health."""
-    nested = bool(summary.get('pretrain_seeds'))
-    header = ['rank', 'init']
+    """One table: a row per init (ranked, with the rank's 95 % interval),
+    per task its metrics as mean ± std (``(n=k)`` where only k of the runs
+    finished) and the first metric's difference to the reference
+    (:func:`~mmpos.evaluation.stats.format_cell`), then the compute and
+    the pretraining health; under it the test, the family and the
+    minimum detectable differences."""
+    header = ['rank [95 % interval]', 'init']
     for task in summary['tasks'].values():
         labels = list(task['metrics'].values())
         header += [f'{task["label"]} {label}' for label in labels]
         header.append(f'{task["label"]} Δ {labels[0]}')
     header += ['pretrain min', 'tokens / image', 'transfer min',
-               'cos within / across',
-               'eff. rank (init)', 'teacher entropy', 'collapsed runs']
-    if nested:
+               'spread (init)', 'eff. rank (init)', 'teacher entropy',
+               'collapsed runs']
+    if summary.get('pretrain_seeds'):
         seeds = (f'pretraining seeds {summary["pretrain_seeds"]} x transfer '
-                 f'seeds {summary["seeds"]}; mean ± std over all runs; Δ = '
-                 f'vs {summary["reference"]}, "clear" by a two-sided 5 % '
-                 'Welch test on the variance of the mean counting '
-                 'pretraining and transfer seeds (seeds.py)')
+                 f'seeds {summary["seeds"]}; mean ± std over all runs')
     else:
-        seeds = (f'seeds {summary["seeds"]}; mean ± std over seeds; Δ = vs '
-                 f'{summary["reference"]}, "clear" when larger than 2 '
-                 'pooled std')
+        seeds = f'seeds {summary["seeds"]}; mean ± std over seeds'
+    ranked_on = summary.get('ranked_on') or []
+    if len(ranked_on) < len(summary['tasks']):
+        ranked_on_text = ('ranked on ' + ', '.join(ranked_on) if ranked_on
+                          else 'not ranked: no task has every init')
+    else:
+        ranked_on_text = 'rank by the mean rank over the tasks\' first ' \
+            'metrics, with its 95 % bootstrap interval'
     budget = summary.get('budget')
-    lines = [f'**{summary["title"]}** ({seeds})', '']
+    lines = [f'**{summary["title"]}** ({seeds}; Δ = vs '
+             f'{summary["reference"]}; {ranked_on_text})', '']
     if budget:
         lines += [', '.join(f'{k} {v}' for k, v in budget.items()), '']
     lines += ['| ' + ' | '.join(header) + ' |',
               '|' + ' --- |' * len(header)]
-    rows = [(str(rank), init) for rank, init in
-            enumerate(ranking(summary), 1)]
-    for rank, init in rows:
-        cells = [rank, init + (' (collapse flagged)'
-                               if collapsed(summary, init) else '')]
+    ranks = summary.get('ranks') or {}
+    for init in ranking(summary):
+        r = ranks.get(init)
+        cells = ['-' if r is None else
+                 f'{r["rank"]:g} [{r["low"]:g}, {r["high"]:g}]',
+                 init + (' (collapse flagged)'
+                         if collapsed(summary, init) else '')]
         for task in summary['tasks'].values():
             per_metric = task['inits'][init]
-            expected = task.get('expected', len(summary['seeds']))
             cells += [
-                _fmt(s['mean'], s['std']) +
-                ('' if len(s['values']) == expected else
+                stats.format_mean_std(s['mean'], s['std']) +
+                ('' if len(s['values']) == task['expected'] else
                  f' (n={len(s["values"])})') for s in per_metric.values()
             ]
-            cells.append(_fmt_diff(next(iter(per_metric.values()))))
+            first = per_metric[_first(task)]
+            cells.append('-' if init == summary['reference'] else
+                         _cell(first))
         compute = summary['compute'][init]
         pre = compute['pretrain_minutes']
         tokens = compute.get('tokens_per_image')
@@ -460,52 +496,44 @@ def markdown(summary: dict) -> str:
                   f'{compute["transfer_minutes"]:.1f}']
         cells += _fmt_health(summary.get('health', {}).get(init))
         lines.append('| ' + ' | '.join(cells) + ' |')
+    columns = _columns(summary)
+    if any(columns.values()):
+        lines += ['', _design(summary) + ' ' + stats.describe(columns)]
     return '\n'.join(lines) + '\n'
 
 
 def verdicts(summary: dict) -> Dict[str, str]:
-    """Per non-reference init, one plain sentence: on which tasks its
-    advantage is clear, on which it is not, and which cannot be judged
-    (too few seeds), and for a flagged init the collapse reasons."""
+    """Per non-reference init, one plain sentence: the tasks where its
+    first metric is above or below the reference (adjusted p < 0.05),
+    those without a verdict or without a test, and for a flagged init the
+    collapse reasons."""
     out = {}
+    ref = summary['reference']
     for init in summary['compute']:
-        if init == summary['reference']:
+        if init == ref:
             continue
-        clear, worse, unclear, undecided = [], [], [], []
+        found = {'higher': [], 'lower': [], 'no verdict': [], 'no test': [],
+                 'missing': []}
         for task in summary['tasks'].values():
-            stats = task['inits'][init]
-            wins = [f'{task["metrics"][k]} {_fmt_diff(s)}'
-                    for k, s in stats.items()
-                    if s.get('clear') and s['diff'] > 0]
-            losses = [f'{task["metrics"][k]} {_fmt_diff(s)}'
-                      for k, s in stats.items()
-                      if s.get('clear') and s['diff'] < 0]
-            if wins:
-                clear.append(f'{task["label"]} ({", ".join(wins)})')
-            elif losses:
-                worse.append(f'{task["label"]} ({", ".join(losses)})')
-            elif all(s.get('clear') is None for s in stats.values()):
-                undecided.append(task['label'])
+            key = _first(task)
+            test = _test(task['inits'][init][key])
+            if test is None:
+                found['missing'].append(task['label'])
+            elif test.verdict in ('higher', 'lower'):
+                found[test.verdict].append(
+                    f'{task["label"]} ({task["metrics"][key]} '
+                    f'{stats.format_cell(test)})')
             else:
-                unclear.append(task['label'])
-        if summary.get('pretrain_seeds'):
-            win = lose = 'beyond noise (Welch, pretraining + transfer seeds)'
-        else:
-            win, lose = 'larger than 2 std', 'beyond 2 std'
+                found[test.verdict].append(task['label'])
         parts = []
-        if clear:
-            parts.append('advantage over {} {} on {}'.format(
-                summary['reference'], win, '; '.join(clear)))
-        if worse:
-            parts.append('BELOW {} {} on {}'.format(
-                summary['reference'], lose, '; '.join(worse)))
-        if unclear:
-            parts.append('NO advantage over {} {} on {} with this '
-                         'budget'.format(summary['reference'], lose,
-                                         ', '.join(unclear)))
-        if undecided:
-            parts.append('not judged on {} (too few seeds)'.format(
-                ', '.join(undecided)))
+        for word, what in (('higher', f'above {ref} on'),
+                           ('lower', f'BELOW {ref} on'),
+                           ('no verdict', f'no verdict against {ref} on'),
+                           ('no test', 'no test (too few runs) on'),
+                           ('missing', 'no results on')):
+            if found[word]:
+                sep = '; ' if word in ('higher', 'lower') else ', '
+                parts.append(f'{what} {sep.join(found[word])}')
         if collapsed(summary, init):
             health = summary['health'][init]
             parts.append(f'COLLAPSE FLAGGED on {health["collapsed"]} of '
@@ -515,11 +543,11 @@ def verdicts(summary: dict) -> Dict[str, str]:
     return out
 
 
-def write(root: str, out_dir: str) -> str:
-    """Write ``seeds.md``, ``seeds.csv`` and ``summary.json`` to
-    ``out_dir`` (each atomically; the same runs give the same bytes);
-    returns the markdown."""
-    summary = summarise(root)
+def write(summary: dict, out_dir: str) -> str:
+    """Write ``seeds.md``, ``seeds.csv``, ``summary.json`` and, when the
+    summary carries claimed orderings, ``orderings.md`` to ``out_dir``
+    (each atomically; the same runs give the same bytes); returns the
+    markdown."""
     text = markdown(summary)
     notes = verdicts(summary)
     text += ''.join(f'\n- {line}' for line in notes.values())
@@ -527,15 +555,24 @@ def write(root: str, out_dir: str) -> str:
     write_atomically(text.encode(), osp.join(out_dir, 'seeds.md'))
     table = io.StringIO()
     writer = csv.writer(table)
-    writer.writerow(['init', 'task', 'metric', 'mean', 'std', 'diff',
-                     'clear', 'values'])
+    writer.writerow(['init', 'task', 'metric', 'mean', 'std', 'diff', 'low',
+                     'high', 'p', 'p_adj', 'verdict', 'bootstrap_low',
+                     'bootstrap_high', 'values'])
     for task, spec in summary['tasks'].items():
         for init, per_metric in spec['inits'].items():
             for key, s in per_metric.items():
+                test = s.get('test', {})
+                boot = s.get('bootstrap', [None, None])
                 writer.writerow([init, task, key, s['mean'], s['std'],
-                                 s.get('diff'), s.get('clear'),
-                                 ' '.join(map(str, s['values']))])
+                                 test.get('difference'), test.get('low'),
+                                 test.get('high'), test.get('pvalue'),
+                                 test.get('p_adj'), test.get('verdict'),
+                                 *boot, ' '.join(map(str, s['values']))])
     write_atomically(table.getvalue().encode(),
                      osp.join(out_dir, 'seeds.csv'))
     write_json(osp.join(out_dir, 'summary.json'), summary)
+    if summary.get('orderings'):
+        claims = orderings(summary, summary['orderings'])
+        write_atomically(claims.encode(), osp.join(out_dir, 'orderings.md'))
+        text += '\n' + claims
     return text

@@ -1,6 +1,6 @@
 """Deterministic mini datasets in the real on-disk formats.
 
-Ten generators (one module each), each writing one dataset directory:
+Eleven generators (one module each), each writing one dataset directory:
 
 * :func:`make_mini_coco` -- COCO instance segmentation (``annotations/
   instances_{train,val}2017.json`` + ``{train,val}2017/*.jpg``): textured
@@ -30,6 +30,8 @@ Ten generators (one module each), each writing one dataset directory:
   in NYU-Depth v2's layout (mmseg's ``NYUDataset``).
 * :func:`make_mini_spair` (the correspondence probe) -- image pairs related
   by known homographies, keypoints mapped exactly, in SPair-71k's layout.
+* :func:`make_mini_scenes` (the in-context retrieval probe) -- material
+  objects on photo backgrounds, semantic labels in Pascal VOC's layout.
 
 The output depends only on the arguments: the same ``seed`` gives
 byte-identical files. Each image draws from its own random stream, so image
@@ -52,55 +54,73 @@ from .depth import make_mini_nyu
 from .materials import MINI_MATERIALS
 from .objects import make_mini_objects
 from .pairs import make_mini_spair
+from .scenes import MINI_SCENES_CLASSES, make_mini_scenes
 from .photos import SKIMAGE_PHOTOS, available_skimage_photos
 from .shapes import MINI_COCO_CLASSES
 from .stuff import make_mini_stuff
 from .unlabeled import make_unlabeled_images
 
 __all__ = [
-    'MARKER', 'MINI_ADE_CLASSES', 'MINI_COCO_CLASSES', 'MINI_MATERIALS',
-    'SKIMAGE_PHOTOS', 'available_skimage_photos', 'make_all', 'make_mini_ade',
-    'make_mini_cls', 'make_mini_coco', 'make_mini_nyu', 'make_mini_objects',
-    'make_mini_spair', 'make_mini_stuff', 'make_unlabeled_images'
+    'EVAL_NUM_VAL', 'MARKER', 'MINI_ADE_CLASSES', 'MINI_COCO_CLASSES',
+    'MINI_MATERIALS', 'MINI_SCENES_CLASSES', 'NUM_VAL', 'SKIMAGE_PHOTOS',
+    'available_skimage_photos', 'make_all', 'make_mini_ade', 'make_mini_cls',
+    'make_mini_coco', 'make_mini_nyu', 'make_mini_objects',
+    'make_mini_scenes', 'make_mini_spair', 'make_mini_stuff',
+    'make_unlabeled_images'
 ]
+
+# Validation images of :func:`make_all` when ``num_val`` is not given:
+# NUM_VAL, except the evaluation sets in EVAL_NUM_VAL, whose metrics one
+# image or query must move by at most 0.5 point (>= 200 of them).
+NUM_VAL = 16
+EVAL_NUM_VAL = dict(cls=240, scenes=256, nyu=256, spair=320)
 
 
 def make_all(root, which=('coco', 'ade', 'unlabeled'), num_train=64,
-             num_val=16, num_unlabeled=256, img_size=128, seed=0,
+             num_val=None, num_unlabeled=256, img_size=128, seed=0,
              force=False):
     """Write the chosen mini datasets (``'coco'``, ``'ade'``,
     ``'unlabeled'``, ``'cls'``, ``'objects'``, ``'stuff'``, ``'nyu'``,
-    ``'spair'``) to
-    ``root/<name>``; see the individual generators.
+    ``'spair'``, ``'scenes'``) to ``root/<name>``; see the individual
+    generators. ``num_val`` applies to every labelled dataset; ``None``:
+    :data:`NUM_VAL` (16), except :data:`EVAL_NUM_VAL` (``cls``: 240 kNN
+    queries, ``scenes``: 256 retrieval images).
 
     Returns:
         dict: Dataset name -> absolute path written.
     """
+    def val(name):
+        return num_val if num_val is not None else EVAL_NUM_VAL.get(
+            name, NUM_VAL)
+
     makers = {
         'coco': lambda path: make_mini_coco(
-            path, num_train, num_val, img_size, seed, force=force),
+            path, num_train, val('coco'), img_size, seed, force=force),
         'ade': lambda path: make_mini_ade(
-            path, num_train, num_val, img_size, seed, force=force),
+            path, num_train, val('ade'), img_size, seed, force=force),
         'unlabeled': lambda path: make_unlabeled_images(
             path, num_unlabeled, img_size, seed, force=force),
         'cls': lambda path: make_mini_cls(
-            path, num_train, num_val, img_size, seed, force=force),
+            path, num_train, val('cls'), img_size, seed, force=force),
         'objects': lambda path: make_mini_objects(
-            path, num_train, num_val, img_size, seed, force=force),
+            path, num_train, val('objects'), img_size, seed, force=force),
         'stuff': lambda path: make_mini_stuff(
-            path, num_train, num_val, img_size, seed, force=force),
+            path, num_train, val('stuff'), img_size, seed, force=force),
         'nyu': lambda path: make_mini_nyu(
-            path, num_train, num_val, img_size, seed, force=force),
+            path, num_train, val('nyu'), img_size, seed, force=force),
         'spair': lambda path: make_mini_spair(
-            path, num_train, num_val, img_size, seed, force=force),
+            path, num_train, val('spair'), img_size, seed, force=force),
+        'scenes': lambda path: make_mini_scenes(
+            path, num_train, val('scenes'), img_size, seed, force=force),
     }
     unknown = sorted(set(which) - set(makers))
     if unknown:
         raise ValueError(f'unknown datasets {unknown}; choose from '
                          f'{sorted(makers)}')
     # Refuse before writing anything rather than after the first dataset.
-    _check_sizes(img_size, num_train=num_train, num_val=num_val,
-                 num_unlabeled=num_unlabeled)
+    _check_sizes(img_size, num_train=num_train, num_unlabeled=num_unlabeled,
+                 **{f'num_val of {name}': val(name) for name in which
+                    if name != 'unlabeled'})
     for name in which:
         _check_target(osp.abspath(osp.join(root, name)), force)
     return {name: makers[name](osp.join(root, name)) for name in which}

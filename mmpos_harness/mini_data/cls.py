@@ -1,5 +1,9 @@
 """mini-cls: one textured circle, square or triangle per image, in
-mmpretrain's folder-per-class layout."""
+mmpretrain's folder-per-class layout: the labelled set of the kNN probe
+(memory ``train``, queries ``val``; offline ``tools/analysis_tools/
+knn_eval.py`` and the pretraining configs' online probe,
+``{train_data_root}/../cls``), of the linear classification probe and of
+the health monitor (the first 16 ``val`` images)."""
 import os
 import os.path as osp
 
@@ -22,8 +26,13 @@ def _class_image(rng, size, label):
     return _render_scene(rng, size, [mask])
 
 
-def make_mini_cls(root, num_train=64, num_val=16, img_size=64, seed=0,
-                  force=False):
+# Queries by default: >= 200, so that one query moves the kNN accuracy by at
+# most 0.5 point, and a multiple of the 3 classes.
+NUM_QUERIES = 240
+
+
+def make_mini_cls(root, num_train=64, num_val=NUM_QUERIES, img_size=64,
+                  seed=0, force=False):
     """Write a mini image-classification dataset to ``root``.
 
     Classes are :data:`MINI_COCO_CLASSES` (circle, square, triangle), image
@@ -36,7 +45,9 @@ def make_mini_cls(root, num_train=64, num_val=16, img_size=64, seed=0,
         root (str): Target directory (must be absent or empty unless
             ``force``).
         num_train (int): Images in ``train``.
-        num_val (int): Images in ``val``.
+        num_val (int): Images in ``val`` (the kNN queries; default
+            :data:`NUM_QUERIES`). Image ``i`` does not depend on the count,
+            so the first 16 (the health monitor's) stay the same.
         img_size (int): Side of the square images, >= 32.
         seed (int): Seed of all randomness.
         force (bool): Replace an existing mini-data directory at ``root``.

@@ -15,7 +15,7 @@ from mmengine.config import Config
 
 from conftest import REPO, free_port, read_scalars, run_tool, weight_decays
 
-MINI = 'configs/droppos/droppos_vit-tiny_mini.py'
+MINI_FSDP = 'configs/droppos/droppos_vit-tiny_mini_fsdp.py'
 ICPF_MINI = 'configs/icpf/icpf_vit-tiny_mini.py'
 
 
@@ -38,12 +38,12 @@ def fsdp_config(tmp_path, base, extra='', strategy='fsdp'):
 
 
 def dist_train(config, work_dir, mini_data, iters, *extra,
-               checkpoint_interval=2):
+               checkpoint_interval=2, options=()):
     """``tools/dist_train.sh`` with 2 processes; returns the run's logs."""
     options = [
         f'train_dataloader.dataset.data_root={mini_data}/unlabeled/',
         f'train_cfg.max_iters={iters}', 'default_hooks.logger.interval=1',
-        f'default_hooks.checkpoint.interval={checkpoint_interval}'
+        f'default_hooks.checkpoint.interval={checkpoint_interval}', *options
     ]
     env = {**os.environ, 'PYTHON': sys.executable, 'PORT': str(free_port()),
            'OMP_NUM_THREADS': '1'}
@@ -59,11 +59,11 @@ def dist_train(config, work_dir, mini_data, iters, *extra,
 
 @pytest.mark.slow
 def test_fsdp_train_resume_convert_on_cpu(tmp_path, mini_data):
-    config = fsdp_config(tmp_path, MINI,
-                         'default_hooks = dict(online_probe=dict(interval='
-                         '0))\n')  # the probe: see the ICPF test
+    """The shipped mini FSDP config (the probe off: see the ICPF test)."""
+    config = REPO / MINI_FSDP
     work_dir = tmp_path / 'run'
-    log = dist_train(config, work_dir, mini_data, 2)
+    probe_off = ['default_hooks.online_probe.interval=0']
+    log = dist_train(config, work_dir, mini_data, 2, options=probe_off)
     assert 'MMPosFSDPStrategy' in log
     assert 'layers.0._fsdp_wrapped_module' in log  # blocks are FSDP units
     first = torch.load(work_dir / 'iter_2.pth', map_location='cpu',
@@ -74,7 +74,7 @@ def test_fsdp_train_resume_convert_on_cpu(tmp_path, mini_data):
 
     # resume: iterations 3-4 continue from the full checkpoint
     log = dist_train(config, work_dir, mini_data, 4, '--resume',
-                     str(work_dir / 'iter_2.pth'))
+                     str(work_dir / 'iter_2.pth'), options=probe_off)
     assert 'resumed epoch: 0, iter: 2' in log
     assert 'Iter(train) [3/4]' in log and 'Iter(train) [4/4]' in log
     resumed = torch.load(work_dir / 'iter_4.pth', map_location='cpu',

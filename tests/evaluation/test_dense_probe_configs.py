@@ -30,7 +30,7 @@ def test_probe_config_settings(path):
                 settings['min_depth'], settings['max_depth'],
                 settings['cls_token']) == (256, 'UD', 'linear', 4, 1e-3,
                                            10., True)
-        assert cfg.val_evaluator.type == 'DepthMetric'
+        assert cfg.val_evaluator.type == 'mmpretrain.DinoDepthMetric'
         assert cfg.train_dataloader.dataset.type == 'NYUDataset'
     elif key == 'retrieval_probe':  # Open Hummingbird
         assert (settings['k'], settings['temperature']) == (30, 0.02)

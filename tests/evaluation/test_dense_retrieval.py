@@ -80,6 +80,8 @@ def test_reading_data_leaves_the_default_scope(dense_mini):
     """The probes read mmseg datasets; the backbone of the next probe is
     then still built from mmpos' registry."""
     from mmengine.registry import DefaultScope, init_default_scope
+
+    import mmpos_harness.mini_data.datasets  # noqa: F401 (MiniStuffDataset)
     from mmpos.evaluation.dense_retrieval import seg_data
     init_default_scope('mmpretrain')
     seg_data(dict(type='MiniStuffDataset', data_root=str(

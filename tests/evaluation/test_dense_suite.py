@@ -1,7 +1,10 @@
 """dense_probe_suite.py: runs pair seeds with checkpoints as documented and
 the table reports mean ± std over seeds and the difference to the first
-run."""
+run, tested as scipy's paired t over the seeds and adjusted by Holm over
+the table as statsmodels does."""
 import pytest
+from scipy.stats import ttest_rel
+from statsmodels.stats.multitest import multipletests
 
 from mmpos.evaluation.dense_suite import HEADLINE
 from mmpos.utils.errors import BadInputError
@@ -20,10 +23,65 @@ def test_runs_and_table(tmp_path):
                     ('pre', [(s, str(c)) for s, c in zip((0, 1, 2), ckpts)])]
     with pytest.raises(BadInputError, match='one per seed'):
         suite.parse_runs([f'pre={ckpts[0]},{ckpts[1]}'], [0, 1, 2])
-    results = {label: {str(s): {k: float(s + (label == 'pre'))
-                                for k in HEADLINE} for s in (0, 1, 2)}
-               for label in ('random', 'pre')}
+    gain = {'random': [0.0] * 3, 'pre': [1.0] * 3, 'noisy': [0.3, 1.1, 2.0]}
+    results = {label: {str(s): {k: s + gain[label][s] for k in HEADLINE}
+                       for s in (0, 1, 2)} for label in gain}
     text = suite.table(results, [0, 1, 2])
-    assert text.splitlines()[2].startswith('| random | 1.000 ± 1.000')
-    assert text.splitlines()[-1] == '| pre − random | ' + ' | '.join(
-        ['+1.000'] * len(HEADLINE)) + ' |'
+    lines = text.splitlines()
+    assert lines[2].startswith('| random | 1.000 ± 1.000')
+    # the same gain on every seed: zero variance, no verdict
+    assert lines[5] == '| pre − random | ' + ' | '.join(
+        ['+1.000, no verdict (zero variance of the paired '
+         'differences)'] * len(HEADLINE)) + ' |'
+    # a family of the 6 tests that have a p value
+    ref = ttest_rel([0.3, 2.1, 4.0], [0.0, 1.0, 2.0])
+    p_adj = multipletests([ref.pvalue] * len(HEADLINE), method='holm')[1]
+    low, high = ref.confidence_interval(0.95)
+    assert lines[6] == '| noisy − random | ' + ' | '.join(
+        [f'+1.133 [{low:.3f}, {high:.3f}], p_adj {p_adj[0]:.2f}'] *
+        len(HEADLINE)) + ' |'
+    assert "adjusted by Holm over the table's 6 tests" in text
+
+
+def test_baselines_are_rows_and_decide_what_is_informative():
+    """The image-free and raw-pixel rows are shown, not differenced; a
+    probe is informative when the best run from a checkpoint beats the
+    image-free value on its deciding metric (a one-sample t over the seeds,
+    as scipy's, Holm over the probes), lower RMSE counting as better."""
+    from scipy.stats import ttest_1samp
+
+    from mmpos.evaluation.dense_suite import informative
+    suite = load_tool('dense_probe_suite')
+    base = {k: 0.5 for k in HEADLINE}
+    base['depth/rmse'] = 1.0
+    runs = {suite.IMAGE_FREE: [base] * 3,
+            suite.RAW_PIXELS: [dict(base, **{'depth/rmse': 1.1})] * 3,
+            'random': [dict(base, **{'correspondence/pck@0.1': v})
+                       for v in (0.4, 0.5, 0.6)],
+            'pre': [dict(base, **{'depth/rmse': r,
+                                  'correspondence/pck@0.1': 0.5 + d})
+                    for r, d in ((0.5, 0.01), (0.6, -0.02), (0.55, 0.0))]}
+    results = {label: {str(s): rows[s] for s in (0, 1, 2)}
+               for label, rows in runs.items()}
+    rows = [line.split(' | ')[0] for line in
+            suite.table(results, [0, 1, 2]).splitlines()[2:6]]
+    assert rows == [f'| {suite.IMAGE_FREE}', f'| {suite.RAW_PIXELS}',
+                    '| random', '| pre']
+    assert '| pre − random |' in suite.table(results, [0, 1, 2])
+    assert f'− {suite.IMAGE_FREE}' not in suite.table(results, [0, 1, 2])
+
+    found = informative({'pre': runs['pre']}, base)
+    p = [ttest_1samp([0.5, 0.6, 0.55], 1.0).pvalue,
+         ttest_1samp([0.51, 0.48, 0.5], 0.5).pvalue]
+    assert [found[k][2].pvalue for k in ('depth', 'correspondence')] == \
+        pytest.approx(p)
+    assert [found[k][2].p_adj for k in ('depth', 'correspondence')] == \
+        pytest.approx(list(multipletests(p, method='holm')[1]))
+    assert [found[k][0] for k in ('depth', 'correspondence', 'retrieval')] \
+        == [True, False, False]  # retrieval: zero variance, no verdict
+    text = suite.informative_lines(results, [0, 1, 2], ['pre'])
+    assert text[1].startswith('- depth: informative: pre beats the '
+                              'image-free baseline (depth/rmse, pre − '
+                              'image-free -0.450 [')
+    assert text[1].endswith(', lower is better).')
+    assert text[2].startswith('- correspondence: NOT INFORMATIVE')

@@ -22,11 +22,15 @@ from conftest import load_tool
 DEMO = 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'
 
 
-def test_depth_metrics_are_mmsegs():
+def test_depth_metrics_agree_with_mmseg_where_the_protocols_agree():
+    """Predictions inside [1e-3, 10] m, no crop, every image with valid
+    pixels: mmseg's DepthMetric gives the same d1 ... log10 (its silog is
+    another formula: 0.5 instead of 1 times mean(g)^2, no factor 100)."""
     g = torch.Generator().manual_seed(0)
     gt = torch.rand(3, 12, 16, generator=g) * 9 + 0.5
     gt[0, :2] = 0  # invalid pixels are left out
     pred = gt * (1 + 0.3 * torch.randn(3, 12, 16, generator=g)).abs()
+    pred = pred.clamp(1e-3, 10.)
     ours = depth_metrics(pred, gt, 1e-3, 10.)
     metric = DepthMetric(min_depth_eval=1e-3, max_depth_eval=10.)
     samples = []
@@ -36,13 +40,18 @@ def test_depth_metrics_are_mmsegs():
         sample.gt_depth_map = PixelData(data=t[None])
         samples.append(sample.to_dict())
     metric.process({}, samples)
-    assert ours == metric.compute_metrics(metric.results)
-    # by hand: 1.5 times the true depth everywhere
-    scaled = depth_metrics(gt[1:] * 1.5, gt[1:])
+    theirs = metric.compute_metrics(metric.results)
+    assert set(ours) == set(theirs)
+    for key in set(ours) - {'silog'}:
+        assert ours[key] == pytest.approx(theirs[key], rel=1e-5, abs=1e-7)
+    # by hand: 1.5 times the true depth everywhere (all below 10 m)
+    near = gt[1:] * 0.6
+    scaled = depth_metrics(near * 1.5, near)
     assert scaled['abs_rel'] == pytest.approx(0.5)
     assert scaled['d1'] == 0 and scaled['d2'] == 1  # 1.25 < 1.5 < 1.25^2
-    rmse = np.mean([t.pow(2).mean().sqrt().item() for t in gt[1:]])
+    rmse = np.mean([t.pow(2).mean().sqrt().item() for t in near])
     assert scaled['rmse'] == pytest.approx(0.5 * rmse, rel=1e-5)
+    assert scaled['silog'] == pytest.approx(0, abs=1e-4)  # scale-invariant
 
 
 def test_bins_and_normalisation():
@@ -113,18 +122,21 @@ def test_probe_learns_depth_carried_by_the_features():
 
 def test_mini_nyu_depth_is_exact(dense_mini):
     """The depth PNGs (read by mmseg's NYUDataset + LoadDepthAnnotation)
-    are the analytic z-depth of the scene: floor pixels at cam_h / (y/z),
-    box fronts at the box's z, to the millimetre."""
-    from mmpos_harness.mini_data.depth import (_NYU, ROOMS, _rays,
-                                           _sample_scene, _scene_depth)
+    are the analytic z-depth of the scene to the millimetre: each pixel's
+    depth times its ray lands on the surface it names (floor at ``y =
+    cam_h``, walls, box faces), and the optical axis is the ray's
+    camera-frame z."""
     from mmpos_harness.mini_data._io import _rng
+    from mmpos_harness.mini_data.depth import (_NYU, BACK, BOX, CEILING,
+                                               FLOOR, FRONT, LEFT, RIGHT,
+                                               ROOMS, _rays, _rotation,
+                                               _sample_scene, _scene_depth)
     dataset = dict(type='NYUDataset', data_root=str(dense_mini / 'nyu'),
                    data_prefix=dict(img_path='images/train',
                                     depth_map_path='annotations/train'))
     paths, depths = depth_data(dataset, 32)
     assert len(paths) == 6
     marker = json.load(open(dense_mini / 'nyu' / '.mini_data.json'))
-    sx, sy = _rays(32)
     for index in range(6):
         rng = _rng(marker['seed'], _NYU, False, index)
         room = ROOMS[int(rng.integers(len(ROOMS)))]
@@ -134,15 +146,28 @@ def test_mini_nyu_depth_is_exact(dense_mini):
         truth, surface = _scene_depth(scene, 32)
         read = depths[paths.index(path)].numpy()
         assert np.abs(read - truth).max() <= 5e-4 + 1e-6
-        floor = surface == 1
-        assert np.allclose(truth[floor], scene['cam_h'] / sy[floor])
+        rays = _rays(scene, 32)
+        rot = _rotation(scene['yaw'], scene['pitch'], scene['roll'])
+        assert np.allclose(np.einsum('ji,jhw->ihw', rot, rays)[2], 1)
+        x, y, z = rays * truth
+        planes = {FLOOR: (y, scene['cam_h']),
+                  CEILING: (y, scene['cam_h'] - scene['room_h']),
+                  LEFT: (x, scene['left']), RIGHT: (x, scene['right']),
+                  BACK: (z, scene['back']), FRONT: (z, scene['front'])}
+        for sid, (coord, value) in planes.items():
+            assert np.allclose(coord[surface == sid], value)
         for i, box in enumerate(scene['boxes']):
-            assert np.allclose(truth[surface == 5 + i], box['z'])
+            hit = surface == BOX + i
+            p = np.stack([x[hit], y[hit], z[hit]])
+            lo, hi = (np.array(box[k])[:, None] for k in ('lo', 'hi'))
+            assert ((p >= lo - 1e-9) & (p <= hi + 1e-9)).all()
+            gap = np.minimum(np.abs(p - lo), np.abs(p - hi)).min(0)
+            assert np.allclose(gap, 0, atol=1e-9)  # on a face
 
 
 def test_depth_tool_end_to_end(dense_mini, tmp_path):
     probe = REPO / 'configs/dense_probes/depth_mini-nyu.py'
-    assert Config.fromfile(probe).val_evaluator.crop_type is None
+    assert Config.fromfile(probe).val_evaluator.crop_type == 'nyu_crop'
     load_tool('depth_probe').main([
           str(REPO / DEMO), 'none', '--probe', str(probe), '--data-root',
           str(dense_mini / 'nyu'), '--work-dir', str(tmp_path), '--iters',

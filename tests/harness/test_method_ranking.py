@@ -2,16 +2,17 @@
 tools/paper_tables/method_ranking.py), the runner it shares with the demo
 (mmpos_harness.comparison.runs) and its table
 (mmpos_harness.comparison.seeds): the two-level (pretraining + transfer
-seed) test on hand-made numbers, the health columns and the collapse flag,
+seed) design tested on its per-run means, the family of a table, the
+health columns and the collapse flag,
 and the two stages' commands (recorded, not run: a real run is the tool
 itself), equal budget, tuning selection and resumption."""
 import json
-import math
 import os
 import statistics
 
 import pytest
-from scipy.stats import t as student_t
+from scipy.stats import ttest_ind
+from statsmodels.stats.multitest import multipletests
 
 from mmpos.utils.launch import work_dir_lock
 from mmpos_harness import method_ranking
@@ -27,60 +28,65 @@ NOISY_A = [[44.0, 50.0, 47.0], [44.2, 50.2, 47.2], [43.8, 49.8, 46.8]]
 NOISY_B = [[42.0, 48.0, 45.0], [42.1, 48.1, 45.1], [41.9, 47.9, 44.9]]
 
 
-def test_nested_difference_equals_the_formula():
-    got = seeds.nested_difference(SPREAD_PRETRAIN, TIGHT)
-    means_a = [statistics.mean(g) for g in SPREAD_PRETRAIN]
-    assert got['diff'] == pytest.approx(statistics.mean(means_a) - 45.0)
-    # Var(M) = s_b^2 / P per side; TIGHT's group means are equal
-    se = math.sqrt(statistics.variance(means_a) / 3)
-    assert got['se'] == pytest.approx(se)
-    assert got['df'] == pytest.approx(2.0)  # Welch: all from side a
-    # s_pre^2 = s_b^2 - s_w^2 / T, s_w = 0.1 within every group
-    assert got['pretrain_std'][0] == pytest.approx(
-        math.sqrt(statistics.variance(means_a) - 0.01 / 3))
-    assert got['pretrain_std'][1] == 0.0
-    se_tr = math.sqrt(2 * 0.01 / 9)
-    assert got['se_transfer'] == pytest.approx(se_tr)
-    assert got['df_transfer'] == pytest.approx(12.0)
+def _nested_summary(values):
+    """A stored two-level summary (``values[init]``: groups of the linear
+    probe's mIoU), as :func:`seeds.analyse` reads it back."""
+    return dict(title='toy', seeds=[0, 1, 2], pretrain_seeds=[0, 1, 2],
+                reference=runs.RANDOM_INIT,
+                compute={init: {} for init in values},
+                tasks={'linear-probe': dict(
+                    label='probe', metrics={'mIoU': 'mIoU'},
+                    inits={i: {'mIoU': dict(groups=g)}
+                           for i, g in values.items()})})
 
 
-def test_clear_on_transfer_seeds_alone_but_not_with_pretraining_seeds():
-    got = seeds.nested_difference(SPREAD_PRETRAIN, TIGHT)
-    assert got['diff'] == pytest.approx(2.0)
-    assert got['clear_transfer_only'] is True  # 2.0 >> 2.18 x 0.047
-    # 2.0 < t(0.975, 2) x 1.73 = 7.45: one pretraining run decides nothing
-    assert got['se'] == pytest.approx(math.sqrt(3.0))
-    assert 2.0 < student_t.ppf(0.975, 2) * got['se']
-    assert got['clear'] is False
+@pytest.mark.filterwarnings('ignore:Precision loss:RuntimeWarning')
+def test_the_table_tests_per_pretraining_run_means():
+    """Three pretraining runs that land far apart, each with tight transfer
+    seeds: the table's test is scipy's Welch test on the three run means,
+    not on the nine runs, so the difference is no verdict; the same nine
+    values as nine independent runs would have been one."""
+    summary = seeds.analyse(_nested_summary(
+        {'A': SPREAD_PRETRAIN, runs.RANDOM_INIT: TIGHT}))
+    cell = summary['tasks']['linear-probe']['inits']['A']['mIoU']
+    ref = ttest_ind([statistics.mean(g) for g in SPREAD_PRETRAIN],
+                    [statistics.mean(g) for g in TIGHT], equal_var=False)
+    assert cell['test']['pvalue'] == pytest.approx(ref.pvalue)
+    assert cell['test']['df'] == pytest.approx(2.0)  # all from side a
+    assert cell['test']['verdict'] == 'no verdict'
+    flat = ttest_ind(*[[v for g in side for v in g]
+                       for side in (SPREAD_PRETRAIN, TIGHT)],
+                     equal_var=False)
+    assert flat.pvalue < 0.05
+    # the hierarchical bootstrap interval is stored beside it
+    low, high = cell['bootstrap']
+    assert low < cell['test']['difference'] < high
 
 
-def test_clear_with_pretraining_seeds_but_not_on_transfer_seeds_alone():
-    got = seeds.nested_difference(NOISY_A, NOISY_B)
-    assert got['diff'] == pytest.approx(2.0)
-    # transfer seeds alone (std 3 within each run): 2.0 < 2.18 x 1.41
-    assert got['clear_transfer_only'] is False
-    # the pretraining runs' means agree to 0.1-0.2: the mean is known well
-    assert got['clear'] is True
-    # and the demo's single-level rule (2 pooled std over all 9 runs) would
-    # call it noise too
-    flat = [[v for g in side for v in g] for side in (NOISY_A, NOISY_B)]
-    pooled = math.sqrt(sum(statistics.variance(f) for f in flat) / 2)
-    assert 2.0 < 2 * pooled
-
-
-def test_nested_difference_needs_two_pretraining_seeds_and_balance():
-    got = seeds.nested_difference([[1.0, 2.0]], [[0.0, 1.0]])
-    assert got['clear'] is None and got['clear_transfer_only'] is not None
-    with pytest.raises(ValueError, match='balanced'):
-        seeds.nested_difference([[1.0, 2.0], [1.0]], TIGHT)
+def test_pretraining_runs_that_agree_make_a_noisy_transfer_decisive():
+    summary = seeds.analyse(_nested_summary(
+        {'A': NOISY_A, runs.RANDOM_INIT: NOISY_B}))
+    test = summary['tasks']['linear-probe']['inits']['A']['mIoU']['test']
+    assert test['difference'] == pytest.approx(2.0)
+    assert test['verdict'] == 'higher'  # a family of one: p = p_adj
+    # incomplete pretraining runs are left out of the test, one pretraining
+    # run a side is no test
+    summary = seeds.analyse(_nested_summary(
+        {'A': [NOISY_A[0], [44.0, None, 47.0]],
+         runs.RANDOM_INIT: NOISY_B}))
+    test = summary['tasks']['linear-probe']['inits']['A']['mIoU']['test']
+    assert (test['n_a'], test['verdict']) == (1, 'no test')
 
 
 def _health(collapsed, eff_rank=30.0):
     """A health.json whose stored verdict says healthy: the table must
-    judge the numbers itself."""
-    final = dict(cos_within=0.9 if collapsed else 0.3,
-                 cos_across=0.85 if collapsed else 0.1, eff_rank=eff_rank)
-    return dict(initial=dict(cos_within=0.3, cos_across=0.1, eff_rank=50.0),
+    judge the numbers itself (a collapsed run's tokens sit at one point:
+    spread 0.02 of its start)."""
+    final = dict(spread=0.02 if collapsed else 0.9, cos_within=0.3,
+                 cos_across=-0.01, eff_rank=eff_rank)
+    return dict(centred=True,
+                initial=dict(spread=0.98, cos_within=0.3, cos_across=-0.01,
+                             eff_rank=50.0),
                 history=[], final=final, num_prototypes=None,
                 collapsed=False, reasons=[])
 
@@ -112,6 +118,7 @@ def _write_comparison(root, values, health):
                                  dict(mIoU=value))
 
 
+@pytest.mark.filterwarnings('ignore:Precision loss:RuntimeWarning')
 def test_table_has_health_columns_and_flags_a_collapsed_run(tmp_path):
     healthy = [_health(False)] * 3
     _write_comparison(
@@ -121,7 +128,7 @@ def test_table_has_health_columns_and_flags_a_collapsed_run(tmp_path):
                              _health(False)]})
     summary = seeds.summarise(str(tmp_path))
     assert summary['health']['B']['collapsed'] == 1
-    assert 'tokens of different images align' in \
+    assert 'tokens collapse to one point' in \
         summary['health']['B']['reasons'][0]
     assert summary['health']['A']['eff_rank'] == pytest.approx(30.0)
     assert summary['health'][runs.RANDOM_INIT] is None
@@ -130,31 +137,46 @@ def test_table_has_health_columns_and_flags_a_collapsed_run(tmp_path):
     text = seeds.markdown(summary)
     header = next(line for line in text.splitlines()
                   if line.startswith('| rank'))
-    for column in ('tokens / image', 'cos within / across',
-                   'eff. rank (init)', 'teacher entropy', 'collapsed runs'):
+    for column in ('tokens / image', 'spread (init)', 'eff. rank (init)',
+                   'teacher entropy', 'collapsed runs'):
         assert column in header
     assert summary['compute']['A']['tokens_per_image'] == pytest.approx(17.)
     assert summary['compute'][runs.RANDOM_INIT]['tokens_per_image'] is None
     rows = [line for line in text.splitlines() if line.startswith('| ')][2:]
-    assert rows[1].startswith('| 2 | A |')
+    rank = summary['ranks']['A']
+    assert rank['rank'] == 2.0
+    assert rows[1].startswith(f'| 2 [{rank["low"]:g}, {rank["high"]:g}] | A |')
     assert '| 17 | ' in rows[1]
-    assert '0.30 / 0.10 | 30.0 (50.0) | - | 0/3 |' in rows[1]
-    assert rows[0].startswith('| 1 | B (collapse flagged) |')
+    assert '0.90 (0.98) | 30.0 (50.0) | - | 0/3 |' in rows[1]
+    assert rows[0].startswith('| 1 [1, 1] | B (collapse flagged) |')
     assert '1/3 COLLAPSED' in rows[0]
     assert 'batch 32, images 96000' in text
-    a = summary['tasks']['linear-probe']['inits']['A']['mIoU']
-    assert a['clear'] is True and a['clear_transfer_only'] is False
+    # the table is one family: A's and B's tests against random init,
+    # Welch on the run means, Holm
+    inits = summary['tasks']['linear-probe']['inits']
+    p = [ttest_ind([statistics.mean(g) for g in groups], [
+        statistics.mean(g) for g in NOISY_B], equal_var=False).pvalue
+        for groups in (NOISY_A, [[60.0] * 3] * 3)]
+    assert [inits[i]['mIoU']['test']['pvalue'] for i in 'AB'] == \
+        pytest.approx(p)
+    assert [inits[i]['mIoU']['test']['p_adj'] for i in 'AB'] == \
+        pytest.approx(list(multipletests(p, method='holm')[1]))
+    assert "adjusted by Holm over the table's 2 tests" in text
     notes = seeds.verdicts(summary)
     assert 'COLLAPSE FLAGGED on 1 of 3 pretraining runs (' in notes['B']
     assert 'COLLAPSE' not in notes['A']
-    # a claimed ordering: the same test between two inits, either way round
+    assert notes['A'].startswith(
+        'A: above random init on mini-stuff linear probe (mIoU +2.0 [')
+    # a claimed ordering: the same test between two inits, either way
+    # round, counted once in its table's family
     table = seeds.orderings(summary, [('A', runs.RANDOM_INIT, 'paper 1'),
                                       (runs.RANDOM_INIT, 'A', 'paper 2')])
-    assert '| A > random init | paper 1 | +2.0 (holds) |' in table
-    assert '| random init > A | paper 2 | -2.0 (reversed) |' in table
+    assert '| A > random init | paper 1 | +2.0 [' in table
+    assert '| random init > A | paper 2 | -2.0 [' in table
+    assert table.count(', holds |') == table.count(', reversed |') == 1
+    assert "over the table's 1 test " in table
     tight = seeds.orderings(summary, [('B', 'A', 'paper 3')])
-    assert '| B > A | paper 3 |' in tight
-    assert 'beyond noise' in notes['A']
+    assert '| B > A | paper 3 | +13.0 [' in tight
     # a teacher entropy without its K cannot be judged: one clear error
     broken = _health(False)
     broken['final']['teacher_entropy'] = 5.0
@@ -162,6 +184,20 @@ def test_table_has_health_columns_and_flags_a_collapsed_run(tmp_path):
                                   'health.json'), broken)
     with pytest.raises(ValueError, match='health.json: teacher_entropy'):
         seeds.summarise(str(tmp_path))
+    # a file of the un-centred monitor is refused, naming it; a summary
+    # written from such files is shown, not judged
+    del broken['centred'], broken['final']['teacher_entropy']
+    seeds.write_json(os.path.join(seeds.pretrain_dir(str(tmp_path), 'A', 0),
+                                  'health.json'), broken)
+    with pytest.raises(ValueError, match='health.json: written before the '
+                       'collapse statistics were centred'):
+        seeds.summarise(str(tmp_path))
+    old = dict(summary, health=dict(summary['health'], B=dict(
+        runs=3, collapsed=3, reasons=['tokens of different images align'],
+        cos_within=0.9, cos_across=0.85, eff_rank=10.0, eff_rank0=50.0)))
+    assert not seeds.collapsed(old, 'B')
+    assert seeds._fmt_health(old['health']['B'])[-1].startswith(
+        'not judged')
 
 
 def _fake_runs(commands, scores):
@@ -180,7 +216,7 @@ def _fake_runs(commands, scores):
         elif 'tools/paper_tables/gen_tables.py' in cmd:  # what it writes
             root = cmd[cmd.index('--seeds') + 1]
             os.makedirs(os.path.join(root, 'tables'), exist_ok=True)
-            seeds.write(root, os.path.join(root, 'tables'))
+            seeds.write(seeds.summarise(root), os.path.join(root, 'tables'))
         elif any(p['tool'] in cmd for p in runs.PROBES.values()):
             os.makedirs(work_dir, exist_ok=True)
             seeds.write_json(os.path.join(work_dir, 'metrics.json'),
@@ -379,7 +415,8 @@ def test_a_switched_off_monitor_is_not_counted_as_healthy(tmp_path):
     """A pretraining run whose HealthMonitorHook had no probe set writes
     health.json with ``disabled``: the table says it was not monitored
     instead of counting it among the healthy runs."""
-    off = dict(initial=None, history=[], final=None, num_prototypes=None,
+    off = dict(centred=True, initial=None, history=[], final=None,
+               num_prototypes=None,
                collapsed=None, reasons=[],
                disabled='HealthMonitorHook: probe set not found: x/cls')
     dirs = []

@@ -310,13 +310,20 @@ def test_unknown_top_level_key_is_refused(fabricated, capsys):
 
 def test_seed_table(tmp_path, capsys):
     """tools/demo.py's / method_ranking.py's closing table (gen_tables.py
-    --seeds): mean and sample std over seeds, the difference to random init
-    judged against 2 pooled std, ranking, compute and a missing run."""
+    --seeds): mean and sample std over seeds; the first metric's
+    difference to random init by scipy's paired t over the seeds (the
+    demo's inits share them), Holm over the table as statsmodels adjusts;
+    the ranking with its ties, compute and a missing run; the same table
+    again from the stored summary.json."""
+    from scipy.stats import ttest_rel
+    from statsmodels.stats.multitest import multipletests
+
+    from mmpos.evaluation import stats
     from mmpos_harness.comparison import runs, seeds
     root = tmp_path / 'run'
     runs.write_plan(str(root), 'DropPos-pretrained vs random init',
                     ['DropPos', 'MAE', runs.RANDOM_INIT], [0, 1, 2])
-    maps = {'DropPos': [0.30, 0.32, 0.34], 'MAE': [0.10, 0.20],
+    maps = {'DropPos': [0.30, 0.33, 0.34], 'MAE': [0.10, 0.20],
             runs.RANDOM_INIT: [0.10, 0.12, 0.14]}
     mious = {'DropPos': [20.0, 30.0, 40.0], 'MAE': [50.0, 52.0, 54.0],
              runs.RANDOM_INIT: [21.0, 22.0, 23.0]}
@@ -339,33 +346,54 @@ def test_seed_table(tmp_path, capsys):
     assert code == 0
     summary = json.loads((root / 'tables' / 'summary.json').read_text())
     det = summary['tasks']['detection']['inits']
-    assert det['DropPos']['coco/bbox_mAP']['mean'] == pytest.approx(32.0)
-    assert det['DropPos']['coco/bbox_mAP']['std'] == pytest.approx(2.0)
-    # +20 against a pooled std of 2: clear; MAE has 2 seeds only (the third
-    # is missing) and +3 against pooled std sqrt((7.07^2 + 2^2) / 2): not
-    assert det['DropPos']['coco/bbox_mAP']['clear'] is True
-    assert det['MAE']['coco/bbox_mAP']['values'] == [10.0, 20.0]
-    assert det['MAE']['coco/bbox_mAP']['clear'] is False
     seg = summary['tasks']['segmentation']['inits']
-    assert seg['DropPos']['mIoU']['diff'] == pytest.approx(8.0)
-    assert seg['DropPos']['mIoU']['clear'] is False  # std 10 vs 1
+    assert det['DropPos']['coco/bbox_mAP']['mean'] == pytest.approx(32.333,
+                                                                    1e-4)
+    assert det['DropPos']['coco/bbox_mAP']['std'] == pytest.approx(2.0817,
+                                                                   1e-4)
+    # MAE's third detection run is missing: paired over seeds 0 and 1
+    assert det['MAE']['coco/bbox_mAP']['groups'] == [[10.0, 20.0, None]]
+    cells = [det['DropPos']['coco/bbox_mAP'], seg['DropPos']['mIoU'],
+             det['MAE']['coco/bbox_mAP'], seg['MAE']['mIoU']]
+    ref = [ttest_rel([30.0, 33.0, 34.0], [10.0, 12.0, 14.0]),
+           ttest_rel(mious['DropPos'], mious[runs.RANDOM_INIT]),
+           ttest_rel([10.0, 20.0], [10.0, 12.0]),
+           ttest_rel(mious['MAE'], mious[runs.RANDOM_INIT])]
+    assert [c['test']['pvalue'] for c in cells] == pytest.approx(
+        [r.pvalue for r in ref])
+    assert [c['test']['p_adj'] for c in cells] == pytest.approx(list(
+        multipletests([r.pvalue for r in ref], method='holm')[1]))
+    assert [c['test']['verdict'] for c in cells] == [
+        'higher', 'no verdict', 'no verdict', 'higher']
+    assert 'aAcc' in seg['DropPos'] and 'test' not in seg['DropPos']['aAcc']
     assert summary['compute']['DropPos']['transfer_minutes'] == 4.5
     assert '**DropPos-pretrained vs random init**' in stdout
-    # ranks (AP^bb, mIoU): DropPos 0 + 1, MAE 1 + 0, random init 2 + 2;
-    # the tie is broken by the plan's order
+    # ranks (AP^bb, mIoU): DropPos 1 + 2, MAE 2 + 1: tied at 1.5, in the
+    # plan's order; random init 3
     assert seeds.ranking(summary) == ['DropPos', 'MAE', runs.RANDOM_INIT]
-    assert ('| 1 | DropPos | 32.0 ± 2.0 | 16.0 ± 1.0 | 64.0 ± 4.0 | '
-            '+20.0 (clear) | 30.0 ± 10.0 | 40.0 ± 10.0 | +8.0 (within '
-            'noise) | - | - | 4.5 |') in stdout  # no pretraining, tokens
-    assert ('- DropPos: advantage over random init larger than 2 std on '
-            'mini-objects (AP^bb +20.0 (clear), AP^mk +10.0 (clear), '
-            'AP^bb_50 +40.0 (clear)); NO advantage over random init beyond 2 '
-            'std on mini-stuff with this budget') in stdout
-    assert ('- MAE: advantage over random init larger than 2 std on '
-            'mini-stuff (mIoU +30.0 (clear), aAcc +30.0 (clear)); NO '
-            'advantage over random init beyond 2 std on mini-objects') in stdout
-    assert '| 2 | MAE | 15.0 ± 7.1 (n=2) |' in stdout
+    assert [summary['ranks'][i]['rank'] for i in seeds.ranking(summary)] \
+        == [1.5, 1.5, 3.0]
+    cell = stats.format_cell(stats.Comparison.from_dict(cells[0]['test']))
+    assert cell.startswith('+20.3 [') and ', p_adj ' in cell
+    assert ('| DropPos | 32.3 ± 2.1 | 16.2 ± 1.0 | 64.7 ± 4.2 | '
+            f'{cell} | 30.0 ± 10.0 | 40.0 ± 10.0 | ') in stdout
+    assert '| - | - | 4.5 |' in stdout  # no pretraining, tokens
+    assert (f'- DropPos: above random init on mini-objects (AP^bb {cell}); '
+            'no verdict against random init on mini-stuff') in stdout
+    assert '- MAE: above random init on mini-stuff (mIoU +30.0 [' in stdout
+    assert '| MAE | 15.0 ± 7.1 (n=2) |' in stdout
+    assert "paired t over the transfer seeds" in stdout
+    assert "adjusted by Holm over the table's 4 tests" in stdout
     assert (root / 'tables' / 'seeds.csv').is_file()
+    # the stored summary.json regenerates the same table, nothing re-run
+    again = tmp_path / 'again'
+    code, _, _ = gen_tables(capsys, '--seeds',
+                            root / 'tables' / 'summary.json', '--out-dir',
+                            again)
+    assert code == 0
+    for name in ('seeds.md', 'seeds.csv', 'summary.json'):
+        assert (again / name).read_bytes() == \
+            (root / 'tables' / name).read_bytes()
 
 
 # ------------------------------------------------------- the real manifest

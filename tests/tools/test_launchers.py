@@ -116,28 +116,31 @@ def test_none_switches_off_mmpos_default_hooks():
     assert cfg.default_hooks.checkpoint.type == 'IntactCheckpointHook'
 
 
-def test_frozen_parameters_are_not_warned_about(tmp_path):
-    """mmengine's optimizer constructor warns per frozen parameter; after
-    quiet_frozen_parameters the runner's log file has them at DEBUG only,
-    other warnings stay."""
+def test_per_parameter_lines_stay_off_the_console(tmp_path, capsys):
+    """mmengine logs a line per parameter while it builds the optimizer
+    (parameter-wise options, skipped frozen parameters); after
+    quiet_console they are in the run's log file only, and other records
+    reach both."""
     import torch.nn as nn
     from mmengine.logging import MMLogger, print_log
     from mmengine.optim import build_optim_wrapper
 
-    from mmpos.utils.launch import quiet_frozen_parameters
+    from mmpos.utils.launch import quiet_console
     log = tmp_path / 'run.log'
-    logger = MMLogger.get_instance('frozen_test', log_file=str(log),
+    logger = MMLogger.get_instance('per_parameter_test', log_file=str(log),
                                    log_level='INFO')
-    quiet_frozen_parameters(logger)
+    quiet_console(logger)
     model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
     model[0].requires_grad_(False)
     build_optim_wrapper(model, dict(optimizer=dict(type='SGD', lr=0.1,
                                                    weight_decay=0.01),
-                                    paramwise_cfg=dict(norm_decay_mult=0.)))
+                                    paramwise_cfg=dict(bias_decay_mult=0.)))
     print_log('another warning', logger='current', level=30)
-    text = log.read_text()
-    assert 'requires_grad=False' not in text
-    assert 'another warning' in text
+    console, text = capsys.readouterr().out, log.read_text()
+    assert 'requires_grad=False' in text and 'paramwise_options' in text
+    assert 'requires_grad=False' not in console
+    assert 'paramwise_options' not in console
+    assert 'another warning' in text and 'another warning' in console
 
 
 def test_resume_and_auto_resume(tmp_path):

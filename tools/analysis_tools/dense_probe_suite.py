@@ -13,17 +13,28 @@ init and the depth head's init and batches); ``len(seeds)`` checkpoints
 (e.g. pretrainings with those seeds) are paired with the seeds in order.
 The probes are the mini-data configs by default
 (:data:`mmpos.evaluation.dense_suite.MINI_PROBES`, 64 px); ``--data-root``
-is the folder holding ``nyu``, ``spair`` and ``stuff``.
+is the folder holding ``nyu``, ``spair`` and ``scenes``.
+
+Beside the runs, every table has the probes' baselines from the same
+code: ``image-free`` (what never looks at the image: the per-pixel depth
+prior, keypoints left where they were, the per-pixel class prior;
+:func:`mmpos.evaluation.dense_suite.image_free_run`) and ``raw pixels``
+(the patchified image through the same probe). A probe is informative
+only when the best run from a checkpoint beats its image-free baseline
+(paired t over the seeds, Holm over the probes,
+:func:`~mmpos.evaluation.dense_suite.informative`); the differences of a
+probe that is not are shown, marked, and not to be read as a ranking.
 
 Writes ``DIR/results.json`` (every run's metrics per seed) and
-``DIR/result.md`` (mean ± std over seeds of the headline metrics, and the
-difference of each run to the first).
+``DIR/result.md`` (mean ± std over seeds of the headline metrics, the
+difference of each run to the first with its 95 % interval and p: the
+paired t over the seeds, which the runs share, adjusted by Holm over the
+table, :mod:`mmpos.evaluation.stats`; then the informativeness tests).
 """
 import argparse
 import json
 import os
 import os.path as osp
-import statistics
 import sys
 import time
 
@@ -31,10 +42,13 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
 from mmpos.checkpoint import write_atomically  # noqa: E402
+from mmpos.evaluation import stats  # noqa: E402
 from mmpos.utils.cli import cli_main  # noqa: E402
 from mmpos.utils.errors import BadInputError  # noqa: E402
 
-DATA_DIRS = dict(depth='nyu', correspondence='spair', retrieval='stuff')
+DATA_DIRS = dict(depth='nyu', correspondence='spair', retrieval='scenes')
+IMAGE_FREE, RAW_PIXELS = 'image-free', 'raw pixels'  # the baselines' rows
+BASELINES = (IMAGE_FREE, RAW_PIXELS)
 
 
 def parse_args(argv=None):
@@ -44,7 +58,7 @@ def parse_args(argv=None):
                         help='LABEL=CHECKPOINT[,CHECKPOINT...]')
     parser.add_argument('--work-dir', required=True)
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
-    parser.add_argument('--data-root', help='folder of nyu, spair, stuff')
+    parser.add_argument('--data-root', help='folder of nyu, spair, scenes')
     parser.add_argument('--probes', nargs='+', default=[],
                         help='NAME=PROBE_CONFIG (default: the mini ones)')
     parser.add_argument('--prefix', default='backbone.')
@@ -70,33 +84,69 @@ def parse_runs(runs, seeds):
 
 
 def table(results, seeds):
-    """Markdown: mean ± std per run and headline metric, and the
-    difference to the first run."""
+    """Markdown: mean ± std per row (the baselines first) and headline
+    metric, the difference of every run to the first run (paired t over
+    the seeds, Holm over the table,
+    :func:`~mmpos.evaluation.stats.format_cell`) and, under it, the family
+    and the minimum detectable differences."""
     from mmpos.evaluation.dense_suite import HEADLINE
     labels = list(results)
+    values = {(label, key): [results[label][str(s)][key] for s in seeds]
+              for label in labels for key in HEADLINE}
     lines = [f'| init | {" | ".join(HEADLINE)} |',
              '| --- |' + ' --- |' * len(HEADLINE)]
-    stats = {}
     for label in labels:
-        cells = []
-        for key in HEADLINE:
-            values = [results[label][str(s)][key] for s in seeds]
-            mean = statistics.mean(values)
-            std = statistics.stdev(values) if len(values) > 1 else 0.
-            stats[label, key] = mean
-            cells.append(f'{mean:.3f} ± {std:.3f}')
-        lines.append(f'| {label} | {" | ".join(cells)} |')
-    for label in labels[1:]:
-        cells = [f'{stats[label, k] - stats[labels[0], k]:+.3f}'
+        cells = [stats.format_mean_std(*stats.mean_std(values[label, k]), 3)
                  for k in HEADLINE]
-        lines.append(f'| {label} − {labels[0]} | {" | ".join(cells)} |')
+        lines.append(f'| {label} | {" | ".join(cells)} |')
+    runs = [label for label in labels if label not in BASELINES]
+    tests = iter(stats.family([
+        stats.paired(values[label, k], values[runs[0], k])
+        for label in runs[1:] for k in HEADLINE], stats.HOLM))
+    columns = {k: [] for k in HEADLINE}
+    for label in runs[1:]:
+        cells = []
+        for k in HEADLINE:
+            columns[k].append(next(tests))
+            cells.append(stats.format_cell(columns[k][-1], 3))
+        lines.append(f'| {label} − {runs[0]} | {" | ".join(cells)} |')
+    if runs[1:]:
+        lines += ['', 'Test: paired t over the seeds (the runs of one seed '
+                  'share its draws, e.g. the order of the batches). ' +
+                  stats.describe(columns, 3)]
     return '\n'.join(lines)
+
+
+def informative_lines(results, seeds, trained):
+    """One line per probe: whether the best of the ``trained`` runs beats
+    the image-free baseline on the probe's deciding metric
+    (:func:`~mmpos.evaluation.dense_suite.informative`)."""
+    from mmpos.evaluation.dense_suite import DECIDING, informative
+    found = informative(
+        {label: [results[label][str(s)] for s in seeds] for label in trained},
+        results[IMAGE_FREE][str(seeds[0])])
+    lines = []
+    for probe, (ok, best, test, lower) in found.items():
+        key = DECIDING[probe][0]
+        what = (f'informative: {best} beats the image-free baseline'
+                if ok else f'NOT INFORMATIVE: no run from a checkpoint beats '
+                'the image-free baseline; its differences are not a ranking')
+        lines.append(f'- {probe}: {what} ({key}, {best} − {IMAGE_FREE} '
+                     f'{stats.format_cell(test, 3)}'
+                     f'{", lower is better" if lower else ""}).')
+    if lines:
+        lines.insert(0, 'Is each probe informative? (the best run from a '
+                     'checkpoint against the image-free baseline, paired t '
+                     'over the seeds, Holm over the probes)')
+    return lines
 
 
 @cli_main('dense_probe_suite.py')
 def main(argv=None):
     args = parse_args(argv)
-    from mmpos.evaluation.dense_suite import MINI_PROBES, run_dense_probes
+    from mmpos.evaluation.dense_suite import (MINI_PROBES, RAW_PIXELS as
+                                              PIXELS, image_free_probes,
+                                              run_dense_probes)
     probes = dict(MINI_PROBES)
     probes.update(p.split('=', 1) for p in args.probes)
     runs = parse_runs(args.runs, args.seeds)
@@ -107,7 +157,10 @@ def main(argv=None):
     roots = {name: osp.join(args.data_root, DATA_DIRS[name])
              for name in probes} if args.data_root else None
     results, start = {}, time.time()
-    for label, pairs in runs:
+    image_free = image_free_probes(probes, roots)
+    results[IMAGE_FREE] = {str(seed): image_free for seed in args.seeds}
+    for label, pairs in [(RAW_PIXELS, [(seed, PIXELS)
+                                       for seed in args.seeds])] + runs:
         results[label] = {}
         for seed, ckpt in pairs:
             results[label][str(seed)] = dict(
@@ -121,9 +174,13 @@ def main(argv=None):
         config=args.config, probes=probes, seeds=args.seeds,
         results=results), indent=1).encode(),
         osp.join(args.work_dir, 'results.json'))
+    trained = [label for label, pairs in runs
+               if all(ckpt is not None for _, ckpt in pairs)]
     text = (f'# Dense probes of {args.config}\n\nseeds {args.seeds}; '
             f'{round((time.time() - start) / 60, 1)} min\n\n' +
-            table(results, args.seeds) + '\n')
+            table(results, args.seeds) + '\n\n' +
+            '\n'.join(informative_lines(results, args.seeds, trained)) +
+            '\n')
     write_atomically(text.encode(), osp.join(args.work_dir, 'result.md'))
     print(text)
 

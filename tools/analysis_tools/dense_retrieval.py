@@ -2,18 +2,19 @@
 
     python tools/analysis_tools/dense_retrieval.py CONFIG CHECKPOINT
         --probe PROBE_CONFIG --work-dir DIR [--data-root ROOT]
-        [--size S] [--k 30] [--temperature 0.02] [--pictures N]
+        [--size S] [--k 30] [--temperature 0.02] [--seed S] [--pictures N]
         [--prefix backbone.] [--device cpu|cuda]
 
 The backbone comes from CONFIG and CHECKPOINT (``none``: random init), as
 for ``knn_eval.py``. PROBE_CONFIG (``configs/dense_probes/retrieval_*.py``)
 gives the data (``train_dataloader`` / ``val_dataloader`` datasets, any
-mmseg segmentation dataset: ADE20K, mini-ADE, mini-stuff) and
-``retrieval_probe`` (input size, ``k``, ``temperature``). The last block's
-patch features of every training image and their patch label
-distributions form the memory; every validation patch is labelled by its
-``k`` nearest memory patches (:mod:`mmpos.evaluation.dense_retrieval`). No
-parameter is trained.
+mmseg segmentation dataset: ADE20K, VOC, mini-scenes, mini-ADE,
+mini-stuff) and ``retrieval_probe`` (input size, ``k``, ``temperature``,
+augmented passes, memory size). The last block's patch features of the
+training images, over augmented passes drawn with ``--seed``, and their
+patch label distributions form the memory; every validation patch is
+labelled by its ``k`` nearest memory patches
+(:mod:`mmpos.evaluation.dense_retrieval`). No parameter is trained.
 
 Writes ``DIR/metrics.json`` (``retrieval/mIoU``, ``mAcc``, ``aAcc``, from
 mmseg's ``IoUMetric``) and ``DIR/result.md``; with ``--pictures N``,
@@ -35,6 +36,8 @@ def parse_args(argv=None):
     parser.add_argument('--size', type=int)
     parser.add_argument('--k', type=int)
     parser.add_argument('--temperature', type=float)
+    parser.add_argument('--seed', type=int, default=0,
+                        help="the memory's augmentation draws")
     return parser.parse_args(argv)
 
 

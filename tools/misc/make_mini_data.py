@@ -1,7 +1,7 @@
 """Write the deterministic mini datasets used by the demo and the tests.
 
     python tools/misc/make_mini_data.py OUT_DIR
-        [--which coco ade unlabeled cls objects stuff nyu spair]
+        [--which coco ade unlabeled cls objects stuff nyu spair scenes]
         [--num-train N] [--num-val N] [--num-unlabeled N] [--img-size S]
         [--seed S] [--force]
 
@@ -21,7 +21,7 @@ from mmpos_harness.mini_data import make_all  # noqa: E402
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 DATASETS = ('coco', 'ade', 'unlabeled')
-CHOICES = DATASETS + ('cls', 'objects', 'stuff', 'nyu', 'spair')
+CHOICES = DATASETS + ('cls', 'objects', 'stuff', 'nyu', 'spair', 'scenes')
 
 
 def parse_args(argv=None):
@@ -33,16 +33,18 @@ def parse_args(argv=None):
         '--which', nargs='+', choices=CHOICES, default=list(DATASETS),
         help='datasets to write (default: coco ade unlabeled; cls is the '
         'mini classification set, objects and stuff the demo\'s material '
-        'detection and segmentation tasks, nyu and spair the depth and '
-        'correspondence probes\' data)')
+        'detection and segmentation tasks, nyu, spair and scenes the depth, '
+        'correspondence and retrieval probes\' data)')
     parser.add_argument(
         '--num-train', type=int, default=64,
-        help='training images of coco, ade, cls, objects, stuff, nyu and '
-        'spair (pairs)')
+        help='training images of coco, ade, cls, objects, stuff, nyu, '
+        'spair (pairs) and scenes')
     parser.add_argument(
-        '--num-val', type=int, default=16,
-        help='validation images of coco, ade, cls, objects, stuff, nyu and '
-        'spair (pairs)')
+        '--num-val', type=int,
+        help='validation images of coco, ade, cls, objects, stuff, nyu, '
+        'spair (pairs) and scenes (default: 16; cls 240 and scenes 256, '
+        'so that one query or image moves their metric by at most 0.5 '
+        'point)')
     parser.add_argument('--num-unlabeled', type=int, default=256,
                         help='images in the unlabeled folder')
     parser.add_argument('--img-size', type=int, default=128,

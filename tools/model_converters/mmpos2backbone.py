@@ -10,7 +10,10 @@ networks, optimizer, message hub). DST keys are bare backbone names, loadable
 by the backbone's ``init_cfg=dict(type='Pretrained', checkpoint=DST)``; with
 ``--keep-prefix`` they are ``backbone.<name>``, for ``load_from`` of a whole
 detector / segmentor / classifier or ``init_cfg`` with ``prefix='backbone.'``.
-``--ema`` takes the weights of mmengine's EMAHook instead.
+``--ema`` takes the weights of mmengine's EMAHook instead. The output
+records the backbone's config (``meta.backbone_cfg``: ``--config``'s, else
+the one the training checkpoint records), so
+``mmpos.apis.load_backbone(DST)`` builds and loads it in one line.
 
 ``--config`` checks the result against ``model.backbone`` of any mmpretrain,
 mmdet or mmseg config (e.g. the downstream one): missing and unexpected
@@ -34,13 +37,17 @@ import math
 import os.path as osp
 import sys
 from collections import OrderedDict
+from typing import Optional
 
 import torch.nn as nn
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
+from mmengine.config import Config  # noqa: E402
+
 from mmpos.apis import build_backbone  # noqa: E402
+from mmpos.apis.features import backbone_config  # noqa: E402
 from mmpos.checkpoint import (ConversionError, read_checkpoint,  # noqa: E402
                               save_state_dict, state_dict_of)
 from mmpos.checkpoint.converters import (  # noqa: E402
@@ -108,6 +115,21 @@ def fit_cls_slot(backbone, model):
     return backbone
 
 
+def backbone_text(source) -> Optional[str]:
+    """The text of a config holding only ``model.backbone`` of ``source``
+    (a config path, or a training checkpoint whose meta records its
+    config), for ``mmpos.apis.load_backbone`` of the output; ``None`` when
+    the checkpoint records no config."""
+    if isinstance(source, dict):
+        if not isinstance(source.get('meta', {}).get('cfg'), str):
+            return None
+        source = Config.fromstring(source['meta']['cfg'], '.py')
+    backbone = dict(backbone_config(source))
+    backbone.pop('init_cfg', None)
+    return Config(dict(model=dict(backbone=backbone),
+                       custom_imports=dict(imports=['mmpos']))).pretty_text
+
+
 @cli_main('mmpos2backbone.py')
 def main(argv=None):
     parser, args = parse_args(argv)
@@ -129,7 +151,9 @@ def main(argv=None):
                 ('backbone.' + k, v) for k, v in backbone.items())
         meta = dict(source=osp.abspath(args.src),
                     converter='mmpos2backbone', src_prefix=args.src_prefix,
-                    ema=args.ema, positional_field_grid=grid)
+                    ema=args.ema, positional_field_grid=grid,
+                    backbone_cfg=backbone_text(args.config or checkpoint)
+                    if grid is None else None)
         if model is not None:  # keys as in the output
             target = nn.ModuleDict(dict(
                 backbone=model)) if args.keep_prefix else model

@@ -2,7 +2,8 @@
 
     python tools/paper_tables/gen_tables.py MANIFEST [--work-root DIR]
         [--out-dir DIR] [--tables ID ...] [--paper NAME] [--print] [--check]
-    python tools/paper_tables/gen_tables.py --seeds DIR [--out-dir DIR] [--print]
+    python tools/paper_tables/gen_tables.py --seeds DIR|SUMMARY [--out-dir DIR]
+        [--print]
 
 For every table of MANIFEST (default ``tools/paper_tables/manifest.yaml``)
 writes ``<out-dir>/<table>.md`` and ``.csv`` plus ``<out-dir>/tables.md``:
@@ -11,11 +12,14 @@ yet are marked, never an error. A run's work dir is ``<work-root>/<run id>``.
 The docs site renders the same tables at build time (``make docs``).
 ``--seeds DIR`` instead regenerates a seed-repeated comparison of backbone
 initialisations (``tools/demo.py``, ``tools/paper_tables/method_ranking.py``)
-from ``DIR/plan.json`` and its work dirs: one table ranked by the mean over
-seeds, ``mean ± std`` per metric, the difference to random init and the
-compute, written as ``seeds.md`` / ``seeds.csv`` / ``summary.json`` to
-``--out-dir`` (default ``DIR/tables``); see
-:mod:`mmpos_harness.comparison.seeds`.
+from ``DIR/plan.json`` and its work dirs, or from the raw values of a
+stored ``summary.json`` (``--seeds SUMMARY``, nothing re-run): one table
+ranked with rank intervals, ``mean ± std`` per metric, the difference to
+random init with its interval and Holm-adjusted p
+(:mod:`mmpos.evaluation.stats`) and the compute, written as ``seeds.md`` /
+``seeds.csv`` / ``summary.json`` (and ``orderings.md`` when the plan claims
+orderings) to ``--out-dir`` (default ``DIR/tables``, or the summary's
+folder); see :mod:`mmpos_harness.comparison.seeds`.
 ``--check`` also fails (exit 1) when a config is missing without being listed
 in the manifest's ``pending`` or when the effective-epoch accounting
 disagrees with a paper's ``eff_ep``.
@@ -49,17 +53,19 @@ def parse_args(argv=None):
     parser.add_argument('--check', action='store_true',
                         help='exit 1 on config / eff. epoch problems')
     parser.add_argument(
-        '--seeds', metavar='DIR',
-        help='regenerate the seed comparison in DIR (plan.json) instead')
+        '--seeds', metavar='DIR|SUMMARY',
+        help='regenerate the seed comparison in DIR (plan.json) or from a '
+        'stored summary.json instead')
     return parser.parse_args(argv)
 
 
 def seed_table(args):
-    out_dir = args.out_dir or osp.join(args.seeds, 'tables')
+    out_dir = args.out_dir or (osp.join(args.seeds, 'tables') if osp.isdir(
+        args.seeds) else osp.dirname(osp.abspath(args.seeds)))
     os.makedirs(out_dir, exist_ok=True)
     try:
-        text = seeds.write(args.seeds, out_dir)
-    except ValueError as err:
+        text = seeds.write(seeds.load(args.seeds), out_dir)
+    except (ValueError, FileNotFoundError) as err:
         sys.exit(f'gen_tables.py: error: {err}')
     if args.print:
         print(text)

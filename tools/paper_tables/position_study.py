@@ -1,9 +1,8 @@
-"""RoPE-ViT's resolution claim in miniature, for every position scheme.
+"""RoPE-ViT's resolution claim in miniature, with its two factors apart.
 
     python tools/paper_tables/position_study.py OUT_DIR [--schemes ...]
-        [--seeds 0 1 2] [--iters 2000] [--batch-size 32]
-        [--sizes 24 32 48 64 96] [--train-size 32] [--num-train 4800]
-        [--num-val 1200] [--threads 1] [--calibrate]
+        [--seeds 0 1 2 3 4] [--iters N] [--num-train N] [--train-size 64]
+        [--sizes 80 96 128] [--calibrate] [--retable JSON]
 
 The study and its options are described in :mod:`mmpos_harness.position_study`.
 """

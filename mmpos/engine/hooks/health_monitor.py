@@ -14,17 +14,41 @@ from .rng_state import get_rng_state, set_rng_state
 HEALTH_FILE = 'health.json'
 
 
+def read_health(path: str) -> dict:
+    """The ``health.json`` at ``path``; a file without ``"centred": true``
+    (written before the statistics were centred, so not comparable with
+    the current rule) raises a one-line ``ValueError`` naming it."""
+    with open(path) as f:
+        health = json.load(f)
+    if health.get('centred') is not True:
+        raise ValueError(f'{path}: written before the collapse statistics '
+                         'were centred (no "centred": true); its numbers '
+                         'cannot be judged by the current rule: re-run the '
+                         'pretraining with HealthMonitorHook')
+    return health
+
+
 @HOOKS.register_module()
 class HealthMonitorHook(Hook):
-    """Token cosines, effective rank and teacher entropy of the (teacher)
-    backbone on fixed probe images, before training and every ``interval``
-    iterations; the verdict of :func:`~mmpos.evaluation.health.
-    collapse_reasons` is logged after the last one and written with the
-    history to ``<work_dir>/health.json`` (written atomically)::
+    """Spread, effective rank and cosines of the centred patch tokens
+    (:func:`~mmpos.evaluation.health.token_health`) and the teacher
+    entropy of the (teacher) backbone on fixed probe images, before
+    training and every ``interval`` iterations; the verdict of
+    :func:`~mmpos.evaluation.health.collapse_reasons` is logged after the
+    last one and written with the history to ``<work_dir>/health.json``
+    (written atomically; read it with :func:`read_health`)::
 
-        {"initial": {...}, "history": [{"iter": i, ...}, ...],
-         "final": {...}, "num_prototypes": K or null,
-         "collapsed": bool, "reasons": [str], "disabled": null}
+        {"centred": true, "initial": {...},
+         "history": [{"iter": i, ...}, ...], "final": {...},
+         "num_prototypes": K or null, "collapsed": bool,
+         "reasons": [str], "disabled": null}
+
+    ``"centred": true`` marks statistics of centred tokens; files written
+    before they were centred lack it and are refused by
+    :func:`read_health`. A run resumed from a checkpoint whose monitor
+    state is from before (its starting weights' numbers are of raw
+    tokens) has no verdict: the monitor switches itself off for the run
+    as below, saying why.
 
     A monitor observes training and never blocks it: when the probe set's
     ``data_root`` does not exist (a run on a user's own images), it logs
@@ -71,6 +95,7 @@ class HealthMonitorHook(Hook):
         self.inputs = None
         self.initial = None
         self.history = []
+        self.stale = None  # why a resumed monitor state cannot be used
 
     @staticmethod
     def _model(runner):
@@ -79,11 +104,18 @@ class HealthMonitorHook(Hook):
 
     def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
         checkpoint['health_monitor'] = dict(initial=self.initial,
-                                            history=self.history)
+                                            history=self.history,
+                                            centred=True)
 
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
         state = checkpoint.get('health_monitor')
-        if state:  # a resumed run keeps its starting weights' numbers
+        if state and state['initial'] and not state.get('centred'):
+            self.stale = ('HealthMonitorHook: the resumed checkpoint holds '
+                          'the starting weights\' health of raw tokens, '
+                          'from before the statistics were centred; '
+                          'without their centred numbers there is no '
+                          'verdict')
+        elif state:  # a resumed run keeps its starting weights' numbers
             self.initial, self.history = state['initial'], state['history']
 
     def before_train(self, runner) -> None:
@@ -97,15 +129,14 @@ class HealthMonitorHook(Hook):
             raise ValueError(f'HealthMonitorHook: {type(backbone).__name__} '
                              'has no img_size; set img_size')
         pre = model.data_preprocessor
+        if self.stale:
+            self._switch_off(runner, self.stale)
+            return
         try:  # the online probe's {train_data_root} resolution and check
             dataset = OnlineProbeHook.resolve_dataset(self, runner, 'probe',
                                                       self.dataset)
         except ProbeSetMissing as missing:
-            OnlineProbeHook.switch_off(self, runner, missing)
-            self._write(runner, dict(
-                initial=self.initial, history=self.history, final=None,
-                num_prototypes=self.num_prototypes, collapsed=None,
-                reasons=[], disabled=str(missing)))
+            self._switch_off(runner, str(missing))
             return
         state = get_rng_state()
         try:
@@ -119,6 +150,15 @@ class HealthMonitorHook(Hook):
             set_rng_state(state)
         runner.logger.info('HealthMonitorHook: initial ' +
                            self._format(self.initial))
+
+    def _switch_off(self, runner, why: str) -> None:
+        """Log one warning (``why``, and how to silence it), stop measuring
+        and write ``health.json`` saying why: not measured, not healthy."""
+        OnlineProbeHook.switch_off(self, runner, why)
+        self._write(runner, dict(
+            initial=self.initial, history=self.history, final=None,
+            num_prototypes=self.num_prototypes, collapsed=None,
+            reasons=[], disabled=why))
 
     def measure(self, runner) -> dict:
         """Health of the current (teacher) backbone on the probe images."""
@@ -173,5 +213,6 @@ class HealthMonitorHook(Hook):
 
     @staticmethod
     def _write(runner, result: dict) -> None:
-        write_atomically(json.dumps(result, indent=2).encode(),
-                         osp.join(runner.work_dir, HEALTH_FILE))
+        write_atomically(
+            json.dumps(dict(centred=True, **result), indent=2).encode(),
+            osp.join(runner.work_dir, HEALTH_FILE))

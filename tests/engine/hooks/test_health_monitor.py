@@ -3,7 +3,10 @@ a plain folder of images, without the probe set its online kNN probe and
 collapse monitor derive from the training data root, trains with one
 warning per monitor (the missing path, how to write the set, how to switch
 the monitor off) and a ``health.json`` that says the monitor was off; a
-probe set that exists but cannot be read is still an error."""
+probe set that exists but cannot be read is still an error. Statistics
+from before they were centred (issue 33) are never judged: an old
+``health.json`` is refused, an old checkpoint's monitor state switches the
+monitor off the same way."""
 import json
 import os
 from types import SimpleNamespace
@@ -16,6 +19,7 @@ from PIL import Image
 
 from conftest import run_tool
 from mmpos.engine.hooks import HealthMonitorHook, OnlineProbeHook
+from mmpos.engine.hooks.health_monitor import read_health
 from mmpos.engine.hooks.online_probe import ProbeSetMissing
 
 DEMO = 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'
@@ -58,7 +62,7 @@ def test_pretraining_on_plain_image_folder(tmp_path):
             '(switch it off to silence this: --cfg-options '
             'default_hooks.health_monitor.interval=0)']
     # not measured is not healthy: the method ranking must be able to tell
-    health = json.loads((work_dir / 'health.json').read_text())
+    health = read_health(str(work_dir / 'health.json'))
     assert health['collapsed'] is None and health['final'] is None
     assert health['disabled'] == (f'HealthMonitorHook: probe set not '
                                   f'found: {missing} (mini configs: {MAKE})')
@@ -112,3 +116,51 @@ def test_broken_probe_set_is_an_error(tmp_path, hook):
     assert not isinstance(error.value, ProbeSetMissing)
     assert runner.logs == [] and hook.interval == 2
     assert not (tmp_path / 'health.json').exists()
+
+
+OLD_STATE = dict(initial=dict(cos_within=0.9, cos_across=0.9, eff_rank=9.),
+                 history=[dict(iter=2, cos_within=0.9, cos_across=0.9,
+                               eff_rank=8.)])
+
+
+def test_health_file_from_before_centring_is_refused(tmp_path):
+    """A health.json without ``"centred": true`` holds statistics of raw
+    tokens: refused with one line naming the file, not judged."""
+    path = tmp_path / 'health.json'
+    path.write_text(json.dumps(dict(OLD_STATE, final=OLD_STATE['initial'],
+                                    num_prototypes=None, collapsed=False,
+                                    reasons=[], disabled=None)))
+    with pytest.raises(ValueError) as error:
+        read_health(str(path))
+    assert str(error.value) == (
+        f'{path}: written before the collapse statistics were centred (no '
+        '"centred": true); its numbers cannot be judged by the current '
+        'rule: re-run the pretraining with HealthMonitorHook')
+
+
+def test_resumed_state_from_before_centring_switches_the_monitor_off(
+        tmp_path):
+    """A checkpoint whose monitor state is from before the centring has
+    no usable starting numbers: the monitor warns once, is off, and its
+    health.json says why; a state saved now is marked and resumed."""
+    runner = fake_runner(tmp_path, tmp_path / 'images')
+    hook = HealthMonitorHook(dict(CLS_SET, data_prefix='val'), interval=2)
+    hook.after_load_checkpoint(runner, dict(health_monitor=OLD_STATE))
+    hook.before_train(runner)
+    why = ("HealthMonitorHook: the resumed checkpoint holds the starting "
+           "weights' health of raw tokens, from before the statistics were "
+           "centred; without their centred numbers there is no verdict")
+    assert runner.logs == [
+        f'{why}; the collapse monitor is off for this run (switch it off to '
+        'silence this: interval=0 in its hook config)']
+    assert hook.interval == 0
+    assert read_health(str(tmp_path / 'health.json')) == dict(
+        centred=True, initial=None, history=[], final=None,
+        num_prototypes=None, collapsed=None, reasons=[], disabled=why)
+    checkpoint = {}
+    hook.initial = dict(spread=0.9, eff_rank=20., cos_within=0.1,
+                        cos_across=0.)
+    hook.before_save_checkpoint(runner, checkpoint)
+    resumed = HealthMonitorHook(dict(CLS_SET, data_prefix='val'))
+    resumed.after_load_checkpoint(runner, checkpoint)
+    assert resumed.initial == hook.initial and resumed.stale is None

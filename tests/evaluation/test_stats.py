@@ -1,0 +1,292 @@
+"""mmpos.evaluation.stats against scipy, statsmodels and pandas on the same
+fixed numbers: Welch and paired t (statistic, df, p, interval), Holm and
+Benjamini-Hochberg, the minimum detectable difference (power of the t
+test), average ranks with ties; the hierarchical bootstrap's coverage on
+data with a known difference; the degenerate cases."""
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.power import TTestIndPower, TTestPower, ttest_power
+
+from mmpos.evaluation import stats
+
+# per pretraining run, per transfer seed (unbalanced on purpose)
+NESTED_A = [[28.7, 29.52, 30.22], [26.14, 26.59], [24.24, 24.21, 24.73],
+            [27.0]]
+NESTED_B = [[18.56, 18.06, 18.92], [18.99, 18.01, 19.35],
+            [17.45, 16.72, 17.53]]
+A = [7.42, 5.51, 8.3, 6.9, 7.7]
+B = [4.61, 5.02, 4.33, 5.5]
+
+
+def _run_means(sample):
+    return [np.mean(r) for r in sample]
+
+
+@pytest.mark.parametrize('a, b', [(A, B), (NESTED_A, NESTED_B),
+                                  ([1.0, 3.0], [2.0, 2.5, 2.6])])
+def test_welch_equals_scipy_on_the_per_run_means(a, b):
+    got = stats.welch(a, b)
+    ref = sps.ttest_ind(_run_means(a), _run_means(b), equal_var=False)
+    assert got.test == 'welch'
+    assert got.difference == pytest.approx(
+        np.mean(_run_means(a)) - np.mean(_run_means(b)))
+    assert got.statistic == pytest.approx(ref.statistic)
+    assert got.df == pytest.approx(ref.df)
+    assert got.pvalue == pytest.approx(ref.pvalue)
+    low, high = ref.confidence_interval(0.95)
+    assert (got.low, got.high) == pytest.approx((low, high))
+    assert (got.n_a, got.n_b) == (len(a), len(b))
+    # a lone comparison is a family of one
+    assert got.p_adj == got.pvalue and got.correction == 'none'
+
+
+def test_swapped_is_the_test_of_b_against_a():
+    got, ref = stats.welch(NESTED_A, NESTED_B).swapped(), stats.welch(
+        NESTED_B, NESTED_A)
+    for field in ('difference', 'statistic', 'low', 'high', 'pvalue', 'df',
+                  'se', 'mdd', 'n_a', 'n_b'):
+        assert getattr(got, field) == pytest.approx(getattr(ref, field))
+    assert got.verdict == 'lower' and ref.verdict == 'lower'
+
+
+@pytest.mark.filterwarnings('ignore:Precision loss:RuntimeWarning')
+def test_welch_with_one_side_without_spread_equals_scipy():
+    got = stats.welch([[37.5], [37.5], [37.5]], [25.0, 37.5, 31.25])
+    ref = sps.ttest_ind([37.5] * 3, [25.0, 37.5, 31.25], equal_var=False)
+    assert got.pvalue == pytest.approx(ref.pvalue)
+    assert got.df == pytest.approx(2.0)
+
+
+def test_paired_equals_scipy():
+    a, b = [45.8, 46.1, 44.9, 47.0], [41.5, 37.8, 40.5, 42.2]
+    got = stats.paired(a, b)
+    ref = sps.ttest_rel(a, b)
+    assert got.test == 'paired' and (got.n_a, got.n_b) == (4, 4)
+    assert got.difference == pytest.approx(np.mean(np.subtract(a, b)))
+    assert got.statistic == pytest.approx(ref.statistic)
+    assert got.df == pytest.approx(ref.df)
+    assert got.pvalue == pytest.approx(ref.pvalue)
+    assert (got.low, got.high) == pytest.approx(ref.confidence_interval(0.95))
+
+
+P_VALUES = [0.030, 0.041, 0.2, 0.0004, 0.5, 0.041, 1.0, 0.012, 0.049, 0.7]
+
+
+@pytest.mark.parametrize('method, peer', [('holm', 'holm'),
+                                          ('bh', 'fdr_bh')])
+def test_adjust_equals_statsmodels(method, peer):
+    got = stats.adjust(P_VALUES, method)
+    assert got == pytest.approx(list(multipletests(P_VALUES,
+                                                   method=peer)[1]))
+    # no test: left out of the family and of m
+    with_none = P_VALUES[:3] + [None] + P_VALUES[3:]
+    got = stats.adjust(with_none, method)
+    assert got[3] is None
+    assert got[:3] + got[4:] == pytest.approx(
+        list(multipletests(P_VALUES, method=peer)[1]))
+
+
+def test_family_adjusts_and_decides_by_the_adjusted_p():
+    tests = [stats.welch(A, B), stats.welch(B, B[::-1] + [4.0]),
+             stats.welch([1.0], [2.0, 3.0])]
+    fam = stats.family(tests, 'holm')
+    assert [c.family_size for c in fam] == [2, 2, 2]
+    assert fam[0].p_adj == pytest.approx(
+        multipletests([tests[0].pvalue, tests[1].pvalue],
+                      method='holm')[1][0])
+    assert fam[0].verdict == 'higher' and fam[1].verdict == 'no verdict'
+    assert fam[2].p_adj is None and fam[2].verdict == 'no test'
+    # p 0.03 alone is a verdict; among 25 tests under Holm it is not
+    alone = stats.Comparison('welch', 2.9, 3, 3, se=1, df=4, statistic=2.9,
+                             pvalue=0.03, low=0.1, high=5.7, mdd=3.9,
+                             p_adj=0.03)
+    assert alone.verdict == 'higher'
+    crowd = stats.family([alone] * 25, 'holm')
+    assert crowd[0].p_adj == pytest.approx(0.75)
+    assert crowd[0].verdict == 'no verdict'
+    assert stats.format_cell(crowd[0]) == '+2.9 [0.1, 5.7], p_adj 0.75'
+    assert stats.format_cell(alone) == '+2.9 [0.1, 5.7], p 0.03'
+    # the result files' round trip
+    assert stats.Comparison.from_dict(crowd[0].asdict()) == crowd[0]
+    assert crowd[0].asdict()['verdict'] == 'no verdict'
+
+
+@pytest.mark.parametrize('n', [3, 5, 10])
+def test_mdd_equals_statsmodels_ttestindpower_for_equal_arms(n):
+    rng = np.random.default_rng(n)
+    a = rng.normal(size=n)
+    b = a + 4.0  # the same sample variance: Welch's df is 2 (n - 1)
+    got = stats.welch(a, b)
+    assert got.df == pytest.approx(2 * (n - 1))
+    effect = TTestIndPower().solve_power(nobs1=n, alpha=0.05, power=0.8,
+                                         ratio=1.0, alternative='two-sided')
+    assert got.mdd == pytest.approx(effect * np.std(a, ddof=1), rel=1e-6)
+
+
+def test_mdd_equals_statsmodels_for_paired_and_unequal_welch_designs():
+    a, b = [45.8, 46.1, 44.9, 47.0], [41.5, 37.8, 40.5, 42.2]
+    got = stats.paired(a, b)
+    effect = TTestPower().solve_power(nobs=4, alpha=0.05, power=0.8,
+                                      alternative='two-sided')
+    assert got.mdd == pytest.approx(
+        effect * np.std(np.subtract(a, b), ddof=1), rel=1e-6)
+    # Welch with unequal variances (df 4.1): statsmodels' power of a t
+    # test with that df and non-centrality MDD / SE is 0.8
+    welch = stats.welch(NESTED_A, NESTED_B)
+    assert welch.df == pytest.approx(4.11, abs=0.01)
+    assert ttest_power(welch.mdd / welch.se, nobs=1, alpha=0.05,
+                       df=welch.df, alternative='two-sided') == \
+        pytest.approx(0.8, abs=1e-6)
+    # a difference that is not significant is always below the MDD
+    for c in (stats.welch(B, B[::-1] + [4.9]), stats.paired(A[:4], B)):
+        assert c.pvalue > 0.05 and abs(c.difference) < c.mdd
+    with pytest.raises(ValueError, match='se must be a positive'):
+        stats.minimum_detectable_difference(0.0, 3)
+
+
+def test_bootstrap_interval_covers_a_known_difference():
+    """Two-level data (pretraining sd 1, transfer sd 0.5), true difference
+    1.0, 20 runs of 3 seeds per arm: the 95 % interval covers it in about
+    95 % of 200 data sets."""
+    rng = np.random.default_rng(0)
+
+    def arm(mean):
+        return [list(mean + rng.normal() + 0.5 * rng.normal(size=3))
+                for _ in range(20)]
+
+    hits = 0
+    for _ in range(200):
+        got = stats.bootstrap_interval(arm(1.0), arm(0.0), draws=1000)
+        hits += got.low <= 1.0 <= got.high
+    assert 0.88 <= hits / 200 <= 0.99
+
+
+def test_bootstrap_interval_is_reproducible_and_resamples_both_levels():
+    first = stats.bootstrap_interval(NESTED_A, NESTED_B)
+    assert first == stats.bootstrap_interval(NESTED_A, NESTED_B)
+    assert (first.draws, first.seed) == (10_000, 0)
+    diff = stats.welch(NESTED_A, NESTED_B).difference
+    assert first.low < diff < first.high
+    # transfer seeds are resampled too: one run with spread is not a point
+    one = stats.bootstrap_interval([[1.0, 2.0, 3.0]], [[0.0]], draws=500)
+    assert one.low < 2.0 < one.high
+    # no spread anywhere: the interval is the difference
+    flat = stats.bootstrap_interval([[2.0, 2.0]] * 3, [[1.0]] * 2, draws=50)
+    assert (flat.low, flat.high) == pytest.approx((1.0, 1.0))
+
+
+def test_t_interval_covers_at_three_runs_per_arm():
+    """The interval the tables print keeps its 95 % with 3 runs per arm
+    (500 data sets with a true difference of 1, unequal variances)."""
+    rng = np.random.default_rng(1)
+    hits = 0
+    for _ in range(500):
+        got = stats.welch(1.0 + rng.normal(size=3), 2.0 * rng.normal(size=3))
+        hits += got.low <= 1.0 <= got.high
+    assert 0.92 <= hits / 500 <= 0.98
+
+
+def test_zero_variance_is_no_verdict_never_a_verdict():
+    # quantised scores: every run the same on both sides
+    got = stats.welch([[37.5]] * 3, [[31.25]] * 3)
+    assert got.pvalue is None and got.verdict == 'no verdict'
+    assert got.difference == pytest.approx(6.25)
+    assert got.mdd is None
+    assert stats.format_cell(got) == \
+        '+6.2, no verdict (zero variance on both sides)'
+    # float noise of a mean is not variance
+    noisy = stats.welch([[0.1, 0.1, 0.1]] * 3, [[0.7, 0.7]] * 2)
+    assert noisy.pvalue is None and noisy.verdict == 'no verdict'
+    same = stats.paired([45.1, 44.9, 46.3], [40.1, 39.9, 41.3])
+    assert same.pvalue is None and same.verdict == 'no verdict'
+    # in a family it stays without p and counts in no m
+    fam = stats.family([got, stats.welch(A, B)], 'bh')
+    assert fam[0].p_adj is None and fam[1].family_size == 1
+
+
+def test_one_run_per_side_is_no_test():
+    got = stats.welch([[7.4, 5.5, 8.3]], [[4.6, 5.0, 4.3]])
+    assert got.pvalue is None and got.verdict == 'no test'
+    assert stats.format_cell(got) == \
+        '+2.4, no test (runs 1 vs 1, fewer than 2 on a side)'
+    assert stats.paired([1.0], [0.0]).verdict == 'no test'
+
+
+@pytest.mark.parametrize('bad, match', [
+    ([[1.0, float('nan')], [2.0]], r'a: run 0 value 1 is nan'),
+    ([1.0, None, 2.0], r'a: run 1 is None'),
+    ([[1.0], []], r'a: run 1 has no value'),
+    ([], r'a: a sample is a non-empty sequence'),
+    ([1.0, float('inf')], r'a: run 1 is inf'),
+    (['3.0', 2.0], r"a: run 0 is '3.0'"),
+])
+def test_bad_values_are_refused_naming_them(bad, match):
+    with pytest.raises(ValueError, match=match):
+        stats.welch(bad, B)
+    with pytest.raises(ValueError, match=match):
+        stats.bootstrap_interval(bad, B)
+
+
+def test_paired_refuses_unaligned_or_missing_values():
+    with pytest.raises(ValueError, match='one value per seed'):
+        stats.paired([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match=r'b: seed 1 is None'):
+        stats.paired([1.0, 2.0], [1.0, None])
+    with pytest.raises(ValueError, match=r'p value 1 is nan'):
+        stats.adjust([0.1, float('nan')], 'holm')
+    with pytest.raises(ValueError, match='method must be one of'):
+        stats.adjust([0.1], 'bonferroni')
+
+
+def test_ranks_average_ties_as_pandas():
+    means = {'a': [30.0, 37.5, 12.0], 'b': [30.0, 37.5, 11.0],
+             'c': [28.0, 43.75, 11.0], 'd': [20.0, 25.0, 10.0]}
+    got = stats.ranks(means)
+    frame = pd.DataFrame(means).T  # arms x tasks
+    ref = frame.rank(ascending=False, method='average').mean(axis=1).rank(
+        method='average')
+    assert got == pytest.approx(ref.to_dict())
+    tied = stats.ranks({'a': [1.0, 2.0], 'b': [1.0, 2.0], 'c': [0.0, 0.0]})
+    assert tied == {'a': 1.5, 'b': 1.5, 'c': 3.0}
+    with pytest.raises(ValueError, match='the same tasks'):
+        stats.ranks({'a': [1.0], 'b': [1.0, 2.0]})
+    with pytest.raises(ValueError, match='b: task 0 is None'):
+        stats.ranks({'a': [1.0], 'b': [None]})
+
+
+def test_rank_intervals():
+    far = {'best': [[[50.0, 50.2], [50.1, 49.9]], [[9.0], [9.2]]],
+           'mid': [[[40.0, 40.2], [40.1, 39.9]], [[5.0], [5.2]]],
+           'low': [[[30.0, 30.2], [30.1, 29.9]], [[1.0], [1.2]]]}
+    got = stats.rank_intervals(far)
+    assert got == {'best': stats.RankInterval(1.0, 1.0, 1.0),
+                   'mid': stats.RankInterval(2.0, 2.0, 2.0),
+                   'low': stats.RankInterval(3.0, 3.0, 3.0)}
+    # two arms drawn from the same spread: either may come first
+    rng = np.random.default_rng(3)
+    close = {arm: [[list(rng.normal(size=2)) for _ in range(3)]]
+             for arm in ('x', 'y')}
+    close['z'] = [[[-10.0, -10.1], [-9.9, -10.0]]]
+    got = stats.rank_intervals(close)
+    for arm in ('x', 'y'):
+        assert (got[arm].low, got[arm].high) == (1.0, 2.0)
+        assert got[arm].rank in (1.0, 2.0)
+    assert got['z'] == stats.RankInterval(3.0, 3.0, 3.0)
+    assert stats.rank_intervals(close) == got  # a fixed seed
+    with pytest.raises(ValueError, match='same tasks'):
+        stats.rank_intervals({'x': [[1.0]], 'y': [[1.0], [2.0]]})
+
+
+def test_describe_states_the_family_and_the_mdd_per_column():
+    cells = stats.family([stats.welch(A, B), stats.welch(NESTED_A,
+                                                          NESTED_B),
+                          stats.welch([[1.0]] * 2, [[1.0]] * 2)], 'holm')
+    text = stats.describe({'AP': cells[:1], 'mIoU': cells[1:]})
+    assert "adjusted by Holm over the table's 2 tests" in text
+    assert f'AP {cells[0].mdd:.1f};' in text
+    assert f'mIoU {cells[1].mdd:.1f} (' in text
+    with pytest.raises(ValueError, match='one family'):
+        stats.describe({'AP': [stats.welch(A, B)], 'mIoU': cells[1:]})

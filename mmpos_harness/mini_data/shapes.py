@@ -108,15 +108,17 @@ def _sample_layout(rng, size, max_instances):
     return labels, visible
 
 
-def _render_scene(rng, size, visible_masks):
+def _render_scene(rng, size, visible_masks, canvas_scale=1.):
     """Textured background with each textured shape painted where it is
-    visible, uint8 (H, W, 3)."""
-    img = _background(rng, size)
+    visible, uint8 (H, W, 3). ``canvas_scale``: ``size`` is that many times
+    the side the textures' features are drawn for (a larger canvas with
+    textures of the same pixel size; :func:`.textures._pattern`)."""
+    img = _background(rng, size, canvas_scale)
     colours = [img.reshape(-1, 3).mean(0)]
     for mask in visible_masks:
         colour = _distinct_colour(rng, colours)
         colours.append(colour)
-        fill = colour + _pattern(rng, size)[..., None]
+        fill = colour + _pattern(rng, size, canvas_scale)[..., None]
         img[mask] = fill[mask]
     img += 4 * rng.standard_normal(img.shape).astype(np.float32)
     return _to_uint8(img)

@@ -26,21 +26,33 @@ def _stripes(rng, size, period, angle=None):
     return np.sin(2 * np.pi * u / period + phase)
 
 
-def _pattern(rng, size):
-    """A random grey-level pattern (stripes, blotches or grain), (H, W)."""
+def _cells(cells, canvas_scale):
+    """Noise cells on a canvas ``canvas_scale`` times the side they are
+    counted for (rounded): features of the same pixel size."""
+    return max(1, int(round(cells * canvas_scale)))
+
+
+def _pattern(rng, size, canvas_scale=1.):
+    """A random grey-level pattern (stripes, blotches or grain), (H, W).
+    ``canvas_scale``: ``size`` is that many times the side the pattern's
+    features are drawn for (their pixel size does not change)."""
     kind = rng.integers(3)
     if kind == 0:
         return 35 * _stripes(rng, size, rng.uniform(4, 12))
     if kind == 1:
-        return 35 * _smooth_noise(rng, size, int(rng.integers(4, 12)))
+        return 35 * _smooth_noise(
+            rng, size, _cells(int(rng.integers(4, 12)), canvas_scale))
     return 25 * rng.standard_normal((size, size)).astype(np.float32)
 
 
-def _background(rng, size):
-    """Low-saturation textured background, float32 (H, W, 3)."""
+def _background(rng, size, canvas_scale=1.):
+    """Low-saturation textured background, float32 (H, W, 3);
+    ``canvas_scale`` as :func:`_pattern`."""
     mean = rng.uniform(70, 180) + rng.uniform(-20, 20, 3)
-    tint = _smooth_noise(rng, size, 3)[..., None] * rng.uniform(-25, 25, 3)
-    blotch = 25 * _smooth_noise(rng, size, int(rng.integers(6, 16)))
+    tint = _smooth_noise(rng, size, _cells(3, canvas_scale))[..., None] * \
+        rng.uniform(-25, 25, 3)
+    blotch = 25 * _smooth_noise(
+        rng, size, _cells(int(rng.integers(6, 16)), canvas_scale))
     grain = 8 * rng.standard_normal((size, size, 1))
     return mean + tint + (blotch[..., None] + grain).astype(np.float32)
 

@@ -1,85 +1,293 @@
-"""mmpos_harness.position_study (tools/paper_tables/position_study.py):
-the study's runs, resume, table (mean +- std, "clear" vs noise against
-APE) and plot, on a tiny budget; one study per result folder, and a study
-SIGKILLed while it writes resumes to the same table."""
+"""mmpos_harness.position_study (tools/paper_tables/position_study.py): the
+two factors' images (the canvas keeps the object's pixel size, resizing
+scales it), the shuffled-patch control, the authors' weight-decay split and
+LayerScale, the turning pairs against the paper's frequency formula,
+DINOv3 with and without its coordinate augmentation, the tables' paired
+tests (as scipy and statsmodels compute them), and on a tiny budget the
+study's runs, resume, calibration, table regenerated from a stored study
+and plot; one study per result folder, and a study SIGKILLed while it
+writes resumes to the same table."""
 import json
+import math
 import os
 import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
+import torch
+from scipy.stats import ttest_rel
+from statsmodels.stats.multitest import multipletests
 
 from conftest import REPO
 from mmpos_harness import position_study as study
+from mmpos_harness.mini_data.cls import _class_image
+
+TINY = ['--iters', '2', '--train-size', '16', '--sizes', '24', '32',
+        '--num-train', '12', '--num-val', '9']
 
 
-def test_summary_marks_differences_beyond_twice_the_pooled_std():
-    runs = {
-        'APE': {s: dict(acc={'64': v}) for s, v in enumerate([50, 51, 49])},
-        'Far': {s: dict(acc={'64': v}) for s, v in enumerate([60, 61, 59])},
-        'Near': {s: dict(acc={'64': v}, acc_ntk={'96': v})
-                 for s, v in enumerate([50.5, 49, 51])},
+def test_canvas_scale_one_draws_the_mini_cls_image():
+    for seed in range(6):
+        assert np.array_equal(
+            study.render_image(np.random.default_rng(seed), 64, 1., seed % 3),
+            _class_image(np.random.default_rng(seed), 64, seed % 3))
+
+
+def _area_at(mask: np.ndarray, size: int) -> float:
+    """Pixels the shape covers once its image is downsampled to ``size``
+    (the study's ``downsample`` applied to the mask as an image)."""
+    image = torch.from_numpy(mask.astype(np.uint8) * 255)[None, None]
+    image = image.expand(1, 3, *mask.shape)
+    return study.downsample(image, size)[0, 0].float().sum().item() / 255
+
+
+def test_canvas_keeps_the_object_pixel_size_and_resize_scales_it():
+    """As make_data builds them (rendered at 128 px per 64 px training
+    side): a training image's shape and a 2x canvas' shape drawn with the
+    same random numbers cover the same pixels; the same validation image
+    resized to 128 px covers 4 times as many."""
+    render, train, test = 128, 64, 128
+    for seed in range(4):
+        shape = study.draw_shape(np.random.default_rng(seed), render, 1., 0)
+        canvas = study.draw_shape(np.random.default_rng(seed), render,
+                                  test / train, 0)
+        assert canvas.shape == (2 * render, 2 * render)
+        at_train = _area_at(shape, train)
+        assert 0.18**2 * math.pi * train**2 < at_train < 0.4**2 * math.pi * \
+            train**2
+        assert _area_at(canvas, test) == pytest.approx(at_train, rel=0.03)
+        assert _area_at(shape, test) == pytest.approx(4 * at_train,
+                                                      rel=0.03)
+    # a canvas' textures keep their features' pixel size: twice the cells
+    from mmpos_harness.mini_data.textures import _cells
+    assert [_cells(c, 2.) for c in (3, 6, 11)] == [6, 12, 22]
+
+
+def test_make_data_builds_both_factors(tmp_path):
+    data = study.make_data(str(tmp_path), 6, 3, 16, [24, 32])
+    assert data['train'][0].shape == (6, 3, 16, 16)
+    assert data['val'][0].shape == (3, 3, 32, 32)  # rendered at the largest
+    assert {s: d[0].shape for s, d in data['canvas'].items()} == {
+        24: (3, 3, 24, 24), 32: (3, 3, 32, 32)}
+    assert data['train'][1].tolist() == [0, 1, 2, 0, 1, 2]
+    cached = study.make_data(str(tmp_path), 6, 3, 16, [24, 32])
+    assert torch.equal(cached['canvas'][32][0], data['canvas'][32][0])
+
+
+def test_shuffled_patches_permute_the_tokens():
+    torch.manual_seed(0)
+    images = torch.randn(2, 3, 32, 32)
+    perm = study.permutations(2, 4)
+    assert sorted(perm[0].tolist()) == list(range(16))
+    assert not torch.equal(perm[0], torch.arange(16))
+    shuffled = study.shuffle_patches(images, perm)
+    model = study.Classifier(32, rope=None).eval()
+    tokens, _ = model.backbone.patch_embed(images)
+    moved, _ = model.backbone.patch_embed(shuffled)
+    assert torch.equal(moved, tokens[torch.arange(2)[:, None], perm])
+    # without any position the model cannot tell; with an APE it can
+    with torch.no_grad():
+        assert torch.allclose(model(shuffled), model(images), atol=1e-5)
+        ape = study.Classifier(32, rope=None, use_ape=True).eval()
+        ape.backbone.pos_embed.normal_()  # a table that matters
+        assert not torch.allclose(ape(shuffled), ape(images), atol=1e-3)
+
+
+def test_weight_decay_exempts_the_authors_parameters_and_layer_scale():
+    model = study.Classifier(64, **study.schemes(8)['RoPE-Mixed+APE'])
+    params = dict(model.named_parameters())
+    decayed, exempt = study.decay_split(model)
+    assert sorted(decayed + exempt) == sorted(params)
+    # beyond 1-D parameters (norms, biases, LayerScale), exactly these
+    assert sorted(n for n in exempt if params[n].ndim > 1) == sorted(
+        ['backbone.pos_embed', 'backbone.cls_token'] +
+        [f'backbone.rope.freqs.{i}' for i in range(4)])
+    assert all(params[n].ndim > 1 for n in decayed)
+    assert 'backbone.layers.0.attn.qkv.weight' in decayed
+    assert 'head.weight' in decayed
+    gammas = [n for n in exempt if 'gamma' in n]
+    assert len(gammas) == 8 and all(
+        torch.all(params[n] == study.LAYER_SCALE) for n in gammas)
+    groups = study.make_optimizer(model, 1e-3).param_groups
+    assert [g['weight_decay'] for g in groups] == [study.WEIGHT_DECAY, 0.]
+    assert {id(p) for p in groups[0]['params']} == {
+        id(params[n]) for n in decayed}
+
+
+def _paper_count(theta: float, quarter: int, offset: float,
+                 turn: float = 2 * math.pi) -> int:
+    """Pairs per head with a turn: frequency ``theta ** (-t / (D/4))`` per
+    patch (Heo et al., Eq. 13), pairs ``t`` and ``t + D/4`` alike."""
+    return 2 * sum(theta**(-t / quarter) * offset >= turn
+                   for t in range(quarter))
+
+
+def test_turning_pairs_match_the_paper_formula():
+    from mmpos.models.backbones import RoPEVisionTransformer
+    paper = dict(embed_dims=128, num_layers=2, num_heads=2,
+                 feedforward_channels=256)  # head dim 64, as ViT-B
+    for rope, theta in (('axial', 100.), ('mixed', 10.)):
+        backbone = RoPEVisionTransformer(arch=paper, img_size=224,
+                                         patch_size=16, rope=dict(type=rope))
+        turns = study.turning_pairs(backbone, 14)
+        count = _paper_count(theta, 16, 13)
+        assert turns['pairs'] == [count, count] and turns['of'] == 32
+        assert turns['fastest'] == pytest.approx(13 / (2 * math.pi), 1e-4)
+    assert _paper_count(100., 16, 13) == 6 and _paper_count(10., 16, 13) == 12
+    # the study's 8 x 8 grid, head dim 32
+    table = study.schemes(8)
+    for name, theta in (('RoPE-Axial', 100.), ('RoPE-Mixed', 10.)):
+        turns = study.turning_pairs(study.Classifier(
+            64, **table[name]).backbone, 8)
+        count = _paper_count(theta, 8, 7)
+        assert count == 2 and turns['pairs'] == [count, count]
+        assert turns['fastest'] == pytest.approx(7 / (2 * math.pi), 1e-4)
+    # DINOv3: period 100 ** (t / (D/4)) over [-1, 1]: the largest offset
+    # between patch centres is 2 * 7 / 8
+    turns = study.turning_pairs(study.Classifier(
+        64, **table['DINOv3']).backbone, 8)
+    assert turns['pairs'] == [2, 2]
+    assert turns['fastest'] == pytest.approx(1.75, 1e-4)
+    for name in ('none', 'APE', 'LookHere'):
+        assert study.turning_pairs(study.Classifier(
+            64, **table[name]).backbone, 8) == {}
+
+
+def test_dinov3_rows_differ_only_by_the_coordinate_augmentation():
+    table = study.schemes(4)
+    x = torch.randn(2, 3, 32, 32)
+    outputs = {}
+    for name in ('DINOv3', 'DINOv3-noaug'):
+        torch.manual_seed(0)
+        model = study.Classifier(32, **table[name]).train()
+        with torch.no_grad():
+            outputs[name] = [model(x) for _ in range(2)]
+        model.eval()
+        with torch.no_grad():
+            outputs[name].append(model(x))
+    aug, plain = outputs['DINOv3'], outputs['DINOv3-noaug']
+    assert not torch.allclose(aug[0], aug[1])  # drawn anew per forward
+    assert torch.equal(plain[0], plain[1])
+    assert torch.allclose(aug[2], plain[2])  # same weights, eval: no draw
+
+
+def _runs(values: dict) -> dict:
+    """``{scheme: {seed: run}}`` with resize / canvas top-1 at 64 (train)
+    and 128 px from ``{scheme: [(at 64, at 128) per seed]}``."""
+    runs = {}
+    for name, per_seed in values.items():
+        for seed, (train, big) in enumerate(per_seed):
+            cell = {'64': train, '128': big}
+            runs.setdefault(name, {})[seed] = dict(
+                resize=dict(cell), canvas=dict(cell),
+                shuffled={'64': train - 10 - seed})
+    runs['Near'][0]['resize_ntk'] = {'128': 48.}
+    for seed in (1, 2):
+        runs['Near'][seed]['resize_ntk'] = {'128': 47. + seed}
+    return runs
+
+
+def test_tables_test_each_cell_paired_over_seeds(tmp_path):
+    ape = [(80, 70), (81, 72), (79, 69)]
+    runs = _runs({'APE': ape, 'Far': [(82, 80), (84, 81), (81, 80)],
+                  'Near': [(80.5, 71), (79, 70), (81, 70)]})
+    table = study.analyse(study.factor_table(runs, 'resize', 64, [128]))
+    rows = table['rows']
+    assert table['columns'] == ['64', '128', 'change']
+    assert set(rows) == {'APE', 'Far', 'Near', 'Near +NTK'}
+    ape_big = [b for _, b in ape]
+    ape_change = [b - t for t, b in ape]
+    expected = {  # cell -> scipy's p
+        ('Far', '64'): ttest_rel([82, 84, 81], [80, 81, 79]).pvalue,
+        ('Far', '128'): ttest_rel([80, 81, 80], ape_big).pvalue,
+        ('Far', 'change'): ttest_rel([-2, -3, -1], ape_change).pvalue,
+        ('APE', 'change'): ttest_rel(ape_big, [80, 81, 79]).pvalue,
+        ('Near +NTK', '128'): ttest_rel([48, 48, 49], ape_big).pvalue,
+        ('Near +NTK', 'change'): ttest_rel(
+            [48 - 80.5, 48 - 79, 49 - 81], ape_change).pvalue,
     }
-    rows = study.summarise(runs, [64, 96], 64)['rows']
-    assert rows['Far']['64']['clear'] is True
-    assert rows['Far']['64']['diff'] == pytest.approx(10.)
-    assert rows['Near']['64']['clear'] is False
-    assert rows['Near +NTK']['96']['mean'] == pytest.approx(50.1667, 1e-3)
-    assert rows['Near +NTK']['96']['diff'] is None  # no APE at 96
+    tests = {(r, c): cell['test'] for r, row in rows.items()
+             for c, cell in row.items() if 'test' in cell}
+    assert len(tests) == 9  # every cell but APE's sizes and NTK at 64
+    for key, p in expected.items():
+        assert tests[key]['pvalue'] == pytest.approx(p), key
+    keys = sorted(tests)
+    adjusted = multipletests([tests[k]['pvalue'] for k in keys],
+                             method='fdr_bh')[1]
+    assert [tests[k]['p_adj'] for k in keys] == pytest.approx(list(adjusted))
+    assert rows['APE']['change']['mean'] == pytest.approx(-9.6667, 1e-4)
     assert rows['Near +NTK']['64']['mean'] is None
-    md = study.markdown(dict(study.summarise(runs, [64, 96], 64)), [0, 1, 2],
-                        10)
-    assert '| Far | 60.0 ± 1.0 (+10.0 clear) | - |' in md
+    assert tests[('Far', '128')]['verdict'] == 'higher'
+
+    shuffled = study.analyse(study.shuffle_table(runs, 64))['rows']
+    test = shuffled['Far']['shuffled']['test']  # shuffled: 10 + seed lower
+    assert test['difference'] == pytest.approx(-11)
+    assert test['pvalue'] == pytest.approx(ttest_rel(
+        [72, 73, 69], [82, 84, 81]).pvalue)
+    assert test['family_size'] == 3 and test['verdict'] == 'lower'
+    md = '\n'.join(study.table_markdown(table))
+    assert '| scheme | 64 px (train) | 128 px | 128 - 64 px |' in md
+    assert "Benjamini-Hochberg over the table's 9 tests" in md
 
 
-def test_tiny_study_runs_resumes_and_writes_table_and_plot(tmp_path):
-    argv = [str(tmp_path), '--schemes', 'APE', 'RoPE-Mixed', '--seeds', '0',
-            '1', '--iters', '2', '--sizes', '32', '64', '96',
-            '--num-train', '12', '--num-val', '9']
+def test_tiny_study_runs_resumes_retables_and_plots(tmp_path):
+    argv = [str(tmp_path), '--schemes', 'none', 'APE', 'RoPE-Mixed',
+            '--seeds', '0', '1', *TINY]
     study.main(argv)
     summary = json.loads((tmp_path / 'position_study.json').read_text())
-    rows = summary['rows']
-    assert set(rows) == {'APE', 'RoPE-Mixed', 'RoPE-Mixed +NTK',
-                         'RoPE-Mixed +YARN'}
-    assert len(rows['RoPE-Mixed']['96']['values']) == 2
-    assert rows['RoPE-Mixed +NTK']['32']['mean'] is None  # larger only
-    assert all(0 <= v <= 100 for v in rows['APE']['64']['values'])
+    resize, canvas = (summary['tables'][f]['rows'] for f in study.FACTORS)
+    assert set(resize) == set(canvas) == {
+        'none', 'APE', 'RoPE-Mixed', 'RoPE-Mixed +NTK', 'RoPE-Mixed +YARN'}
+    assert len(canvas['RoPE-Mixed']['32']['values']) == 2
+    assert resize['RoPE-Mixed +NTK']['16']['mean'] is None  # larger only
+    assert resize['APE']['16'] == canvas['APE']['16']  # shared images
+    assert set(summary['tables']['shuffled']['rows']) == {
+        'none', 'APE', 'RoPE-Mixed'}
+    assert summary['turns']['APE'] == {}
+    assert summary['turns']['RoPE-Mixed']['of'] == 16
+    run = json.loads((tmp_path / 'runs' / 'APE' / 'seed0.json').read_text())
+    assert run['cpu_seconds'] > 0 and 'position_study' in run['command']
+    assert run['machine'] and run['date']
+    assert summary['num_runs'] == 6
+    md = (tmp_path / 'position_study.md').read_text()
+    assert '32 px (canvas x2)' in md and 'shuffled (16 px)' in md
     assert (tmp_path / 'position_study.png').stat().st_size > 0
-    assert '32 px (train)' in (tmp_path / 'position_study.md').read_text()
-    run = tmp_path / 'runs' / 'APE' / 'seed0.json'
-    before = run.stat().st_mtime_ns
+    path = tmp_path / 'runs' / 'APE' / 'seed0.json'
+    before = path.stat().st_mtime_ns
     study.main(argv)  # resumes: nothing retrained
-    assert run.stat().st_mtime_ns == before
+    assert path.stat().st_mtime_ns == before
+    # the stored study regenerates its table from its values alone
+    stored = tmp_path / 'position_study.json'
+    (tmp_path / 'position_study.md').unlink()
+    assert study.main(['--retable', str(stored)]) is None
+    assert (tmp_path / 'position_study.md').read_text() == md
+    assert json.loads(stored.read_text())['tables'] == summary['tables']
 
 
-def test_random_resized_crops_keep_their_area_share():
-    """Crops of a bright centre square (a quarter of the area) on black:
-    a crop of >= 25% of the area with aspect ratio in [3/4, 4/3] is >= 0.43
-    of the side wide and high, so wherever it lies it overlaps the square;
-    a whole-image crop (scale 1) shows the square's quarter share."""
-    import torch
-    images = torch.zeros(64, 3, 64, 64)
-    images[:, :, 16:48, 16:48] = 255.  # a quarter of the area
-    gen = torch.Generator().manual_seed(0)
-    crops = study.random_resized_crop(images, 32, 0.25, gen)
-    assert crops.shape == (64, 3, 32, 32)
-    bright = (crops * 0.25 + 0.5).mean(dim=(1, 2, 3))  # share of 255
-    # overlap >= 11.7 px per axis of <= 64: share >= (11.7 / 64)^2
-    assert bright.min() > 0.02 and bright.max() <= 1. + 1e-6
-    assert bright.std() > 0.05  # the crops differ
-    whole = study.random_resized_crop(images[:1], 32, 1., gen)
-    assert abs((whole * 0.25 + 0.5).mean().item() - 0.25) < 0.05
-
-
-def test_tiny_study_with_random_resized_crops(tmp_path):
-    study.main([str(tmp_path), '--schemes', 'APE', '--seeds', '0',
-                '--iters', '2', '--sizes', '32', '--num-train', '12',
-                '--num-val', '9', '--crop-scale', '0.35'])
-    summary = json.loads((tmp_path / 'position_study.json').read_text())
-    assert summary['crop_scale'] == 0.35
-    assert 'random resized crops of 0.35-1' in (
-        tmp_path / 'position_study.md').read_text()
+def test_calibration_keeps_each_run_and_tables_them_all(tmp_path):
+    common = ['--calibrate', '--schemes', 'APE', '--train-size', '16',
+              '--sizes', '24', '32', '--num-val', '9']
+    study.main([str(tmp_path), *common, '--calibrate-iters', '1', '2',
+                '--num-train', '12'])
+    records = json.loads((tmp_path / 'calibration.json').read_text())
+    assert [(r['scheme'], r['iters']) for r in records] == [('APE', 1),
+                                                            ('APE', 2)]
+    assert all(r['cpu_seconds'] > 0 and r['machine'] and r['date'] and
+               '--calibrate' in r['command'] for r in records)
+    kept = sorted((tmp_path / 'calibration').rglob('*.json'))
+    stamps = [p.stat().st_mtime_ns for p in kept]
+    # another image count joins the table; the kept runs are not rerun
+    study.main([str(tmp_path), *common, '--calibrate-iters', '2',
+                '--num-train', '15'])
+    assert [p.stat().st_mtime_ns for p in kept] == stamps
+    md = (tmp_path / 'calibration.md').read_text()
+    assert md.count('| APE |') == 3
+    assert '| 12 | 1 | 0.1 | 0.001 | APE |' in md
+    assert '| 15 | 2 | 0.1 | 0.001 | APE |' in md
+    assert 'resize 32 px (change)' in md and '3 runs' in md
+    assert 'Frequency pairs' not in md  # APE rotates nothing
 
 
 # Stops the study tool (a subprocess) at the rename that would land its
@@ -102,13 +310,12 @@ runpy.run_path(tool, run_name='__main__')
 
 def test_second_study_refused_and_a_killed_one_resumes_to_the_same_table(
         tmp_path):
-    """A study stopped as it writes its third run (RoPE-Mixed seed 0) holds
-    its folder: a second study there is refused with one line naming it.
-    SIGKILLed at that moment it leaves no partial result; the same command
-    then retrains only that run and the next one, and its table is byte for
-    byte the one of an uninterrupted study."""
-    argv = ['--schemes', 'APE', 'RoPE-Mixed', '--seeds', '0', '1', '--iters',
-            '2', '--sizes', '32', '64', '--num-train', '12', '--num-val', '9']
+    """A study stopped as it writes its second run (seed by seed: APE
+    seed 0, then RoPE-Mixed seed 0) holds its folder: a second study there
+    is refused with one line naming it. SIGKILLed at that moment it leaves
+    no partial result; the same command then retrains only that run and
+    the later ones, and its tables are those of an uninterrupted study."""
+    argv = ['--schemes', 'APE', 'RoPE-Mixed', '--seeds', '0', '1', *TINY]
     out, ready = tmp_path / 'out', tmp_path / 'ready'
     target = os.path.join('runs', 'RoPE-Mixed', 'seed0.json')
     proc = subprocess.Popen(
@@ -135,12 +342,13 @@ def test_second_study_refused_and_a_killed_one_resumes_to_the_same_table(
     assert [p.name.startswith('.seed0.json.')
             for p in (runs / 'RoPE-Mixed').iterdir()] == [True]
     assert not (out / 'position_study.md').exists()
-    finished = {p: p.stat().st_mtime_ns for p in runs.glob('APE/*.json')}
-    assert len(finished) == 2
+    finished = {p: p.stat().st_mtime_ns for p in runs.glob('*/*.json')}
+    assert [p.name for p in finished] == ['seed0.json']
 
     study.main([str(out), *argv])  # resumes: the killed lock is no lock
     assert {p: p.stat().st_mtime_ns for p in finished} == finished
     assert (out / target).is_file()
     study.main([str(tmp_path / 'whole'), *argv])
-    table = (out / 'position_study.md').read_bytes()
-    assert table == (tmp_path / 'whole' / 'position_study.md').read_bytes()
+    tables = [json.loads((d / 'position_study.json').read_text())['tables']
+              for d in (out, tmp_path / 'whole')]
+    assert tables[0] == tables[1]

@@ -25,7 +25,7 @@ from torch import Tensor
 
 from mmpos.apis.features import init_backbone, preprocess, read_images
 from mmpos.checkpoint import write_atomically
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 IMAGE_EXTS = ('.jpg', '.jpeg', '.png', '.bmp')
 

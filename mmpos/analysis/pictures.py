@@ -28,7 +28,7 @@ from PIL import Image, ImageDraw
 from torch import Tensor
 
 from mmpos.checkpoint import atomic_path
-from mmpos.utils.errors import BadInputError, UnsupportedModelError
+from mmpos.errors import BadInputError, UnsupportedModelError
 
 CAPTION_PX = 14
 

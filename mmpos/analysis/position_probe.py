@@ -34,7 +34,7 @@ from torch import Tensor
 
 from mmpos.models.heads.droppos_head import position_accuracy
 from mmpos.models.selfsup.droppos import DropPos
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 
 def token_vit_config(backbone: dict) -> dict:
@@ -45,7 +45,7 @@ def token_vit_config(backbone: dict) -> dict:
     subclass: ``MAEViT``, ``MoCoV3ViT``) becomes the ``RoPEVisionTransformer``
     with ``rope=None`` and its APE (learnable, or a fixed sin-cos table) of
     the same shape: the converters'
-    :func:`~mmpos.checkpoint.converters.infer_vit_config` reads it off the
+    :func:`~mmpos.converters.infer_vit_config` reads it off the
     built model's state dict (the layouts are the same), plus the heads,
     input size and norm eps, which the weights do not hold. The state dict
     must load into the new backbone strictly (else ``BadInputError``).
@@ -53,7 +53,7 @@ def token_vit_config(backbone: dict) -> dict:
     from mmengine.registry import DefaultScope
     from mmpretrain.registry import MODELS
 
-    from mmpos.checkpoint.converters import infer_vit_config
+    from mmpos.converters import infer_vit_config
 
     cfg = dict(backbone, type=backbone['type'].split('.')[-1])
     cls = MODELS.get(cfg['type'])

@@ -37,7 +37,7 @@ import torch.nn as nn
 from mmengine.logging import MMLogger
 from torch import Tensor
 
-from mmpos.utils.errors import BadInputError, UnsupportedModelError
+from mmpos.errors import BadInputError, UnsupportedModelError
 
 # RGB, 0-255: the normalisation of the configs' data preprocessors.
 IMAGENET_MEAN = (123.675, 116.28, 103.53)

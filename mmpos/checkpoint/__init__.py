@@ -8,14 +8,11 @@
 * :mod:`.load` -- reading + matching into a module (``init_cfg``
   Pretrained, whole models);
 * :mod:`.write` -- one atomic writer (with the user's umask);
-* :mod:`.converters` -- pure ``dict -> dict`` converters per source;
 * :mod:`.safe_io` -- :func:`use_safe_io`, which mmpos' own tools call to
   make mmengine's Runner read and write through the above (importing mmpos
   changes nothing of mmengine);
-* :mod:`.errors` -- one error type per failure.
+* the errors each failure raises are in :mod:`mmpos.errors`.
 """
-from .errors import (CheckpointMismatchError, CheckpointReadError,
-                     ConversionError, UnsafeCheckpointError)
 from .load import (load_checkpoint_into, load_pretrained, strip_prefix,
                    without_ddp_prefix)
 from .match import KeyReport, compare, load_state
@@ -26,9 +23,7 @@ from .write import (AtomicLocalBackend, atomic_open, atomic_path,
                     save_state_dict, write_atomically)
 
 __all__ = [
-    'AtomicLocalBackend', 'CheckpointMismatchError', 'CheckpointReadError',
-    'ConversionError', 'KeyReport', 'UnsafeCheckpointError', 'atomic_open',
-    'atomic_path',
+    'AtomicLocalBackend', 'KeyReport', 'atomic_open', 'atomic_path',
     'check_checkpoint_file', 'checkpoint_problem', 'compare',
     'load_checkpoint_into', 'load_pretrained', 'load_state',
     'read_checkpoint', 'read_state_dict', 'save_state_dict', 'state_dict_of',

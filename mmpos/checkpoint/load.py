@@ -18,7 +18,7 @@ from typing import Iterable, Optional
 import torch.nn as nn
 from mmengine.logging import print_log
 
-from .errors import CheckpointMismatchError
+from mmpos.errors import CheckpointMismatchError
 from .match import KeyReport, load_state
 from .read import StateDict, read_state_dict
 

@@ -24,7 +24,7 @@
                new head of another size is expected)
 =============  ===============================================================
 
-and raises :class:`~mmpos.utils.errors.CheckpointMismatchError`, one line
+and raises :class:`~mmpos.errors.CheckpointMismatchError`, one line
 ``<source> does not fit <Model>: <what>`` naming up to three keys of each
 kind (shapes included). :func:`load_state` = compare, enforce, copy the
 fitting tensors, log the report.
@@ -37,7 +37,7 @@ import torch
 import torch.nn as nn
 from mmengine.logging import print_log
 
-from .errors import CheckpointMismatchError
+from mmpos.errors import CheckpointMismatchError
 
 POLICIES = ('strict', 'lenient', 'partial')
 SHOWN = 3  # keys named per kind in a message

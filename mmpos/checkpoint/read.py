@@ -34,7 +34,7 @@ import torch
 from mmengine.logging import print_log
 from torch import Tensor
 
-from .errors import CheckpointReadError, UnsafeCheckpointError
+from mmpos.errors import CheckpointReadError, UnsafeCheckpointError
 
 StateDict = Dict[str, Tensor]
 

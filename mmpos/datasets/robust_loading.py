@@ -13,7 +13,7 @@ from mmcv.transforms import LoadImageFromFile
 from mmengine.logging import print_log
 
 from mmpos.registry import TRANSFORMS
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 ON_ERROR = ('raise', 'skip')
 # Image loaders that use_safe_image_loading replaces.

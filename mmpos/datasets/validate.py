@@ -32,7 +32,7 @@ from mmengine.dataset import BaseDataset
 from mmengine.registry import DATASETS, DefaultScope
 from PIL import Image
 
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 COCO_KEYS = ('images', 'annotations', 'categories')
 

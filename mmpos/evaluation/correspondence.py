@@ -76,7 +76,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 SPAIR_KEYS = ('category', 'src_imname', 'trg_imname', 'src_kps', 'trg_kps',
               'src_bndbox', 'trg_bndbox')

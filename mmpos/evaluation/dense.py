@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from mmpos.apis.features import extract_features
-from mmpos.utils.errors import BadInputError, UnsupportedModelError
+from mmpos.errors import BadInputError, UnsupportedModelError
 
 
 @torch.no_grad()

@@ -76,7 +76,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 # Open Hummingbird's training (memory) augmentation
 # (``get_hbird_train_transforms``): image-only colour jitter, each factor

@@ -97,7 +97,7 @@ from torch import Tensor
 
 from mmpos.apis.features import init_quietly
 from mmpos.registry import METRICS, MODELS
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 NORM_STRATEGIES = ('linear', 'softmax', 'sigmoid')
 

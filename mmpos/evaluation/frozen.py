@@ -25,7 +25,7 @@ from torch import Tensor
 from mmpos.apis.features import (extract_features, image_features,
                                  preprocess, read_images)
 from mmpos.checkpoint import write_atomically
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 
 def dataset_items(dataset_cfg: dict) -> Tuple[List[str], Tensor, tuple]:

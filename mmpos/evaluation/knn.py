@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 
 def knn_scores(train_feats: Tensor, train_labels: Tensor, test_feats: Tensor,

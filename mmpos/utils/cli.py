@@ -15,7 +15,7 @@ A tool adopts it with one line above its ``main``::
 Then, while ``main`` runs,
 
 * the errors that come from what the user gave (:data:`USER_ERRORS`: every
-  :class:`~mmpos.utils.errors.BadInputError` -- bad data, config values,
+  :class:`~mmpos.errors.BadInputError` -- bad data, config values,
   unreadable or unfitting checkpoints, launch problems -- and ``OSError``\\ s
   about a path: missing, existing, a directory, no permission, a
   read-only file system, a full disk or quota) end the
@@ -38,7 +38,7 @@ import os.path as osp
 import re
 import sys
 
-from .errors import BadInputError
+from mmpos.errors import BadInputError
 
 # Errors that the tools print as one line (MMPOS_DEBUG=1: traceback).
 USER_ERRORS = (BadInputError, FileNotFoundError, FileExistsError,

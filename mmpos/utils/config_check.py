@@ -32,7 +32,7 @@ from mmengine.registry import (DATA_SAMPLERS, DATASETS, EVALUATOR, HOOKS,
 from mmengine.registry.build_functions import build_from_cfg
 from mmengine.runner import Runner
 
-from .errors import BadInputError
+from mmpos.errors import BadInputError
 
 # Top-level keys read by something other than Runner.__init__'s arguments.
 OTHER_TOP_LEVEL_KEYS = frozenset({
@@ -323,7 +323,7 @@ def blame_config(cfg, cfg_options: Optional[dict] = None):
     While the block runs (building the runner, training, testing), an error
     of :data:`CONSTRUCTOR_ERRORS` raised by building a config dict through a
     registry (:func:`failed_build`) becomes a
-    :class:`~mmpos.utils.errors.BadInputError`
+    :class:`~mmpos.errors.BadInputError`
     ``<key>=<value>: <Class> rejected it: <message>`` when a key of that
     dict in ``cfg`` can be named (:func:`blamed_keys`); a ``type`` no
     registry holds becomes ``<key>.type='X' is not registered ... (did you

@@ -36,7 +36,7 @@ from mmengine.config import Config, DictAction
 
 from mmpos.checkpoint.read import check_checkpoint_file, checkpoint_problem
 from .config_check import config_key_problems, new_option_keys
-from .errors import BadInputError
+from mmpos.errors import BadInputError
 
 
 class LaunchError(BadInputError):

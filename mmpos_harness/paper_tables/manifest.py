@@ -56,7 +56,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 BASE_CROP = 224
 R_STEP = 0.5

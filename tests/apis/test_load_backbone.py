@@ -8,7 +8,7 @@ from mmengine.config import Config
 
 from conftest import REPO, run_tool
 from mmpos.apis import build_backbone, extract_features, load_backbone
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 CONFIG = 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'
 

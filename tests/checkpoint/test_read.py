@@ -8,9 +8,8 @@ import pytest
 import torch
 from mmengine.logging import HistoryBuffer, MessageHub
 
-from mmpos.checkpoint import (CheckpointReadError, UnsafeCheckpointError,
-                              checkpoint_problem, read_checkpoint,
-                              read_state_dict, state_dict_of)
+from mmpos.checkpoint import checkpoint_problem, read_checkpoint, read_state_dict, state_dict_of
+from mmpos.errors import CheckpointReadError, UnsafeCheckpointError
 
 
 class NotAllowed:
@@ -27,8 +26,9 @@ def test_plain_state_dict(tmp_path):
 def test_authors_checkpoint_with_argparse_namespace(tmp_path):
     """The DeiT/RoPE-ViT training scripts store their args."""
     path = tmp_path / 'rope.pth'
-    torch.save(dict(model={'w': torch.ones(2)},
-                    args=argparse.Namespace(lr=4e-3)), path)
+    torch.save(
+        dict(model={'w': torch.ones(2)}, args=argparse.Namespace(lr=4e-3)),
+        path)
     loaded = read_checkpoint(path)
     assert loaded['args'].lr == 4e-3
     assert torch.equal(read_state_dict(path)['w'], torch.ones(2))
@@ -39,8 +39,13 @@ def test_mmengine_training_checkpoint(tmp_path):
     hub.update_scalar('train/loss', 1.5)
     hub.update_scalar('train/loss', 0.5)
     path = tmp_path / 'iter_2.pth'
-    torch.save({'state_dict': {'w': torch.ones(2)},
-                'message_hub': hub.state_dict()}, path)
+    torch.save(
+        {
+            'state_dict': {
+                'w': torch.ones(2)
+            },
+            'message_hub': hub.state_dict()
+        }, path)
     loaded = read_checkpoint(str(path))
     buffer = loaded['message_hub']['log_scalars']['train/loss']
     assert isinstance(buffer, HistoryBuffer)
@@ -69,7 +74,8 @@ def test_each_unreadable_path_has_its_own_line(tmp_path):
         read_checkpoint(empty)
     text = tmp_path / 'notes.pth'
     text.write_text('hello')
-    with pytest.raises(CheckpointReadError, match=r'not a PyTorch '
+    with pytest.raises(CheckpointReadError,
+                       match=r'not a PyTorch '
                        r"checkpoint \(starts with b'hello'"):
         read_checkpoint(text)
 
@@ -96,8 +102,10 @@ def test_truncation_is_found_before_unpickling(tmp_path, monkeypatch):
 
 
 def test_state_dict_of_names_what_it_found():
-    assert list(state_dict_of({'model': {'a': torch.ones(1), 'n': 3}})) == [
-        'a']
+    assert list(state_dict_of({'model': {
+        'a': torch.ones(1),
+        'n': 3
+    }})) == ['a']
     with pytest.raises(CheckpointReadError,
                        match=r"x.pth holds a list, not a state dict"):
         state_dict_of([1], source='x.pth')
@@ -111,9 +119,10 @@ def test_tools_say_directory_not_missing(tmp_path):
     from mmengine.config import Config
 
     from mmpos.utils.launch import check_checkpoint_paths
-    cfg = Config(dict(load_from=str(tmp_path), model=dict(
-        backbone=dict(init_cfg=dict(type='Pretrained',
-                                    checkpoint=str(tmp_path))))))
+    cfg = Config(
+        dict(load_from=str(tmp_path),
+             model=dict(backbone=dict(
+                 init_cfg=dict(type='Pretrained', checkpoint=str(tmp_path))))))
     with pytest.raises(IsADirectoryError,
                        match=f'^load_from checkpoint {tmp_path} is a '
                        'directory, not a checkpoint file$'):

@@ -13,7 +13,7 @@ from mmpos.evaluation.correspondence import (correspondence_pck,
                                              match_keypoints, patch_centres,
                                              pck, pck_hits, pck_threshold,
                                              read_spair_pairs)
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 from conftest import load_tool
 
 

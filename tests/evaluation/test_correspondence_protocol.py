@@ -15,7 +15,7 @@ import torch
 
 from mmpos.evaluation.correspondence import (identity_baseline,
                                              read_spair_pairs, spair_pck)
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 ALPHAS = (0.05, 0.1)
 

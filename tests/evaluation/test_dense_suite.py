@@ -7,7 +7,7 @@ from scipy.stats import ttest_rel
 from statsmodels.stats.multitest import multipletests
 
 from mmpos.evaluation.dense_suite import HEADLINE
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 from conftest import load_tool
 
 

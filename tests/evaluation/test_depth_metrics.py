@@ -16,7 +16,7 @@ from mmpos.evaluation.depth_probe import (DEPTH_METRICS, DinoDepthMetric,
                                           depth_eval_mask, depth_metrics,
                                           depth_prior_baseline,
                                           eigen_crop_box)
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 # the reference's metric names -> ours
 NAMES = dict(a1='d1', a2='d2', a3='d3', abs_rel='abs_rel', sq_rel='sq_rel',

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from mmpos.evaluation.knn import (class_prior_accuracy, knn_accuracy,
                                   knn_scores)
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 
 def dino_knn(train, train_labels, test, test_labels, k, T, num_classes):

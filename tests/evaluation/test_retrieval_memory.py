@@ -14,7 +14,7 @@ from mmpos.evaluation.dense_retrieval import (augment_view, augmented_memory,
                                               class_prior_run,
                                               patch_label_distribution,
                                               sample_memory_patches)
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 SCENES = REPO / 'configs/dense_probes/retrieval_mini-scenes.py'
 

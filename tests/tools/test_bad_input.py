@@ -26,7 +26,7 @@ from mmpos.datasets.transforms.crop_boxes import (CropBoxError,
 from mmpos.datasets.validate import coco_problems, seg_label_problems
 from mmpos.engine.hooks import CheckpointFitHook
 from mmpos.utils.cli import one_line
-from mmpos.utils.errors import CheckpointMismatchError
+from mmpos.errors import CheckpointMismatchError
 from mmpos.utils.launch import LaunchError, load_config
 
 SEG_CONFIG = 'configs/demo/upernet_vit-tiny-rope-mixed_mini-ade.py'
@@ -466,7 +466,8 @@ class RunsCommand:
 
 def test_untrusted_checkpoints(tmp_path):
     from mmengine.runner.checkpoint import _load_checkpoint
-    from mmpos.checkpoint import UnsafeCheckpointError, use_safe_io
+    from mmpos.checkpoint import use_safe_io
+    from mmpos.errors import UnsafeCheckpointError
     use_safe_io()  # as mmpos' tools do at start-up
     log = log_to(tmp_path)
     plain = tmp_path / 'plain.pth'

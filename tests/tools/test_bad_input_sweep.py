@@ -451,7 +451,7 @@ def test_processes_exit_with_one_line(inputs):
     assert result.returncode == 1
     assert 'Traceback' in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith(
-        'mmpos.utils.errors.CheckpointReadError: checkpoint ')
+        'mmpos.errors.CheckpointReadError: checkpoint ')
     assert not inputs.run.exists()
 
 
@@ -631,7 +631,7 @@ def test_json_dumps_are_atomic_too(tmp_path):
 
 def test_cli_main_keeps_bugs_visible(monkeypatch):
     from mmpos.utils.cli import cli_main
-    from mmpos.utils.errors import BadInputError
+    from mmpos.errors import BadInputError
 
     @cli_main('tool.py')
     def main(error):
@@ -666,7 +666,7 @@ def test_blame_config_names_keys_only_for_values_it_can_see():
     from mmengine.registry import Registry
 
     from mmpos.utils.config_check import blame_config
-    from mmpos.utils.errors import BadInputError
+    from mmpos.errors import BadInputError
     registry = Registry('sweep_blame')
 
     @registry.register_module()

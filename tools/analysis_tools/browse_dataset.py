@@ -21,7 +21,7 @@ from mmengine.registry import DATASETS, VISUALIZERS, init_default_scope
 
 from mmpos.analysis.pictures import save_png, tile_grid
 from mmpos.utils.cli import cli_main
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 from mmpos.utils.launch import load_config
 
 

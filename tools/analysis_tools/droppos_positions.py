@@ -21,7 +21,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
 from mmpos.utils.cli import cli_main  # noqa: E402
-from mmpos.utils.errors import UnsupportedModelError  # noqa: E402
+from mmpos.errors import UnsupportedModelError  # noqa: E402
 
 
 def parse_args(argv=None):

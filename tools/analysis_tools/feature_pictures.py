@@ -25,7 +25,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
 
 from mmpos.apis.cli import backbone_parser  # noqa: E402
 from mmpos.utils.cli import cli_main, distinct_stems  # noqa: E402
-from mmpos.utils.errors import BadInputError  # noqa: E402
+from mmpos.errors import BadInputError  # noqa: E402
 
 
 def parse_args(argv=None):

@@ -36,11 +36,10 @@ import torch
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
-from mmpos.checkpoint import (ConversionError, atomic_path,  # noqa: E402
-                              load_state, read_checkpoint, state_dict_of,
-                              strip_prefix)
+from mmpos.checkpoint import (atomic_path, load_state,  # noqa: E402
+                              read_checkpoint, state_dict_of, strip_prefix)
+from mmpos.errors import BadInputError, ConversionError  # noqa: E402
 from mmpos.utils.cli import cli_main  # noqa: E402
-from mmpos.utils.errors import BadInputError  # noqa: E402
 
 
 def freeze_positions(backbone, size):

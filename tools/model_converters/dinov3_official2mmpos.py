@@ -6,7 +6,7 @@ into an mmpretrain classifier checkpoint for ``RoPEVisionTransformer``.
         [--num-heads N] [--drop-unexpected] [--force]
 
 The model is the DINOv3 family of
-``mmpos.checkpoint.converters.DINOV3_BACKBONE`` (axial RoPE on patch
+``mmpos.converters.DINOV3_BACKBONE`` (axial RoPE on patch
 centres normalised to [-1, 1] per axis, rotate-half layout, row coordinate
 first, LayerNorm eps 1e-5) with the checkpoint's ``rope_embed.periods``
 (``base`` or ``min_period`` / ``max_period``), its register
@@ -23,9 +23,9 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
-from mmpos.checkpoint.converters import (  # noqa: E402
+from mmpos.converters import (  # noqa: E402
     convert_dinov3_official, infer_vit_config)
-from mmpos.checkpoint.converters.command import vit_converter_main  # noqa
+from mmpos.converters.command import vit_converter_main  # noqa
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 

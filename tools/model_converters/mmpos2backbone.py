@@ -48,11 +48,12 @@ from mmengine.config import Config  # noqa: E402
 
 from mmpos.apis import build_backbone  # noqa: E402
 from mmpos.apis.features import backbone_config  # noqa: E402
-from mmpos.checkpoint import (ConversionError, read_checkpoint,  # noqa: E402
-                              save_state_dict, state_dict_of)
-from mmpos.checkpoint.converters import (  # noqa: E402
+from mmpos.checkpoint import (read_checkpoint, save_state_dict,  # noqa: E402
+                              state_dict_of)
+from mmpos.errors import ConversionError  # noqa: E402
+from mmpos.converters import (  # noqa: E402
     extract_backbone, find_positional_field, positional_field_to_ape)
-from mmpos.checkpoint.converters.command import (  # noqa: E402
+from mmpos.converters.command import (  # noqa: E402
     USER_ERRORS, check_and_save)
 from mmpos.utils.cli import cli_main  # noqa: E402
 

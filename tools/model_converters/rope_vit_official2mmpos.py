@@ -25,10 +25,10 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
-from mmpos.checkpoint.converters import (  # noqa: E402
+from mmpos.converters import (  # noqa: E402
     convert_official_rope_vit, infer_vit_config, require_vit,
     resolve_rope_type)
-from mmpos.checkpoint.converters.command import vit_converter_main  # noqa
+from mmpos.converters.command import vit_converter_main  # noqa
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 

@@ -12,7 +12,7 @@ Sources: timm's plain ViTs and the naver RoPE ViTs
 (``vit_*_patch16_rope{,_mixed}{,_ape}_224``, timm's ``Eva``), timm's DINOv3
 ViTs (``vit_*_patch16_dinov3{,_qkvb}``, ``--rope-type
 dinov3``: the axial RoPE options of
-``mmpos.checkpoint.converters.DINOV3_BACKBONE``) and timm's DINOv2 with
+``mmpos.converters.DINOV3_BACKBONE``) and timm's DINOv2 with
 registers (``vit_*_patch14_reg4_dinov2``, ``--rope-type none``).
 ``pos_embed`` with or without the class-token slot is accepted (timm's
 ``no_embed_class`` models have none); ``ls1/ls2.gamma`` and ``gamma_1/2``
@@ -36,9 +36,9 @@ import sys
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
-from mmpos.checkpoint.converters import (  # noqa: E402
+from mmpos.converters import (  # noqa: E402
     convert_timm_vit, infer_vit_config, require_vit, resolve_rope_type)
-from mmpos.checkpoint.converters.command import vit_converter_main  # noqa
+from mmpos.converters.command import vit_converter_main  # noqa
 from mmpos.utils.cli import cli_main  # noqa: E402
 
 

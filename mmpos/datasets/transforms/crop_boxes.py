@@ -31,7 +31,7 @@ from mmcv.transforms import RandomFlip
 from mmpretrain.datasets.transforms import MultiView, RandomResizedCrop
 
 from mmpos.registry import TRANSFORMS
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 BOX_KEY = 'crop_box'
 FULL_BOX = (0., 0., 1., 1.)

@@ -14,8 +14,8 @@ from mmengine.hooks import Hook
 from mmengine.logging import print_log
 from mmengine.model import BaseTTAModel, is_model_wrapper
 
-from mmpos.checkpoint import (CheckpointMismatchError, compare,
-                              without_ddp_prefix)
+from mmpos.checkpoint import compare, without_ddp_prefix
+from mmpos.errors import CheckpointMismatchError
 from mmpos.registry import HOOKS
 
 

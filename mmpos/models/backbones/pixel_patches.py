@@ -14,7 +14,7 @@ from mmengine.model import BaseModule
 from torch import Tensor
 
 from mmpos.registry import MODELS
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 
 @MODELS.register_module()

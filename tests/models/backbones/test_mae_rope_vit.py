@@ -22,7 +22,7 @@ from conftest import REPO, read_scalars
 from mmpos.models.backbones import MAERoPEViT, RoPEVisionTransformer
 from mmpos.models.utils.pretrained import load_pretrained
 from mmpos.checkpoint import strip_prefix
-from mmpos.checkpoint.converters import convert_timm_vit, infer_vit_config
+from mmpos.converters import convert_timm_vit, infer_vit_config
 from mmpos_harness.comparison import runs
 from test_timm_parity import SMALL, assert_close, redraw, timm
 

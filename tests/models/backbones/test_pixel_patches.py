@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from mmpos.apis.features import extract_features
 from mmpos.models.backbones import PixelPatches
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 
 def test_patch_tokens_are_the_patches_pixels():

@@ -21,7 +21,7 @@ timm = pytest.importorskip('timm')
 
 from mmpos.models.backbones import RoPEVisionTransformer  # noqa: E402
 from mmpos.checkpoint import strip_prefix  # noqa: E402
-from mmpos.checkpoint.converters import (convert_timm_vit,  # noqa: E402
+from mmpos.converters import (convert_timm_vit,  # noqa: E402
                                          infer_vit_config)
 
 SIZES = [(224, 224), (288, 288), (224, 320)]
@@ -232,7 +232,7 @@ def test_official_dinov3_layout_converts_to_timms_outputs():
     assert filtered.keys() == state.keys()
     assert all(torch.equal(filtered[k], state[k]) for k in state)
 
-    from mmpos.checkpoint.converters import convert_dinov3_official
+    from mmpos.converters import convert_dinov3_official
     converted, periods = convert_dinov3_official(official)
     assert periods == dict(base=100.)
     ours = mmpos_from(converted, 'dinov3', dict(periods=periods))

@@ -13,7 +13,7 @@ from mmpretrain.registry import MODELS
 import mmpos  # noqa: F401
 from mmpos.models.necks.cr2pq_neck import CR2PQNeck
 from mmpos.models.selfsup.cr2pq import CR2PQ
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 
 from conftest import REPO
 

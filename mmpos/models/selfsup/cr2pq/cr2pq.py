@@ -70,7 +70,7 @@ from mmpos.datasets.transforms.crop_boxes import stack_crop_boxes
 from mmpos.models.utils.ema import check_teachers_set
 from mmpos.models.utils.pretrained import load_pretrained
 from mmpos.registry import MODELS
-from mmpos.utils.errors import BadInputError
+from mmpos.errors import BadInputError
 from ...layers.masking import gather_tokens, random_masking
 from ...layers.positions import box_coords, grid_coords
 from .relative_coords import ALIGNS, relative_coords

@@ -6,7 +6,8 @@ from typing import Tuple
 import torch
 from torch import Tensor
 
-from ..errors import ConversionError
+from mmpos.errors import ConversionError
+from mmpos.models.layers.positions import frequency_magnitudes
 from .vit import StateDict, classifier_key, rename_key
 
 
@@ -16,7 +17,6 @@ def dinov3_periods(periods: Tensor) -> dict:
     else ``dict(min_period=periods[0], max_period=periods[-1])``; either
     checked against every stored period (relative 1e-2: released weights
     store them in bf16). Raises if the periods are not geometric."""
-    from mmpos.models.layers.positions import frequency_magnitudes
     periods = periods.double()
     quarter = periods.numel()
     if quarter < 2 or not torch.isfinite(periods).all() or \

@@ -17,8 +17,9 @@ from mmengine.registry import DefaultScope
 import mmpos  # noqa: F401
 from mmpos.models.backbones import RoPEVisionTransformer
 from mmpos.registry import MODELS
-from mmpos.checkpoint import CheckpointMismatchError, compare
-from mmpos.checkpoint.converters import (convert_official_rope_vit,
+from mmpos.checkpoint import compare
+from mmpos.errors import CheckpointMismatchError
+from mmpos.converters import (convert_official_rope_vit,
                                          convert_timm_vit, infer_vit_config)
 
 REPO = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))

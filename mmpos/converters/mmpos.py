@@ -6,8 +6,9 @@ from typing import Optional, Sequence
 
 from torch import Tensor
 
-from ..errors import ConversionError
-from ..read import StateDict
+from mmpos.errors import ConversionError
+from mmpos.checkpoint.read import StateDict
+from mmpos.models.selfsup.icpf import field_to_pos_embed
 
 
 def extract_backbone(state_dict: StateDict,
@@ -76,7 +77,6 @@ def positional_field_to_ape(backbone: StateDict,
     Returns:
         A copy of ``backbone`` with ``pos_embed`` ``(1, 1 + h * w, d)``.
     """
-    from mmpos.models.selfsup.icpf import field_to_pos_embed
     pos = backbone.get('pos_embed')
     if pos is None:
         raise ConversionError('the backbone has no pos_embed to replace by '

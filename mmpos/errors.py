@@ -1,4 +1,12 @@
-"""One error type per way a checkpoint can fail.
+"""Every error mmpos raises for what the user gave it: data, configs,
+checkpoints.
+
+Every tool prints a :class:`BadInputError` as one line,
+``<tool>: error: <message>``, and exits with status 1 (set
+``MMPOS_DEBUG=1`` for the traceback; see :func:`mmpos.guardrails.cli.cli_main`).
+Every message names the file, key or value at fault.
+
+How a checkpoint can fail, and the error each failure raises:
 
 =========================  ==================================================
 failure                    error
@@ -15,12 +23,27 @@ does not fit the model     :class:`CheckpointMismatchError` (no key matches,
 cannot be converted        :class:`ConversionError` (another architecture,
                            a layout a converter does not know)
 =========================  ==================================================
-
-All but the ``OSError``\\ s are :class:`~mmpos.utils.errors.BadInputError`\\ s,
-which the tools print as one line (:func:`mmpos.utils.cli.cli_main`).
 """
-from mmpos.utils.errors import (BadInputError, CheckpointMismatchError,
-                                CheckpointReadError)
+
+
+
+class BadInputError(ValueError):
+    """Bad data, config or checkpoint (a ``ValueError``)."""
+
+
+class CheckpointMismatchError(BadInputError, RuntimeError):
+    """A checkpoint that does not fit the model it is loaded into (also a
+    ``RuntimeError``, what mmengine raises for strict loading)."""
+
+
+class UnsupportedModelError(BadInputError, TypeError):
+    """A model or backbone that the asked-for tool or option does not
+    support (also a ``TypeError``)."""
+
+
+class CheckpointReadError(BadInputError):
+    """A file that is not a complete PyTorch checkpoint (truncated by an
+    interrupted write or a full disk, empty, or another format)."""
 
 
 class UnsafeCheckpointError(BadInputError, RuntimeError):
@@ -32,6 +55,6 @@ class ConversionError(BadInputError):
 
 
 __all__ = [
-    'CheckpointMismatchError', 'CheckpointReadError', 'ConversionError',
-    'UnsafeCheckpointError'
+    'BadInputError', 'CheckpointMismatchError', 'CheckpointReadError',
+    'ConversionError', 'UnsafeCheckpointError', 'UnsupportedModelError'
 ]

@@ -16,9 +16,9 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from ..errors import ConversionError
-from ..load import strip_prefix
-from ..read import StateDict
+from mmpos.errors import ConversionError
+from mmpos.checkpoint import strip_prefix
+from mmpos.checkpoint.read import StateDict
 
 # Per-block renames shared by the authors' (DeiT-III) and timm's layouts.
 _BLOCK_RENAMES = {

@@ -9,10 +9,10 @@ from typing import Callable, Optional, Sequence, Tuple
 
 import torch.nn as nn
 
-from ..errors import ConversionError
-from ..match import KeyReport, compare
-from ..read import StateDict, read_checkpoint, state_dict_of
-from ..write import save_state_dict
+from mmpos.errors import ConversionError
+from mmpos.checkpoint import (KeyReport, compare, read_checkpoint,
+                              save_state_dict, state_dict_of)
+from mmpos.checkpoint.read import StateDict
 
 USER_ERRORS = (ValueError, OSError, KeyError)  # BadInputError is a ValueError
 
@@ -37,7 +37,7 @@ def check_and_save(state_dict: StateDict,
     with :func:`build_model`), print the key report and save to ``out``.
 
     The lenient policy applies (nothing matching or a shape that differs
-    raises :class:`~mmpos.utils.errors.CheckpointMismatchError`); missing
+    raises :class:`~mmpos.errors.CheckpointMismatchError`); missing
     keys are reported (e.g. RoPE-Mixed frequencies when an APE model is
     converted to RoPE); unexpected keys raise :class:`ConversionError`
     unless ``drop_unexpected``, which leaves them out of the file.

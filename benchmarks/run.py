@@ -31,7 +31,7 @@ then. The device is detected (``--device auto``: CUDA when available), and
 on CUDA the models run under autocast (``--amp auto``: bf16, fp16 where bf16
 is unsupported). Both files are written atomically; a second ``run.py`` on
 the same ``--out`` folder is refused while one runs
-(:func:`mmpos.utils.launch.work_dir_lock`).
+(:func:`mmpos.guardrails.launch.work_dir_lock`).
 
     python benchmarks/run.py [--quick] [--out DIR] [--name NAME]
         [--only NAME ...] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
@@ -53,8 +53,8 @@ import time
 import _timing
 
 from mmpos.checkpoint import write_atomically
-from mmpos.utils.cli import cli_main
-from mmpos.utils.launch import work_dir_lock
+from mmpos.guardrails.cli import cli_main
+from mmpos.guardrails.launch import work_dir_lock
 
 BENCHMARKS = {
     'droppos': 'droppos_step',

@@ -32,7 +32,7 @@ pretrained ones. Existing mini data written with the demo's sizes is reused
 (data written by the generator with other sizes is rewritten); every run
 writes to a fresh timestamped directory under ``--work-dir``, each result
 file atomically; a second demo on the same ``--work-dir`` is refused while
-one runs (:func:`mmpos.utils.launch.work_dir_lock`).
+one runs (:func:`mmpos.guardrails.launch.work_dir_lock`).
 """
 import argparse
 import os
@@ -40,8 +40,8 @@ import os.path as osp
 import sys
 import time
 
-from mmpos.utils.cli import cli_main
-from mmpos.utils.launch import work_dir_lock
+from mmpos.guardrails.cli import cli_main
+from mmpos.guardrails.launch import work_dir_lock
 
 from .comparison import runs, seeds
 from .results import last_checkpoint, training_records

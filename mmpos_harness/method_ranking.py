@@ -40,7 +40,7 @@ Not part of CI. Both stages resume: the work dir is fixed, finished runs are
 skipped and an interrupted one is restarted; run the same command again.
 Every result file is written atomically, so a ranking killed at any moment
 resumes to the same tables; a second ranking on the same ``--work-dir``
-is refused while one runs (:func:`mmpos.utils.launch.work_dir_lock`).
+is refused while one runs (:func:`mmpos.guardrails.launch.work_dir_lock`).
 QB-Heat is left out: its backbone (MobileFormer) is not the ViT the
 transfer configs build.
 """
@@ -53,8 +53,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from mmpos.checkpoint import write_atomically
-from mmpos.utils.cli import cli_main
-from mmpos.utils.launch import work_dir_lock
+from mmpos.guardrails.cli import cli_main
+from mmpos.guardrails.launch import work_dir_lock
 
 from .comparison import runs, seeds
 from .comparison.seeds import COMPUTE, minutes, pretrain_health, write_json

@@ -65,7 +65,7 @@ the shuffled top-1, CPU minutes.
 Every file is written atomically, so a study killed at any moment resumes
 (the same command again) to the same tables; a second study on the same
 ``OUT_DIR`` is refused while one runs
-(:func:`mmpos.utils.launch.work_dir_lock`).
+(:func:`mmpos.guardrails.launch.work_dir_lock`).
 """
 import argparse
 import glob
@@ -84,8 +84,8 @@ import torch.nn.functional as F
 from mmpos.analysis.pictures import save_figure
 from mmpos.checkpoint import atomic_open, write_atomically
 from mmpos.evaluation import stats
-from mmpos.utils.cli import cli_main
-from mmpos.utils.launch import work_dir_lock
+from mmpos.guardrails.cli import cli_main
+from mmpos.guardrails.launch import work_dir_lock
 
 from .comparison.runs import machine
 from .comparison.seeds import write_json

@@ -2,7 +2,7 @@
 # Shared torchrun launcher behind dist_train.sh and dist_test.sh:
 #   bash tools/dist_run.sh SCRIPT.py NUM_PROCS [script arguments]
 # Multi-node: set NNODES, NODE_RANK, MASTER_ADDR, PORT on every node.
-# Without CUDA the processes talk over gloo (see mmpos/utils/launch.py).
+# Without CUDA the processes talk over gloo (see mmpos/guardrails/launch.py).
 set -euo pipefail
 SCRIPT=$1
 NPROC=$2

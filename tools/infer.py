@@ -30,9 +30,9 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 from mmengine.config import DictAction  # noqa: E402
 
-from mmpos.utils.cli import cli_main, distinct_stems  # noqa: E402
+from mmpos.guardrails.cli import cli_main, distinct_stems  # noqa: E402
 from mmpos.errors import BadInputError  # noqa: E402
-from mmpos.utils.launch import check_work_dir  # noqa: E402
+from mmpos.guardrails.launch import check_work_dir  # noqa: E402
 
 SCOPES = ('mmdet', 'mmseg')
 

@@ -26,11 +26,11 @@ from mmengine.runner import Runner
 import mmpos  # noqa: F401  (registers mmpos modules)
 from mmpos.checkpoint import use_safe_io
 from mmpos.datasets.robust_loading import use_safe_image_loading
-from mmpos.datasets.validate import check_config_datasets
+from mmpos.guardrails.data_check import check_config_datasets
 from mmpos.engine.hooks import CheckpointFitHook
-from mmpos.utils.cli import exit_on_bad_input
-from mmpos.utils.config_check import blame_config
-from mmpos.utils.launch import (LaunchError, add_launch_arguments,
+from mmpos.guardrails.cli import exit_on_bad_input
+from mmpos.guardrails.config_check import blame_config
+from mmpos.guardrails.launch import (LaunchError, add_launch_arguments,
                                 apply_launch_arguments, check_checkpoint_paths,
                                 check_work_dir, global_rank, load_config,
                                 start_cpu_process_group, work_dir_lock)

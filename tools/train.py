@@ -10,7 +10,7 @@ mmpretrain's registry. Examples::
     bash tools/dist_train.sh CONFIG 8 [same options]
 
 As mmpretrain's ``tools/train.py``, plus the gaps mmengine leaves, each a
-named function of :mod:`mmpos.utils.launch`: bad input (a misspelled config
+named function of :mod:`mmpos.guardrails.launch`: bad input (a misspelled config
 key or ``type``, a missing or unfitting checkpoint, bad annotations, an
 unreadable image, a value a constructor rejects, a work dir another run
 holds) is one line ``train.py: error: ...`` with exit status 1
@@ -34,12 +34,12 @@ from mmengine.runner import Runner
 import mmpos  # noqa: F401  (registers mmpos modules)
 from mmpos.checkpoint import use_safe_io
 from mmpos.datasets.robust_loading import use_safe_image_loading
-from mmpos.datasets.validate import check_config_datasets
+from mmpos.guardrails.data_check import check_config_datasets
 from mmpos.engine.hooks import (PREEMPTED_EXIT_CODE, CheckpointFitHook,
                                 NonFiniteLossError, Preempted, PreemptionHook)
-from mmpos.utils.cli import exit_on_bad_input
-from mmpos.utils.config_check import blame_config
-from mmpos.utils.launch import (LaunchError, add_launch_arguments,
+from mmpos.guardrails.cli import exit_on_bad_input
+from mmpos.guardrails.config_check import blame_config
+from mmpos.guardrails.launch import (LaunchError, add_launch_arguments,
                                 apply_launch_arguments, check_checkpoint_paths,
                                 check_work_dir, global_rank, load_config,
                                 lost_rank, quiet_console,

@@ -10,7 +10,7 @@ work dir (both written atomically) and is skipped when asked again, while
 a run killed at any point before its marker is rerun from scratch (so both
 tools resume). Only a run's ``console.log`` is written as it goes: it is
 followed live, and removed with its unfinished run. Both tools hold their
-result folder's lock (:func:`mmpos.utils.launch.work_dir_lock`) while they
+result folder's lock (:func:`mmpos.guardrails.launch.work_dir_lock`) while they
 run.
 """
 import contextlib

@@ -118,7 +118,7 @@ def test_tools_say_directory_not_missing(tmp_path):
     """issue 27: a directory passed as a checkpoint was 'not found'."""
     from mmengine.config import Config
 
-    from mmpos.utils.launch import check_checkpoint_paths
+    from mmpos.guardrails.launch import check_checkpoint_paths
     cfg = Config(
         dict(load_from=str(tmp_path),
              model=dict(backbone=dict(

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import REPO
-from mmpos.utils.launch import work_dir_lock
+from mmpos.guardrails.launch import work_dir_lock
 from mmpos_harness.comparison import runs, seeds
 from mmpos_harness.mini_data import MARKER
 

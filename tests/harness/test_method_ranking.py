@@ -14,7 +14,7 @@ import pytest
 from scipy.stats import ttest_ind
 from statsmodels.stats.multitest import multipletests
 
-from mmpos.utils.launch import work_dir_lock
+from mmpos.guardrails.launch import work_dir_lock
 from mmpos_harness import method_ranking
 from mmpos_harness.comparison import runs, seeds
 from mmpos_harness.results import DONE_MARKER

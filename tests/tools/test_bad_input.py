@@ -23,11 +23,11 @@ from mmpos.datasets.transforms.crop_boxes import (CropBoxError,
                                                   MultiViewWithBoxes,
                                                   RandomFlipWithBox,
                                                   check_crop_boxes)
-from mmpos.datasets.validate import coco_problems, seg_label_problems
+from mmpos.guardrails.data_check import coco_problems, seg_label_problems
 from mmpos.engine.hooks import CheckpointFitHook
-from mmpos.utils.cli import one_line
+from mmpos.guardrails.cli import one_line
 from mmpos.errors import CheckpointMismatchError
-from mmpos.utils.launch import LaunchError, load_config
+from mmpos.guardrails.launch import LaunchError, load_config
 
 SEG_CONFIG = 'configs/demo/upernet_vit-tiny-rope-mixed_mini-ade.py'
 DET_CONFIG = 'configs/demo/mask-rcnn_vit-tiny-rope-mixed_mini-coco.py'

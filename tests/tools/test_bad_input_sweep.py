@@ -32,7 +32,7 @@ from PIL import Image
 from mmengine.logging import MMLogger
 
 from conftest import REPO, data_root_options, run_tool
-from mmpos.utils.launch import work_dir_lock
+from mmpos.guardrails.launch import work_dir_lock
 
 SEG = 'configs/demo/upernet_vit-tiny-rope-mixed_mini-ade.py'
 DROPPOS = 'configs/droppos/droppos_vit-tiny_mini.py'
@@ -479,7 +479,7 @@ def test_a_killed_run_leaves_no_stuck_lock(tmp_path):
     holder = subprocess.Popen(
         [sys.executable, '-c',
          'import sys, time\n'
-         'from mmpos.utils.launch import work_dir_lock\n'
+         'from mmpos.guardrails.launch import work_dir_lock\n'
          f'with work_dir_lock({str(work_dir)!r}):\n'
          '    print("locked", flush=True)\n'
          '    time.sleep(600)\n'],
@@ -582,7 +582,7 @@ def test_a_run_killed_during_a_save_resumes_from_the_last_complete_one(
     newest checkpoint on disk and in ``last_checkpoint`` is the complete
     ``iter_1.pth``, which ``--resume`` takes."""
     from mmpos.checkpoint import checkpoint_problem
-    from mmpos.utils.launch import resume_checkpoint
+    from mmpos.guardrails.launch import resume_checkpoint
     work_dir = tmp_path / 'run'
     result = subprocess.run([sys.executable, '-c', KILLED_SAVE, work_dir],
                             cwd=REPO, capture_output=True, text=True,
@@ -599,7 +599,7 @@ def test_a_run_killed_during_a_save_resumes_from_the_last_complete_one(
 
 def test_resume_points_to_the_newest_intact_checkpoint(tmp_path):
     """``last_checkpoint`` naming a truncated file or left empty."""
-    from mmpos.utils.launch import LaunchError, resume_checkpoint
+    from mmpos.guardrails.launch import LaunchError, resume_checkpoint
     for i in (2, 4):
         torch.save({'i': i}, tmp_path / f'iter_{i}.pth')
     truncated(tmp_path / 'iter_6.pth', {'w': torch.rand(64, 64)})
@@ -630,7 +630,7 @@ def test_json_dumps_are_atomic_too(tmp_path):
 # What is not bad input keeps its traceback ----------------------------------
 
 def test_cli_main_keeps_bugs_visible(monkeypatch):
-    from mmpos.utils.cli import cli_main
+    from mmpos.guardrails.cli import cli_main
     from mmpos.errors import BadInputError
 
     @cli_main('tool.py')
@@ -665,7 +665,7 @@ def test_blame_config_names_keys_only_for_values_it_can_see():
     from mmengine.config import Config
     from mmengine.registry import Registry
 
-    from mmpos.utils.config_check import blame_config
+    from mmpos.guardrails.config_check import blame_config
     from mmpos.errors import BadInputError
     registry = Registry('sweep_blame')
 

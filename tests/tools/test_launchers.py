@@ -104,7 +104,7 @@ def test_none_switches_off_mmpos_default_hooks():
     """``default_hooks.check_loss=None`` removes mmpos' hook (mmengine 0.10
     would fail on it), while ``None`` for mmengine's own hooks is kept for
     mmengine to honour."""
-    from mmpos.utils.launch import load_config
+    from mmpos.guardrails.launch import load_config
     cfg = load_config('configs/droppos/droppos_vit-tiny_mini.py', {
         'default_hooks.check_loss': None,
         'default_hooks.rng_state': None,
@@ -125,7 +125,7 @@ def test_per_parameter_lines_stay_off_the_console(tmp_path, capsys):
     from mmengine.logging import MMLogger, print_log
     from mmengine.optim import build_optim_wrapper
 
-    from mmpos.utils.launch import quiet_console
+    from mmpos.guardrails.launch import quiet_console
     log = tmp_path / 'run.log'
     logger = MMLogger.get_instance('per_parameter_test', log_file=str(log),
                                    log_level='INFO')
@@ -148,7 +148,7 @@ def test_resume_and_auto_resume(tmp_path):
     fresh there and resumes the newest checkpoint where there is one."""
     import importlib.util
 
-    from mmpos.utils.launch import LaunchError, load_config
+    from mmpos.guardrails.launch import LaunchError, load_config
     spec = importlib.util.spec_from_file_location('train_tool',
                                                   REPO / 'tools/train.py')
     train = importlib.util.module_from_spec(spec)

@@ -28,7 +28,7 @@ from mmpos.analysis.attention import (attention_backbone, list_images,  # noqa
                                       resize_for, write_rows)
 from mmpos.analysis.metrics import attention_distance, attention_entropy  # noqa
 from mmpos.analysis.pictures import save_figure  # noqa: E402
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.guardrails.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):

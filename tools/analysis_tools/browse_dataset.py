@@ -20,9 +20,9 @@ from mmengine.config import DictAction
 from mmengine.registry import DATASETS, VISUALIZERS, init_default_scope
 
 from mmpos.analysis.pictures import save_png, tile_grid
-from mmpos.utils.cli import cli_main
+from mmpos.guardrails.cli import cli_main
 from mmpos.errors import BadInputError
-from mmpos.utils.launch import load_config
+from mmpos.guardrails.launch import load_config
 
 
 def parse_args(argv=None):

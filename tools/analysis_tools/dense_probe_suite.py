@@ -43,7 +43,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
 
 from mmpos.checkpoint import write_atomically  # noqa: E402
 from mmpos.evaluation import stats  # noqa: E402
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.guardrails.cli import cli_main  # noqa: E402
 from mmpos.errors import BadInputError  # noqa: E402
 
 DATA_DIRS = dict(depth='nyu', correspondence='spair', retrieval='scenes')

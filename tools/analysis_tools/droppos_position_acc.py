@@ -30,7 +30,7 @@ import torch
 
 from mmpos.analysis.pictures import save_figure
 from mmpos.checkpoint import write_atomically
-from mmpos.utils.cli import cli_main
+from mmpos.guardrails.cli import cli_main
 
 GAMMAS = (0., .25, .5, .75)
 GAMMAS_POS = (.25, .5, .75, .95)

@@ -21,8 +21,8 @@ from mmengine.analysis.print_helper import complexity_stats_table
 from mmengine.config import DictAction
 
 from mmpos.apis import build_backbone
-from mmpos.utils.cli import cli_main
-from mmpos.utils.launch import load_config
+from mmpos.guardrails.cli import cli_main
+from mmpos.guardrails.launch import load_config
 
 
 def parse_args(argv=None):

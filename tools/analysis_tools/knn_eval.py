@@ -26,7 +26,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
     __file__)))))
 
 from mmpos.apis.cli import backbone_parser  # noqa: E402
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.guardrails.cli import cli_main  # noqa: E402
 from mmpos.errors import BadInputError  # noqa: E402
 
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mmpos.models.backbones.mobile_former import (  # noqa: E402
     Former, FormerToMobile, MobileFormer, MobileToFormer)
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.guardrails.cli import cli_main  # noqa: E402
 
 ARCHS = ('285m', '1.0g', '3.7g')
 

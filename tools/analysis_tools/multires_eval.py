@@ -32,7 +32,7 @@ ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, ROOT)
 from mmpos.analysis.pictures import save_figure  # noqa: E402
 from mmpos.checkpoint import write_atomically  # noqa: E402
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.guardrails.cli import cli_main  # noqa: E402
 from mmpos.errors import BadInputError  # noqa: E402
 
 PAPER_RESOLUTIONS = (96, 128, 160, 192, 224, 288, 384, 448, 512)

@@ -24,7 +24,7 @@ import sys
 import torch
 
 from mmpos.checkpoint import write_atomically
-from mmpos.utils.cli import cli_main
+from mmpos.guardrails.cli import cli_main
 
 
 def build_probe(config: str, checkpoint: str, img_size: int,

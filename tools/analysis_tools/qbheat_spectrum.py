@@ -25,7 +25,7 @@ import torch
 
 from mmpos.analysis.pictures import save_figure
 from mmpos.checkpoint import read_state_dict, write_atomically
-from mmpos.utils.cli import cli_main
+from mmpos.guardrails.cli import cli_main
 
 
 def load_models(state: Dict[str, torch.Tensor], num_explicit=None,

@@ -32,7 +32,7 @@ from mmpos.analysis.fourier import (frequency_mask, point_target,  # noqa
                                     reconstruct, reconstruction_error)
 from mmpos.models.layers.positions import (AxialRoPE,  # noqa: E402
                                            MixedRoPE, mixed_frequencies)
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.guardrails.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):

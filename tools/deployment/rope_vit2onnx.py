@@ -39,7 +39,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
 from mmpos.checkpoint import (atomic_path, load_state,  # noqa: E402
                               read_checkpoint, state_dict_of, strip_prefix)
 from mmpos.errors import BadInputError, ConversionError  # noqa: E402
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.guardrails.cli import cli_main  # noqa: E402
 
 
 def freeze_positions(backbone, size):

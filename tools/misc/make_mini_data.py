@@ -18,7 +18,7 @@ ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 from mmpos_harness.mini_data import make_all  # noqa: E402
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.guardrails.cli import cli_main  # noqa: E402
 
 DATASETS = ('coco', 'ade', 'unlabeled')
 CHOICES = DATASETS + ('cls', 'objects', 'stuff', 'nyu', 'spair', 'scenes')

@@ -8,8 +8,8 @@ import argparse
 
 from mmengine.config import DictAction
 
-from mmpos.utils.cli import cli_main
-from mmpos.utils.launch import load_config
+from mmpos.guardrails.cli import cli_main
+from mmpos.guardrails.launch import load_config
 
 
 def parse_args(argv=None):

@@ -5,7 +5,7 @@
 
 COCO-style json (mmdet ``CocoDataset`` and subclasses) and semantic
 segmentation label maps (mmseg datasets) are checked as in
-:mod:`mmpos.datasets.validate`; ``tools/train.py`` runs the same checks and
+:mod:`mmpos.guardrails.data_check`; ``tools/train.py`` runs the same checks and
 stops at the first problem. Exit status 0: no problem; 1: problems (or an
 unreadable config).
 """
@@ -20,9 +20,9 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
 from mmengine.config import DictAction  # noqa: E402
 
 import mmpos  # noqa: F401,E402  (registers mmpos modules)
-from mmpos.datasets.validate import config_problems  # noqa: E402
-from mmpos.utils.launch import load_config  # noqa: E402
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.guardrails.data_check import config_problems  # noqa: E402
+from mmpos.guardrails.launch import load_config  # noqa: E402
+from mmpos.guardrails.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):

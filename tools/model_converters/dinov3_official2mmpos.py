@@ -26,7 +26,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
 from mmpos.converters import (  # noqa: E402
     convert_dinov3_official, infer_vit_config)
 from mmpos.converters.command import vit_converter_main  # noqa
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.guardrails.cli import cli_main  # noqa: E402
 
 
 def convert(source, args):

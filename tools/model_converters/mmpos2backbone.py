@@ -55,7 +55,7 @@ from mmpos.converters import (  # noqa: E402
     extract_backbone, find_positional_field, positional_field_to_ape)
 from mmpos.converters.command import (  # noqa: E402
     USER_ERRORS, check_and_save)
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.guardrails.cli import cli_main  # noqa: E402
 
 
 def parse_args(argv=None):

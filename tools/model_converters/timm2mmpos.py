@@ -39,7 +39,7 @@ sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
 from mmpos.converters import (  # noqa: E402
     convert_timm_vit, infer_vit_config, require_vit, resolve_rope_type)
 from mmpos.converters.command import vit_converter_main  # noqa
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.guardrails.cli import cli_main  # noqa: E402
 
 
 def convert(source, args):

@@ -31,7 +31,7 @@ import sys
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.guardrails.cli import cli_main  # noqa: E402
 from mmpos_harness.comparison import seeds  # noqa: E402
 from mmpos_harness.paper_tables.manifest import (  # noqa: E402
     ManifestError, load_manifest)

@@ -23,7 +23,7 @@ import sys
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
-from mmpos.utils.cli import cli_main  # noqa: E402
+from mmpos.guardrails.cli import cli_main  # noqa: E402
 from mmpos_harness.paper_tables.commands import (  # noqa: E402
     plan, shell_line)
 from mmpos_harness.paper_tables.manifest import (  # noqa: E402

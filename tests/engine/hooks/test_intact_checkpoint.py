@@ -21,7 +21,7 @@ from torch.utils.data import Dataset
 from conftest import REPO
 from mmpos.engine.hooks import IntactCheckpointHook
 from mmpos.checkpoint import checkpoint_problem, use_safe_io
-from mmpos.utils.launch import resume_checkpoint
+from mmpos.guardrails.launch import resume_checkpoint
 
 HOOKS = dict(IntactCheckpointHook=IntactCheckpointHook,
              CheckpointHook='CheckpointHook')

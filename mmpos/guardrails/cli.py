@@ -3,7 +3,7 @@ tool.
 
 A tool adopts it with one line above its ``main``::
 
-    from mmpos.utils.cli import cli_main
+    from mmpos.guardrails.cli import cli_main
 
     @cli_main('my_tool.py')
     def main(argv=None):

@@ -4,7 +4,7 @@
 * :func:`add_launch_arguments`, :func:`apply_launch_arguments`: the
   options both tools share, the default work dir ``work_dirs/<config>``;
 * :func:`load_config`: a config file read with one-line errors and its
-  misspelled keys refused (:mod:`mmpos.utils.config_check`);
+  misspelled keys refused (:mod:`mmpos.guardrails.config_check`);
 * :func:`work_dir_lock`: one run per work dir, and what a failed run wrote
   removed again (only that);
 * :func:`check_work_dir`, :func:`resume_checkpoint`: a fresh run never
@@ -88,7 +88,7 @@ def load_config(path, cfg_options=None):
 
     Raises:
         LaunchError: when the file is missing or cannot be parsed, or has
-            misspelled keys (:mod:`mmpos.utils.config_check`).
+            misspelled keys (:mod:`mmpos.guardrails.config_check`).
     """
     if not osp.isfile(path):
         raise LaunchError(f'config file not found: {path}')

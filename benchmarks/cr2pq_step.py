@@ -32,8 +32,6 @@ NAMES = ('MoCoV3', 'CR2PQ', 'CR2PQ_sym')
 def build(name: str, quick: bool, size: int):
     import mmpos  # noqa: F401
     from mmpretrain.models import MoCoV3
-    from mmpos.models.necks import cr2pq_neck  # noqa: F401
-    from mmpos.models.losses import cr2pq_loss  # noqa: F401
     from mmpos.models.selfsup.cr2pq import CR2PQ
     arch = dict(embed_dims=384, num_layers=2 if quick else 12, num_heads=6,
                 feedforward_channels=1536)

@@ -36,7 +36,6 @@ VARIANTS = {
 def build(name: str, quick: bool):
     import mmpos  # noqa: F401
     from mmpretrain.models import MAE
-    from mmpos.models.heads import droppos_head  # noqa: F401
     from mmpos.models.selfsup.droppos import DropPos
     img_size = 64 if quick else 224
     width = 384 if quick else 768

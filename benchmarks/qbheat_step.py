@@ -60,8 +60,7 @@ class FullImageMAE(nn.Module):
 
 def build(name: str, arch: str, quick: bool):
     from mmpos.models.backbones.mobile_former import MobileFormer
-    from mmpos.models.heads.qbheat_head import QBHeatHead
-    from mmpos.models.selfsup.qbheat import QBHeat
+    from mmpos.models.selfsup.qbheat import QBHeat, QBHeatHead
     dims, layers, heads = (128, 1, 4) if quick else (512, 6, 16)
     torch.manual_seed(0)
     backbone = MobileFormer(arch)

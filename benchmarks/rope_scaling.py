@@ -13,10 +13,12 @@ outgrows the width; with SDPA the attention matrix is never stored, so
 memory stays near-linear.
 
 RoPE tables: :func:`count_table_builds` counts the per-block tables the
-backbone's position scheme computes around the timed forwards: once per
-forward, one table for all blocks with RoPE-Axial's shared frequencies and
-one per block with RoPE-Mixed's learnable ones (no process-wide cache).
-Counts, not times: ``tests/test_bench_summary.py`` checks them.
+backbone's position scheme computes around the timed forwards: in these
+eval-mode forwards without gradient none after the warm-up call (the
+scheme caches its grid's tables); in training once per forward, one table
+for all blocks with RoPE-Axial's shared frequencies and one per block with
+RoPE-Mixed's learnable ones. Counts, not times:
+``tests/test_bench_summary.py`` checks them.
 
 Full: ViT-B. ``--quick``: a 1-block ViT of width 96 (2 heads), so the
 attention term dominates early.

@@ -21,6 +21,7 @@ and the ratios ours / baseline. The timing and memory protocol is
 ``rope_fast``         RoPE attention / ViT-S step, phasor and cos-sin paths
 ``checkpointing``     RoPE ViT-B step with vs without ``with_cp``
 ``position_schemes``  attention layer per position scheme vs none
+``rope_compile``      ViT-S 224 px inference per scheme, eager and compiled
 ====================  =====================================================
 
 Writes ``<out>/<name>.json`` (settings, every row, each benchmark's full
@@ -71,6 +72,7 @@ BENCHMARKS = {
     'rope_fast': 'rope_fast',
     'checkpointing': 'checkpointing',
     'position_schemes': 'position_schemes',
+    'rope_compile': 'rope_compile',
 }
 DEFAULT_OUT = osp.join(osp.dirname(osp.abspath(__file__)), 'results')
 

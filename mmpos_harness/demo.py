@@ -40,11 +40,12 @@ import os.path as osp
 import sys
 import time
 
+from mmpos.analysis.logs import training_records
 from mmpos.guardrails.cli import cli_main
 from mmpos.guardrails.launch import work_dir_lock
 
 from .comparison import runs, seeds
-from .results import last_checkpoint, training_records
+from .results import last_checkpoint
 
 PRETRAIN = 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'
 METHOD = 'DropPos'

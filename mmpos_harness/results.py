@@ -1,29 +1,24 @@
-"""Read finished (or unfinished) mmengine work dirs.
+"""Status and final metrics of finished (or unfinished) mmengine work dirs.
 
-Layout written by mmengine's Runner (``tools/train.py`` / ``tools/test.py``)::
+Besides the logs of every (re)start (read by :mod:`mmpos.analysis.logs`)::
 
-    <work_dir>/<timestamp>/vis_data/scalars.json  # one json record a line
-    <work_dir>/<timestamp>/<timestamp>.json       # tools/test.py metrics
     <work_dir>/metrics.json                       # tools/test.py --out
     <work_dir>/last_checkpoint                    # path of the last ckpt
     <work_dir>/.mmpos_done                        # written by tools/paper_tables/run.py
 
-Every (re)start adds a timestamp directory, so a resumed run has several;
-they are read in timestamp order. A *validation record* is a scalars line
-without training keys (``lr``, ``loss*``) that has at least one other value,
-e.g. ``{"coco/bbox_mAP": 0.42, ..., "step": 12}``; the result of a run is the
-**last** validation record over all its logs (the final evaluation), or,
+The result of a run is the **last** validation record over all its logs
+(:func:`~mmpos.analysis.logs.is_val_record`; the final evaluation), or,
 when present, ``metrics.json`` written by ``tools/test.py --out`` (the
 explicit test of the final checkpoint).
 """
-import glob
 import json
 import os.path as osp
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, Optional
+
+from mmpos.analysis.logs import is_val_record, load_scalars, timestamp_dirs
 
 DONE_MARKER = '.mmpos_done'
-BOOKKEEPING = {'step', 'iter', 'epoch', 'time', 'data_time', 'memory'}
 
 
 @dataclass
@@ -34,52 +29,6 @@ class RunResult:
     status: str
     metrics: Dict[str, float] = field(default_factory=dict)
     source: Optional[str] = None
-
-
-def load_scalars(path: str) -> List[dict]:
-    """All json records of one ``scalars.json`` (blank lines skipped; a
-    truncated last line, as left by a killed job, is ignored)."""
-    records = []
-    with open(path) as f:
-        lines = f.read().splitlines()
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            if i != len(lines) - 1:
-                raise ValueError(f'{path}:{i + 1}: not a json record')
-    return records
-
-
-def is_train_record(record: dict) -> bool:
-    return 'lr' in record or any(k.startswith('loss') for k in record)
-
-
-def is_val_record(record: dict) -> bool:
-    return not is_train_record(record) and bool(set(record) - BOOKKEEPING)
-
-
-def timestamp_dirs(work_dir: str) -> List[str]:
-    """Timestamp subdirectories (``YYYYmmdd_HHMMSS``) in time order."""
-    dirs = [
-        d for d in glob.glob(osp.join(work_dir, '*_*'))
-        if osp.isdir(d) and osp.basename(d).replace('_', '').isdigit()
-    ]
-    return sorted(dirs, key=osp.basename)
-
-
-def scalar_files(work_dir: str) -> List[str]:
-    files = [osp.join(d, 'vis_data', 'scalars.json')
-             for d in timestamp_dirs(work_dir)]
-    return [f for f in files if osp.isfile(f)]
-
-
-def training_records(work_dir: str) -> List[dict]:
-    """Training log records of all (re)starts, in order."""
-    return [r for f in scalar_files(work_dir) for r in load_scalars(f)
-            if is_train_record(r)]
 
 
 def last_val_record(work_dir: str) -> Optional[tuple]:

@@ -158,6 +158,51 @@ def assert_cosine_ema_steps(step, student, teacher, momentum, max_iters=8):
                               atol=1e-6)
 
 
+# Tiny DINOv2 / ICPF models and multi-crop batches (tests/models/selfsup/
+# dinov2/ and icpf/): 2 global 32 px and 2 local 16 px views per image.
+DINO_BACKBONE = dict(
+    type='RoPEVisionTransformer',
+    arch=dict(embed_dims=48, num_layers=2, num_heads=3,
+              feedforward_channels=96),
+    img_size=32,
+    patch_size=8,
+    rope=None,
+    use_ape=True,
+    out_type='raw',
+    drop_path_rate=0.1)
+DINO_HEAD = dict(type='DINOProjectionHead', in_channels=48, out_channels=64,
+                 hidden_channels=64, bottleneck_channels=16)
+# (x1, y1, x2, y2) crop boxes of the 4 views (the second one flipped)
+DINO_CROP_BOXES = ((0., 0., 1., 1.), (.6, .1, .1, .7), (.2, .2, .5, .5),
+                   (.5, .6, .9, .9))
+
+
+def build_dino(cls=None, **kwargs):
+    """``cls`` (default ``ICPF``) on :data:`DINO_BACKBONE` with
+    :data:`DINO_HEAD` as image and patch head: seeded, initialised, in
+    training mode, its EMA teachers started."""
+    import torch
+
+    from mmpos.models.selfsup.icpf import ICPF
+    torch.manual_seed(0)
+    model = (cls or ICPF)(backbone=DINO_BACKBONE, head=DINO_HEAD,
+                          patch_head=DINO_HEAD, **kwargs)
+    model.init_weights()
+    return start_ema_teachers(model.train())
+
+
+def dino_batch(num=4):
+    """``num`` random images as the 4 views and their data samples with
+    :data:`DINO_CROP_BOXES`."""
+    import torch
+    from mmpretrain.structures import DataSample
+    inputs = [torch.randn(num, 3, 32, 32) for _ in range(2)] + \
+        [torch.randn(num, 3, 16, 16) for _ in range(2)]
+    boxes = torch.tensor(DINO_CROP_BOXES)
+    return inputs, [DataSample(metainfo=dict(crop_boxes=boxes))
+                    for _ in range(num)]
+
+
 def free_port():
     with socket.socket() as sock:
         sock.bind(('127.0.0.1', 0))

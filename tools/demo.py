@@ -7,12 +7,8 @@
 The steps and options are described in :mod:`mmpos_harness.demo`.
 """
 import os
-import os.path as osp
-import sys
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
-
-from mmpos_harness.demo import main  # noqa: E402
+from mmpos_harness.demo import main
 
 if __name__ == '__main__':
     os.environ.setdefault('OMP_NUM_THREADS', str(os.cpu_count() or 1))

@@ -26,13 +26,11 @@ import os
 import os.path as osp
 import sys
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
+from mmengine.config import DictAction
 
-from mmengine.config import DictAction  # noqa: E402
-
-from mmpos.guardrails.cli import cli_main, distinct_stems  # noqa: E402
-from mmpos.errors import BadInputError  # noqa: E402
-from mmpos.guardrails.launch import check_work_dir  # noqa: E402
+from mmpos.guardrails.cli import cli_main, distinct_stems
+from mmpos.errors import BadInputError
+from mmpos.guardrails.launch import check_work_dir
 
 SCOPES = ('mmdet', 'mmseg')
 

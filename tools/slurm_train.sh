@@ -36,7 +36,6 @@ if [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then resume=(--auto-resume); fi
 for ((attempt = 0; ; attempt++)); do
     status=0
     # shellcheck disable=SC2086
-    PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}" \
     srun -p "$PARTITION" \
         --job-name="$JOB_NAME" \
         --gres=gpu:"$GPUS_PER_NODE" \

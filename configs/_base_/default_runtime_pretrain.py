@@ -1,7 +1,7 @@
 # Runtime shared by every mmpos pretraining config (mmpretrain scope):
 # mmpretrain's _base_/default_runtime.py written out (so that this file has
-# no base) plus the mmpos hooks. The model bases list the mmpos modules they
-# need in `custom_imports`.
+# no base) plus the mmpos hooks. The model bases import mmpos
+# (`custom_imports`).
 default_scope = 'mmpretrain'
 default_hooks = dict(
     timer=dict(type='IterTimerHook'),

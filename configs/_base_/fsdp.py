@@ -1,4 +1,4 @@
-# FSDP through mmengine's FlexibleRunner (issue 17, mmpos/engine/fsdp.py):
+# FSDP through mmengine's FlexibleRunner (mmpos/engine/fsdp.py):
 # parameters, gradients and AdamW state sharded across processes. Each
 # transformer block and DINO head is its own FSDP unit (gathered one at a
 # time); patch embedding, tokens, norms and the other heads stay in the root

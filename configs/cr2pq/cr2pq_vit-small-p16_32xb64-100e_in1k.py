@@ -7,4 +7,4 @@ _base_ = [
 ]
 
 blr = 1.75e-4
-optim_wrapper = dict(optimizer=dict(lr=blr * _base_.batch_size / 256))
+optim_wrapper = dict(optimizer=dict(lr=blr * 2048 / 256))

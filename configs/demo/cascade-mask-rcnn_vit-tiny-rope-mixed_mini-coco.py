@@ -6,15 +6,20 @@ _base_ = [
     '../_base_/models/cascade-mask-rcnn_vit-base-p16_mln-fpn.py',
     '../_base_/datasets/mini_coco_instance.py',
     '../_base_/schedules/mmdet_mini_300it.py',
-    '../_base_/models/rope-vit_mini-arch.py',
 ]
-embed_dims = _base_.mini_vit_arch['embed_dims']
+embed_dims = 96
 width, num_classes = 64, 3
 model = dict(
-    backbone=_base_.mini_mln_backbone,
+    backbone=dict(
+        arch=dict(
+            _delete_=True, embed_dims=96, num_layers=4, num_heads=3,
+            feedforward_channels=384),
+        patch_size=8,
+        drop_path_rate=0.,
+        out_indices=(0, 1, 2, 3)),
     neck=[
         dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=embed_dims,
-             scale_factors=_base_.mini_mln_scales),
+             scale_factors=(2.0, 1.0, 0.5, 0.25)),
         dict(type='FPN', in_channels=[embed_dims] * 4, out_channels=width,
              num_outs=5)
     ],

@@ -7,10 +7,7 @@
 # mini-COCO and scored by the real CocoMetric (bbox). Checkpoint:
 #   --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [
-    '../transfer/mmdet/dino-4scale_vit-base-p16-rope-mixed_vitdet_8xb2-12e_coco.py',  # noqa: E501
-    '../_base_/models/rope-vit_mini-arch.py',
-    '../_base_/datasets/mini_coco_boxes.py',
-    '../_base_/schedules/mini_300it_loop.py'
+    '../transfer/mmdet/dino-4scale_vit-base-p16-rope-mixed_vitdet_8xb2-12e_coco.py'  # noqa: E501
 ]
 
 ffn = dict(feedforward_channels=256)  # DINO's widths stay 256
@@ -19,7 +16,9 @@ model = dict(
     # ViTDet's square pad after normalisation, at the mini images' 128 px
     data_preprocessor=dict(pad_size_divisor=128),
     backbone=dict(
-        arch=dict(_delete_=True, **_base_.mini_vit_arch),
+        arch=dict(
+            _delete_=True, embed_dims=96, num_layers=4, num_heads=3,
+            feedforward_channels=384),
         patch_size=8,
         img_size=128,
         pretrain_img_size=32,  # the mini pretraining crops
@@ -28,7 +27,7 @@ model = dict(
         global_attn_indexes=(1, 3)),
     # stride-8 patches: scales (1, 1/2, 1/4) + max-pool give strides 8..64
     neck=[dict(_base_.model.neck[0],
-               in_channels=_base_.mini_vit_arch['embed_dims'],
+               in_channels=96,
                scale_factors=(1.0, 0.5, 0.25)), _base_.model.neck[1]],
     encoder=dict(num_layers=1, layer_cfg=dict(ffn_cfg=ffn)),
     decoder=dict(num_layers=2, layer_cfg=dict(ffn_cfg=ffn)),
@@ -36,30 +35,60 @@ model = dict(
     dn_cfg=dict(group_cfg=dict(num_dn_queries=10)),
     test_cfg=dict(max_per_img=50))  # top-k of the 30 x 3 (query, class)
 
+# mini-COCO (tools/misc/make_mini_data.py), boxes only, native 128^2
 train_dataloader = dict(
-    **_base_.mini_coco_loader,
+    batch_size=4,
+    num_workers=0,
+    persistent_workers=False,
     dataset=dict(
-        data_root=_base_.mini_coco_root,
-        metainfo=_base_.mini_coco_metainfo,
+        data_root='data/mini/coco/',
+        metainfo=dict(classes=('circle', 'square', 'triangle')),
         filter_cfg=dict(filter_empty_gt=True, min_size=4),
-        pipeline=_base_.mini_coco_box_train_pipeline))
+        pipeline=[
+            dict(type='LoadImageFromFile'),
+            dict(type='LoadAnnotations', with_bbox=True),
+            dict(type='Resize', scale=(128, 128), keep_ratio=True),
+            dict(type='RandomFlip', prob=0.5),
+            dict(type='PackDetInputs'),
+        ]))
 val_dataloader = dict(
-    **_base_.mini_coco_loader,
+    batch_size=4,
+    num_workers=0,
+    persistent_workers=False,
     dataset=dict(
-        data_root=_base_.mini_coco_root,
-        metainfo=_base_.mini_coco_metainfo,
-        pipeline=_base_.mini_coco_box_test_pipeline))
+        data_root='data/mini/coco/',
+        metainfo=dict(classes=('circle', 'square', 'triangle')),
+        pipeline=[
+            dict(type='LoadImageFromFile'),
+            dict(type='Resize', scale=(128, 128), keep_ratio=True),
+            dict(type='LoadAnnotations', with_bbox=True),
+            dict(
+                type='PackDetInputs',
+                meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape',
+                           'scale_factor'))
+        ]))
 test_dataloader = val_dataloader
 val_evaluator = dict(
-    ann_file=_base_.mini_coco_root + 'annotations/instances_val2017.json')
+    ann_file='data/mini/coco/annotations/instances_val2017.json')
 test_evaluator = val_evaluator
 
-train_cfg = _base_.mini_300it.train_cfg
-param_scheduler = _base_.mini_300it.param_scheduler
+# the mini runs' 300-iteration loop (../_base_/schedules/mmdet_mini_300it.py)
+train_cfg = dict(
+    _delete_=True, type='IterBasedTrainLoop', max_iters=300, val_interval=300)
+param_scheduler = [
+    dict(type='LinearLR', start_factor=0.01, by_epoch=False, begin=0, end=30),
+    dict(type='CosineAnnealingLR', by_epoch=False, begin=30, end=300,
+         T_max=270)
+]
 optim_wrapper = dict(
     optimizer=dict(lr=5e-4, weight_decay=1e-4),
     paramwise_cfg=dict(layer_decay_rate=1.0))
 auto_scale_lr = dict(base_batch_size=4)
-default_hooks = _base_.mini_300it.default_hooks
+default_hooks = dict(
+    logger=dict(interval=20),
+    checkpoint=dict(type='mmpretrain.IntactCheckpointHook', by_epoch=False,
+                    interval=300),
+    visualization=dict(draw=False),
+    check_loss=dict(type='mmpretrain.NonFiniteLossHook'))
 log_processor = dict(by_epoch=False)
 randomness = dict(seed=0)

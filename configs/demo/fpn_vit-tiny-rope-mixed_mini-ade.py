@@ -1,6 +1,6 @@
 # Demo / test config: a tiny RoPE-Mixed ViT + Semantic FPN (blocks 1-4 ->
-# DeconvMultiLevelNeck -> FPN -> FPNHead, the CR2PQ layout) trained from scratch
-# on mini-ADE for a few hundred iterations on CPU, scored by IoUMetric.
+# DeconvMultiLevelNeck -> FPN -> FPNHead, the CR2PQ layout) trained from
+# scratch on mini-ADE for a few hundred iterations on CPU, scored by IoUMetric.
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [
     './_base_/fpn_vit-tiny-rope-mixed.py',
@@ -11,5 +11,5 @@ custom_imports = dict(
     imports=['mmpos', 'mmpos_harness.mini_data.datasets'],
     allow_failed_imports=False)
 model = dict(
-    data_preprocessor=dict(size=_base_.crop_size),
+    data_preprocessor=dict(size=(128, 128)),
     decode_head=dict(num_classes=6))

@@ -1,8 +1,8 @@
 # The demo's segmentation transfer: the tiny RoPE-Mixed ViT + Semantic FPN
 # on mini-stuff (8 materials, regions told apart by texture only), label-
 # scarce: 256 training images, 400 iterations (batch 4, about 6 passes),
-# AdamW lr 1e-3, scored by IoUMetric on 32 validation images (calibrated,
-# README "Quick start").
+# AdamW lr 1e-3, scored by IoUMetric on 32 validation images (the
+# calibration: docs/notes/demo_calibration.md).
 # Pretrained backbone: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [
     './_base_/fpn_vit-tiny-rope-mixed.py',
@@ -13,7 +13,7 @@ custom_imports = dict(
     imports=['mmpos', 'mmpos_harness.mini_data.datasets'],
     allow_failed_imports=False)
 model = dict(
-    data_preprocessor=dict(size=_base_.crop_size),
+    data_preprocessor=dict(size=(64, 64)),
     decode_head=dict(num_classes=8))
 
 max_iters, warmup_iters = 400, 20

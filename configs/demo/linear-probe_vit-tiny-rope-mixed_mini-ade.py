@@ -1,4 +1,4 @@
-# The linear segmentation probe on mini-ADE (CPU, minutes): the frozen
+# The linear segmentation probe on mini-ADE (CPU): the frozen
 # 4-block RoPE-Mixed mini ViT of the demo (patch 8) -> BN + 1x1 conv,
 # 300 iterations. Pretrained backbone:
 # --cfg-options model.backbone.init_cfg.checkpoint=PATH
@@ -6,19 +6,19 @@ _base_ = [
     '../_base_/models/linear-probe_vit-base-p16.py',
     '../_base_/datasets/mini_ade.py',
     '../_base_/schedules/mmseg_mini_300it.py',
-    '../_base_/models/rope-vit_mini-arch.py',
 ]
 custom_imports = dict(
-    imports=['mmpos', 'mmpos.evaluation.seg_probe',
-             'mmpos_harness.mini_data.datasets'],
+    imports=['mmpos', 'mmpos_harness.mini_data.datasets'],
     allow_failed_imports=False)
 crop_size = (128, 128)
-embed_dims = _base_.mini_vit_arch['embed_dims']
+embed_dims = 96
 model = dict(
     data_preprocessor=dict(size=crop_size),
     backbone=dict(
-        arch=dict(_delete_=True, **_base_.mini_vit_arch),
+        arch=dict(
+            _delete_=True, embed_dims=96, num_layers=4, num_heads=3,
+            feedforward_channels=384),
         patch_size=8,
-        frozen_stages=_base_.mini_vit_arch['num_layers']),
+        frozen_stages=4),
     decode_head=dict(in_channels=embed_dims, channels=embed_dims),
     test_cfg=dict(mode='whole'))

@@ -1,18 +1,14 @@
 # The demo's detection transfer: the tiny RoPE-Mixed ViT + Mask R-CNN on
 # mini-objects (8 materials, classes told apart by texture only), label-
 # scarce: 256 training images, 600 iterations (batch 4, about 9 passes),
-# AdamW lr 1e-3, scored by CocoMetric on 32 validation images. Calibrated
-# (README "Quick start"): with 32 images the detector memorised them
-# (training acc 98%) and stayed at 1-2 AP^bb from any init. RPN anchors of
-# 8..128 px (scale 2 at strides 4..64) for 64px images with 6..42 px
-# objects.
+# AdamW lr 1e-3, scored by CocoMetric on 32 validation images (the
+# calibration: docs/notes/demo_calibration.md). RPN anchors of 8..128 px
+# (scale 2 at strides 4..64) for 64px images with 6..42 px objects.
 # Pretrained backbone: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = ['./mask-rcnn_vit-tiny-rope-mixed_mini-coco.py']
 # mini-objects written by tools/misc/make_mini_data.py (--which objects):
 # mini-COCO's layout and pipelines at the generator's native 64px, 8
-# material classes (MiniObjectsDataset's own metainfo), read by that
-# CocoDataset subclass and scored by CocoMetric. Leaf configs add
-# 'mmpos_harness.mini_data.datasets' to `custom_imports`.
+# material classes (MiniObjectsDataset's own metainfo).
 data_root = 'data/mini/objects/'
 image_scale = (64, 64)
 train_pipeline = [

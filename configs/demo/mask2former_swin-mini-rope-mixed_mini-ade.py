@@ -10,8 +10,7 @@
 _base_ = [
     'mmseg::mask2former/mask2former_swin-t_8xb2-160k_ade20k-512x512.py',
     '../_base_/models/rope-swin-t.py',
-    '../_base_/datasets/mini_ade_loaders.py',
-    '../_base_/schedules/mini_300it_loop.py'
+    '../_base_/datasets/mini_ade_loaders.py'
 ]
 pretrained = None  # the base's download; ours is init_cfg.checkpoint
 custom_imports = dict(
@@ -56,9 +55,20 @@ train_dataloader = _base_.mini_ade_train_dataloader
 val_dataloader = _base_.mini_ade_val_dataloader
 test_dataloader = val_dataloader
 
-train_cfg = _base_.mini_300it.train_cfg
-param_scheduler = _base_.mini_300it.param_scheduler
-default_hooks = _base_.mini_300it.default_hooks
+# the mini runs' 300-iteration loop (../_base_/schedules/mmdet_mini_300it.py)
+train_cfg = dict(
+    _delete_=True, type='IterBasedTrainLoop', max_iters=300, val_interval=300)
+param_scheduler = [
+    dict(type='LinearLR', start_factor=0.01, by_epoch=False, begin=0, end=30),
+    dict(type='CosineAnnealingLR', by_epoch=False, begin=30, end=300,
+         T_max=270)
+]
+default_hooks = dict(
+    logger=dict(interval=20),
+    checkpoint=dict(type='mmpretrain.IntactCheckpointHook', by_epoch=False,
+                    interval=300),
+    visualization=dict(draw=False),
+    check_loss=dict(type='mmpretrain.NonFiniteLossHook'))
 optim_wrapper = dict(optimizer=dict(lr=1e-3))
 auto_scale_lr = dict(enable=False, base_batch_size=4)
 randomness = dict(seed=0)

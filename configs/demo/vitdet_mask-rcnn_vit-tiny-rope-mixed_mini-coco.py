@@ -5,11 +5,12 @@
 # LayerNorm RoI heads (4 convs + 1 fc box head, 4-conv mask head), as ViTDet.
 _base_ = ['./mask-rcnn_vit-tiny-rope-mixed_mini-coco.py']
 
+head_norm_cfg = dict(type='mmpretrain.LN2d', eps=1e-6, requires_grad=True)
 model = dict(
     backbone=dict(
         window_size=6, global_attn_indexes=(1, 3), with_cls_token=False),
     roi_head=dict(
         bbox_head=dict(
             type='Shared4Conv1FCBBoxHead', conv_out_channels=64,
-            norm_cfg=_base_.head_norm_cfg),
-        mask_head=dict(norm_cfg=dict(_delete_=True, **_base_.head_norm_cfg))))
+            norm_cfg=head_norm_cfg),
+        mask_head=dict(norm_cfg=dict(_delete_=True, **head_norm_cfg))))

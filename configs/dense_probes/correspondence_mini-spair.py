@@ -1,4 +1,4 @@
-# Keypoint correspondence on mini-SPair (CPU, seconds): cross-instance
+# Keypoint correspondence on mini-SPair (CPU): cross-instance
 # pairs of 6 object categories and pairs related by known homographies,
 # 320 test pairs (about 2,500 keypoints) from `python
 # tools/misc/make_mini_data.py data/mini --which spair --img-size 64

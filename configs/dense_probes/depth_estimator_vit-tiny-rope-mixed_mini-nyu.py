@@ -1,5 +1,5 @@
 # The linear depth probe trained inside mmseg's DepthEstimator
-# (tools/train.py / tools/test.py, CPU, minutes): the demo's frozen 4-block
+# (tools/train.py / tools/test.py, CPU): the demo's frozen 4-block
 # RoPE-Mixed mini ViT (patch 8) -> last-block patch tokens (out_type
 # 'featmap': this backbone gives no class-token pair, so no class token) ->
 # LinearDepthHead (DINOv2: x4 bilinear, 1x1 conv to 256 UD bins in [1e-3,
@@ -11,13 +11,10 @@
 _base_ = [
     './depth_mini-nyu.py',
     '../_base_/schedules/mmseg_mini_300it.py',
-    '../_base_/models/rope-vit_mini-arch.py',
 ]
-custom_imports = dict(
-    imports=['mmpos', 'mmpos.evaluation.depth_probe'],
-    allow_failed_imports=False)
+custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
 default_scope = 'mmseg'
-embed_dims = _base_.mini_vit_arch['embed_dims']
+embed_dims = 96
 model = dict(
     type='DepthEstimator',
     data_preprocessor=dict(
@@ -28,14 +25,16 @@ model = dict(
         size=(64, 64)),
     backbone=dict(
         type='mmpretrain.RoPEVisionTransformer',
-        arch=_base_.mini_vit_arch,
+        arch=dict(
+            embed_dims=96, num_layers=4, num_heads=3,
+            feedforward_channels=384),
         img_size=64,
         patch_size=8,
         rope=dict(type='mixed'),
         use_ape=False,
         drop_path_rate=0.,
         out_type='featmap',
-        frozen_stages=_base_.mini_vit_arch['num_layers'],
+        frozen_stages=4,
         init_cfg=dict(type='Pretrained', checkpoint=None,
                       prefix='backbone.')),
     decode_head=dict(

@@ -1,4 +1,4 @@
-# The linear depth probe on mini-NYU (CPU, seconds): depth_nyu.py on the
+# The linear depth probe on mini-NYU (CPU): depth_nyu.py on the
 # 64 px rooms of `python tools/misc/make_mini_data.py data/mini --which nyu
 # --img-size 64 --num-val 256`, evaluated at 64 px (the Eigen crop scaled
 # to 64 x 64: rows 6:62, columns 4:60): a shorter schedule, at a lr that

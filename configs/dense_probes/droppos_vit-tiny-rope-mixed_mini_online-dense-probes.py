@@ -10,5 +10,5 @@ _base_ = [
 custom_hooks = _base_.custom_hooks + _base_.dense_probe_hooks
 # MiniStuffDataset of the retrieval probe lives in the harness
 custom_imports = dict(
-    imports=_base_.custom_imports.imports +
-    ['mmpos_harness.mini_data.datasets'])
+    imports=['mmpos', 'mmpos_harness.mini_data.datasets'],
+    allow_failed_imports=False)

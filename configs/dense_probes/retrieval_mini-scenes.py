@@ -1,6 +1,6 @@
 # In-context dense retrieval (Hummingbird; Open Hummingbird's settings, see
 # configs/dense_probes/retrieval_voc.py) on mini-scenes, the probe's own
-# mini data (CPU, tens of seconds at 64 px): material objects on photo
+# mini data (CPU): material objects on photo
 # backgrounds in Pascal VOC's layout, 0 = background, 255 = void,
 # 256 training images (the memory, 2 augmented passes) and 256 validation
 # images (one image moves the mIoU by less than 0.5 point). Written by

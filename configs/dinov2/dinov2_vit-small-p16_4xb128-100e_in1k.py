@@ -6,14 +6,7 @@ _base_ = [
     '../_base_/datasets/imagenet_pretrain.py',
 ]
 
-custom_imports = dict(
-    imports=[
-        'mmpos', 'mmpos.models.selfsup.dinov2',
-        'mmpos.models.heads.dino_projection_head',
-        'mmpos.models.losses.dino_losses',
-        'mmpos.engine.hooks.dino_schedules_hook'
-    ],
-    allow_failed_imports=False)
+custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
 
 embed_dims = 384
 head = dict(

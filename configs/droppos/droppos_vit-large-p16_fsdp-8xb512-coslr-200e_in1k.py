@@ -1,4 +1,4 @@
-# DropPos ViT-L/16 with FSDP (issue 17; Table 5's ViT-L row, 200 epochs):
+# DropPos ViT-L/16 with FSDP (Table 5's ViT-L row, 200 epochs):
 # the ViT-B 200-epoch recipe with a ViT-L encoder (1024 wide, 24 blocks,
 # 16 heads) and the position decoder reading 1024 channels, trained by
 # mmengine's FlexibleRunner with FSDP (../_base_/fsdp.py: one FSDP unit per

@@ -1,4 +1,4 @@
-# ICPF ViT-L/16 with FSDP (issue 17): the ViT-B recipe (Table 6, 8 GPUs x
+# ICPF ViT-L/16 with FSDP: the ViT-B recipe (Table 6, 8 GPUs x
 # 64) with a ViT-L student and teacher (1024 wide, 24 blocks, 16 heads) and
 # heads reading 1024 channels, trained by mmengine's FlexibleRunner with
 # FSDP (../_base_/fsdp.py: one FSDP unit per transformer block and DINO

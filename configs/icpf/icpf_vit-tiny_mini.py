@@ -15,7 +15,7 @@ train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(
         type='MultiViewWithBoxes',
-        num_views=[2, _base_.num_local_crops],
+        num_views=[2, 2],
         transforms=[[
             dict(step, type=_base_.box_recording.get(step.type, step.type))
             for step in view

@@ -9,19 +9,19 @@ _base_ = [
     '../_base_/models/linear-probe_vit-base-p16.py',
     '../_base_/datasets/mini_stuff.py',
     '../_base_/schedules/mmseg_mini_300it.py',
-    '../_base_/models/rope-vit_mini-arch.py',
 ]
 custom_imports = dict(
-    imports=['mmpos', 'mmpos.evaluation.seg_probe',
-             'mmpos_harness.mini_data.datasets'],
+    imports=['mmpos', 'mmpos_harness.mini_data.datasets'],
     allow_failed_imports=False)
-embed_dims = _base_.mini_vit_arch['embed_dims']
+embed_dims = 96
 model = dict(
-    data_preprocessor=dict(size=_base_.crop_size),
+    data_preprocessor=dict(size=(64, 64)),
     backbone=dict(
-        arch=dict(_delete_=True, **_base_.mini_vit_arch),
+        arch=dict(
+            _delete_=True, embed_dims=96, num_layers=4, num_heads=3,
+            feedforward_channels=384),
         patch_size=8,
-        frozen_stages=_base_.mini_vit_arch['num_layers']),
+        frozen_stages=4),
     decode_head=dict(in_channels=embed_dims, channels=embed_dims,
                      num_classes=8),
     test_cfg=dict(mode='whole'))

@@ -1,14 +1,10 @@
-# QB-Heat on the mini unlabeled images (CPU, ~1-2 minutes): a narrow
-# Mobile-Former with the 285M layout (12 blocks, 6 tokens, stride-16 last
-# stage; widths about 1/2, tokens 64-d), 128^2 crops (quarter 64^2 -> 4x4
-# features, centre sub-blocks 2x2), a 128-d predictor with 2 explicit
-# models per scale, corner + centre mixed, and a 2-block 128-d decoder.
-# Higher lr than the ImageNet recipe (tiny batch, few iterations).
-# vs ImageNet, and why: all of the above is the ImageNet recipe shrunk for
-# CPU (narrower Mobile-Former, 128px crops instead of 224px, batch 16 and
-# 120 iterations instead of the paper's epochs); the block layout, the
-# quarter-to-whole prediction and the losses are unchanged. Not in the
-# method ranking: its backbone is not the ViT the transfer configs build.
+# QB-Heat on the mini unlabeled images (CPU): the ImageNet recipe shrunk -
+# a narrow Mobile-Former with the 285M layout (12 blocks, 6 tokens,
+# stride-16 last stage; widths about 1/2, tokens 64-d), 128^2 crops
+# (quarter 64^2 -> 4x4 features, centre sub-blocks 2x2), a 128-d predictor
+# with 2 explicit models per scale, corner + centre mixed, a 2-block 128-d
+# decoder, batch 16, 120 iterations at a higher lr; block layout,
+# quarter-to-whole prediction and losses unchanged.
 _base_ = [
     './_base_/qbheat_mobileformer-285m.py',
     '../_base_/default_runtime_pretrain.py',
@@ -41,15 +37,27 @@ optim_wrapper = dict(
     optimizer=dict(lr=2e-3, betas=(0.9, 0.95)), clip_grad=dict(max_norm=5.0))
 param_scheduler = [
     dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0,
-         end=_base_.warmup_iters),
-    dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=False,
-         begin=_base_.warmup_iters, end=max_iters),
+         end=10),
+    dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=False, begin=10,
+         end=max_iters),
 ]
 train_cfg = dict(max_iters=max_iters)
+# the probes' input size: Mobile-Former has no img_size
+probe_dataset = dict(
+    type='CustomDataset', data_root='{train_data_root}/../cls')
 default_hooks = dict(
     _base_.pretrain_mini_hooks,
-    logger=dict(_base_.pretrain_mini_hooks.logger, interval=10),
-    checkpoint=dict(_base_.pretrain_mini_hooks.checkpoint, interval=max_iters),
-    online_probe=dict(_base_.online_probe,
-                      img_size=img_size),  # Mobile-Former has no img_size
-    health_monitor=dict(_base_.health_monitor, img_size=img_size))
+    logger=dict(type='LoggerHook', interval=10),
+    checkpoint=dict(type='IntactCheckpointHook', by_epoch=False,
+                    interval=max_iters, max_keep_ckpts=1),
+    online_probe=dict(
+        type='OnlineProbeHook',
+        train_dataset=dict(probe_dataset, data_prefix='train'),
+        val_dataset=dict(probe_dataset, data_prefix='val'),
+        interval=50,
+        img_size=img_size),
+    health_monitor=dict(
+        type='HealthMonitorHook',
+        dataset=dict(probe_dataset, data_prefix='val'),
+        interval=50,
+        img_size=img_size))

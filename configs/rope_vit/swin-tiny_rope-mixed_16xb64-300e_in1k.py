@@ -16,6 +16,5 @@ model = dict(
 # As every RoPE schedule here: no weight decay on the RoPE-Mixed frequencies.
 optim_wrapper = dict(
     paramwise_cfg=dict(custom_keys={'.freqs': dict(decay_mult=0.)}))
-# mmpos' IntactCheckpointHook: deletes outdated checkpoints only after the
-# new one is complete and named by last_checkpoint (same retention).
+# mmpos' hook: deletes old checkpoints only after the new one is complete
 default_hooks = dict(checkpoint=dict(type='mmpretrain.IntactCheckpointHook'))

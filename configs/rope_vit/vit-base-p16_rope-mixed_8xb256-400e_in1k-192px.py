@@ -7,13 +7,8 @@ model = dict(
     backbone=dict(arch='base', img_size=192, drop_path_rate=0.1),
     head=dict(in_channels=768))
 train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='RandomResizedCrop', scale=192, crop_ratio_range=(0.08, 1.),
-         backend='pillow', interpolation='bicubic'),
-    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    {{_base_.three_augment}},
-    {{_base_.color_jitter}},
-    dict(type='PackInputs'),
+    dict(step, scale=192) if step['type'] == 'RandomResizedCrop' else step
+    for step in _base_.train_pipeline
 ]
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 optim_wrapper = dict(optimizer=dict(lr=3e-3))

@@ -9,7 +9,7 @@ _base_ = ['./vit-small-p16_rope-mixed_8xb256-400e_in1k.py']
 img_size = 64
 model = dict(
     backbone=dict(
-        # the mini ViT of configs/_base_/models/rope-vit_mini-arch.py
+        # the mini ViT of the demo
         arch=dict(_delete_=True, embed_dims=96, num_layers=4, num_heads=3,
                   feedforward_channels=384),
         img_size=img_size,
@@ -18,14 +18,9 @@ model = dict(
 data_preprocessor = dict(num_classes=3)
 
 train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='RandomResizedCrop', scale=img_size,
-         crop_ratio_range=(0.35, 1.), backend='pillow',
-         interpolation='bicubic'),
-    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    {{_base_.three_augment}},
-    {{_base_.color_jitter}},
-    dict(type='PackInputs'),
+    dict(step, scale=img_size, crop_ratio_range=(0.35, 1.))
+    if step['type'] == 'RandomResizedCrop' else step
+    for step in _base_.train_pipeline
 ]
 test_pipeline = [
     dict(type='LoadImageFromFile'),

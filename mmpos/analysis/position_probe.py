@@ -32,8 +32,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from mmpos.models.heads.droppos_head import position_accuracy
-from mmpos.models.selfsup.droppos import DropPos
+from mmpos.models.selfsup.droppos import DropPos, position_accuracy
 from mmpos.errors import BadInputError
 
 

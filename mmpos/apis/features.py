@@ -46,11 +46,13 @@ IMAGENET_STD = (58.395, 57.12, 57.375)
 
 def load_config(config):
     """``config`` (a path or :class:`mmengine.Config`) with the modules its
-    ``custom_imports`` name imported (and mmpos' registered)."""
+    ``custom_imports`` name imported (and mmpos' models and transforms
+    registered)."""
     from mmengine.config import Config
     from mmengine.utils import import_modules_from_strings
 
-    import mmpos  # noqa: F401  (registers the mmpos modules)
+    import mmpos.datasets  # noqa: F401  (registers transforms)
+    import mmpos.models  # noqa: F401  (registers models)
     cfg = config if isinstance(config, Config) else Config.fromfile(config)
     if cfg.get('custom_imports'):
         import_modules_from_strings(**cfg.custom_imports)

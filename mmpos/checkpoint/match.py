@@ -26,7 +26,8 @@
 
 and raises :class:`~mmpos.errors.CheckpointMismatchError`, one line
 ``<source> does not fit <Model>: <what>`` naming up to three keys of each
-kind (shapes included). :func:`load_state` = compare, enforce, copy the
+kind (shapes included), and the converter to run when the keys are in
+another project's layout (:data:`FOREIGN_LAYOUTS`). :func:`load_state` = compare, enforce, copy the
 fitting tensors, log the report.
 """
 import logging
@@ -41,6 +42,33 @@ from mmpos.errors import CheckpointMismatchError
 
 POLICIES = ('strict', 'lenient', 'partial')
 SHOWN = 3  # keys named per kind in a message
+
+#: ``(key, whose layout, converter in tools/model_converters/)``: a
+#: checkpoint holding ``key`` (at its top level, or under a ``module.`` /
+#: ``model.`` wrapper) was written by another project; the first row that
+#: matches names the converter
+FOREIGN_LAYOUTS = (
+    ('rope_embed.periods', "facebookresearch/dinov3's DinoVisionTransformer",
+     'dinov3_official2mmpos.py'),
+    ('freqs', "the RoPE-ViT authors' (naver-ai/rope-vit)",
+     'rope_vit_official2mmpos.py'),
+    ('freqs_t_x', "the RoPE-ViT authors' (naver-ai/rope-vit)",
+     'rope_vit_official2mmpos.py'),
+    ('patch_embed.proj.weight', "timm's (VisionTransformer, Eva)",
+     'timm2mmpos.py'),
+)
+
+
+def converter_hint(keys: Iterable[str]) -> str:
+    """How to convert a checkpoint whose ``keys`` are in a layout of
+    :data:`FOREIGN_LAYOUTS` (empty when none matches)."""
+    keys = {k.split('.', 1)[1] if k.startswith(('module.', 'model.')) else k
+            for k in keys}
+    for key, whose, tool in FOREIGN_LAYOUTS:
+        if key in keys:
+            return (f'its keys are in {whose} layout ({key!r}); convert it '
+                    f'first: python tools/model_converters/{tool} SRC DST')
+    return ''
 
 
 def _names(keys, shown=SHOWN) -> str:
@@ -116,10 +144,21 @@ class KeyReport:
         """Raise :class:`CheckpointMismatchError` ``<source> does not fit
         <target>: <problems>[; <hint>]`` if ``policy`` refuses the report.
         A strict refusal of a checkpoint that holds only ``backbone.*``
-        for a whole model says how such a file is used."""
+        for a whole model says how such a file is used. A checkpoint in
+        another project's layout is refused under every policy, naming the
+        converter (:func:`converter_hint`) instead of ``hint``: a few keys
+        that happen to share a name (``cls_token``) would otherwise load
+        alone."""
         found = self.problems(policy)
+        foreign = converter_hint(self.matched + self.unexpected + [
+            k for k, _, _ in self.mismatched])
+        if foreign and not found:  # a few clashing names would load alone
+            found = [f'only {len(self.matched)} of its '
+                     f'{len(self.matched) + len(self.unexpected)} tensors '
+                     'match by name']
         if not found:
             return
+        hint = foreign or hint
         if policy == 'strict' and self.backbone_only():
             hint = ('it holds only backbone weights, which initialise '
                     "model.backbone.init_cfg=dict(type='Pretrained', "

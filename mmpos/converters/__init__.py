@@ -9,6 +9,8 @@
   ICPF's positional field -> the backbone's APE;
 * :mod:`.vit` -- the key layout these ViT converters share and the model
   config of a converted state dict (:func:`infer_vit_config`);
+* :mod:`.to_timm` -- the other way: an mmpos backbone as timm's model of its
+  family, written as a hub folder (safetensors, ``config.json``, card);
 * :mod:`.command` -- the command line of ``tools/model_converters/``.
 """
 from .dinov3 import convert_dinov3_official, dinov3_periods
@@ -16,12 +18,14 @@ from .mmpos import (extract_backbone, find_positional_field,
                     positional_field_to_ape)
 from .rope_vit import convert_official_rope_vit
 from .timm import convert_timm_vit
+from .to_timm import export_to_timm, save_timm_folder
 from .vit import (DINOV3_BACKBONE, infer_vit_config, pos_embed_has_cls_slot,
                   require_vit, resolve_rope_type)
 
 __all__ = [
     'DINOV3_BACKBONE', 'convert_dinov3_official', 'convert_official_rope_vit',
-    'convert_timm_vit', 'dinov3_periods', 'extract_backbone',
+    'convert_timm_vit', 'dinov3_periods', 'export_to_timm', 'extract_backbone',
     'find_positional_field', 'infer_vit_config', 'pos_embed_has_cls_slot',
-    'positional_field_to_ape', 'require_vit', 'resolve_rope_type'
+    'positional_field_to_ape', 'require_vit', 'resolve_rope_type',
+    'save_timm_folder'
 ]

@@ -19,7 +19,7 @@ USER_ERRORS = (ValueError, OSError, KeyError)  # BadInputError is a ValueError
 
 def build_model(cfg: dict) -> nn.Module:
     """A model config built in mmpretrain's registry (mmpos registered)."""
-    import mmpos  # noqa: F401  (registers RoPEVisionTransformer)
+    import mmpos.models  # noqa: F401  (registers RoPEVisionTransformer)
     from mmengine.registry import DefaultScope
     from mmpretrain.registry import MODELS
     with DefaultScope.overwrite_default_scope('mmpretrain'):

@@ -6,6 +6,9 @@ after a long traceback) or, with ``ignore_empty=True``, silently returns
 ``None``. A transform returning
 ``None`` makes mmengine's ``BaseDataset`` draw another index in training
 (up to ``max_refetch`` times); test-mode datasets cannot skip and raise.
+``tools/train.py`` and ``tools/test.py`` put :class:`SafeLoadImageFromFile`
+in place of every ``LoadImageFromFile`` of a config
+(:func:`mmpos.guardrails.launch.use_safe_image_loading`).
 """
 import logging
 
@@ -16,10 +19,6 @@ from mmpos.registry import TRANSFORMS
 from mmpos.errors import BadInputError
 
 ON_ERROR = ('raise', 'skip')
-# Image loaders that use_safe_image_loading replaces.
-LOAD_IMAGE_TYPES = frozenset(
-    f'{scope}LoadImageFromFile'
-    for scope in ('', 'mmcv.', 'mmdet.', 'mmseg.', 'mmpretrain.'))
 
 
 class ImageLoadError(BadInputError):
@@ -77,36 +76,4 @@ class SafeLoadImageFromFile(LoadImageFromFile):
         return f'{super().__repr__()[:-1]}, on_error={self.on_error!r})'
 
 
-def _use_safe_loader(node, on_error) -> int:
-    if isinstance(node, (list, tuple)):
-        return sum(_use_safe_loader(value, on_error) for value in node)
-    if not isinstance(node, dict):
-        return 0
-    if node.get('type') in LOAD_IMAGE_TYPES and not node.get('ignore_empty'):
-        node['type'] = 'mmpretrain.SafeLoadImageFromFile'
-        node['on_error'] = on_error
-        return 1
-    return sum(_use_safe_loader(value, on_error) for value in node.values())
-
-
-def use_safe_image_loading(cfg, train_on_error: str = 'raise') -> int:
-    """Load images with :class:`SafeLoadImageFromFile` in every dataloader
-    pipeline of ``cfg`` (what ``tools/train.py`` and ``tools/test.py`` do).
-
-    Each ``LoadImageFromFile`` (not asked to ``ignore_empty``) becomes
-    ``SafeLoadImageFromFile`` with the same arguments and
-    ``on_error=train_on_error`` in the training pipelines, ``'raise'`` in
-    val/test ones (test-mode datasets cannot skip a sample). Returns the
-    number replaced.
-    """
-    count = 0
-    for split in ('train', 'val', 'test'):
-        loader = cfg.get(f'{split}_dataloader')
-        if loader:
-            count += _use_safe_loader(
-                loader.get('dataset'),
-                train_on_error if split == 'train' else 'raise')
-    return count
-
-
-__all__ = ['ImageLoadError', 'SafeLoadImageFromFile', 'use_safe_image_loading']
+__all__ = ['ImageLoadError', 'SafeLoadImageFromFile']

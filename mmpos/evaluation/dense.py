@@ -72,7 +72,7 @@ def dataset_files(dataset_cfg: dict, key: str) -> Tuple[List[dict], dict]:
     is ignored); every info has ``img_path`` and ``key`` (``seg_map_path``
     or ``depth_map_path``). The default registry scope is left as it
     was."""
-    import mmpos  # noqa: F401
+    import mmpos.datasets  # noqa: F401  (registers mmpos' transforms)
     from mmengine.registry import DefaultScope
     from mmseg.registry import DATASETS
     with DefaultScope.overwrite_default_scope('mmseg'):  # and back after

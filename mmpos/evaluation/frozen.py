@@ -31,7 +31,7 @@ from mmpos.errors import BadInputError
 def dataset_items(dataset_cfg: dict) -> Tuple[List[str], Tensor, tuple]:
     """``(image paths, labels (N,), class names)`` of an mmpretrain dataset
     config (its ``pipeline`` is ignored)."""
-    import mmpos  # noqa: F401
+    import mmpos.datasets  # noqa: F401  (registers mmpos' transforms)
     from mmengine.registry import init_default_scope
     from mmpretrain.registry import DATASETS
     init_default_scope('mmpretrain')

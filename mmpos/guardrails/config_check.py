@@ -1,4 +1,6 @@
-"""Misspelled config keys, reported before anything is built.
+"""Config keys, constructor arguments and ``type``\ s checked before
+anything is built, and what a constructor rejects while the runner builds
+reported in one line.
 
 mmengine ignores a top-level key nobody reads (``trian_dataloader`` leaves
 the real ``train_dataloader`` of a base config in place) and reports a
@@ -9,20 +11,26 @@ registry. :func:`config_key_problems` finds both, with a close match from
 * a top-level key close to one the Runner reads, or any unknown top-level
   key that ``--cfg-options`` adds (configs may hold helper variables such
   as ``train_pipeline``, so other unknown keys of the file pass);
-* an argument of ``model.backbone``, and any key that ``--cfg-options`` adds
-  to a dict with a ``type``, that the registered class's ``__init__`` does
-  not take (classes taking ``**kwargs`` are not checked).
+* an argument of ``model.backbone``, any key that ``--cfg-options`` adds to
+  a dict with a ``type``, every key of a dict whose ``type`` it sets, and
+  every key of the dicts with a ``type`` inside a dict value it gives
+  (``model.backbone.rope=dict(type='axial', ...)``), that the registered
+  class's ``__init__`` does not take (classes taking ``**kwargs`` are not
+  checked).
 
-A value that a constructor rejects while the runner builds (e.g.
-``model.backbone.rope.type='spirall'``, ``optim_wrapper.optimizer.lr=-1``)
-is reported with the config key that carried it by :func:`blame_config`.
+While the runner builds, :func:`blame_config` turns a ``type`` no registry
+holds into a line naming its config key, and a value that a constructor
+rejects (e.g. ``optim_wrapper.optimizer.lr=-1``) into a line naming the
+class being built and its error. :func:`config_dicts` is the one walk over
+a config's nested dicts and lists that mmpos' checks share.
 """
 import contextlib
 import difflib
 import inspect
 import re
-from typing import Iterable, List, Optional, Tuple
+from typing import Iterable, Iterator, List, Optional, Tuple
 
+from mmengine.config import Config
 from mmengine.registry import (DATA_SAMPLERS, DATASETS, EVALUATOR, HOOKS,
                                LOG_PROCESSORS, LOOPS, METRICS, MODELS,
                                OPTIM_WRAPPER_CONSTRUCTORS, OPTIM_WRAPPERS,
@@ -33,6 +41,7 @@ from mmengine.registry.build_functions import build_from_cfg
 from mmengine.runner import Runner
 
 from mmpos.errors import BadInputError
+from mmpos.registry import POSITION_ENCODINGS
 
 # Top-level keys read by something other than Runner.__init__'s arguments.
 OTHER_TOP_LEVEL_KEYS = frozenset({
@@ -43,12 +52,32 @@ OTHER_TOP_LEVEL_KEYS = frozenset({
 # Read by mmdet's / mmseg's test tools with --tta; never suggested (helper
 # variables such as 'train_pipeline' are close to 'tta_pipeline').
 TTA_KEYS = frozenset({'tta_model', 'tta_pipeline'})
-# Searched in this order for the class of a config dict's ``type``.
+# Searched in this order for the class of a config dict's ``type`` (in the
+# config's scope), then mmpos' position schemes (``rope=dict(type=...)``).
 REGISTRIES = (MODELS, TASK_UTILS, DATASETS, TRANSFORMS, DATA_SAMPLERS, LOOPS,
               HOOKS, OPTIM_WRAPPERS, OPTIM_WRAPPER_CONSTRUCTORS, OPTIMIZERS,
               PARAM_SCHEDULERS, METRICS, EVALUATOR, VISUALIZERS, VISBACKENDS,
               LOG_PROCESSORS)
 TOP_LEVEL_CUTOFF = 0.8  # difflib ratio; 'trian_dataloader' scores 0.94
+
+
+def config_dicts(node, where: str = '') -> Iterator[Tuple[str, dict]]:
+    """``(key, dict)`` of ``node`` (if a dict) and of every dict nested in
+    it through dicts, lists and tuples, parents first; ``key`` is the dotted
+    path from ``where`` (list items by index: ``'model.backbone'``,
+    ``'train_dataloader.dataset.pipeline.0'``).
+
+    A caller may change a dict it is given (its new values are walked).
+    """
+    if isinstance(node, dict):
+        yield where, node
+        items = list(node.items())
+    elif isinstance(node, (list, tuple)):
+        items = list(enumerate(node))
+    else:
+        return
+    for key, value in items:
+        yield from config_dicts(value, f'{where}.{key}' if where else str(key))
 
 
 def _suggest(word: str, choices: Iterable[str], cutoff: float) -> str:
@@ -67,7 +96,7 @@ def resolve_type(type_, scope: Optional[str]):
             cls = scoped.get(type_)
         if cls is not None:
             return cls
-    return None
+    return POSITION_ENCODINGS.get(type_)
 
 
 def accepted_arguments(cls) -> Optional[List[str]]:
@@ -135,18 +164,18 @@ def resolve_runner(runner_type, scope):
 
 
 def _lookup(cfg, parts):
-    """``(parent, found)`` for a dotted path; parent is ``None`` when a
-    container on the way is missing."""
+    """``(parent, found)`` for a dotted path in a config (or dict); parent
+    is ``None`` when a container on the way is missing."""
     node = cfg
     for part in parts[:-1]:
         if isinstance(node, (list, tuple)) and part.isdigit() \
                 and int(part) < len(node):
             node = node[int(part)]
-        elif isinstance(node, dict) and part in node:
+        elif isinstance(node, (dict, Config)) and part in node:
             node = node[part]
         else:
             return None, False
-    return node, isinstance(node, dict) and parts[-1] in node
+    return node, isinstance(node, (dict, Config)) and parts[-1] in node
 
 
 def new_option_keys(cfg, options: dict) -> List[str]:
@@ -155,24 +184,25 @@ def new_option_keys(cfg, options: dict) -> List[str]:
     return [key for key in options if not _lookup(cfg, key.split('.'))[1]]
 
 
-def config_key_problems(cfg, new_keys: Iterable[str] = ()) -> List[str]:
+def config_key_problems(cfg, options: Optional[dict] = None,
+                        new_keys: Iterable[str] = ()) -> List[str]:
     """Problems of the merged ``cfg`` (see the module docstring).
 
     Args:
         cfg: the config with ``--cfg-options`` merged.
-        new_keys: dotted keys that ``--cfg-options`` added
-            (:func:`new_option_keys`).
+        options: the ``--cfg-options`` (dotted key -> value).
+        new_keys: the keys of ``options`` that were not in the config
+            before (:func:`new_option_keys`).
     """
     scope = cfg.get('default_scope')
     known = top_level_keys(cfg)
-    new_keys = list(new_keys)
-    new_top = {k for k in new_keys if '.' not in k}
+    new_keys = set(new_keys)
     problems = []
     for key in cfg.keys():
         if key in known or key in TTA_KEYS:
             continue
         hint = _suggest(key, known, TOP_LEVEL_CUTOFF)
-        if hint or key in new_top:
+        if hint or key in new_keys:
             problems.append(f'unknown top-level key {key!r}{hint}')
     for split in ('train', 'val', 'test'):
         size = (cfg.get(f'{split}_dataloader') or {}).get('batch_size')
@@ -182,108 +212,48 @@ def config_key_problems(cfg, new_keys: Iterable[str] = ()) -> List[str]:
     backbone = cfg.get('model', {}).get('backbone')
     if isinstance(backbone, dict):
         problems += unknown_arguments(backbone, 'model.backbone', scope)
-    for key in new_keys:
+    for key in options or {}:
         parts = key.split('.')
-        parent, _ = _lookup(cfg, parts)
-        if len(parts) > 1 and isinstance(parent, dict) and \
-                key.rsplit('.', 1)[0] != 'model.backbone':
-            problems += unknown_arguments(parent, key.rsplit('.', 1)[0],
-                                          scope, [parts[-1]])
-    return problems
+        parent, found = _lookup(cfg, parts)
+        if not found:
+            continue
+        owner = key.rsplit('.', 1)[0] if len(parts) > 1 else None
+        if owner not in (None, 'model.backbone'):  # that one is checked
+            if parts[-1] == 'type':  # another class: all its arguments
+                problems += unknown_arguments(parent, owner, scope)
+            elif key in new_keys:
+                problems += unknown_arguments(parent, owner, scope,
+                                              [parts[-1]])
+        for where, node in config_dicts(parent[parts[-1]], key):
+            problems += unknown_arguments(node, where, scope)
+    return list(dict.fromkeys(problems))  # each once
 
 
 # What a constructor raises for an argument it rejects.
 CONSTRUCTOR_ERRORS = (ValueError, TypeError, AssertionError, KeyError)
-_FAILED_BUILD = '_mmpos_failed_build'  # attribute set on the exception
+# mmengine's build_from_cfg for a ``type`` its registry does not hold.
+UNREGISTERED = re.compile(r"^'?(?P<type>\S+) is not in the "
+                          r'(?P<scope>[\w.-]+)::(?P<name>[\w ]+?) registry\.')
 
 
-def _type_name(type_) -> Optional[str]:
-    """``'mmdet.FPN'`` -> ``'FPN'``; a class -> its name."""
-    if inspect.isclass(type_) or inspect.isfunction(type_):
-        return type_.__name__
-    return type_.rsplit('.', 1)[-1] if isinstance(type_, str) else None
-
-
-def _typed_dicts(node, where):
-    """``(where, dict)`` of every dict with a ``type`` under ``node``."""
-    if isinstance(node, dict):
-        if 'type' in node:
-            yield where, node
-        for key, value in node.items():
-            yield from _typed_dicts(value, f'{where}.{key}' if where else key)
-    elif isinstance(node, (list, tuple)):
-        for i, value in enumerate(node):
-            yield from _typed_dicts(value, f'{where}.{i}')
-
-
-def _mentions(message: str, key: str, value) -> bool:
-    """Whether ``message`` names ``key`` (quoted) or shows ``value``."""
-    if f"'{key}'" in message:
-        return True
-    if isinstance(value, bool) or value is None:
-        return False
-    if isinstance(value, str):
-        return repr(value) in message or (len(value) > 2 and
-                                          value in message)
-    if isinstance(value, (int, float)):
-        shown = {str(value), repr(value)}
-        return any(re.search(rf'(?<![\w.]){re.escape(v)}(?![\w]|\.\d)',
-                             message) for v in shown)
-    return False
-
-
-def _equal(a, b) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:  # e.g. tensors of several elements
-        return False
-
-
-def blamed_keys(cfg_dict: dict, built: dict, message: str,
-                option_keys: Iterable[str] = ()) -> List[str]:
-    """Config keys (dotted) that may carry the value ``message`` rejects.
-
-    Args:
-        cfg_dict: the config as a plain dict.
-        built: the dict whose build raised (its ``type`` and arguments).
-        message: the error message.
-        option_keys: ``--cfg-options`` keys, listed first when they match.
-
-    Returns:
-        Keys of the config dicts of the same class whose value is the one
-        passed to the build and is shown (or whose name is quoted) in the
-        message.
-    """
-    name = _type_name(built.get('type'))
-    found = []
-    for where, node in _typed_dicts(cfg_dict, ''):
-        if _type_name(node.get('type')) != name:
-            continue
-        for key, value in node.items():
-            if key == 'type' or isinstance(value, (dict, list, tuple)):
-                continue
-            if key in built and not _equal(built[key], value):
-                continue
-            if _mentions(message, key, value):
-                found.append(f'{where}.{key}')
-    options = set(option_keys)
-    return sorted(found, key=lambda k: k not in options)
-
-
-def failed_build(err: BaseException):
-    """``(config dict, registry)`` of the innermost registry build that
-    ``err`` went through (read from its traceback: the frames of mmengine's
-    ``build_from_cfg``), or ``(None, None)``."""
-    found = None, None
-    tb = err.__traceback__
+def built_class(err: BaseException) -> Optional[str]:
+    """The name of the class (or function) that raised ``err`` while a
+    registry built it: the callee of the innermost mmengine
+    ``build_from_cfg`` in ``err``'s traceback (of a class, the ``__init__``
+    it ran); ``None`` when ``err`` was not raised by one."""
+    callee, tb = None, err.__traceback__
     while tb is not None:
-        frame = tb.tb_frame
-        if frame.f_code is build_from_cfg.__code__:
-            cfg = frame.f_locals.get('cfg')
-            if isinstance(cfg, dict):
-                found = dict(cfg), frame.f_locals.get('registry')
+        if tb.tb_frame.f_code is build_from_cfg.__code__:
+            callee = tb.tb_next
         tb = tb.tb_next
-    return found
+    # ManagerMixin classes are built through their get_instance
+    while callee is not None and callee.tb_next is not None and \
+            callee.tb_frame.f_code.co_name == 'get_instance':
+        callee = callee.tb_next
+    if callee is None:
+        return None
+    name = callee.tb_frame.f_code.co_qualname
+    return name.removesuffix('.__init__').rsplit('.', 1)[-1]
 
 
 def _registered_names(registry, type_: str) -> List[str]:
@@ -302,62 +272,55 @@ def _registered_names(registry, type_: str) -> List[str]:
     return names
 
 
-def unknown_type_error(cfg_dict: dict, built: dict, registry):
-    """:class:`BadInputError` naming the config key of a ``type`` that is
-    not registered, with the closest registered name."""
-    type_ = built.get('type')
-    where = [w for w, node in _typed_dicts(cfg_dict, '')
-             if node.get('type') == type_]
+def unknown_type_error(cfg, match) -> BadInputError:
+    """:class:`BadInputError` naming the config key of the ``type`` that
+    mmengine's message (``match`` of :data:`UNREGISTERED`) reports, with
+    the closest registered name."""
+    type_, scope = match['type'], match['scope']
+    where = [w for w, node in config_dicts(cfg.to_dict() if hasattr(
+        cfg, 'to_dict') else cfg) if node.get('type') == type_]
     key = f'{where[0]}.type' if where else 'type'
-    hint = _suggest(type_, _registered_names(registry, type_), 0.7)
+    roots = [r for r in REGISTRIES if r.name == match['name']]
+    registry = roots[0]._search_child(scope) if roots else None
+    hint = _suggest(type_, _registered_names(registry, type_), 0.7) \
+        if registry is not None else ''
     return BadInputError(
-        f'{key}={type_!r} is not registered in {registry.scope}::'
-        f'{registry.name}{hint}; if a module defines it, the config must '
-        'import that module (custom_imports)')
+        f'{key}={type_!r} is not registered in {scope}::{match["name"]}'
+        f'{hint}; if a module defines it, the config must import that module '
+        '(custom_imports)')
 
 
 @contextlib.contextmanager
-def blame_config(cfg, cfg_options: Optional[dict] = None):
-    """Report a value that a constructor rejects with its config key.
+def blame_config(cfg):
+    """One line for what the config gives that a registry build refuses.
 
     While the block runs (building the runner, training, testing), an error
-    of :data:`CONSTRUCTOR_ERRORS` raised by building a config dict through a
-    registry (:func:`failed_build`) becomes a
-    :class:`~mmpos.errors.BadInputError`
-    ``<key>=<value>: <Class> rejected it: <message>`` when a key of that
-    dict in ``cfg`` can be named (:func:`blamed_keys`); a ``type`` no
-    registry holds becomes ``<key>.type='X' is not registered ... (did you
-    mean 'Y'?)``. Anything else, e.g. an error no config value explains,
-    keeps its traceback.
+    of :data:`CONSTRUCTOR_ERRORS` raised by a class that a registry builds
+    (:func:`built_class`) becomes a :class:`~mmpos.errors.BadInputError`
+    ``<Class> rejected its config arguments: <Error>: <message>``, and a
+    ``type`` no registry holds ``<key>.type='X' is not registered in
+    <scope>::<registry> (did you mean 'Y'?)``. Anything else keeps its
+    traceback.
     """
-    cfg_dict = cfg.to_dict() if hasattr(cfg, 'to_dict') else dict(cfg)
     try:
         yield
     except CONSTRUCTOR_ERRORS as err:
-        built, registry = failed_build(err)
-        if built is None or isinstance(err, BadInputError):
+        if isinstance(err, BadInputError):
             raise
-        type_ = built.get('type')
-        if isinstance(err, KeyError) and isinstance(type_, str) and \
-                registry is not None and registry.get(type_) is None:
-            raise unknown_type_error(cfg_dict, built, registry) from err
         message = ' '.join(str(err).split())
-        keys = blamed_keys(cfg_dict, built, message, cfg_options or {})
-        if not keys:
+        match = UNREGISTERED.match(message) \
+            if isinstance(err, KeyError) else None
+        if match:
+            raise unknown_type_error(cfg, match) from err
+        name = built_class(err)
+        if name is None:
             raise
-        value = _lookup_value(cfg_dict, keys[0])
-        raise BadInputError(
-            f'{keys[0]}={value!r}: {_type_name(type_)} rejected '
-            f'it: {type(err).__name__}: {message}') from err
-
-
-def _lookup_value(cfg_dict, key):
-    parent, _ = _lookup(cfg_dict, key.split('.'))
-    return parent[key.rsplit('.', 1)[-1]]
+        raise BadInputError(f'{name} rejected its config arguments: '
+                            f'{type(err).__name__}: {message}') from err
 
 
 __all__ = [
-    'accepted_arguments', 'blame_config', 'blamed_keys',
-    'config_key_problems', 'failed_build', 'new_option_keys', 'resolve_type',
+    'accepted_arguments', 'blame_config', 'built_class', 'config_dicts',
+    'config_key_problems', 'new_option_keys', 'resolve_type',
     'top_level_keys', 'unknown_arguments'
 ]

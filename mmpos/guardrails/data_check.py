@@ -16,16 +16,19 @@ These checks name the file, the entry and the value instead:
 
 :func:`config_problems` runs them on the datasets of a config (wrappers
 included), built with ``lazy_init=True`` so that nothing is parsed before
-it is checked; ``tools/train.py`` / ``tools/test.py`` call
-:func:`check_config_datasets` before building the runner and
-``tools/misc/validate_dataset.py`` lists every problem.
+it is checked. ``tools/train.py`` / ``tools/test.py`` call
+:func:`check_config_datasets` before building the runner: the annotation
+files in full and the label maps of a fixed sample of :data:`SAMPLE` (32)
+entries per dataset, so that a launch does not open every label map;
+``tools/misc/validate_dataset.py`` checks every entry and lists every
+problem.
 """
 import inspect
 import json
 import math
 import os.path as osp
 from itertools import islice
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Iterable, Iterator, List, Optional, Sequence
 
 import numpy as np
 from mmengine.dataset import BaseDataset
@@ -33,8 +36,12 @@ from mmengine.registry import DATASETS, DefaultScope
 from PIL import Image
 
 from mmpos.errors import BadInputError
+from .config_check import config_dicts
 
 COCO_KEYS = ('images', 'annotations', 'categories')
+# Label maps checked per dataset at launch (tools/train.py, tools/test.py),
+# drawn with this seed; tools/misc/validate_dataset.py checks them all.
+SAMPLE, SAMPLE_SEED = 32, 0
 
 
 class DatasetFormatError(BadInputError):
@@ -240,13 +247,26 @@ def seg_label_problems(pairs: Iterable, num_classes: int,
                    f'reduce_zero_label={reduce_zero_label})')
 
 
-def dataset_problems(dataset, split: str = 'train') -> Iterator[str]:
+def sample_indices(total: int, size: Optional[int]) -> List[int]:
+    """``size`` of ``range(total)`` drawn with the fixed seed
+    :data:`SAMPLE_SEED`, in order (all of them for ``size=None`` or
+    ``size >= total``): the same entries at every launch."""
+    if size is None or size >= total:
+        return list(range(total))
+    rng = np.random.default_rng(SAMPLE_SEED)
+    return sorted(rng.choice(total, size, replace=False).tolist())
+
+
+def dataset_problems(dataset, split: str = 'train',
+                     sample: Optional[int] = None) -> Iterator[str]:
     """Problems of a built (``lazy_init=True``) dataset object.
 
     COCO-style mmdet datasets (``COCOAPI``) get :func:`coco_problems` on
-    ``ann_file``; mmseg datasets (``seg_map_suffix``) get
-    :func:`seg_label_problems` on every sample; other datasets nothing.
-    ``split='test'`` accepts a COCO file without annotations (test-dev).
+    ``ann_file`` (all of it); mmseg datasets (``seg_map_suffix``) get
+    :func:`seg_label_problems` on the label maps of ``sample`` entries
+    (:func:`sample_indices`; ``None``: every entry); other datasets
+    nothing. ``split='test'`` accepts a COCO file without annotations
+    (test-dev).
     """
     if hasattr(dataset, 'COCOAPI'):
         yield from coco_problems(dataset.ann_file,
@@ -257,24 +277,19 @@ def dataset_problems(dataset, split: str = 'train') -> Iterator[str]:
         # With a class subset (label_map) raw values index the full list.
         classes = (type(dataset).METAINFO['classes']
                    if dataset.label_map else dataset.metainfo['classes'])
-        infos = map(dataset.get_data_info, range(len(dataset)))
+        infos = map(dataset.get_data_info,
+                    sample_indices(len(dataset), sample))
         yield from seg_label_problems(
             ((info['img_path'], info['seg_map_path']) for info in infos),
             len(classes), dataset.reduce_zero_label, dataset.ignore_index)
 
 
-def _num_classes(node, where='model'):
+def _num_classes(model_cfg):
     """``(key, value)`` of every ``num_classes`` in a model config, but
     the class-agnostic region proposal heads' (``rpn_head``)."""
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == 'num_classes' and isinstance(value, int):
-                yield f'{where}.{key}', value
-            elif 'rpn' not in key:
-                yield from _num_classes(value, f'{where}.{key}')
-    elif isinstance(node, (list, tuple)):
-        for i, value in enumerate(node):
-            yield from _num_classes(value, f'{where}.{i}')
+    for where, node in config_dicts(model_cfg, 'model'):
+        if isinstance(node.get('num_classes'), int) and 'rpn' not in where:
+            yield f'{where}.num_classes', node['num_classes']
 
 
 def num_classes_problems(model_cfg, classes: Optional[Sequence[str]],
@@ -291,15 +306,16 @@ def num_classes_problems(model_cfg, classes: Optional[Sequence[str]],
                    f'{", ..." if len(classes) > 4 else ""})')
 
 
-def _leaf_dataset_cfgs(cfg) -> Iterator[dict]:
+WRAPPED = ('dataset', 'datasets')  # what dataset wrappers hold
+
+
+def _leaf_dataset_cfgs(dataset_cfg) -> Iterator[dict]:
     """The datasets inside wrappers (``dataset=``, ``datasets=[...]``)."""
-    if 'datasets' in cfg:
-        for sub in cfg['datasets']:
-            yield from _leaf_dataset_cfgs(sub)
-    elif 'dataset' in cfg:
-        yield from _leaf_dataset_cfgs(cfg['dataset'])
-    else:
-        yield cfg
+    for where, node in config_dicts(dataset_cfg):
+        path = where.split('.') if where else []
+        if all(p in WRAPPED or p.isdigit() for p in path) and \
+                not any(key in node for key in WRAPPED):
+            yield node
 
 
 def _is_base_dataset(ds_cfg) -> bool:
@@ -315,13 +331,15 @@ def _is_base_dataset(ds_cfg) -> bool:
 
 
 def config_problems(cfg, splits: Sequence[str] = ('train', 'val', 'test'),
-                    ) -> Iterator[str]:
+                    sample: Optional[int] = None) -> Iterator[str]:
     """Problems of the datasets of ``cfg``'s ``<split>_dataloader``s.
 
     Each dataset is built in the config's ``default_scope`` with
     ``lazy_init=True`` (so paths are joined exactly as the dataset does and
-    no annotation is parsed unchecked). A dataset shared by several splits
-    is checked once.
+    no annotation is parsed unchecked), and checked by
+    :func:`dataset_problems` (label maps: ``sample`` entries of each
+    dataset; ``None``: all). A dataset shared by several splits is checked
+    once.
     """
     seen = set()
     with DefaultScope.overwrite_default_scope(cfg.get('default_scope')):
@@ -336,26 +354,32 @@ def config_problems(cfg, splits: Sequence[str] = ('train', 'val', 'test'),
                 seen.add(key)
                 if _is_base_dataset(ds_cfg):
                     dataset = DATASETS.build({**ds_cfg, 'lazy_init': True})
-                    yield from dataset_problems(dataset, split)
+                    yield from dataset_problems(dataset, split, sample)
                     yield from num_classes_problems(
                         cfg.get('model'), dataset.metainfo.get('classes'),
                         f'{split}_dataloader.dataset')
 
 
 def check_config_datasets(cfg, splits: Sequence[str] = ('train', 'val'),
-                          ) -> None:
+                          sample: Optional[int] = SAMPLE) -> None:
     """Raise :class:`DatasetFormatError` with the first problem of
-    :func:`config_problems` (the others: ``tools/misc/validate_dataset.py``).
+    :func:`config_problems`: the annotation files in full and the label
+    maps of ``sample`` entries per dataset (a fixed-seed sample,
+    :func:`sample_indices`; ``None``: all). Every problem of every entry:
+    ``tools/misc/validate_dataset.py``.
     """
-    first = list(islice(config_problems(cfg, splits), 1))
+    first = list(islice(config_problems(cfg, splits, sample), 1))
     if first:
+        checked = ('' if sample is None else
+                   f'label maps checked: a fixed sample of {sample} per '
+                   'dataset; ')
         raise DatasetFormatError(
-            f'{first[0]} (all problems: python tools/misc/'
+            f'{first[0]} ({checked}all problems: python tools/misc/'
             'validate_dataset.py CONFIG)')
 
 
 __all__ = [
     'DatasetFormatError', 'check_config_datasets', 'coco_problems',
     'config_problems', 'dataset_problems', 'num_classes_problems',
-    'seg_label_problems'
+    'sample_indices', 'seg_label_problems'
 ]

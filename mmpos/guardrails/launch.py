@@ -1,5 +1,6 @@
 """The gaps mmengine's Runner leaves, filled for ``tools/train.py`` and
-``tools/test.py`` by small named functions:
+``tools/test.py`` (through :func:`mmpos.guardrails.prepare`) by small named
+functions:
 
 * :func:`add_launch_arguments`, :func:`apply_launch_arguments`: the
   options both tools share, the default work dir ``work_dirs/<config>``;
@@ -12,6 +13,8 @@
   intact checkpoint;
 * :func:`check_checkpoint_paths`: missing or unreadable checkpoints refused
   before anything is built;
+* :func:`use_safe_image_loading`: images that cannot be read named (or
+  skipped in training);
 * :func:`start_cpu_process_group`: distributed runs on CPU-only machines,
   where mmengine's own ``init_dist`` calls ``torch.cuda.set_device``;
 * :func:`quiet_console`: no line per parameter on the console;
@@ -35,8 +38,8 @@ import torch.distributed as torch_dist
 from mmengine.config import Config, DictAction
 
 from mmpos.checkpoint.read import check_checkpoint_file, checkpoint_problem
-from .config_check import config_key_problems, new_option_keys
 from mmpos.errors import BadInputError
+from .config_check import config_dicts, config_key_problems, new_option_keys
 
 
 class LaunchError(BadInputError):
@@ -56,8 +59,9 @@ def add_launch_arguments(parser) -> None:
     parser.add_argument(
         '--skip-data-check',
         action='store_true',
-        help='do not validate the annotations of the datasets the run '
-        'reads before starting')
+        help='do not check the datasets the run reads before starting (their '
+        'annotation files and a fixed sample of 32 label maps each; '
+        'tools/misc/validate_dataset.py checks every entry)')
     parser.add_argument(
         '--cfg-options',
         nargs='+',
@@ -100,7 +104,7 @@ def load_config(path, cfg_options=None):
     new_keys = new_option_keys(cfg, cfg_options) if cfg_options else []
     if cfg_options:
         cfg.merge_from_dict(cfg_options)
-    problems = config_key_problems(cfg, new_keys)
+    problems = config_key_problems(cfg, cfg_options, new_keys)
     if problems:
         raise LaunchError(f'{path}: ' + '; '.join(problems))
     drop_disabled_hooks(cfg)
@@ -270,18 +274,6 @@ def _is_local(path) -> bool:
     return isinstance(path, str) and '://' not in path
 
 
-def _pretrained_inits(node, where):
-    """``(where, init_cfg)`` of every ``Pretrained`` init_cfg in ``node``."""
-    if isinstance(node, dict):
-        if node.get('type') == 'Pretrained':
-            yield where, node
-        for key, value in node.items():
-            yield from _pretrained_inits(value, f'{where}.{key}')
-    elif isinstance(node, (list, tuple)):
-        for i, value in enumerate(node):
-            yield from _pretrained_inits(value, f'{where}.{i}')
-
-
 def check_checkpoint_paths(cfg, load_from_what='load_from checkpoint'):
     """Refuse local checkpoints that do not exist or are no complete
     checkpoint files (:func:`~mmpos.checkpoint.read.checkpoint_problem`)
@@ -292,9 +284,9 @@ def check_checkpoint_paths(cfg, load_from_what='load_from checkpoint'):
     load_from = cfg.get('load_from')
     if _is_local(load_from):
         _check_checkpoint(load_from, load_from_what)
-    for where, init in _pretrained_inits(cfg.get('model'), 'model'):
+    for where, init in config_dicts(cfg.get('model'), 'model'):
         path = init.get('checkpoint')
-        if _is_local(path):
+        if init.get('type') == 'Pretrained' and _is_local(path):
             _check_checkpoint(path, f'{where}.checkpoint: pretrained '
                               'checkpoint')
 
@@ -304,6 +296,36 @@ def _check_checkpoint(path, what):
         check_checkpoint_file(osp.expanduser(path), what)
     except FileNotFoundError as err:  # a launch problem, not an OSError
         raise LaunchError(str(err)) from None
+
+
+# Image loaders that use_safe_image_loading replaces.
+LOAD_IMAGE_TYPES = frozenset(
+    f'{scope}LoadImageFromFile'
+    for scope in ('', 'mmcv.', 'mmdet.', 'mmseg.', 'mmpretrain.'))
+
+
+def use_safe_image_loading(cfg, train_on_error: str = 'raise') -> int:
+    """Load images with
+    :class:`~mmpos.datasets.robust_loading.SafeLoadImageFromFile` in every
+    dataloader pipeline of ``cfg``.
+
+    Each ``LoadImageFromFile`` (not asked to ``ignore_empty``) becomes
+    ``SafeLoadImageFromFile`` with the same arguments and
+    ``on_error=train_on_error`` in the training pipelines, ``'raise'`` in
+    val/test ones (test-mode datasets cannot skip a sample). Returns the
+    number replaced.
+    """
+    count = 0
+    for split in ('train', 'val', 'test'):
+        loader = cfg.get(f'{split}_dataloader') or {}
+        for _, node in config_dicts(loader.get('dataset')):
+            if node.get('type') in LOAD_IMAGE_TYPES and \
+                    not node.get('ignore_empty'):
+                node['type'] = 'mmpretrain.SafeLoadImageFromFile'
+                node['on_error'] = (train_on_error if split == 'train' else
+                                    'raise')
+                count += 1
+    return count
 
 
 def _export_slurm_env():

@@ -14,7 +14,6 @@ result folder's lock (:func:`mmpos.guardrails.launch.work_dir_lock`) while they
 run.
 """
 import contextlib
-import json
 import os
 import os.path as osp
 import shutil
@@ -29,7 +28,7 @@ from mmengine.config import Config
 from mmpos.checkpoint import write_atomically
 from mmpos.evaluation.dense_suite import MINI_PROBES
 
-from ..mini_data import EVAL_NUM_VAL, MARKER
+from ..mini_data import EVAL_NUM_VAL
 from ..results import DONE_MARKER, last_checkpoint, read_run
 from .seeds import COMPUTE, PLAN, pretrain_dir, transfer_dir, write_json
 
@@ -136,68 +135,44 @@ def machine():
     return f'{cpu}, {os.cpu_count()} CPUs, torch {torch.__version__}'
 
 
-def _needs_writing(path, **wanted):
-    """Whether the mini dataset at ``path`` is missing or was written with
-    other sizes than ``wanted`` (then it is rewritten: the generator's
-    ``--force`` replaces only what it wrote itself)."""
-    marker = osp.join(path, MARKER)
-    if not osp.isdir(path):
-        return True
-    if not osp.isfile(marker):
-        return False  # not ours: the generator refuses it with one line
-    with open(marker) as f:
-        written = json.load(f)
-    stale = {k: written.get(k) for k, v in wanted.items()
-             if written.get(k) != v}
-    if stale:
-        print(f'{path} was written with {stale}; the demo needs {wanted}: '
-              'rewriting it')
-    return bool(stale)
+def _make_data(root, which, *options):
+    """``tools/misc/make_mini_data.py root --which ... --force options``: a
+    dataset written with these arguments is kept, one written with others
+    is rewritten, one with more images than asked is refused with one line
+    (the generator never shrinks data)."""
+    run([sys.executable, 'tools/misc/make_mini_data.py', root, '--force',
+         '--which', *which, *options])
 
 
 def ensure_data(data_root):
-    """Write the mini datasets the comparison needs, reusing existing ones
-    written with the same sizes (others are rewritten)."""
-    tool = [sys.executable, 'tools/misc/make_mini_data.py', data_root,
-            '--img-size', str(DATA['img_size']), '--force']
-    labelled = [t['data'] for t in TASKS.values() if _needs_writing(
-        osp.join(data_root, t['data']), num_train=DATA['num_train'],
-        num_val=DATA['num_val'], img_size=DATA['img_size'])]
-    if labelled:
-        run(tool + ['--which', *labelled, '--num-train',
-                    str(DATA['num_train']), '--num-val',
-                    str(DATA['num_val'])])
-    unlabeled = _needs_writing(osp.join(data_root, 'unlabeled'),
-                               num_images=DATA['num_unlabeled'],
-                               img_size=DATA['img_size'])
-    if unlabeled:
-        run(tool + ['--which', 'unlabeled', '--num-unlabeled',
-                    str(DATA['num_unlabeled'])])
-    # the labelled set of the pretraining configs' online kNN probe
-    probe = not osp.isdir(osp.join(data_root, 'cls'))
-    if probe:
-        run([sys.executable, 'tools/misc/make_mini_data.py', data_root,
-             '--which', 'cls'])
-    if not (labelled or unlabeled or probe):
-        print(f'reusing mini data in {data_root}')
+    """Write the mini datasets the comparison needs with its sizes
+    (:data:`DATA`); those already written with them are kept."""
+    img_size = ['--img-size', str(DATA['img_size'])]
+    _make_data(data_root, sorted({t['data'] for t in TASKS.values()}),
+               '--num-train', str(DATA['num_train']), '--num-val',
+               str(DATA['num_val']), *img_size)
+    _make_data(data_root, ['unlabeled'], '--num-unlabeled',
+               str(DATA['num_unlabeled']), *img_size)
+    # the labelled set of the pretraining configs' online kNN probe, with
+    # the generator's default sizes (as the guides write it)
+    _make_data(data_root, ['cls'])
 
 
 def ensure_probe_data(root, tasks, seed=None):
-    """Write the data folders of the probes among ``tasks`` missing under
-    ``root`` (``seed``: other images than the reported ones, e.g. the
-    method ranking's tuning data); returns ``root``."""
+    """Write the data folders of the probes among ``tasks`` under ``root``
+    (``seed``: other images than the reported ones, e.g. the method
+    ranking's tuning data); returns ``root``."""
     wanted = {PROBES[t]['data'] for t in tasks if t in PROBES}
-    missing = sorted(d for d in wanted if not osp.isdir(osp.join(root, d)))
+    options = ['--num-train', str(DATA['num_train']), '--img-size',
+               str(DATA['img_size'])] + ([] if seed is None else
+                                         ['--seed', str(seed)])
     # the evaluation sets keep their own validation sizes (EVAL_NUM_VAL)
-    for group in (sorted(set(missing) - set(EVAL_NUM_VAL)),
-                  sorted(set(missing) & set(EVAL_NUM_VAL))):
-        if group:
-            run([sys.executable, 'tools/misc/make_mini_data.py', root,
-                 '--which', *group, '--num-train', str(DATA['num_train']),
-                 '--img-size', str(DATA['img_size'])] +
-                (['--num-val', str(DATA['num_val'])]
-                 if group[0] not in EVAL_NUM_VAL else []) +
-                ([] if seed is None else ['--seed', str(seed)]))
+    plain = sorted(wanted - set(EVAL_NUM_VAL))
+    if plain:
+        _make_data(root, plain, *options, '--num-val', str(DATA['num_val']))
+    evaluation = sorted(wanted & set(EVAL_NUM_VAL))
+    if evaluation:
+        _make_data(root, evaluation, *options)
     return root
 
 

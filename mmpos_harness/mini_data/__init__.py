@@ -39,14 +39,16 @@ byte-identical files. Each image draws from its own random stream, so image
 
 Every dataset is written into a hidden temporary sibling of its target and
 renamed into place at the end, so an interrupted run never leaves a half
-dataset. An existing non-empty target is an error; with ``force=True`` it is
-replaced as a whole, but only if it holds the marker file
-(:data:`MARKER`) that these generators write, so ``force`` never deletes a
-directory they did not create.
+dataset, with its arguments in a marker file (:data:`MARKER`).
+:func:`make_all` (the command line) keeps a dataset written with the same
+arguments (a re-run is a no-op) and refuses one written with others unless
+``force=True``, which replaces it as a whole, but never one without the
+marker (a directory these generators did not create) and never with fewer
+images than it holds (another guide or study may read them).
 """
 import os.path as osp
 
-from ._io import MARKER, _check_sizes, _check_target
+from ._io import MARKER, _check_sizes, plan_target
 from .ade import MINI_ADE_CLASSES, make_mini_ade
 from .cls import make_mini_cls
 from .coco import make_mini_coco
@@ -66,7 +68,7 @@ __all__ = [
     'available_skimage_photos', 'make_all', 'make_mini_ade', 'make_mini_cls',
     'make_mini_coco', 'make_mini_nyu', 'make_mini_objects',
     'make_mini_scenes', 'make_mini_spair', 'make_mini_stuff',
-    'make_unlabeled_images'
+    'make_unlabeled_images', 'requested'
 ]
 
 # Validation images of :func:`make_all` when ``num_val`` is not given:
@@ -90,8 +92,7 @@ def make_all(root, which=('coco', 'ade', 'unlabeled'), num_train=64,
         dict: Dataset name -> absolute path written.
     """
     def val(name):
-        return num_val if num_val is not None else EVAL_NUM_VAL.get(
-            name, NUM_VAL)
+        return requested(name, num_val=num_val)['num_val']
 
     makers = {
         'coco': lambda path: make_mini_coco(
@@ -121,6 +122,25 @@ def make_all(root, which=('coco', 'ade', 'unlabeled'), num_train=64,
     _check_sizes(img_size, num_train=num_train, num_unlabeled=num_unlabeled,
                  **{f'num_val of {name}': val(name) for name in which
                     if name != 'unlabeled'})
+    paths = {name: osp.abspath(osp.join(root, name)) for name in which}
+    todo = [name for name in which if plan_target(
+        paths[name], requested(name, num_train, num_val, num_unlabeled,
+                               img_size, seed), force)]
     for name in which:
-        _check_target(osp.abspath(osp.join(root, name)), force)
-    return {name: makers[name](osp.join(root, name)) for name in which}
+        if name in todo:
+            makers[name](paths[name])
+        else:
+            print(f'{paths[name]}: written with the same arguments, kept')
+    return paths
+
+
+def requested(name, num_train=64, num_val=None, num_unlabeled=256,
+              img_size=128, seed=0):
+    """The marker entries that :func:`make_all`'s arguments give dataset
+    ``name`` (``num_val=None``: its default validation size)."""
+    if name == 'unlabeled':
+        return dict(dataset=name, num_images=num_unlabeled,
+                    img_size=img_size, seed=seed)
+    return dict(dataset=name, num_train=num_train,
+                num_val=EVAL_NUM_VAL.get(name, NUM_VAL) if num_val is None
+                else num_val, img_size=img_size, seed=seed)

@@ -52,6 +52,53 @@ def _check_target(root, force):
             f'(no {MARKER}); refusing to replace it even with force')
 
 
+#: the marker entries that count images; ``force`` never lowers one
+COUNTS = ('num_train', 'num_val', 'num_images')
+
+
+def written_with(root):
+    """The arguments recorded in ``root``'s :data:`MARKER` (``None`` when
+    ``root`` holds no mini dataset)."""
+    try:
+        with open(osp.join(root, MARKER)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def plan_target(root, wanted, force):
+    """``True`` when ``root`` must be (re)written for the arguments
+    ``wanted`` (a dict of marker entries), ``False`` when the dataset there
+    was written with exactly these arguments (a re-run is a no-op).
+
+    Raises ``FileExistsError`` when ``root`` holds other data and ``force``
+    is not given, and, even with ``force``, when replacing it would lower an
+    image count (another page or study may rely on those images; remove the
+    folder yourself to shrink it)."""
+    written = written_with(root)
+    if written is not None:
+        changed = {k: (written.get(k), v) for k, v in wanted.items()
+                   if written.get(k) != v}
+        if not changed:
+            return False
+        what = ', '.join(f'{k} {old} -> {new}'
+                         for k, (old, new) in sorted(changed.items()))
+        if not force:
+            raise FileExistsError(
+                f'{root} holds a mini dataset written with other arguments '
+                f'({what}); pass --force to rewrite it, or choose another '
+                'directory')
+        fewer = sorted(k for k, (old, new) in changed.items()
+                       if k in COUNTS and old is not None and new < old)
+        if fewer:
+            raise FileExistsError(
+                f'--force would shrink {root} ({what}): the larger set may '
+                'be what another guide or study reads; remove the folder '
+                'yourself to shrink it, or choose another directory')
+    _check_target(root, force)
+    return True
+
+
 def _mkdtemp(parent, name, suffix):
     """Hidden temporary directory in ``parent`` with umask permissions."""
     path = tempfile.mkdtemp(prefix=f'.{name}.', suffix=suffix, dir=parent)

@@ -168,6 +168,35 @@ def test_checkpoint_of_another_model_is_refused(tmp_path):
         model.backbone.init_weights()
 
 
+@pytest.mark.parametrize('layout', ['timm', 'timm-same-width', 'timm-mixed',
+                                    'authors', 'dinov3', 'dinov3-wrapped'])
+def test_checkpoint_of_another_project_names_its_converter(tmp_path, layout):
+    """An unconverted checkpoint (timm's own model as the peer; the authors'
+    and DINOv3's layouts by their distinguishing keys) is refused with the
+    converter that reads it, not with the keys that happen to clash."""
+    import timm
+    name = 'vit_small_patch16_rope_mixed_224' if layout == 'timm-mixed' \
+        else 'vit_small_patch16_224'
+    # another width: cls_token clashes; the same width: it alone would load
+    width = ARCH['embed_dims'] if layout == 'timm-same-width' else 48
+    state = timm.create_model(name, pretrained=False, depth=1,
+                              embed_dim=width, num_heads=2).state_dict()
+    tool = 'timm2mmpos.py'
+    if layout == 'authors':
+        state['freqs'] = torch.zeros(2, 1, 24)
+        tool = 'rope_vit_official2mmpos.py'
+    elif layout.startswith('dinov3'):
+        state['rope_embed.periods'] = torch.ones(6)
+        tool = 'dinov3_official2mmpos.py'
+        if layout == 'dinov3-wrapped':
+            state = {'model.' + k: v for k, v in state.items()}
+    path = tmp_path / f'{layout}.pth'
+    torch.save(state, path)
+    model = build(SEG, 'mmseg', str(path))
+    with pytest.raises(ValueError, match=f'tools/model_converters/{tool}'):
+        model.backbone.init_weights()
+
+
 def test_checkpoint_of_another_width_names_key_and_shapes(tmp_path):
     wider = RoPEVisionTransformer(arch=dict(ARCH, embed_dims=48))
     path = save_pretraining_checkpoint(tmp_path / 'w.pth', wider)

@@ -11,7 +11,6 @@ import pytest
 from conftest import REPO
 from mmpos.guardrails.launch import work_dir_lock
 from mmpos_harness.comparison import runs, seeds
-from mmpos_harness.mini_data import MARKER
 
 
 def load_demo():
@@ -117,24 +116,23 @@ def test_run_counts_cpu_and_logs(tmp_path):
                  log=str(log))
 
 
-def test_stale_data_rewritten(tmp_path, monkeypatch, capsys):
-    """Mini data the generator wrote with other sizes is rewritten (with
-    --force, which replaces only the generator's own directories); data
-    with the demo's sizes, or not written by the generator, is reused."""
+def test_data_commands_parse_and_force(monkeypatch):
+    """The demo asks the generator for its sizes with ``--force`` (kept when
+    written with them, rewritten otherwise, never shrunk): every command
+    parses with the tool's own parser."""
     commands = []
     monkeypatch.setattr(runs, 'run', lambda cmd: commands.append(cmd))
-    for name, params in (
-            ('objects', dict(num_train=32, num_val=32, img_size=64)),
-            ('stuff', dict(num_train=runs.DATA['num_train'],
-                           num_val=runs.DATA['num_val'],
-                           img_size=runs.DATA['img_size'])),
-            ('unlabeled', None), ('cls', None)):
-        (tmp_path / name).mkdir()
-        if params:
-            (tmp_path / name / MARKER).write_text(json.dumps(params))
-    runs.ensure_data(str(tmp_path))
-    (cmd, ) = commands
-    assert cmd[cmd.index('--which') + 1:cmd.index('--num-train')] == [
-        'objects']
-    assert '--force' in cmd
-    assert "written with {'num_train': 32}" in capsys.readouterr().out
+    runs.ensure_data('data/mini')
+    runs.ensure_probe_data('data/mini', ['depth', 'knn'], seed=3)
+    spec = importlib.util.spec_from_file_location(
+        'make_mini_data', REPO / 'tools/misc/make_mini_data.py')
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    parsed = [tool.parse_args(cmd[2:])[1] for cmd in commands]
+    assert all(args.force for args in parsed)
+    unlabeled = next(a for a in parsed if a.which == ['unlabeled'])
+    assert (unlabeled.num_unlabeled, unlabeled.img_size) == (
+        runs.DATA['num_unlabeled'], runs.DATA['img_size'])
+    assert {'objects', 'stuff', 'cls', 'nyu'} <= {
+        name for args in parsed for name in args.which}
+    assert all(args.seed == 3 for args in parsed if 'nyu' in args.which)

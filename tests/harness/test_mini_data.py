@@ -295,6 +295,34 @@ def test_cli_writes_missing_datasets_next_to_existing(tmp_path, capsys):
     assert 'done' in capsys.readouterr().out
 
 
+def test_cli_rerun_is_a_no_op_and_force_never_shrinks(tmp_path, capsys):
+    """The same arguments again keep the data untouched; other arguments
+    are refused without --force; --force grows or changes a set but never
+    lowers an image count (a guide or study may read those images)."""
+    def cli(*args):
+        make_mini_data.main([str(tmp_path), '--which', 'cls', 'unlabeled',
+                             '--img-size', '32', *map(str, args)])
+
+    cli('--num-train', 3, '--num-val', 6, '--num-unlabeled', 4)
+    first = {p: p.stat().st_mtime_ns for p in tmp_path.rglob('*')}
+    capsys.readouterr()
+    cli('--num-train', 3, '--num-val', 6, '--num-unlabeled', 4)
+    assert capsys.readouterr().out.count('same arguments, kept') == 2
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob('*')} == first
+
+    with pytest.raises(SystemExit):
+        cli('--num-train', 3, '--num-val', 9, '--num-unlabeled', 4)
+    err = capsys.readouterr().err
+    assert 'num_val 6 -> 9' in err and '--force' in err
+    cli('--num-train', 3, '--num-val', 9, '--num-unlabeled', 4, '--force')
+    assert len(list((tmp_path / 'cls' / 'val').rglob('*.jpg'))) == 9
+    with pytest.raises(SystemExit):
+        cli('--num-train', 3, '--num-val', 4, '--num-unlabeled', 4,
+            '--force')
+    assert 'would shrink' in capsys.readouterr().err
+    assert len(list((tmp_path / 'cls' / 'val').rglob('*.jpg'))) == 9
+
+
 def test_cli_refuses_non_empty_target(tmp_path):
     (tmp_path / 'coco').mkdir()
     (tmp_path / 'coco' / 'precious.txt').write_text('keep me')

@@ -12,13 +12,13 @@ import pytest
 import yaml
 
 from conftest import REPO
+from mmpos.analysis.logs import training_records
 from mmpos_harness.paper_tables.manifest import (ManifestError,
                                                  effective_epochs,
                                                  load_manifest, parse_views)
 from mmpos_harness.paper_tables.tables import (EFF_EP_LEGEND, build_table,
                                                generate, run_results)
-from mmpos_harness.results import (DONE_MARKER, last_checkpoint, read_run,
-                                   training_records)
+from mmpos_harness.results import DONE_MARKER, last_checkpoint, read_run
 
 TRAIN = {'lr': 1e-3, 'loss': 1.0, 'iter': 10, 'step': 10}
 

@@ -18,12 +18,12 @@ from mmengine.runner import Runner
 from mmpretrain.models.heads import MAEPretrainHead
 from mmpretrain.registry import MODELS
 
-from mmpos.models.heads.droppos_head import (droppos_loss,
-                                             smoothed_position_targets)
-from mmpos.models.heads.qbheat_head import QBHeatHead
 from mmpos.models.layers.attention import RoPEAttention
 from mmpos.models.layers.positions import build_position_scheme, grid_coords
-from mmpos.models.losses.cr2pq_loss import CR2PQLoss
+from mmpos.models.selfsup.cr2pq import CR2PQLoss
+from mmpos.models.selfsup.droppos import (droppos_loss,
+                                          smoothed_position_targets)
+from mmpos.models.selfsup.qbheat import QBHeatHead
 from mmpos.models.losses.dino_losses import (DINOLoss, KoLeoLoss,
                                              iBOTPatchLoss, sinkhorn_knopp)
 

@@ -1,6 +1,7 @@
 """Position scheme x method: DINOv3's positions in DropPos and ICPF, and
 ICPF's and CR2PQ's view-consistent RoPE (views rotated at their crop-box
-source coordinates; CR2PQ's coordinates: tests/models/selfsup/test_cr2pq.py)."""
+source coordinates; CR2PQ's coordinates:
+tests/models/selfsup/cr2pq/test_cr2pq.py)."""
 import math
 
 import pytest

@@ -9,6 +9,7 @@ import torch
 from mmengine.config import Config
 
 from conftest import REPO, data_root_options, run_tool
+from mmpos.guardrails.run import ready_config
 
 SEG_CONFIG = 'configs/demo/upernet_vit-tiny-rope-mixed_mini-ade.py'
 
@@ -29,14 +30,16 @@ def test_tta_wraps_the_model_and_reads_the_tta_pipeline(tmp_path):
                             str(tmp_path / 'run'), '--skip-data-check'])
     cfg = Config.fromfile(REPO / SEG_CONFIG)
     model, tta_pipeline = cfg.model.copy(), cfg.tta_pipeline
-    test.merge_args(cfg, args)
+    cfg = ready_config(SEG_CONFIG, args, 'test')
     assert cfg.model.type == 'SegTTAModel' and cfg.model.module == model
-    assert cfg.test_dataloader.dataset.pipeline == tta_pipeline
-    cfg = Config.fromfile(REPO / SEG_CONFIG)
-    cfg.pop('tta_model')
+    pipeline = cfg.test_dataloader.dataset.pipeline  # images loaded safely
+    assert pipeline[0].type == 'mmpretrain.SafeLoadImageFromFile'
+    assert pipeline[1:] == tta_pipeline[1:]
+    config = tmp_path / 'no_tta.py'
+    config.write_text(f"_base_ = ['{REPO / SEG_CONFIG}']\ntta_model = None\n")
     with pytest.raises(Exception, match='--tta: the config defines no '
                        'tta_model'):
-        test.merge_args(cfg, args)
+        ready_config(str(config), args, 'test')
 
 
 @pytest.mark.slow
@@ -87,7 +90,7 @@ def test_auto_scale_lr_needs_a_base_batch(tmp_path):
     args = train.parse_args([str(config), '--auto-scale-lr', '--work-dir',
                              str(tmp_path / 'run'), '--skip-data-check'])
     with pytest.raises(Exception, match='no auto_scale_lr.base_batch_size'):
-        train.merge_args(train.load_config(args.config), args)
+        ready_config(args.config, args, 'train')
 
 
 def test_manifest_multi_scale_rows_launch_test_py_with_tta(tmp_path):

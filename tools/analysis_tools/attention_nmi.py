@@ -16,7 +16,6 @@ image width/height.
 import argparse
 import os
 import os.path as osp
-import sys
 
 import matplotlib
 
@@ -24,7 +23,6 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 from mmpos.apis.features import IMAGENET_MEAN, IMAGENET_STD  # noqa: E402
 from mmpos.analysis.attention import (attention_backbone, list_images,  # noqa
                                       load_images, record_attention,

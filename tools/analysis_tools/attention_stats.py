@@ -14,7 +14,6 @@ nats) and ``attention_stats.png`` (one line per resolution).
 import argparse
 import os
 import os.path as osp
-import sys
 
 import matplotlib
 
@@ -22,7 +21,6 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 from mmpos.analysis.attention import (attention_backbone, list_images,  # noqa
                                       load_images, record_attention,
                                       resize_for, write_rows)

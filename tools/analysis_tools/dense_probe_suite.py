@@ -35,16 +35,12 @@ import argparse
 import json
 import os
 import os.path as osp
-import sys
 import time
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
-
-from mmpos.checkpoint import write_atomically  # noqa: E402
-from mmpos.evaluation import stats  # noqa: E402
-from mmpos.guardrails.cli import cli_main  # noqa: E402
-from mmpos.errors import BadInputError  # noqa: E402
+from mmpos.checkpoint import write_atomically
+from mmpos.evaluation import stats
+from mmpos.guardrails.cli import cli_main
+from mmpos.errors import BadInputError
 
 DATA_DIRS = dict(depth='nyu', correspondence='spair', retrieval='scenes')
 IMAGE_FREE, RAW_PIXELS = 'image-free', 'raw pixels'  # the baselines' rows

@@ -22,13 +22,9 @@ mmseg's ``IoUMetric``) and ``DIR/result.md``; with ``--pictures N``,
 first N validation images.
 """
 import os.path as osp
-import sys
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
-
-from mmpos.evaluation.dense_suite import probe_parser  # noqa: E402
-from mmpos.guardrails.cli import cli_main  # noqa: E402
+from mmpos.evaluation.dense_suite import probe_parser
+from mmpos.guardrails.cli import cli_main
 
 
 def parse_args(argv=None):

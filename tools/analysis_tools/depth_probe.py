@@ -22,13 +22,9 @@ the first N validation images, the image, the true and the predicted depth
 (one colour scale per row: the true depth's range).
 """
 import os.path as osp
-import sys
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
-
-from mmpos.evaluation.dense_suite import probe_parser  # noqa: E402
-from mmpos.guardrails.cli import cli_main  # noqa: E402
+from mmpos.evaluation.dense_suite import probe_parser
+from mmpos.guardrails.cli import cli_main
 
 
 def parse_args(argv=None):

@@ -14,14 +14,9 @@ grey dots: patches that kept their position). The title line of the output
 gives the accuracy on the dropped positions.
 """
 import argparse
-import os.path as osp
-import sys
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
-
-from mmpos.guardrails.cli import cli_main  # noqa: E402
-from mmpos.errors import UnsupportedModelError  # noqa: E402
+from mmpos.guardrails.cli import cli_main
+from mmpos.errors import UnsupportedModelError
 
 
 def parse_args(argv=None):

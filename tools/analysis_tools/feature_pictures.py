@@ -18,14 +18,10 @@ Each tile is ``--tile`` pixels square with a caption strip above its row
 """
 import os
 import os.path as osp
-import sys
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
-
-from mmpos.apis.cli import backbone_parser  # noqa: E402
-from mmpos.guardrails.cli import cli_main, distinct_stems  # noqa: E402
-from mmpos.errors import BadInputError  # noqa: E402
+from mmpos.apis.cli import backbone_parser
+from mmpos.guardrails.cli import cli_main, distinct_stems
+from mmpos.errors import BadInputError
 
 
 def parse_args(argv=None):

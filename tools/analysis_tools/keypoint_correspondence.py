@@ -20,13 +20,9 @@ percent over all keypoints) and ``DIR/result.md``; with ``--pictures N``,
 line per keypoint to its match (green: within 0.1 of the threshold).
 """
 import os.path as osp
-import sys
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
-
-from mmpos.evaluation.dense_suite import probe_parser  # noqa: E402
-from mmpos.guardrails.cli import cli_main  # noqa: E402
+from mmpos.evaluation.dense_suite import probe_parser
+from mmpos.guardrails.cli import cli_main
 
 
 def parse_args(argv=None):

@@ -19,15 +19,11 @@ Writes ``DIR/metrics.json`` (``knn/<feature>_top1``, ``_top5``; read by
 ``tools/paper_tables/gen_tables.py``) and ``DIR/result.md``.
 """
 import os.path as osp
-import sys
 import time
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
-
-from mmpos.apis.cli import backbone_parser  # noqa: E402
-from mmpos.guardrails.cli import cli_main  # noqa: E402
-from mmpos.errors import BadInputError  # noqa: E402
+from mmpos.apis.cli import backbone_parser
+from mmpos.guardrails.cli import cli_main
+from mmpos.errors import BadInputError
 
 
 def parse_args(argv=None):

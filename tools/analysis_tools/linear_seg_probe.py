@@ -18,10 +18,9 @@ import statistics
 import subprocess
 import sys
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-sys.path.insert(0, ROOT)
+from mmpos.guardrails.cli import cli_main
 
-from mmpos.guardrails.cli import cli_main  # noqa: E402
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 
 def parse_args(argv=None):
@@ -44,7 +43,7 @@ def main(argv=None):
     args = parse_args(argv)
     from mmengine.config import Config, DictAction
 
-    from mmpos_harness.results import training_records
+    from mmpos.analysis.logs import training_records
     from mmpos.evaluation.frozen import write_markdown
     if not osp.isfile(args.backbone):
         raise FileNotFoundError(f'backbone checkpoint not found: '

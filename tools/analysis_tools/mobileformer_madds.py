@@ -19,19 +19,15 @@ Usage::
         [--arch 285m 1.0g 3.7g]
 """
 import argparse
-import sys
 from math import prod
-from pathlib import Path
 from typing import Any, Dict, List
 
 import torch
 import torch.nn as nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from mmpos.models.backbones.mobile_former import (  # noqa: E402
+from mmpos.models.backbones.mobile_former import (
     Former, FormerToMobile, MobileFormer, MobileToFormer)
-from mmpos.guardrails.cli import cli_main  # noqa: E402
+from mmpos.guardrails.cli import cli_main
 
 ARCHS = ('285m', '1.0g', '3.7g')
 

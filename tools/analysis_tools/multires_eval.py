@@ -26,14 +26,11 @@ import json
 import math
 import os
 import os.path as osp
-import sys
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-sys.path.insert(0, ROOT)
-from mmpos.analysis.pictures import save_figure  # noqa: E402
-from mmpos.checkpoint import write_atomically  # noqa: E402
-from mmpos.guardrails.cli import cli_main  # noqa: E402
-from mmpos.errors import BadInputError  # noqa: E402
+from mmpos.analysis.pictures import save_figure
+from mmpos.checkpoint import write_atomically
+from mmpos.guardrails.cli import cli_main
+from mmpos.errors import BadInputError
 
 PAPER_RESOLUTIONS = (96, 128, 160, 192, 224, 288, 384, 448, 512)
 RESIZES = ('ResizeEdge', 'Resize')

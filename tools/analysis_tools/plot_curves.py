@@ -20,8 +20,7 @@ import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
-from mmpos_harness.results import load_scalars, scalar_files  # noqa: E402
+from mmpos.analysis.logs import load_scalars, scalar_files  # noqa: E402
 from mmpos.analysis.pictures import save_figure  # noqa: E402
 from mmpos.checkpoint import write_atomically  # noqa: E402
 from mmpos.guardrails.cli import cli_main  # noqa: E402

@@ -16,7 +16,6 @@ used bins).
 import argparse
 import json
 import os.path as osp
-import sys
 
 import matplotlib
 
@@ -25,7 +24,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 from mmpos.analysis.pictures import save_figure  # noqa: E402
 from mmpos.checkpoint import write_atomically  # noqa: E402
 from mmpos.analysis.fourier import (frequency_mask, point_target,  # noqa

@@ -2,7 +2,8 @@
 
     python tools/deployment/rope_vit2onnx.py CHECKPOINT OUT.onnx --size H W
         [--config CONFIG] [--out-type raw|featmap|cls_token|avg_featmap]
-        [--batch-size B] [--opset N] [--check] [--force]
+        [--batch-size B] [--opset N] [--fp16] [--dynamic] [--check]
+        [--force]
 
 CHECKPOINT holds the backbone (``backbone.*`` keys as written by the
 converters in ``tools/model_converters/``, or bare keys), read with
@@ -23,23 +24,23 @@ elementwise ops, slices and concatenations (the RoPE pair swap uses
 strided slices, not ``flip``), plus, for window attention, the padding to a
 multiple of the window and static reshapes / transposes (window blocks
 hold one image's per-window tables). The file therefore serves exactly
-one input size; export once per size. ``--check`` runs the file with onnxruntime on a
-random input and prints the largest difference to torch. An existing OUT is
-kept unless ``--force``. Errors exit with status 1 and one line.
+one input size; export once per size, or, for a linear-angle RoPE
+without APE or windows, pass ``--dynamic`` (one file for every size: the
+tables are computed in the graph from the input's grid, without control
+flow; :func:`check_dynamic`). ``--fp16`` writes fp16 weights, input and
+output with fp32 position tables and rotation. ``--check`` runs the file
+with onnxruntime on a random input and prints the largest difference to
+torch. An existing OUT is kept unless ``--force``. Errors exit with status 1 and one line.
 """
 import argparse
 import os.path as osp
-import sys
 
 import torch
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
-
-from mmpos.checkpoint import (atomic_path, load_state,  # noqa: E402
-                              read_checkpoint, state_dict_of, strip_prefix)
-from mmpos.errors import BadInputError, ConversionError  # noqa: E402
-from mmpos.guardrails.cli import cli_main  # noqa: E402
+from mmpos.checkpoint import (atomic_path, load_state, read_checkpoint,
+                              state_dict_of, strip_prefix)
+from mmpos.errors import BadInputError, ConversionError
+from mmpos.guardrails.cli import cli_main
 
 
 def freeze_positions(backbone, size):
@@ -104,18 +105,59 @@ def load_backbone(checkpoint, config=None, out_type=None):
     return backbone.eval()
 
 
-def export(backbone, size, out, batch_size=1, opset=18):
-    """Freeze positions for ``size`` and write ``out`` (atomic rename).
-    Input ``images`` ``(B, C, H, W)``; outputs ``out0..`` (one per
-    ``out_indices``). Returns the example input."""
-    freeze_positions(backbone, size)
+def check_dynamic(backbone):
+    """Raise unless ``backbone`` exports with a free input size: a
+    linear-angle RoPE (axial, mixed, DINOv3, spiral) whose tables are
+    computed in the graph from the input's grid, without frequency
+    scaling (its factor depends on the grid), APE (resized per size) or
+    window attention (padding per size)."""
+    from mmpos.models.layers.positions.linear import (LinearAngleRoPE,
+                                                      STRINGRoPE)
+    rope = backbone.rope
+    reason = (
+        'it has no RoPE' if rope is None else
+        f'{type(rope).__name__} is not a linear-angle RoPE (axial, mixed, '
+        'DINOv3, spiral)' if not isinstance(rope, LinearAngleRoPE)
+        or isinstance(rope, STRINGRoPE) else
+        'freq_scaling depends on the grid' if rope.freq_scaling else
+        'use_ape=True (the APE table is resized per size)'
+        if backbone.pos_embed is not None else
+        'window_size > 0 (the grid is padded per size)'
+        if backbone.window_size else None)
+    if reason:
+        raise BadInputError(f'--dynamic: {reason}; export it for one size '
+                            'instead (without --dynamic)')
+
+
+def export(backbone, size, out, batch_size=1, opset=18, fp16=False,
+           dynamic=False):
+    """Write ``out`` (atomic rename) for ``size = (H, W)`` inputs: positions
+    frozen for that size (:func:`freeze_positions`), or, with ``dynamic``,
+    any ``H x W`` multiple of the patch (:func:`check_dynamic`: every
+    table computed in the graph from the input's grid: ``Range``, ``Mul``,
+    ``Sin`` / ``Cos``; no control flow). ``fp16``: fp16 weights, input and
+    output; the position tables and the rotation stay fp32 (``Cast``
+    around them, as under autocast). Input ``images`` ``(B, C, H, W)``;
+    outputs ``out0..`` (one per ``out_indices``). Returns the example
+    input."""
+    if dynamic:
+        check_dynamic(backbone.eval())
+        ph, pw = backbone.patch_size
+        shapes = {'x': {2: torch.export.Dim('rows', min=1, max=1024) * ph,
+                        3: torch.export.Dim('cols', min=1, max=1024) * pw}}
+    else:
+        freeze_positions(backbone, size)
+        shapes = None
+    if fp16:
+        backbone.half()
     img = torch.randn(batch_size, backbone.patch_embed.projection.in_channels,
-                      *size)
+                      *size, dtype=torch.float16 if fp16 else torch.float32)
     names = [f'out{i}' for i in range(len(backbone.out_indices))]
     with atomic_path(out) as tmp:  # the user's umask, never a partial file
         torch.onnx.export(backbone, (img, ), tmp, input_names=['images'],
                           output_names=names, opset_version=opset,
-                          dynamo=True, external_data=False)
+                          dynamo=True, external_data=False,
+                          dynamic_shapes=shapes)
     return img
 
 
@@ -145,6 +187,12 @@ def main(argv=None):
                         help='override the backbone out_type')
     parser.add_argument('--batch-size', type=int, default=1)
     parser.add_argument('--opset', type=int, default=18)
+    parser.add_argument('--fp16', action='store_true',
+                        help='fp16 weights, input and output (positions '
+                        'in fp32)')
+    parser.add_argument('--dynamic', action='store_true',
+                        help='any input size (multiples of the patch; '
+                        'linear-angle RoPE without APE or windows)')
     parser.add_argument('--check', action='store_true',
                         help='compare onnxruntime with torch')
     parser.add_argument('--force', action='store_true',
@@ -155,8 +203,10 @@ def main(argv=None):
                               'overwrite it')
     backbone = load_backbone(args.checkpoint, args.config, args.out_type)
     img = export(backbone, tuple(args.size), args.out, args.batch_size,
-                 args.opset)
-    print(f'wrote {args.out} for {args.size[0]}x{args.size[1]} inputs')
+                 args.opset, args.fp16, args.dynamic)
+    sizes = ('any multiple of the patch' if args.dynamic else
+             f'{args.size[0]}x{args.size[1]}')
+    print(f'wrote {args.out} for {sizes} inputs')
     if args.check:
         err = onnx_max_error(backbone, args.out, img)
         print(f'onnxruntime vs torch: max abs difference {err:.3g}')

@@ -37,9 +37,9 @@ import sys
 from pathlib import Path
 
 import torch
-from mmengine.config import Config
 from mmengine.registry import init_default_scope
-from mmengine.utils import import_modules_from_strings
+
+from mmpos.apis.features import load_config
 
 REPO = Path(__file__).resolve().parents[2]
 TINY_HEAD_DIM = 16
@@ -162,12 +162,9 @@ def run_neck(neck, embed_dims):
 
 
 def collect(config):
-    cfg = Config.fromfile(osp.join(REPO, config))
-    if cfg.get('custom_imports'):
-        import_modules_from_strings(**cfg.custom_imports)
+    cfg = load_config(osp.join(REPO, config))
     scope = cfg.get('default_scope', 'mmpretrain')
     init_default_scope(scope)
-    import mmpos  # noqa: F401 (registers mmpos' modules)
     model_cfg = cfg.get('model')
     backbone_cfg = model_cfg.get('backbone') if model_cfg else None
     if backbone_cfg is None:
@@ -245,7 +242,6 @@ def extra_cases():
 
 def collect_extra(backbone_cfg):
     init_default_scope('mmpretrain')
-    import mmpos  # noqa: F401
     torch.manual_seed(0)
     backbone = registry('mmpretrain').build(copy.deepcopy(backbone_cfg))
     state = backbone.state_dict()

@@ -10,15 +10,10 @@ dataset directory is an error unless ``--force``, which replaces it only if
 an earlier run of this tool wrote it.
 """
 import argparse
-import os.path as osp
-import sys
 import time
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-sys.path.insert(0, ROOT)
-
-from mmpos_harness.mini_data import make_all  # noqa: E402
-from mmpos.guardrails.cli import cli_main  # noqa: E402
+from mmpos_harness.mini_data import make_all
+from mmpos.guardrails.cli import cli_main
 
 DATASETS = ('coco', 'ade', 'unlabeled')
 CHOICES = DATASETS + ('cls', 'objects', 'stuff', 'nyu', 'spair', 'scenes')

@@ -5,24 +5,21 @@
 
 COCO-style json (mmdet ``CocoDataset`` and subclasses) and semantic
 segmentation label maps (mmseg datasets) are checked as in
-:mod:`mmpos.guardrails.data_check`; ``tools/train.py`` runs the same checks and
-stops at the first problem. Exit status 0: no problem; 1: problems (or an
-unreadable config).
+:mod:`mmpos.guardrails.data_check`, every entry; ``tools/train.py`` and
+``tools/test.py`` run the same checks on the annotation files and a fixed
+sample of 32 label maps per dataset, and stop at the first problem. Exit
+status 0: no problem; 1: problems (or an unreadable config).
 """
 import argparse
-import os.path as osp
 import sys
 from itertools import islice
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
+from mmengine.config import DictAction
 
-from mmengine.config import DictAction  # noqa: E402
-
-import mmpos  # noqa: F401,E402  (registers mmpos modules)
-from mmpos.guardrails.data_check import config_problems  # noqa: E402
-from mmpos.guardrails.launch import load_config  # noqa: E402
-from mmpos.guardrails.cli import cli_main  # noqa: E402
+import mmpos  # noqa: F401  (registers mmpos modules)
+from mmpos.guardrails.cli import cli_main
+from mmpos.guardrails.data_check import config_problems
+from mmpos.guardrails.launch import load_config
 
 
 def parse_args(argv=None):

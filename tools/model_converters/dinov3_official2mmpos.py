@@ -17,16 +17,9 @@ dropped. Only the MLP-FFN, tied-norm models (ViT-S/S+/B/L) map onto
 are refused unless ``--drop-unexpected``. Heads default to
 ``embed_dims // 64``. An existing DST is kept unless ``--force``.
 """
-import os.path as osp
-import sys
-
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
-
-from mmpos.converters import (  # noqa: E402
-    convert_dinov3_official, infer_vit_config)
-from mmpos.converters.command import vit_converter_main  # noqa
-from mmpos.guardrails.cli import cli_main  # noqa: E402
+from mmpos.converters import convert_dinov3_official, infer_vit_config
+from mmpos.converters.command import vit_converter_main
+from mmpos.guardrails.cli import cli_main
 
 
 def convert(source, args):

@@ -35,27 +35,20 @@ but what mmengine writes. An existing DST is kept unless ``--force``.
 import argparse
 import math
 import os.path as osp
-import sys
 from collections import OrderedDict
 from typing import Optional
 
 import torch.nn as nn
+from mmengine.config import Config
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
-
-from mmengine.config import Config  # noqa: E402
-
-from mmpos.apis import build_backbone  # noqa: E402
-from mmpos.apis.features import backbone_config  # noqa: E402
-from mmpos.checkpoint import (read_checkpoint, save_state_dict,  # noqa: E402
-                              state_dict_of)
-from mmpos.errors import ConversionError  # noqa: E402
-from mmpos.converters import (  # noqa: E402
+from mmpos.apis import build_backbone
+from mmpos.apis.features import backbone_config
+from mmpos.checkpoint import read_checkpoint, save_state_dict, state_dict_of
+from mmpos.errors import ConversionError
+from mmpos.converters import (
     extract_backbone, find_positional_field, positional_field_to_ape)
-from mmpos.converters.command import (  # noqa: E402
-    USER_ERRORS, check_and_save)
-from mmpos.guardrails.cli import cli_main  # noqa: E402
+from mmpos.converters.command import USER_ERRORS, check_and_save
+from mmpos.guardrails.cli import cli_main
 
 
 def parse_args(argv=None):

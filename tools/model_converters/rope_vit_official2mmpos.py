@@ -19,17 +19,11 @@ RoPE-Axial checkpoint stores no RoPE key, so it has the keys of a plain
 DeiT-III (APE) checkpoint; say ``--rope-type axial`` or ``none``. An existing
 DST is kept unless ``--force``.
 """
-import os.path as osp
-import sys
-
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
-
-from mmpos.converters import (  # noqa: E402
+from mmpos.converters import (
     convert_official_rope_vit, infer_vit_config, require_vit,
     resolve_rope_type)
-from mmpos.converters.command import vit_converter_main  # noqa
-from mmpos.guardrails.cli import cli_main  # noqa: E402
+from mmpos.converters.command import vit_converter_main
+from mmpos.guardrails.cli import cli_main
 
 
 def convert(source, args):

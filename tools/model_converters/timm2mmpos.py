@@ -30,16 +30,10 @@ frequencies are then reported missing and initialised by the model). Keys
 with no place in the model (q/k norms, ...) are refused unless
 ``--drop-unexpected``. An existing DST is kept unless ``--force``.
 """
-import os.path as osp
-import sys
-
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
-
-from mmpos.converters import (  # noqa: E402
+from mmpos.converters import (
     convert_timm_vit, infer_vit_config, require_vit, resolve_rope_type)
-from mmpos.converters.command import vit_converter_main  # noqa
-from mmpos.guardrails.cli import cli_main  # noqa: E402
+from mmpos.converters.command import vit_converter_main
+from mmpos.guardrails.cli import cli_main
 
 
 def convert(source, args):

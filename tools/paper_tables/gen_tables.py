@@ -29,13 +29,10 @@ import os
 import os.path as osp
 import sys
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
-
-from mmpos.guardrails.cli import cli_main  # noqa: E402
-from mmpos_harness.comparison import seeds  # noqa: E402
-from mmpos_harness.paper_tables.manifest import (  # noqa: E402
-    ManifestError, load_manifest)
-from mmpos_harness.paper_tables.tables import generate  # noqa: E402
+from mmpos.guardrails.cli import cli_main
+from mmpos_harness.comparison import seeds
+from mmpos_harness.paper_tables.manifest import ManifestError, load_manifest
+from mmpos_harness.paper_tables.tables import generate
 
 
 def parse_args(argv=None):

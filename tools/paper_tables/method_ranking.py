@@ -8,13 +8,8 @@ The stages, options, budget, seeds and resumption are described in
 :mod:`mmpos_harness.method_ranking`.
 """
 import os
-import os.path as osp
-import sys
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
-
-from mmpos_harness.method_ranking import main  # noqa: E402
+from mmpos_harness.method_ranking import main
 
 if __name__ == '__main__':
     os.environ.setdefault('OMP_NUM_THREADS', str(os.cpu_count() or 1))

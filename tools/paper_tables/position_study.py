@@ -6,13 +6,7 @@
 
 The study and its options are described in :mod:`mmpos_harness.position_study`.
 """
-import os.path as osp
-import sys
-
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(
-    __file__)))))
-
-from mmpos_harness.position_study import main  # noqa: E402
+from mmpos_harness.position_study import main
 
 if __name__ == '__main__':
     main()

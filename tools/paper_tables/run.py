@@ -20,14 +20,11 @@ import os.path as osp
 import subprocess
 import sys
 
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-sys.path.insert(0, ROOT)
+from mmpos.guardrails.cli import cli_main
+from mmpos_harness.paper_tables.commands import plan, shell_line
+from mmpos_harness.paper_tables.manifest import ManifestError, load_manifest
 
-from mmpos.guardrails.cli import cli_main  # noqa: E402
-from mmpos_harness.paper_tables.commands import (  # noqa: E402
-    plan, shell_line)
-from mmpos_harness.paper_tables.manifest import (  # noqa: E402
-    ManifestError, load_manifest)
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 
 def parse_args(argv=None):

@@ -1,10 +1,7 @@
 # ADE20K at 512x512 as in every paper's protocol: mmseg's pipeline (random
 # rescale of 2048x512 by 0.5-2.0, 512 crop, flip, photometric distortion),
-# batch 4 per GPU. `ade20k_512_model` is what the model needs for it: pad
-# the batch to 512 and evaluate with 512 sliding windows (stride 341).
+# batch 4 per GPU. Models pad the batch to 512 and evaluate with 512 sliding
+# windows (stride 341).
 _base_ = ['mmseg::_base_/datasets/ade20k.py']
 
 crop_size = (512, 512)
-ade20k_512_model = dict(
-    data_preprocessor=dict(size=crop_size),
-    test_cfg=dict(mode='slide', crop_size=crop_size, stride=(341, 341)))

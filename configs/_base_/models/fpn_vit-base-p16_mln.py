@@ -1,6 +1,5 @@
 # Semantic FPN with a plain ViT-B/16 (CR2PQ Table 2 protocol): blocks
 # 4/6/8/12 -> DeconvMultiLevelNeck (strides 4..32) -> FPN -> mmseg's FPNHead.
-# ViT-S/16 leaves merge `vit_s16` into `model`.
 _base_ = ['mmseg::_base_/models/fpn_r50.py', './rope-vit-base-p16_dense.py']
 
 model = dict(
@@ -11,9 +10,3 @@ model = dict(
         dict(type='FPN', in_channels=[768] * 4, out_channels=256, num_outs=4)
     ],
     decode_head=dict(num_classes=150))
-vit_s16 = dict(
-    backbone=dict(arch='small'),
-    neck=[
-        dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=384),
-        dict(type='FPN', in_channels=[384] * 4, out_channels=256, num_outs=4)
-    ])

@@ -2,12 +2,8 @@
 # (every block, the patch embedding and the final norm frozen, eval mode) ->
 # normalised last-block patch tokens -> BatchNorm + 1x1 conv to the classes
 # (BNLinearHead) -> bilinear upsampling to the labels. Only the head trains.
-# ViT-S/16 leaves merge `vit_s16` into `model`.
 _base_ = ['mmseg::_base_/models/fpn_r50.py', './rope-vit-base-p16_dense.py']
 
-custom_imports = dict(
-    imports=['mmpos', 'mmpos.evaluation.seg_probe'],
-    allow_failed_imports=False)
 model = dict(
     pretrained=None,  # the backbone loads through its init_cfg
     backbone=dict(
@@ -26,6 +22,3 @@ model = dict(
         loss_decode=dict(
             type='mmseg.CrossEntropyLoss', use_sigmoid=False,
             loss_weight=1.0)))
-vit_s16 = dict(
-    backbone=dict(arch='small'),
-    decode_head=dict(in_channels=384, channels=384))

@@ -1,9 +1,8 @@
 # ViTDet's Mask R-CNN (Li et al. 2022; ICPF B.2): the last block of a plain
 # ViT-B/16 -> SimpleFeaturePyramid (strides 4..64, LayerNorm) -> RPN with 2
-# convs, RoI heads with channel LayerNorm: 4 convs + 1 fc box head, 4-conv
-# mask head. Global attention in every block (ICPF B.2); the windowed ViTDet
-# configs merge `vitdet_window` (./rope-vit-base-p16_dense.py) into the backbone.
-# ViT-S/16 leaves merge `vit_s16`.
+# convs, RoI heads with channel LayerNorm: 4 convs + 1 fc box head, 4-conv mask
+# head. Global attention in every block (ICPF B.2); the windowed ViTDet configs
+# merge `vitdet_window` (./rope-vit-base-p16_dense.py) into the backbone.
 _base_ = ['mmdet::_base_/models/mask-rcnn_r50_fpn.py', './rope-vit-base-p16_dense.py']
 
 head_norm_cfg = dict(type='mmpretrain.LN2d', eps=1e-6, requires_grad=True)
@@ -24,4 +23,3 @@ model = dict(
             conv_out_channels=256,
             norm_cfg=head_norm_cfg),
         mask_head=dict(norm_cfg=head_norm_cfg)))
-vit_s16 = dict(backbone=dict(arch='small'), neck=dict(in_channels=384))

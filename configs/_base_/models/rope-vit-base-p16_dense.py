@@ -1,6 +1,7 @@
 # The ViT-B/16 that every dense-prediction config starts from: RoPE-Mixed, no
-# APE. Model files splice it in with `dict(_delete_=True, **_base_.vit_backbone)`;
-# leaf configs switch to APE with `rope=None, use_ape=True`.
+# APE. Model files splice it in with `dict(_delete_=True,
+# **_base_.vit_backbone)`; leaf configs switch to APE with `rope=None,
+# use_ape=True`.
 #
 # The pretrained checkpoint of every transfer config is this init_cfg's
 # `checkpoint`: `--cfg-options model.backbone.init_cfg.checkpoint=PATH` (a
@@ -18,18 +19,12 @@ vit_backbone = dict(
     init_cfg=dict(type='Pretrained', checkpoint=None, prefix='backbone.'))
 # Blocks 4/6/8/12, not normalised, for the multi-level necks (BEiT/MAE).
 mln_backbone = dict(**vit_backbone, out_indices=(3, 5, 7, 11), final_norm=False)
-# DeconvMultiLevelNeck (strides 4..32) + FPN, shared by the two R-CNN detectors.
+# DeconvMultiLevelNeck (strides 4..32) + FPN, shared by the two R-CNN
+# detectors.
 mln_fpn_neck = [
     dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=768),
     dict(type='FPN', in_channels=[768] * 4, out_channels=256, num_outs=5)
 ]
-# What a ViT-S/16 (384 wide) changes in those detectors.
-mln_fpn_vit_s16 = dict(
-    backbone=dict(arch='small'),
-    neck=[
-        dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=384),
-        dict(type='FPN', in_channels=[384] * 4, out_channels=256, num_outs=5)
-    ])
 # ViTDet window attention (Li et al. 2022): 14x14 windows in every block but
 # the 4 global ones closing each third of the 12 blocks, no class token (an
 # APE table with a class slot still loads) and ViTDet's decomposed relative

@@ -1,7 +1,6 @@
 # Segmenter's linear decoder on a plain ViT-B/16 (ICPF B.3, after LOCA): the
 # normalised last-block patch tokens -> one 1x1 conv to the classes (mmseg's
-# FCNHead with num_convs=0), upsampled to the image. ViT-S/16 leaves merge
-# `vit_s16` into `model`.
+# FCNHead with num_convs=0), upsampled to the image.
 _base_ = ['mmseg::_base_/models/fpn_r50.py', './rope-vit-base-p16_dense.py']
 
 model = dict(
@@ -22,6 +21,3 @@ model = dict(
         align_corners=False,
         loss_decode=dict(
             type='CrossEntropyLoss', use_sigmoid=False, loss_weight=1.0)))
-vit_s16 = dict(
-    backbone=dict(arch='small'),
-    decode_head=dict(in_channels=384, channels=384))

@@ -1,6 +1,6 @@
 # UperNet with a plain ViT-B/16 (CR2PQ Table 2, RoPE-ViT Table 3, DropPos
 # A.3 protocol): blocks 4/6/8/12 -> DeconvMultiLevelNeck -> UPerHead + FCN
-# auxiliary head. ViT-S/16 leaves merge `vit_s16` into `model`.
+# auxiliary head.
 _base_ = ['mmseg::_base_/models/upernet_mae.py', './rope-vit-base-p16_dense.py']
 
 model = dict(
@@ -12,8 +12,3 @@ model = dict(
         norm_cfg=dict(type='SyncBN', requires_grad=True)),
     decode_head=dict(in_channels=[768] * 4, channels=512, num_classes=150),
     auxiliary_head=dict(in_channels=768, num_classes=150))
-vit_s16 = dict(
-    backbone=dict(arch='small'),
-    neck=dict(in_channels=384),
-    decode_head=dict(in_channels=[384] * 4),
-    auxiliary_head=dict(in_channels=384))

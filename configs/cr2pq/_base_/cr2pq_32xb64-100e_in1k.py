@@ -2,10 +2,12 @@
 # at 300).
 _base_ = ['./cr2pq_32xb64-300e_in1k.py']
 
-max_epochs = 100
+max_epochs, warmup_epochs = 100, 40
 param_scheduler = [
-    _base_.param_scheduler[0],
-    dict(_base_.param_scheduler[1], T_max=max_epochs - _base_.warmup_epochs,
-         end=max_epochs),
+    dict(type='LinearLR', start_factor=1e-4, by_epoch=True, begin=0,
+         end=warmup_epochs, convert_to_iter_based=True),
+    dict(type='CosineAnnealingLR', T_max=max_epochs - warmup_epochs,
+         eta_min=1e-6, by_epoch=True, begin=warmup_epochs, end=max_epochs,
+         convert_to_iter_based=True),
 ]
 train_cfg = dict(max_epochs=max_epochs)

@@ -2,13 +2,7 @@
 # teacher on view B, position-aware cross-attention (Eq. 8) with a 2-layer
 # transformer local projector and a 2-layer MLP global projector (Table 5),
 # L_patch + 0.5 L_global (Eq. 9-10, p = 2).
-custom_imports = dict(
-    imports=[
-        'mmpos', 'mmpos.datasets.transforms.crop_boxes',
-        'mmpos.models.selfsup.cr2pq', 'mmpos.models.necks.cr2pq_neck',
-        'mmpos.models.losses.cr2pq_loss'
-    ],
-    allow_failed_imports=False)
+custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
 
 embed_dims, num_heads = 768, 12
 model = dict(

@@ -1,7 +1,9 @@
 # The demo UperNet with the backbone of the CR2PQ mini run
-# (see ../_base_/mini_transfer.py).
-_base_ = [
-    '../../demo/upernet_vit-tiny-rope-mixed_mini-ade.py',
-    '../_base_/mini_transfer.py',
-]
-model = dict(backbone=_base_.cr2pq_student_rope)
+# (../cr2pq_vit-tiny_mini.py): the same 4-block ViT with 8 px
+# patches, with the student's RoPE-Axial of base 100 (Eq. 5) instead of
+# RoPE-Mixed. Checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
+# (a pretraining checkpoint or the output of
+# tools/model_converters/mmpos2backbone.py).
+_base_ = ['../../demo/upernet_vit-tiny-rope-mixed_mini-ade.py']
+
+model = dict(backbone=dict(rope=dict(type='axial', theta=100.)))

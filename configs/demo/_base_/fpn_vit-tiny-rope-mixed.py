@@ -5,9 +5,8 @@
 _base_ = [
     'mmseg::_base_/models/fpn_r50.py',
     '../../_base_/models/rope-vit-base-p16_dense.py',
-    '../../_base_/models/rope-vit_mini-arch.py',
 ]
-embed_dims = _base_.mini_vit_arch['embed_dims']
+embed_dims = 96
 width = 64
 norm_cfg = dict(type='BN', requires_grad=True)
 model = dict(
@@ -15,13 +14,15 @@ model = dict(
     backbone=dict(
         _base_.mln_backbone,
         _delete_=True,
-        arch=_base_.mini_vit_arch,
+        arch=dict(
+            embed_dims=96, num_layers=4, num_heads=3,
+            feedforward_channels=384),
         patch_size=8,
         drop_path_rate=0.,
         out_indices=(0, 1, 2, 3)),
     neck=[
         dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=embed_dims,
-             scale_factors=_base_.mini_mln_scales, norm_cfg=norm_cfg),
+             scale_factors=(2.0, 1.0, 0.5, 0.25), norm_cfg=norm_cfg),
         dict(type='FPN', in_channels=[embed_dims] * 4, out_channels=width,
              num_outs=4)
     ],

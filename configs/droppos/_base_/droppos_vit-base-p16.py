@@ -5,13 +5,7 @@
 # gamma = gamma_pos = 0.75, sigma 1 -> 0 (DropPosSigmaHook), tau = 0.1,
 # position smoothing exp(-(dx^2 + dy^2) / sigma^2) as in the authors'
 # engine_pretrain.py (distance='euclidean' is Eq. 5 as printed).
-custom_imports = dict(
-    imports=[
-        'mmpos', 'mmpos.models.selfsup.droppos',
-        'mmpos.models.heads.droppos_head',
-        'mmpos.engine.hooks.droppos_sigma_hook'
-    ],
-    allow_failed_imports=False)
+custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
 
 model = dict(
     type='DropPos',

@@ -6,13 +6,7 @@
 # half/half in every batch (Tab. 2a); MAE-style decoder of 6 transformer
 # blocks, width 512, reconstructing 16x16 pixel patches of the masked
 # quarters.
-custom_imports = dict(
-    imports=[
-        'mmpos', 'mmpos.models.backbones.mobile_former',
-        'mmpos.models.necks.qbheat_predictor',
-        'mmpos.models.heads.qbheat_head', 'mmpos.models.selfsup.qbheat'
-    ],
-    allow_failed_imports=False)
+custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
 
 model = dict(
     type='QBHeat',

@@ -6,7 +6,7 @@ _base_ = ['./mobileformer-285m_tran1-ft_8xb64-coslr-200e_in1k.py']
 
 model = dict(
     backbone=dict(arch='1.0g'),
-    head=dict(in_channels=_base_.mf_channels['1.0g'][-1], embed_dims=384),
+    head=dict(in_channels=1440, embed_dims=384),
     train_cfg=dict(augments=[
         dict(type='Mixup', alpha=0.2),
         dict(type='CutMix', alpha=0.25)

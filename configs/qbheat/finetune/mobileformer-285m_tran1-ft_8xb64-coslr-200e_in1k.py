@@ -18,7 +18,7 @@
 _base_ = ['../probing/mobileformer-285m_tran1-probe_8xb512-coslr-200e_in1k.py']
 
 model = dict(
-    backbone=_base_.unfrozen_mobileformer,
+    backbone=dict(frozen_stages=-1, norm_eval=False, init_cfg=None),
     head=dict(dropout=0.2))
 load_from = ('work_dirs/mobileformer-285m_tran1-probe_8xb512-coslr-200e_'
              'in1k/epoch_200.pth')

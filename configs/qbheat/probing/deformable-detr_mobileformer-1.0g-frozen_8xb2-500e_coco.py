@@ -4,5 +4,9 @@
 _base_ = ['./deformable-detr_mobileformer-285m-frozen_8xb2-500e_coco.py']
 
 model = dict(
-    backbone=dict(arch='1.0g', init_cfg=_base_.mf_pretrained['1.0g']),
-    neck=dict(in_channels=_base_.mf_channels['1.0g']))
+    backbone=dict(
+        arch='1.0g',
+        init_cfg=dict(checkpoint=(
+            'work_dirs/qbheat_mobileformer-1.0g_8xb128-coslr-800e_in1k/'
+            'epoch_800.pth'))),
+    neck=dict(in_channels=[96, 1440]))

@@ -9,11 +9,17 @@
 # Probe checkpoint:  --cfg-options load_from=PATH
 _base_ = ['./deformable-detr_mobileformer-285m-frozen_8xb2-500e_coco.py']
 
-model = dict(backbone=_base_.unfrozen_mobileformer)
+model = dict(
+    backbone=dict(frozen_stages=-1, norm_eval=False, init_cfg=None))
 load_from = ('work_dirs/deformable-detr_mobileformer-285m-frozen_8xb2-500e_'
              'coco/epoch_500.pth')
 sync_bn = 'torch'
-max_epochs, drop_epoch = _base_.finetune_epochs
-optim_wrapper = _base_.finetune_optim_wrapper
-param_scheduler = _base_.finetune_param_scheduler
+max_epochs, drop_epoch = 200, 150
+optim_wrapper = dict(
+    optimizer=dict(lr=1e-5),
+    paramwise_cfg=dict(custom_keys=dict(backbone=dict(lr_mult=1.0))))
+param_scheduler = [
+    dict(type='MultiStepLR', begin=0, end=max_epochs, by_epoch=True,
+         milestones=[drop_epoch], gamma=0.1)
+]
 train_cfg = dict(max_epochs=max_epochs)

@@ -26,7 +26,7 @@ model = dict(
     num_queries=100,
     num_feature_levels=num_levels,
     backbone=dict(_delete_=True, **_base_.frozen_mobileformer),
-    neck=dict(in_channels=_base_.frozen_mobileformer_channels,
+    neck=dict(in_channels=[48, 720],
               num_outs=num_levels),
     encoder=dict(layer_cfg=dict(self_attn_cfg=dict(num_levels=num_levels))),
     decoder=dict(layer_cfg=dict(cross_attn_cfg=dict(num_levels=num_levels))))
@@ -41,16 +41,3 @@ train_cfg = dict(max_epochs=max_epochs, val_interval=10)
 default_hooks = dict(
     checkpoint=dict(type='mmpretrain.IntactCheckpointHook', interval=10, max_keep_ckpts=3))
 auto_scale_lr = dict(base_batch_size=16)
-# The fine-tuning stage that continues from this probe
-# (deformable-detr_mobileformer-*-finetune_8xb2-200e_coco.py; QB-Heat App.
-# B.2, Tab. 16): 200 more epochs of the whole model, encoder and decoder at
-# lr 1e-5 and the backbone at the full lr (mmdet's Deformable DETR uses
-# 0.1x), x0.1 after 150 epochs.
-finetune_epochs = (200, 150)  # max_epochs, drop_epoch
-finetune_optim_wrapper = dict(
-    optimizer=dict(lr=1e-5),
-    paramwise_cfg=dict(custom_keys=dict(backbone=dict(lr_mult=1.0))))
-finetune_param_scheduler = [
-    dict(param_scheduler[0], end=finetune_epochs[0],
-         milestones=[finetune_epochs[1]])
-]

@@ -1,10 +1,10 @@
-# Frozen-backbone Deformable DETR probing on the mini COCO (CPU, about a
-# minute): the COCO probing model (frozen Mobile-Former-285M, three levels,
-# 100 queries) with a 64-d transformer of 1 encoder + 2 decoder layers,
-# 128^2 images, 3 epochs, scored by the real CocoMetric (bbox). DETR heads
-# keep the top-scoring (query, class) pairs with no score threshold, so even
-# an almost untrained decoder hands CocoMetric boxes and it always reports
-# an AP (low, but measured). Checkpoint:
+# Frozen-backbone Deformable DETR probing on the mini COCO (CPU): the COCO
+# probing model (frozen Mobile-Former-285M, three levels, 100 queries) with a
+# 64-d transformer of 1 encoder + 2 decoder layers, 128^2 images, 3 epochs,
+# scored by the real CocoMetric (bbox). DETR heads keep the top-scoring (query,
+# class) pairs with no score threshold, so even an almost untrained decoder
+# hands CocoMetric boxes and it always reports an AP (low, but measured).
+# Checkpoint:
 #   --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = ['./deformable-detr_mobileformer-285m-frozen_8xb2-500e_coco.py']
 

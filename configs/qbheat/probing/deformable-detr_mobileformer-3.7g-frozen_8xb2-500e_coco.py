@@ -4,5 +4,9 @@
 _base_ = ['./deformable-detr_mobileformer-285m-frozen_8xb2-500e_coco.py']
 
 model = dict(
-    backbone=dict(arch='3.7g', init_cfg=_base_.mf_pretrained['3.7g']),
-    neck=dict(in_channels=_base_.mf_channels['3.7g']))
+    backbone=dict(
+        arch='3.7g',
+        init_cfg=dict(checkpoint=(
+            'work_dirs/qbheat_mobileformer-3.7g_8xb128-coslr-800e_in1k/'
+            'epoch_800.pth'))),
+    neck=dict(in_channels=[192, 2880]))

@@ -1,8 +1,8 @@
 # Linear decoder probing (BN without affine + linear classifier) of a frozen
-# QB-Heat Mobile-Former-285M on the mini classification data (CPU, well
-# under a minute): the ImageNet linear-probing config with 3 classes, 64^2
-# images (a 4x4 final map), batch 16, 10 epochs of SGD with cosine decay,
-# scored by mmpretrain's Accuracy (top-1). Checkpoint:
+# QB-Heat Mobile-Former-285M on the mini classification data (CPU): the
+# ImageNet linear-probing config with 3 classes, 64^2 images (a 4x4 final map),
+# batch 16, 10 epochs of SGD with cosine decay, scored by mmpretrain's Accuracy
+# (top-1). Checkpoint:
 #   --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = [
     './mobileformer-285m_linear-probe_8xb512-coslr-90e_in1k.py',
@@ -11,12 +11,8 @@ _base_ = [
 
 model = dict(head=dict(num_classes=3))
 data_preprocessor = dict(num_classes=3)
-train_dataloader = dict(
-    **_base_.mini_cls_loader,
-    dataset=dict(_delete_=True, **_base_.mini_cls_train))
-val_dataloader = dict(
-    **_base_.mini_cls_loader,
-    dataset=dict(_delete_=True, **_base_.mini_cls_val))
+train_dataloader = _base_.mini_cls_train_dataloader
+val_dataloader = _base_.mini_cls_val_dataloader
 test_dataloader = val_dataloader
 val_evaluator = dict(topk=(1, ))
 test_evaluator = val_evaluator

@@ -9,12 +9,17 @@
 _base_ = [
     'mmpretrain::_base_/datasets/imagenet_bs64_swin_224.py',
     'mmpretrain::_base_/default_runtime.py',
-    './_base_/mobileformer-archs.py',
     './_base_/mobileformer-285m-frozen_cls.py',
 ]
 
 model = dict(
-    backbone=dict(init_cfg=_base_.mf_pretrained['285m']),
+    backbone=dict(
+        init_cfg=dict(
+            type='Pretrained',
+            checkpoint=(
+                'work_dirs/qbheat_mobileformer-285m_8xb128-coslr-800e_in1k/'
+                'epoch_800.pth'),
+            prefix='backbone.')),
     head=dict(
         type='TransformerClsHead',
         num_classes=1000,

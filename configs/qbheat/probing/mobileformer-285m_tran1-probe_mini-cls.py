@@ -1,6 +1,6 @@
 # tran-1 decoder probing (one transformer block of width 192 + linear
 # classifier) of a frozen QB-Heat Mobile-Former-285M on the mini
-# classification data (CPU, well under a minute): the ImageNet tran-1
+# classification data (CPU): the ImageNet tran-1
 # config with 3 classes, 64^2 images (16 tokens), batch 16, 10 epochs of
 # AdamW with cosine decay and no RandAugment/erasing, scored by
 # mmpretrain's Accuracy (top-1). Checkpoint:
@@ -12,12 +12,8 @@ _base_ = [
 
 model = dict(head=dict(num_classes=3))
 data_preprocessor = dict(num_classes=3)
-train_dataloader = dict(
-    **_base_.mini_cls_loader,
-    dataset=dict(_delete_=True, **_base_.mini_cls_train))
-val_dataloader = dict(
-    **_base_.mini_cls_loader,
-    dataset=dict(_delete_=True, **_base_.mini_cls_val))
+train_dataloader = _base_.mini_cls_train_dataloader
+val_dataloader = _base_.mini_cls_val_dataloader
 test_dataloader = val_dataloader
 val_evaluator = dict(topk=(1, ))
 test_evaluator = val_evaluator

@@ -7,7 +7,8 @@
 # Probe checkpoint:  --cfg-options load_from=PATH
 _base_ = ['./retinanet_mobileformer-285m-frozen_fpn_8xb2-1x_coco.py']
 
-model = dict(backbone=_base_.unfrozen_mobileformer)
+model = dict(
+    backbone=dict(frozen_stages=-1, norm_eval=False, init_cfg=None))
 load_from = ('work_dirs/retinanet_mobileformer-285m-frozen_fpn_8xb2-1x_coco/'
              'epoch_12.pth')
 sync_bn = 'torch'

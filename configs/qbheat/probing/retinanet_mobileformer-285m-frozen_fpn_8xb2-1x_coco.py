@@ -19,8 +19,7 @@ optim_wrapper = dict(
 # convs, matching RetinaNet's anchors.
 model = dict(
     backbone=dict(_delete_=True, **_base_.frozen_mobileformer),
-    neck=dict(in_channels=_base_.frozen_mobileformer_channels, start_level=0,
+    neck=dict(in_channels=[48, 720], start_level=0,
               num_outs=5))
-# mmpos' IntactCheckpointHook: deletes outdated checkpoints only after the
-# new one is complete and named by last_checkpoint (same retention).
+# mmpos' hook: deletes old checkpoints only after the new one is complete
 default_hooks = dict(checkpoint=dict(type='mmpretrain.IntactCheckpointHook'))

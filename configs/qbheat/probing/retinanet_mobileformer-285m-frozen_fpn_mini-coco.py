@@ -1,4 +1,4 @@
-# Frozen-backbone RetinaNet probing on the mini COCO (CPU, ~1-2 minutes):
+# Frozen-backbone RetinaNet probing on the mini COCO (CPU):
 # the COCO probing model (frozen Mobile-Former-285M + FPN + RetinaNet head)
 # with a narrower FPN/head, 128^2 images, 2 epochs, scored by the real
 # CocoMetric (bbox). Checkpoint:
@@ -17,7 +17,7 @@ _base_ = [
 # mini run always produce an AP (low, but measured).
 model = dict(
     backbone=dict(_delete_=True, **_base_.frozen_mobileformer),
-    neck=dict(in_channels=_base_.frozen_mobileformer_channels, start_level=0,
+    neck=dict(in_channels=[48, 720], start_level=0,
               num_outs=5, out_channels=64),
     bbox_head=dict(num_classes=3, in_channels=64, feat_channels=64,
                    stacked_convs=2),

@@ -8,6 +8,5 @@ _base_ = [
     '../../_base_/schedules/mmdet_adamw-layer-decay_1x.py',
     'mmdet::_base_/default_runtime.py'
 ]
-# mmpos' IntactCheckpointHook: deletes outdated checkpoints only after the
-# new one is complete and named by last_checkpoint (same retention).
+# mmpos' hook: deletes old checkpoints only after the new one is complete
 default_hooks = dict(checkpoint=dict(type='mmpretrain.IntactCheckpointHook'))

@@ -4,5 +4,8 @@
 _base_ = './cascade-mask-rcnn_vit-base-p16-rope-mixed_mln-fpn_8xb2-1x_coco.py'
 
 model = dict(
-    _base_.mln_fpn_vit_s16,
-    backbone=dict(arch='small', rope=None, use_ape=True))
+    backbone=dict(arch='small', rope=None, use_ape=True),
+    neck=[
+        dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=384),
+        dict(type='FPN', in_channels=[384] * 4, out_channels=256, num_outs=5)
+    ])

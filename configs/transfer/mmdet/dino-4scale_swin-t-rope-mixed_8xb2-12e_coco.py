@@ -16,6 +16,5 @@ model = dict(
     backbone=dict(_base_.rope_swin_t, out_indices=(1, 2, 3),
                   drop_path_rate=0.2),
     neck=dict(in_channels=[192, 384, 768]))
-# mmpos' IntactCheckpointHook: deletes outdated checkpoints only after the
-# new one is complete and named by last_checkpoint (same retention).
+# mmpos' hook: deletes old checkpoints only after the new one is complete
 default_hooks = dict(checkpoint=dict(type='mmpretrain.IntactCheckpointHook'))

@@ -62,6 +62,5 @@ optim_wrapper = dict(
     paramwise_cfg=dict(
         _delete_=True, **_base_.vit_paramwise_cfg, layer_decay_rate=0.7))
 auto_scale_lr = dict(base_batch_size=16)
-# mmpos' IntactCheckpointHook: deletes outdated checkpoints only after the
-# new one is complete and named by last_checkpoint (same retention).
+# mmpos' hook: deletes old checkpoints only after the new one is complete
 default_hooks = dict(checkpoint=dict(type='mmpretrain.IntactCheckpointHook'))

@@ -11,12 +11,10 @@ _base_ = [
     'mmdet::_base_/default_runtime.py'
 ]
 
-# ViTDet's backbone and input (ICPF B.2 departs from ViTDet only in global
-# attention and no relative position bias): no class token in the blocks (an
-# APE table's class slot is dropped on loading), no LayerNorm after the last
-# block (the simple pyramid reads the raw block output), images padded to
-# 1024x1024 after normalisation with 0, i.e. the mean colour (detectron2's
-# square_pad; the LSJ pipeline has no Pad step).
+# ViTDet's backbone and input (ICPF B.2 departs from it only in global
+# attention and no relative position bias): no class token, no LayerNorm
+# after the last block, images padded to 1024x1024 after normalisation with
+# 0 (detectron2's square_pad; the LSJ pipeline has no Pad step).
 model = dict(
     data_preprocessor=dict(pad_size_divisor=1024),
     backbone=dict(
@@ -29,9 +27,7 @@ default_hooks = dict(
     checkpoint=dict(type='mmpretrain.IntactCheckpointHook', by_epoch=False,
                     interval=2000, max_keep_ckpts=2))
 log_processor = dict(by_epoch=False)
-# ViTDet-style 12-epoch schedule (ICPF B.2; DropPos A.2 at batch 16 is the
-# same 1x): total batch 64, 22,128 iterations, AdamW lr 3e-4 for ViT-B/16
-# (1e-4 for ViT-S/16), weight decay 0.1, layer decay 0.7 (ViTDet), 250
+# ViTDet's 12-epoch schedule (ICPF B.2): 22,128 iterations at batch 64, 250
 # warm-up iterations, lr x0.1 at iterations 19,667 and 21,306.
 max_iters = 22128
 train_cfg = dict(
@@ -40,15 +36,11 @@ train_cfg = dict(
     max_iters=max_iters,
     val_interval=max_iters)
 # Weight decay as ViTDet's optimizer (detectron2's get_default_optimizer_params
-# with weight_decay_norm=0 and a pos_embed override): the backbone's
-# LayerNorms and the APE are not decayed; biases, the relative position
-# tables and the LayerNorms of the pyramid and RoI heads are (detectron2's
-# own channel LayerNorm is not an nn.LayerNorm, so weight_decay_norm does not
-# reach it). RoPE-Mixed's frequencies are not decayed (no ViTDet
-# counterpart; as every RoPE schedule here).
-# ViTDet trains with AMP: tools/train.py --amp (mmdet's switch; not in the
-# config, whose optimizer wrapper must also build on CPU, where mmengine's
-# AmpOptimWrapper refuses to).
+# with weight_decay_norm=0 and a pos_embed override): none on the backbone's
+# LayerNorms and the APE; biases, relative position tables and the
+# pyramid / RoI-head LayerNorms (detectron2's channel LayerNorm is not an
+# nn.LayerNorm) are decayed. No decay on RoPE-Mixed's frequencies.
+# ViTDet trains with AMP: tools/train.py --amp.
 optim_wrapper = dict(
     optimizer=dict(lr=3e-4, weight_decay=0.1),
     paramwise_cfg=dict(

@@ -5,6 +5,6 @@
 _base_ = './mask-rcnn_vit-base-p16-rope-mixed_simple-fpn_lsj-1024_8xb8-12e_coco.py'
 
 model = dict(
-    _base_.vit_s16,
-    backbone=dict(arch='small', rope=None, use_ape=True))
+    backbone=dict(arch='small', rope=None, use_ape=True),
+    neck=dict(in_channels=384))
 optim_wrapper = dict(optimizer=dict(lr=1e-4))  # ICPF B.2 for ViT-S

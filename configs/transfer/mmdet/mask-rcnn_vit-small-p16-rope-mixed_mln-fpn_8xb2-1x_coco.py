@@ -3,4 +3,9 @@
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = './mask-rcnn_vit-base-p16-rope-mixed_mln-fpn_8xb2-1x_coco.py'
 
-model = _base_.mln_fpn_vit_s16
+model = dict(
+    backbone=dict(arch='small'),
+    neck=[
+        dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=384),
+        dict(type='FPN', in_channels=[384] * 4, out_channels=256, num_outs=5)
+    ])

@@ -3,5 +3,7 @@
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = './mask-rcnn_vit-base-p16-rope-mixed_simple-fpn_lsj-1024_8xb8-12e_coco.py'
 
-model = _base_.vit_s16
+model = dict(
+    backbone=dict(arch='small'),
+    neck=dict(in_channels=384))
 optim_wrapper = dict(optimizer=dict(lr=1e-4))  # ICPF B.2 for ViT-S

@@ -20,7 +20,5 @@ model = dict(
 # RoPE-Mixed frequencies get no weight decay, like the position embedding.
 optim_wrapper = dict(
     paramwise_cfg=dict(custom_keys={'.freqs': dict(decay_mult=0.)}))
-vit_s16 = dict(backbone=dict(arch='small'), head=dict(in_channels=384))
-# mmpos' IntactCheckpointHook: deletes outdated checkpoints only after the
-# new one is complete and named by last_checkpoint (same retention).
+# mmpos' hook: deletes old checkpoints only after the new one is complete
 default_hooks = dict(checkpoint=dict(type='mmpretrain.IntactCheckpointHook'))

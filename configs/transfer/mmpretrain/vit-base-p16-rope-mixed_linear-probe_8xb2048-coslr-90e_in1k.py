@@ -17,12 +17,7 @@ model = dict(
         'out_type': 'cls_token',
         'final_norm': True
     })
-vit_s16 = dict(
-    backbone=dict(arch='small'),
-    neck=dict(input_features=384),
-    head=dict(in_channels=384))
 # LARS lr 6.4 = 0.1 x 16384 / 256 is set for the total batch of 16384.
 auto_scale_lr = dict(base_batch_size=16384)
-# mmpos' IntactCheckpointHook: deletes outdated checkpoints only after the
-# new one is complete and named by last_checkpoint (same retention).
+# mmpos' hook: deletes old checkpoints only after the new one is complete
 default_hooks = dict(checkpoint=dict(type='mmpretrain.IntactCheckpointHook'))

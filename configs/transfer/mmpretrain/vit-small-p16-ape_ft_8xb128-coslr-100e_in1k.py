@@ -4,5 +4,5 @@
 _base_ = './vit-base-p16-rope-mixed_ft_8xb128-coslr-100e_in1k.py'
 
 model = dict(
-    _base_.vit_s16,
-    backbone=dict(arch='small', rope=None, use_ape=True))
+    backbone=dict(arch='small', rope=None, use_ape=True),
+    head=dict(in_channels=384))

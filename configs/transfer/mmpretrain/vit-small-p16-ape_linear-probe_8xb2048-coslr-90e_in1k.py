@@ -4,5 +4,6 @@
 _base_ = './vit-base-p16-rope-mixed_linear-probe_8xb2048-coslr-90e_in1k.py'
 
 model = dict(
-    _base_.vit_s16,
-    backbone=dict(arch='small', rope=None, use_ape=True))
+    backbone=dict(arch='small', rope=None, use_ape=True),
+    neck=dict(input_features=384),
+    head=dict(in_channels=384))

@@ -3,4 +3,6 @@
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = './vit-base-p16-rope-mixed_ft_8xb128-coslr-100e_in1k.py'
 
-model = _base_.vit_s16
+model = dict(
+    backbone=dict(arch='small'),
+    head=dict(in_channels=384))

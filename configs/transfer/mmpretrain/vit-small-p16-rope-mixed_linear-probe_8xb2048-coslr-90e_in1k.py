@@ -3,4 +3,7 @@
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = './vit-base-p16-rope-mixed_linear-probe_8xb2048-coslr-90e_in1k.py'
 
-model = _base_.vit_s16
+model = dict(
+    backbone=dict(arch='small'),
+    neck=dict(input_features=384),
+    head=dict(in_channels=384))

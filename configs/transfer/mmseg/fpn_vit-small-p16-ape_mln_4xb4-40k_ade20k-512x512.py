@@ -4,5 +4,8 @@
 _base_ = './fpn_vit-base-p16-rope-mixed_mln_4xb4-40k_ade20k-512x512.py'
 
 model = dict(
-    _base_.vit_s16,
-    backbone=dict(arch='small', rope=None, use_ape=True))
+    backbone=dict(arch='small', rope=None, use_ape=True),
+    neck=[
+        dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=384),
+        dict(type='FPN', in_channels=[384] * 4, out_channels=256, num_outs=4)
+    ])

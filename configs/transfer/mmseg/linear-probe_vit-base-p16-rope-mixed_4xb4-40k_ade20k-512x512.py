@@ -10,7 +10,10 @@ _base_ = [
     'mmseg::_base_/default_runtime.py'
 ]
 
-model = _base_.ade20k_512_model
+# padded to 512, evaluated with 512 sliding windows (stride 341)
+model = dict(
+    data_preprocessor=dict(size=(512, 512)),
+    test_cfg=dict(mode='slide', crop_size=(512, 512), stride=(341, 341)))
 # Linear probe schedule: 40k iterations (DINOv2 §7.3), AdamW lr 1e-3, wd
 # 1e-4, 1.5k linear warm-up then poly to 0, no layer-wise decay (only the
 # head has gradients). The lr / wd are our choice (not checked against the
@@ -20,7 +23,8 @@ optim_wrapper = dict(
     optimizer=dict(lr=1e-3, weight_decay=1e-4),
     paramwise_cfg=dict(layer_decay_rate=1.0))
 param_scheduler = [
-    _base_.seg_warmup,
+    dict(type='LinearLR', start_factor=1e-6, by_epoch=False, begin=0,
+         end=1500),
     dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=1500,
          end=max_iters)
 ]

@@ -4,5 +4,5 @@
 _base_ = './linear-probe_vit-base-p16-rope-mixed_4xb4-40k_ade20k-512x512.py'
 
 model = dict(
-    _base_.vit_s16,
-    backbone=dict(arch='small', rope=None, use_ape=True))
+    backbone=dict(arch='small', rope=None, use_ape=True),
+    decode_head=dict(in_channels=384, channels=384))

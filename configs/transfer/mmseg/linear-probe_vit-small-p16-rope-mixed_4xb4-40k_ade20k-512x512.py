@@ -2,4 +2,6 @@
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = './linear-probe_vit-base-p16-rope-mixed_4xb4-40k_ade20k-512x512.py'
 
-model = _base_.vit_s16
+model = dict(
+    backbone=dict(arch='small'),
+    decode_head=dict(in_channels=384, channels=384))

@@ -13,6 +13,5 @@ custom_imports = dict(
     imports=['mmdet.models', 'mmpos'], allow_failed_imports=False)
 model = dict(backbone=_base_.rope_swin_t)
 auto_scale_lr = dict(enable=False, base_batch_size=16)
-# mmpos' IntactCheckpointHook: deletes outdated checkpoints only after the
-# new one is complete and named by last_checkpoint (same retention).
+# mmpos' hook: deletes old checkpoints only after the new one is complete
 default_hooks = dict(checkpoint=dict(type='mmpretrain.IntactCheckpointHook'))

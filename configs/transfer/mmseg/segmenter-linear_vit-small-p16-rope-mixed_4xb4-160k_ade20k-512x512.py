@@ -3,4 +3,6 @@
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = './segmenter-linear_vit-base-p16-rope-mixed_4xb4-160k_ade20k-512x512.py'
 
-model = _base_.vit_s16
+model = dict(
+    backbone=dict(arch='small'),
+    decode_head=dict(in_channels=384, channels=384))

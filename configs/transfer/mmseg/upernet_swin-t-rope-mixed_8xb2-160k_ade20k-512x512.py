@@ -12,6 +12,5 @@ checkpoint_file = None  # the base's download; ours is init_cfg.checkpoint
 custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
 model = dict(backbone=_base_.rope_swin_t)
 auto_scale_lr = dict(enable=False, base_batch_size=16)
-# mmpos' IntactCheckpointHook: deletes outdated checkpoints only after the
-# new one is complete and named by last_checkpoint (same retention).
+# mmpos' hook: deletes old checkpoints only after the new one is complete
 default_hooks = dict(checkpoint=dict(type='mmpretrain.IntactCheckpointHook'))

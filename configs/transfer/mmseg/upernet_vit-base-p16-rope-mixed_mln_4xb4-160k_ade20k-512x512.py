@@ -9,4 +9,7 @@ _base_ = [
     'mmseg::_base_/default_runtime.py'
 ]
 
-model = _base_.ade20k_512_model
+# padded to 512, evaluated with 512 sliding windows (stride 341)
+model = dict(
+    data_preprocessor=dict(size=(512, 512)),
+    test_cfg=dict(mode='slide', crop_size=(512, 512), stride=(341, 341)))

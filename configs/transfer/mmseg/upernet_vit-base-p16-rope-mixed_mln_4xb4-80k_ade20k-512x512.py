@@ -9,13 +9,17 @@ _base_ = [
     'mmseg::_base_/default_runtime.py'
 ]
 
-model = _base_.ade20k_512_model
+# padded to 512, evaluated with 512 sliding windows (stride 341)
+model = dict(
+    data_preprocessor=dict(size=(512, 512)),
+    test_cfg=dict(mode='slide', crop_size=(512, 512), stride=(341, 341)))
 # The 160k recipe shortened to 80k iterations (DropPos A.3: UperNet 80k,
 # ViT-B lr 1e-4 for MAE-like encoders, searched up to 7e-4).
 train_cfg = dict(max_iters=80000, val_interval=8000)
 default_hooks = dict(checkpoint=dict(interval=8000))
 param_scheduler = [
-    _base_.seg_warmup,
+    dict(type='LinearLR', start_factor=1e-6, by_epoch=False, begin=0,
+         end=1500),
     dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=1500,
          end=80000)
 ]

@@ -4,5 +4,7 @@
 _base_ = './upernet_vit-base-p16-rope-mixed_mln_4xb4-80k_ade20k-512x512.py'
 
 model = dict(
-    _base_.vit_s16,
-    backbone=dict(arch='small', rope=None, use_ape=True))
+    backbone=dict(arch='small', rope=None, use_ape=True),
+    neck=dict(in_channels=384),
+    decode_head=dict(in_channels=[384] * 4),
+    auxiliary_head=dict(in_channels=384))

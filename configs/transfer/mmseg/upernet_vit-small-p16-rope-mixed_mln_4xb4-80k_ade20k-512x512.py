@@ -3,4 +3,8 @@
 # Pretrained checkpoint: --cfg-options model.backbone.init_cfg.checkpoint=PATH
 _base_ = './upernet_vit-base-p16-rope-mixed_mln_4xb4-80k_ade20k-512x512.py'
 
-model = _base_.vit_s16
+model = dict(
+    backbone=dict(arch='small'),
+    neck=dict(in_channels=384),
+    decode_head=dict(in_channels=[384] * 4),
+    auxiliary_head=dict(in_channels=384))

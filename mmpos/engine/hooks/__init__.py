@@ -2,7 +2,6 @@ from .checkpoint_fit import CheckpointFitHook
 from .dense_probes import OnlineDepthProbeHook, OnlineRetrievalProbeHook
 from .dino_schedules_hook import TeacherTempHook
 from .encoder_tokens import EncoderTokensHook
-from .droppos_sigma_hook import DropPosSigmaHook
 from .ema_teacher import EMATeacherHook
 from .health_monitor import HealthMonitorHook
 from .intact_checkpoint import IntactCheckpointHook
@@ -12,7 +11,7 @@ from .preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionHook
 from .rng_state import RNGStateHook
 
 __all__ = [
-    'CheckpointFitHook', 'DropPosSigmaHook', 'EMATeacherHook',
+    'CheckpointFitHook', 'EMATeacherHook',
     'EncoderTokensHook',
     'HealthMonitorHook', 'IntactCheckpointHook', 'NonFiniteLossError',
     'NonFiniteLossHook', 'OnlineDepthProbeHook', 'OnlineProbeHook',

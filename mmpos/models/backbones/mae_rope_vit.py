@@ -32,13 +32,10 @@ ape_type='sincos'`` it is the APE ViT of MAE and DropPos.
 from typing import Optional, Tuple, Union
 
 import torch
-from torch import Tensor
-
-from torch import nn
+from torch import Tensor, nn
 
 from mmpos.registry import MODELS
 from ..layers.masking import gather_tokens, random_masking
-from ..layers.positions import grid_coords
 from .rope_vit import RoPEVisionTransformer
 
 
@@ -53,8 +50,8 @@ class MAERoPEViT(RoPEVisionTransformer):
             the kept patches); the default here.
         *args, **kwargs: :class:`RoPEVisionTransformer`'s (``init_cfg``
             defaults to MAE's, see the module docstring). The masked path
-            needs the class token, the last block as the only output and
-            global attention (``window_size=0``).
+            (:meth:`~RoPEVisionTransformer.forward_kept`) needs the class
+            token and the last block as the only output.
     """
 
     # MAE's: Xavier-uniform linear layers, unit LayerNorms
@@ -70,14 +67,7 @@ class MAERoPEViT(RoPEVisionTransformer):
         if not 0. <= mask_ratio < 1.:
             raise ValueError(f'MAERoPEViT: mask_ratio must lie in [0, 1), '
                              f'got {mask_ratio}')
-        if out_type != 'raw' or self.out_indices != [self.num_layers - 1]:
-            raise ValueError(f'MAERoPEViT needs out_type="raw" and '
-                             f'out_indices=-1, got out_type={out_type!r}, '
-                             f'out_indices={self.out_indices}')
-        if self.cls_token is None or self.window_size:
-            raise ValueError('MAERoPEViT needs with_cls_token=True and '
-                             'window_size=0 (MAE\'s decoder reads the class '
-                             'token; windows need the whole grid)')
+        self.check_kept_forward('MAERoPEViT')
         self.mask_ratio = mask_ratio
 
     def init_tokens(self):
@@ -101,9 +91,6 @@ class MAERoPEViT(RoPEVisionTransformer):
         batch_size, length, _ = tokens.shape
         masking = random_masking(batch_size, length, self.mask_ratio,
                                  x.device)
-        coords = gather_tokens(grid_coords(*hw, device=x.device)[None],
-                               masking.ids_keep)
-        out = self.forward_tokens(
-            gather_tokens(tokens, masking.ids_keep), coords=coords, hw=hw)[-1]
-        return (self.without_registers(out), masking.mask.to(torch.float32),
-                masking.ids_restore)
+        out = self.forward_kept(gather_tokens(tokens, masking.ids_keep),
+                                masking.ids_keep, hw)
+        return out, masking.mask.to(torch.float32), masking.ids_restore

@@ -32,6 +32,7 @@ from torch import Tensor
 
 from mmpos.registry import MODELS
 from ..layers.attention import RoPEAttention
+from ..layers.masking import gather_tokens
 from ..layers.positions import (PositionTable, build_position_scheme,
                                 grid_coords, sincos_pos_embed_2d)
 from ..layers.window import window_partition, window_unpartition
@@ -581,6 +582,48 @@ class RoPEVisionTransformer(BaseBackbone):
         the patch). Returns a tuple with one output per ``out_indices``."""
         tokens, hw = self.embed(x)
         return self.forward_tokens(tokens, hw=hw)
+
+    def check_kept_forward(self, owner: str) -> None:
+        """Raise unless :meth:`forward_kept` works for ``owner``: it needs
+        the class token, ``out_type='raw'`` and the last block as the only
+        output."""
+        if self.cls_token is None or self.out_type != 'raw' or \
+                self.out_indices != [self.num_layers - 1]:
+            raise ValueError(
+                f'{owner} needs {type(self).__name__}(with_cls_token=True, '
+                f'out_type="raw", out_indices=-1) (it reads the class token '
+                f'and the kept patches of the last block), got '
+                f'with_cls_token={self.with_cls_token}, out_type='
+                f'{self.out_type!r}, out_indices={self.out_indices}')
+
+    def forward_kept(self, x: Tensor, ids_keep: Tensor, hw: Sequence[int],
+                     unplaced: Optional[Tensor] = None) -> Tensor:
+        """The blocks on the kept patches of a masked grid (MAE, DropPos).
+
+        Every kept patch is rotated at its **own grid coordinates**, never at
+        its index in the shortened sequence. Needs the options of
+        :meth:`check_kept_forward`.
+
+        Args:
+            x: ``(B, K, C)`` kept patch tokens, APE (if any) already added,
+                in the order of ``ids_keep``.
+            ids_keep: ``(B, K)`` long, their row-major indices in the ``hw``
+                grid (e.g. ``random_masking(...).ids_keep``).
+            hw: the patch grid ``(h, w)``.
+            unplaced: optional ``(B, K)`` bool, ``True`` for patches with no
+                position (``NaN`` coordinates: no rotation, as the class
+                token).
+
+        Returns:
+            ``(B, 1 + K, C)``: the class token then the kept patches after
+            the last block, register tokens left out.
+        """
+        coords = gather_tokens(grid_coords(*hw, device=x.device)[None],
+                               ids_keep)
+        if unplaced is not None:
+            coords = coords.masked_fill(unplaced[..., None], float('nan'))
+        return self.without_registers(
+            self.forward_tokens(x, coords=coords, hw=hw)[-1])
 
     def without_registers(self, x: Tensor) -> Tensor:
         """``raw`` tokens ``(B, P + R + M, C)`` without the ``R`` register

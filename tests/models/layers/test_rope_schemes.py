@@ -13,6 +13,9 @@ from mmpos.models.layers.positions import (AxialRoPE, ComRoPE, LieRE,
                                            lookhere_bias, rope_angles,
                                            scale_frequencies,
                                            spiral_frequencies)
+from mmpos.models.layers.positions.matrix import (BlockRotationTable,
+                                                  ConjugateRoPETable,
+                                                  block_rotations)
 from mmpos.registry import POSITION_ENCODINGS
 
 D, HEADS, DEPTH = 16, 4, 2
@@ -94,9 +97,8 @@ def test_liere_generators_do_not_commute_so_logits_are_not_relative():
     assert not torch.allclose(logits(a, q, k), logits(b, q, k), atol=1e-3)
 
 
-@pytest.mark.parametrize('name', ['comrope_ld', 'comrope_ap', 'liere'])
-def test_block_rotations_are_special_orthogonal(name):
-    scheme = learnable_schemes()[name]
+def test_liere_block_rotations_are_special_orthogonal():
+    scheme = learnable_schemes()['liere']
     coords = torch.randn(2, 7, 2) * 2
     for table in tables(scheme, coords):
         r = table.rotations.double()
@@ -106,6 +108,50 @@ def test_block_rotations_are_special_orthogonal(name):
                               atol=1e-4)
         assert torch.allclose(torch.linalg.det(r),
                               torch.ones((), dtype=r.dtype), atol=1e-4)
+
+
+@pytest.mark.parametrize('variant', ['ld', 'ap'])
+def test_comrope_eigenbasis_table_is_the_per_token_exponential(variant):
+    """ComRoPE's table, O RoPE(r) O^T from one eigendecomposition per block,
+    equals exp(x A_x + y A_y) per token (prefix and NaN tokens: identity),
+    values and gradients (fp64, random loss), without the exponentials."""
+    torch.manual_seed(0)
+    scheme = ComRoPE(D, HEADS, 1, variant, block_size=4,
+                     position_scale=0.5).double()
+    coords = torch.rand(2, 12, 2, dtype=torch.float64) * 6 - 3
+    coords[1, 4] = math.nan
+    x = torch.randn(2, HEADS, 14, D, dtype=torch.float64)  # 2 prefix tokens
+    weight = torch.randn_like(x)
+    grads = []
+    for table in (scheme.block_table(0, coords),
+                  BlockRotationTable(block_rotations(
+                      coords * 0.5, scheme.generators(0)))):
+        scheme.zero_grad()
+        out = table.rotate(x)
+        (out * weight).square().sum().backward()
+        grads.append([p.grad.clone() for p in scheme.parameters()])
+        if isinstance(table, BlockRotationTable):
+            assert torch.allclose(out, fast, atol=1e-10)
+        else:
+            assert isinstance(table, ConjugateRoPETable)
+            fast = out
+    assert torch.allclose(fast[..., :2, :], x[..., :2, :], atol=1e-12)
+    assert torch.allclose(fast[1, :, 6], x[1, :, 6], atol=1e-12)
+    for ours, ref in zip(*grads):
+        assert torch.allclose(ours, ref, rtol=1e-8, atol=1e-8)
+
+
+def test_comrope_falls_back_to_exponentials_where_rates_meet():
+    """S = 0 (every rate 0): the eigenbasis is undefined, the per-token
+    exponentials (here the identity) take over."""
+    scheme = ComRoPE(D, HEADS, 1, 'ld', block_size=4)
+    with torch.no_grad():
+        base = scheme.base[0]
+        base.copy_(base + base.transpose(-1, -2))  # symmetric: S = 0
+    table = scheme.block_table(0, torch.rand(1, 12, 2))
+    assert isinstance(table, BlockRotationTable)
+    q, _ = qk()
+    assert torch.allclose(table.rotate(q), q, atol=1e-6)
 
 
 def test_string_basis_is_special_orthogonal_and_rotations_keep_norms():
@@ -429,3 +475,35 @@ def test_lookhere_scheme_per_block_slopes_shift_invariance_and_missing():
     # softmax rows stay finite with the mask (the diagonal is visible)
     attn = torch.softmax(torch.randn(1, HEADS, 16, 16) + bias, -1)
     assert torch.isfinite(attn).all()
+
+
+def test_string_folds_into_the_query_key_projections():
+    """fold_: P in the qkv weights, RoPE-Mixed's tables, equal tokens (class
+    token included); the folded state dict is a STRING checkpoint with P = I
+    (equal tokens unfolded) and train() ends the folding."""
+    from mmpos.models.backbones import RoPEVisionTransformer
+    from mmpos.models.layers.positions import RoPETable
+    torch.manual_seed(0)
+    arch = dict(embed_dims=32, num_layers=2, num_heads=2,
+                feedforward_channels=64)
+    model = RoPEVisionTransformer(arch=arch, img_size=32, patch_size=8,
+                                  rope=dict(type='string'),
+                                  out_type='raw').eval()
+    with torch.no_grad():
+        for basis in model.rope.basis:
+            basis.normal_(0, .3)
+    img = torch.randn(2, 3, 32, 48)
+    with torch.no_grad():
+        expected = model(img)[0]
+        model.rope.fold_([layer.attn.qkv for layer in model.layers])
+        assert all(isinstance(t, RoPETable) for t in model.rope(None, (4, 6)))
+        folded = model(img)[0]
+        unfolded = RoPEVisionTransformer(arch=arch, img_size=32, patch_size=8,
+                                         rope=dict(type='string'),
+                                         out_type='raw').eval()
+        unfolded.load_state_dict(model.state_dict())
+        assert torch.allclose(folded, expected, atol=1e-5)
+        assert torch.allclose(unfolded(img)[0], expected, atol=1e-5)
+    assert not model.train().rope.folded
+    with pytest.raises(ValueError, match='qkv projection of each of its 2'):
+        model.rope.fold_([model.layers[0].attn.qkv])

@@ -3,16 +3,10 @@
 # global tokens and the BN statistics are frozen and the head (set by each
 # probe) reads the stride-16 final 720-d map; only the checkpoint's
 # `backbone.` weights load. Validation every 10 epochs; batch 4096 for the
-# lr scaling. No base: the probes list mmpretrain's default_runtime.py and
-# mobileformer-archs.py beside it and set the backbone's `init_cfg` and the
-# checkpoint hook.
+# lr scaling. No base: the probes list mmpretrain's default_runtime.py
+# beside it and set the backbone's `init_cfg` and the checkpoint hook.
 
-custom_imports = dict(
-    imports=[
-        'mmpos', 'mmpos.models.backbones.mobile_former',
-        'mmpos.models.heads.probe_heads'
-    ],
-    allow_failed_imports=False)
+custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
 
 model = dict(
     type='ImageClassifier',

@@ -14,9 +14,20 @@ window padding): every scheme leaves it where it is (angle 0, identity, no
 bias). Before a scheme sees them, :class:`PatchCoords` maps them into its
 frame and, in training, augments them (DINOv3's shift / jitter / rescale).
 
+Precision (:func:`full_precision`, the one place of the policy): tables
+are computed and queries / keys rotated outside autocast, in fp32 at least
+(fp64 for fp64 coordinates); the rotated tokens return in the input dtype.
+Under bf16 / fp16 autocast (CPU or CUDA) only the attention's matmuls run in
+low precision, as torchtitan keeps RoPE in fp32: an angle ``a_t = f_t . r``
+at ``r = 63`` patches rounded to bf16 is off by up to 0.125 rad.
+
+Eval-mode tables of a grid are cached (:meth:`PositionScheme.forward`):
+every scheme gets it from the base class.
+
 Torch only: ``benchmarks/rope_attention_device.py`` loads these files
 without OpenMMLab; the registry binding is the package's ``__init__``.
 """
+import contextlib
 import math
 from typing import List, Optional, Sequence, Union
 
@@ -29,6 +40,17 @@ from ..window import padded_hw, window_partition
 COORD_FRAMES = ('patch', 'separate', 'max', 'min')
 DRAWS = ('per_forward', 'per_block')
 DRAW_PER = ('sample', 'batch')
+
+
+def full_precision(device_type: str):
+    """The positions' precision policy: a context that turns autocast off on
+    ``device_type`` (``'cpu'``, ``'cuda'``) where it is on, so that tables
+    and rotations run in their own dtype (fp32 at least, see
+    :meth:`PositionScheme.forward`); a no-op context otherwise (also in
+    exported graphs: no autocast node)."""
+    if torch.is_autocast_enabled(device_type):
+        return torch.autocast(device_type, enabled=False)
+    return contextlib.nullcontext()
 
 
 def grid_coords(h: int, w: int, device=None,
@@ -72,13 +94,18 @@ def frame_coords(coords: Tensor, hw: Sequence[int], frame: str) -> Tensor:
     'min'``: ``x' = 2 (x + 0.5) / d_x - 1`` with ``(d_x, d_y) = (W, H)``,
     ``max(H, W)`` or ``min(H, W)`` for both (DINOv3's ``normalize_coords``;
     patch centres in ``[-1, 1]``). Affine, so off-grid coordinates keep
-    their meaning."""
+    their meaning. Symbolic sizes stay symbolic (``torch.sym_max``,
+    division by the sizes, no tensor built from them), so a
+    dynamic-resolution export computes the frame from its input's grid."""
     if frame == 'patch':
         return coords
-    h, w = (float(s) for s in hw)
-    denom = {'separate': (w, h), 'max': (max(h, w), ) * 2,
-             'min': (min(h, w), ) * 2}[frame]
-    return (2 * coords + 1) / coords.new_tensor(denom) - 1
+    h, w = hw
+    if frame == 'separate':
+        dx, dy = w, h
+    else:
+        dx = dy = (torch.sym_max if frame == 'max' else torch.sym_min)(h, w)
+    scaled = 2 * coords + 1
+    return torch.stack((scaled[..., 0] / dx, scaled[..., 1] / dy), -1) - 1
 
 
 def box_coords(boxes: Tensor, hw: Sequence[int],
@@ -237,8 +264,16 @@ class PositionTable:
         return x.shape[-2] - self.num_tokens
 
     def rotate(self, x: Tensor) -> Tensor:
+        """``x`` ``(..., n', heads, N, D)`` rotated by :meth:`rotate_tokens`
+        outside autocast (:func:`full_precision`), in the table's dtype,
+        returned in ``x.dtype``."""
+        with full_precision(x.device.type):
+            return self.rotate_tokens(x)
+
+    def rotate_tokens(self, x: Tensor) -> Tensor:
         """``x`` ``(..., n', heads, N, D)``: the last ``M`` tokens by
-        :meth:`rotate_patches`, the prefix tokens unchanged."""
+        :meth:`rotate_patches`, the prefix tokens unchanged. Subclasses
+        override this or :meth:`rotate_patches`, never :meth:`rotate`."""
         if not self.num_prefix(x):
             return self.rotate_patches(x)
         m = self.num_tokens
@@ -271,6 +306,7 @@ class PositionScheme(nn.Module):
         self.head_dim, self.num_heads, self.depth = head_dim, num_heads, depth
         self.coords = PatchCoords(**(coords or {}))
         self.frozen = None  # (hw, tables) while frozen for export
+        self._cache = None  # (key, parameter copies, tables): forward
 
     def block_table(self, index: int, coords: Tensor,
                     hw: Optional[Sequence[int]] = None) -> PositionTable:
@@ -309,7 +345,18 @@ class PositionScheme(nn.Module):
                 the grid in the patch frame, unaugmented, else it has no
                 position (``NaN``).
             device, dtype: of the coordinates and tables (default: those
-                of ``coords``; fp32 for the grid).
+                of ``coords``; fp32 for the grid); fp32 at least, computed
+                outside autocast (:func:`full_precision`).
+
+        In eval mode the tables of the grid (``coords=None``) are cached:
+        the last grid's tables are reused while ``hw``, ``windows``,
+        ``device``, ``dtype`` and the scheme's parameters and buffers
+        (compared with a copy taken with the tables: an optimizer step, an
+        EMA update or a loaded checkpoint recomputes) are the same. Not
+        cached: training mode, given coordinates, tables that need a
+        gradient, and compiled or exported forwards (there the tables are
+        part of the graph). In an exported graph the tables are real
+        (:meth:`PositionTable.export`).
         """
         if self.frozen is not None:
             if coords is not None or tuple(hw) != self.frozen[0]:
@@ -317,13 +364,56 @@ class PositionScheme(nn.Module):
                                  f'grid (export), got hw={hw}, coords given: '
                                  f'{coords is not None}')
             return self.frozen[1]
+        dtype = torch.promote_types(
+            dtype or (torch.float32 if coords is None else coords.dtype),
+            torch.float32)
+        device = torch.device(device if device is not None else
+                              'cpu' if coords is None else coords.device)
+        key = self._cache_key(coords, hw, windows, device, dtype)
+        if key is not None and self._cache is not None and \
+                self._cache[0] == key and self._cache_valid(self._cache[1]):
+            return self._cache[2]
+        with full_precision(device.type):
+            tables = self.compute_tables(coords, hw, batch_size, windows,
+                                         device, dtype)
+        if torch.compiler.is_exporting():
+            return [table.export() for table in tables]
+        if key is not None:
+            self._cache = (key, [t.detach().clone()
+                                 for t in self._cache_state()], tables)
+        return tables
+
+    def _cache_state(self) -> List[Tensor]:
+        return [*self.parameters(), *self.buffers()]
+
+    def _cache_key(self, coords, hw, windows, device,
+                   dtype) -> Optional[tuple]:
+        """The cache key of a forward, ``None`` when it is not cached."""
+        if coords is not None or self.training or \
+                torch.compiler.is_compiling() or (
+                    torch.is_grad_enabled() and
+                    any(p.requires_grad for p in self.parameters())):
+            return None
+        return (tuple(int(s) for s in hw), tuple(windows), device, dtype)
+
+    def _cache_valid(self, copies: List[Tensor]) -> bool:
+        state = self._cache_state()
+        return len(state) == len(copies) and all(
+            t.dtype == c.dtype and t.device == c.device
+            and t.shape == c.shape and torch.equal(t, c)
+            for t, c in zip(state, copies))
+
+    def compute_tables(self, coords: Optional[Tensor],
+                       hw: Optional[Sequence[int]], batch_size: int,
+                       windows: Sequence[int], device: torch.device,
+                       dtype: torch.dtype) -> List[PositionTable]:
+        """:meth:`forward`'s tables, computed (arguments as there)."""
         windows = list(windows) or [0] * self.depth
         if any(windows) and hw is None:
             raise ValueError('window attention needs the patch grid `hw`')
         grid = coords is None
         if grid:
-            coords = grid_coords(*hw, device=device,
-                                 dtype=dtype or torch.float32)
+            coords = grid_coords(*hw, device=device, dtype=dtype)
         coords = coords.to(device, dtype)
         coords = coords if coords.dim() == 3 else coords[None]  # (1|B, M, 2)
         drawn = self.coords(coords, hw, batch_size, self.depth)

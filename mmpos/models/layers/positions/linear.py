@@ -30,7 +30,6 @@ from torch import Tensor
 
 from .base import PositionScheme, PositionTable, geometric_magnitudes, \
     per_window
-from .matrix import cayley, upper_skew
 
 LAYOUTS = ('pairs', 'half')
 AXES = ('xy', 'yx')
@@ -222,11 +221,13 @@ class RoPETable(PositionTable):
     def __init__(self, angles: Tensor, layout: str = 'pairs',
                  magnitude: float = 1.):
         self.num_tokens, self.layout = angles.shape[-2], layout
-        self.magnitude = float(magnitude)
-        self.phasors = torch.polar(torch.full_like(angles, self.magnitude),
-                                   angles)  # (n, heads | 1, M, D/2) complex
+        self.angles, self.magnitude = angles, float(magnitude)
+        # (n, heads | 1, M, D/2) complex; not in an exported graph (ONNX has
+        # no complex tensors: the scheme hands export() tables there)
+        self.phasors = None if torch.compiler.is_exporting() else torch.polar(
+            torch.full_like(angles, self.magnitude), angles)
 
-    def rotate(self, x: Tensor) -> Tensor:
+    def rotate_tokens(self, x: Tensor) -> Tensor:
         """``x`` ``(..., n', heads, N, D)``; the ``N - M`` leading tokens
         turn by angle 0."""
         phasors = _prefixed(self.phasors, self.num_prefix(x), self.magnitude)
@@ -234,7 +235,9 @@ class RoPETable(PositionTable):
         return apply_rope_phasors(y, phasors, self.layout).reshape(x.shape)
 
     def export(self) -> 'CosSinTable':
-        return CosSinTable(self.phasors.real, self.phasors.imag, self.layout,
+        """The real-valued table, ``cos`` / ``sin`` of the angles."""
+        return CosSinTable(self.magnitude * self.angles.cos(),
+                           self.magnitude * self.angles.sin(), self.layout,
                            self.magnitude)
 
 
@@ -248,7 +251,7 @@ class CosSinTable(PositionTable):
         self.cos, self.sin, self.layout = cos, sin, layout
         self.num_tokens, self.magnitude = cos.shape[-2], magnitude
 
-    def rotate(self, x: Tensor) -> Tensor:
+    def rotate_tokens(self, x: Tensor) -> Tensor:
         pad = self.num_prefix(x)
         cos = _prefixed(self.cos, pad, self.magnitude)
         sin = _prefixed(self.sin, pad, 0.)
@@ -262,23 +265,29 @@ class CosSinTable(PositionTable):
 
 
 class BasisRoPETable(PositionTable):
-    """STRING's ``RoPE(r) P x`` on the last ``M`` tokens: ``rope`` (a
-    :class:`RoPETable`) after the per-head orthogonal ``basis`` ``P``
-    ``(heads, D, D)``; prefix tokens unchanged."""
+    """``RoPE(r) P x``: ``rope`` (a :class:`RoPETable`, angle 0 on the
+    prefix tokens) after the per-head orthogonal ``basis`` ``P`` ``(heads,
+    D, D)`` on every token, so ``R(0) = P`` for the prefix tokens and those
+    without position (STRING; its ``P`` folds into the projections,
+    :meth:`STRINGRoPE.fold_`)."""
 
     def __init__(self, rope: PositionTable, basis: Tensor):
         self.rope, self.basis = rope, basis
         self.num_tokens = rope.num_tokens
 
-    def rotate(self, x: Tensor) -> Tensor:
-        return self.rope.rotate(super().rotate(x))
-
-    def rotate_patches(self, x: Tensor) -> Tensor:
-        return torch.matmul(x.to(self.basis.dtype),
-                            self.basis.transpose(-1, -2)).to(x.dtype)
+    def rotate_tokens(self, x: Tensor) -> Tensor:
+        y = change_basis(x, self.basis)
+        return self.rope.rotate_tokens(y).to(x.dtype)
 
     def export(self) -> 'BasisRoPETable':
         return BasisRoPETable(self.rope.export(), self.basis)
+
+
+def change_basis(x: Tensor, basis: Tensor) -> Tensor:
+    """``P x`` per head: ``x`` ``(..., heads, N, D)``, ``basis`` ``P``
+    ``(heads, D, D)``; in ``basis.dtype`` (no rounding between the stages
+    of a table)."""
+    return torch.matmul(x.to(basis.dtype), basis.transpose(-1, -2))
 
 
 # ---------------------------------------------------------------- schemes
@@ -495,14 +504,31 @@ class SpiralRoPE(LinearAngleRoPE):
         return self.freqs
 
 
+def upper_skew(raw: Tensor) -> Tensor:
+    """The skew-symmetric matrix ``U - U^T`` of ``raw``'s strict upper
+    triangle ``U`` over the last two dims (STRING's and LieRE's
+    parametrisation)."""
+    upper = torch.triu(raw, diagonal=1)
+    return upper - upper.transpose(-1, -2)
+
+
+def cayley(s: Tensor) -> Tensor:
+    """Cayley map ``(I - S)(I + S)^{-1}`` of skew-symmetric ``S`` ``(..., D,
+    D)``: orthogonal, determinant 1; as the factors commute, ``solve(I + S,
+    I - S)``."""
+    eye = torch.eye(s.shape[-1], dtype=s.dtype, device=s.device)
+    return torch.linalg.solve(eye + s, eye - s)
+
+
 class STRINGRoPE(LinearAngleRoPE):
     """Cayley-STRING (Schenck et al., ICML 2025): ``RoPE(r) P``, RoPE-Mixed
     after a learned orthogonal ``P = (I - S)(I + S)^{-1}`` per block and
-    head (:func:`~.matrix.cayley` of ``S`` = the skew part of
+    head (:func:`cayley` of ``S`` = the skew part of
     ``basis.<i>``'s strict upper triangle). ``basis.<i> = 0`` at init:
-    exactly RoPE-Mixed. The logit is ``q^T P^T RoPE(r_k - r_q) P k``, so
-    ``P`` folds into the query / key projections for inference
-    (:meth:`folded_basis`).
+    exactly RoPE-Mixed. ``P`` applies to every token (the prefix tokens
+    and those without position at angle 0: ``R(0) = P``), so the logit is
+    ``q^T P^T RoPE(r_k - r_q) P k`` for every pair and ``P`` folds into the
+    query / key projections for inference (:meth:`fold_`).
 
     Args:
         theta, rotate_init: RoPE-Mixed's (10, random directions).
@@ -524,6 +550,7 @@ class STRINGRoPE(LinearAngleRoPE):
         self.basis = nn.ParameterList(
             nn.Parameter(torch.zeros(num_heads, head_dim, head_dim))
             for _ in range(depth))
+        self.folded = False  # fold_: P lives in the projections
 
     def extra_repr(self) -> str:
         return f'theta={self.theta}'
@@ -537,6 +564,45 @@ class STRINGRoPE(LinearAngleRoPE):
     def block_frequencies(self, index):
         return self.freqs[index]
 
-    def block_table(self, index, coords, hw=None) -> BasisRoPETable:
-        return BasisRoPETable(super().block_table(index, coords, hw),
-                              self.folded_basis(index))
+    def block_table(self, index, coords, hw=None) -> PositionTable:
+        rope = super().block_table(index, coords, hw)
+        return rope if self.folded else BasisRoPETable(
+            rope, self.folded_basis(index))
+
+    @torch.no_grad()
+    def fold_(self, qkv: Sequence[nn.Linear]) -> None:
+        """Fold every block's ``P`` into its query / key projection for
+        inference: ``qkv[i]`` (``(3 C, C)``, rows ``q, k, v`` by head, as
+        :class:`~mmpos.models.layers.RoPEAttention`) gets ``P`` on its query
+        and key rows, ``basis.<i>`` is zeroed (``P = I``: the state dict
+        stays a valid STRING checkpoint with equal outputs) and the tables
+        are RoPE-Mixed's (the cost of RoPE-Mixed). :meth:`train` mode ends
+        the folding: training goes on from ``P = I``.
+
+        Usage: ``backbone.rope.fold_([l.attn.qkv for l in
+        backbone.layers])`` after ``backbone.eval()``.
+        """
+        if len(qkv) != self.depth:
+            raise ValueError(f'STRING fold_ needs the qkv projection of each '
+                             f'of its {self.depth} blocks, got {len(qkv)}')
+        heads, dim = self.num_heads, self.head_dim
+        for i, layer in enumerate(qkv):
+            if layer.out_features != 3 * heads * dim:
+                raise ValueError(f'STRING fold_: qkv[{i}] has '
+                                 f'{layer.out_features} outputs, expected 3 x '
+                                 f'{heads} heads x {dim}')
+            basis = self.folded_basis(i).double()  # (heads, D, D)
+            for param in (layer.weight, layer.bias):
+                if param is None:
+                    continue
+                rows = param.unflatten(0, (3, heads, dim))  # (3, h, D[, C])
+                qk = rows[:2].double()
+                folded = torch.matmul(basis, qk if param.dim() == 2 else
+                                      qk[..., None]).reshape(qk.shape)
+                rows[:2] = folded.to(param.dtype)
+            self.basis[i].zero_()
+        self.folded = True
+
+    def train(self, mode: bool = True) -> 'STRINGRoPE':
+        self.folded = self.folded and not mode
+        return super().train(mode)

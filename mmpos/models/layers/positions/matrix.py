@@ -12,47 +12,74 @@ blocks, per block and head), so ``R(r)`` is orthogonal.
   relative.
 
 The ``x`` of a ``b``-block is channels ``b j .. b j + b - 1`` (for ``b =
-2`` the ``'pairs'`` layout of :mod:`.linear`). Also the skew-symmetric and
-Cayley maps that STRING (:class:`~.linear.STRINGRoPE`) uses.
+2`` the ``'pairs'`` layout of :mod:`.linear`).
+
+Cost: ComRoPE's block ``j`` turns with one skew matrix ``S_j`` (``R_j(r) =
+exp(t_j(r) S_j)``, ``t_j`` linear in ``r``), so once per forward and block
+``S_j = O_j J_j O_j^T`` (real Schur form, :func:`skew_eigenbasis`) and
+``R(r) = O RoPE(r) O^T``: RoPE-Mixed between two block-diagonal basis
+changes, no per-token exponential (:class:`ConjugateRoPETable`). LieRE's
+generators do not commute: one ``b x b`` exponential per token, block and
+head (:func:`block_rotations`), applied as one batched block product
+(:class:`BlockRotationTable`).
 """
 import math
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 import torch.nn as nn
 from torch import Tensor
 
-from .base import PositionScheme, PositionTable, per_window
+from .base import PositionScheme, PositionTable
+from .linear import (BasisRoPETable, RoPETable, change_basis, rope_angles,
+                     upper_skew)
 
 
-def upper_skew(raw: Tensor) -> Tensor:
-    """The skew-symmetric matrix ``U - U^T`` of ``raw``'s strict upper
-    triangle ``U`` over the last two dims (LieRE's and STRING's
-    parametrisation)."""
-    upper = torch.triu(raw, diagonal=1)
-    return upper - upper.transpose(-1, -2)
-
-
-def cayley(s: Tensor) -> Tensor:
-    """Cayley map ``(I - S)(I + S)^{-1}`` of skew-symmetric ``S`` ``(..., D,
-    D)``: orthogonal, determinant 1; as the factors commute, ``solve(I + S,
-    I - S)``."""
-    eye = torch.eye(s.shape[-1], dtype=s.dtype, device=s.device)
-    return torch.linalg.solve(eye + s, eye - s)
-
-
-def comrope_generators(base: Tensor, scales: Optional[Tensor] = None
-                       ) -> Tensor:
-    """ComRoPE's generators ``(heads, 2, m, b, b)`` from ``P_j`` ``(heads,
-    m, b, b)``: LD with ``scales`` ``s_aj`` ``(2, m)`` (block ``j`` of both
-    axes is a multiple of one skew matrix, so they commute), else AP."""
-    blocks = (base - base.transpose(-1, -2))[:, None]  # (heads, 1, m, b, b)
+def comrope_blocks(base: Tensor, scales: Optional[Tensor] = None
+                   ) -> Tuple[Tensor, Tensor]:
+    """ComRoPE's skew blocks ``S_j = P_j - P_j^T`` ``(heads, m, b, b)`` of
+    ``P_j`` ``(heads, m, b, b)`` and their axis coefficients ``c`` ``(2,
+    m)``: axis ``a``'s generator block ``j`` is ``c_aj S_j``, with ``c =``
+    ``scales`` ``s_aj`` (LD; both axes turn block ``j`` about one matrix, so
+    they commute), else ``c_aj = [j mod 2 = a]`` (AP)."""
+    skew = base - base.transpose(-1, -2)
     if scales is not None:
-        return blocks * scales[None, :, :, None, None]
-    m = base.shape[1]
-    owner = torch.arange(m, device=base.device) % 2
+        return skew, scales
+    owner = torch.arange(base.shape[1], device=base.device) % 2
     mask = owner == torch.arange(2, device=base.device)[:, None]  # (2, m)
-    return blocks * mask[None, :, :, None, None].to(blocks.dtype)
+    return skew, mask.to(skew.dtype)
+
+
+def skew_eigenbasis(skew: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    """Real Schur form of skew-symmetric ``S`` ``(..., b, b)``, ``b`` even:
+    ``S = O J O^T`` with ``J`` turning channel pair ``(2a, 2a + 1)`` at rate
+    ``w_a >= 0``, so ``exp(t S) x = O RoPE(t w) O^T x`` (RoPE's ``'pairs'``
+    layout, angle ``t w_a``). Computed in fp64 from the eigenvectors of the
+    Hermitian ``i S`` (eigenvalues ``+-w_a``; pair ``a`` of ``O`` is
+    ``sqrt(2) (Re u_a, Im u_a)`` of ``+w_a``'s ``u_a``).
+
+    Returns:
+        ``O`` ``(..., b, b)``, ``w`` ``(..., b/2)`` (fp64) and the smallest
+        gap between neighbouring eigenvalues relative to ``max(1, |w|)``
+        (0-dim): ``O`` is well defined while it is clearly positive
+        (almost surely for learned ``S``); it is 0 where two rates meet or
+        one is 0, where ``O`` and its gradient are not.
+    """
+    b = skew.shape[-1]
+    lam, vec = torch.linalg.eigh(1j * skew.to(torch.complex128))
+    top = vec[..., b // 2:]  # (..., b, b/2): eigenvalues +w_a
+    basis = torch.stack((top.real, top.imag), dim=-1).flatten(-2)
+    scale = lam.abs().amax(-1, keepdim=True).clamp_min(1.)
+    gap = (lam.diff(dim=-1) / scale).amin()
+    return basis * math.sqrt(2.), lam[..., b // 2:], gap
+
+
+def block_diagonal(blocks: Tensor) -> Tensor:
+    """``(..., m, b, b)`` blocks -> the block-diagonal ``(..., m b, m b)``
+    matrix."""
+    m, b = blocks.shape[-3], blocks.shape[-1]
+    dense = torch.diag_embed(blocks.movedim(-3, -1), dim1=-4, dim2=-2)
+    return dense.reshape(*blocks.shape[:-3], m * b, m * b)
 
 
 def block_rotations(coords: Tensor, generators: Tensor) -> Tensor:
@@ -70,20 +97,33 @@ def block_rotations(coords: Tensor, generators: Tensor) -> Tensor:
 
 class BlockRotationTable(PositionTable):
     """Per-token block rotations ``(n, heads, M, m, b, b)``
-    (:func:`block_rotations`); a matmul and reshapes, so also the export
-    table."""
+    (:func:`block_rotations`), applied as one batched product with the
+    batch's queries and keys as the columns of each block (matmuls and
+    reshapes, so also the export table)."""
 
     def __init__(self, rotations: Tensor):
         self.rotations = rotations
         self.num_tokens = rotations.shape[-4]
 
     def rotate_patches(self, x: Tensor) -> Tensor:
-        m, b = self.rotations.shape[-3], self.rotations.shape[-1]
-        y = per_window(x, self.rotations.shape[0])
-        y = y.to(self.rotations.dtype).unflatten(-1, (m, b))  # (.., M, m, b)
-        # a broadcasting matmul (ONNX MatMul; the exporter crashed on einsum)
-        out = torch.matmul(self.rotations, y.unsqueeze(-1)).squeeze(-1)
-        return out.flatten(-2).to(x.dtype).reshape(x.shape)
+        n, heads, M, m, b = self.rotations.shape[:-1]
+        # (L, n, heads, M, m, b) -> (n, heads, M, m, b, L): L columns a block
+        y = x.to(self.rotations.dtype).reshape(-1, n, heads, M, m, b)
+        out = torch.matmul(self.rotations, y.permute(1, 2, 3, 4, 5, 0))
+        return out.permute(5, 0, 1, 2, 3, 4).to(x.dtype).reshape(x.shape)
+
+
+class ConjugateRoPETable(BasisRoPETable):
+    """``P^T RoPE(r) P x`` on every token (the identity on the prefix tokens
+    and those without position): ComRoPE's ``exp(t(r) S)`` with ``P = O^T``
+    of :func:`skew_eigenbasis` block-diagonal ``(heads, D, D)``."""
+
+    def rotate_tokens(self, x: Tensor) -> Tensor:
+        y = self.rope.rotate_tokens(change_basis(x, self.basis))
+        return change_basis(y, self.basis.transpose(-1, -2)).to(x.dtype)
+
+    def export(self) -> 'ConjugateRoPETable':
+        return ConjugateRoPETable(self.rope.export(), self.basis)
 
 
 class MatrixRoPE(PositionScheme):
@@ -106,7 +146,7 @@ class MatrixRoPE(PositionScheme):
 
 
 class ComRoPE(MatrixRoPE):
-    """ComRoPE (:func:`comrope_generators`), per block and head.
+    """ComRoPE (:func:`comrope_blocks`), per block and head.
 
     Args:
         variant: ``'ld'`` (the paper's best) or ``'ap'``.
@@ -146,10 +186,33 @@ class ComRoPE(MatrixRoPE):
         return (f'variant={self.variant!r}, block_size={self.block_size}, '
                 f'position_scale={self.position_scale}')
 
-    def generators(self, index):
-        return comrope_generators(
+    def blocks(self, index: int) -> Tuple[Tensor, Tensor]:
+        """Block ``index``'s :func:`comrope_blocks` ``(S, c)``."""
+        return comrope_blocks(
             self.base[index],
             None if self.scales is None else self.scales[index])
+
+    def generators(self, index):
+        skew, coef = self.blocks(index)
+        return skew[:, None] * coef[None, :, :, None, None]
+
+    def block_table(self, index, coords, hw=None) -> PositionTable:
+        """``O RoPE(r) O^T`` (:func:`skew_eigenbasis`): pair ``a`` of block
+        ``j`` turns by ``(c_j . r) w_ja``; where two rates meet (the
+        eigenbasis undefined) the per-token exponentials of
+        :class:`MatrixRoPE` (not checked while compiling)."""
+        skew, coef = self.blocks(index)
+        basis, rates, gap = skew_eigenbasis(skew)
+        if not torch.compiler.is_compiling() and gap <= 1e-6:
+            return super().block_table(index, coords, hw)
+        dtype = torch.promote_types(skew.dtype, torch.float32)
+        # (2, 1, m, 1) * (heads, m, b/2) -> (2, heads, D/2): pair (j, a)
+        freqs = (coef[:, None, :, None].double() * rates).flatten(-2)
+        xy = (coords.double() * self.position_scale).nan_to_num(0.)
+        angles = rope_angles(xy, freqs).to(dtype)  # (n, heads, M, D/2)
+        return ConjugateRoPETable(
+            RoPETable(angles),
+            block_diagonal(basis).transpose(-1, -2).to(dtype))
 
 
 class LieRE(MatrixRoPE):

@@ -10,12 +10,11 @@ import torch
 import torch.nn.functional as F
 
 import mmpos  # noqa: F401  (registers the backbones)
-from mmpos.engine.hooks.droppos_sigma_hook import DropPosSigmaHook
-from mmpos.models.heads.droppos_head import (DropPosHead, attentive_weights,
-                                             droppos_loss,
-                                             smoothed_position_targets)
 from mmpos.models.layers.positions import grid_coords
-from mmpos.models.selfsup.droppos import DropPos
+from mmpos.models.selfsup.droppos import (DropPos, DropPosHead,
+                                          DropPosSigmaHook, attentive_weights,
+                                          droppos_loss,
+                                          smoothed_position_targets)
 
 from conftest import read_scalars, run_tool
 
@@ -53,7 +52,8 @@ def test_smoothing_matrix_by_hand_2x2():
                         math.exp(-.25)])
     assert torch.allclose(w2[0], raw / raw.sum(), atol=1e-6)
     # squared distance (authors' code): exp(-dist^2 / sigma^2)
-    sq = smoothed_position_targets(torch.tensor([0]), (2, 2), 1., 'squared')
+    sq = smoothed_position_targets(torch.tensor([0]), (2, 2), 1.,
+                                   squared=True)
     raw = torch.tensor([1., e1, e1, math.exp(-2)])
     assert torch.allclose(sq[0], raw / raw.sum(), atol=1e-6)
 
@@ -69,10 +69,6 @@ def test_smoothing_rectangular_grid_and_sigma_zero():
                                  [1., 0., 0., 0., 0., 0.]]]
     tiny = smoothed_position_targets(torch.tensor([4]), (2, 3), 1e-3)
     assert torch.allclose(tiny, F.one_hot(torch.tensor([4]), 6).float())
-    with pytest.raises(ValueError, match='sigma'):
-        smoothed_position_targets(torch.tensor([0]), (2, 2), -1.)
-    with pytest.raises(ValueError, match='distance'):
-        smoothed_position_targets(torch.tensor([0]), (2, 2), 1., 'l1')
 
 
 # -- attentive weights (Eq. 9) ----------------------------------------------
@@ -92,8 +88,6 @@ def test_attentive_weights_by_hand_and_normalised():
     uniform = attentive_weights(torch.randn(2, 8), torch.randn(2, 4, 8),
                                 float('inf'))
     assert torch.equal(uniform, torch.full((2, 4), .25))
-    with pytest.raises(ValueError, match='tau'):
-        attentive_weights(cls, patches, 0.)
 
 
 # -- loss (Eq. 4-8) -----------------------------------------------------------
@@ -119,18 +113,22 @@ def test_loss_equals_hand_computation():
         droppos_loss(logits, targets, torch.zeros(1, 2, dtype=torch.bool))
 
 
-def test_head_loss_tiny_case_by_hand():
+@pytest.mark.parametrize('separate_affinity', [False, True])
+def test_head_loss_tiny_case_by_hand(separate_affinity):
     """The head's loss from its own logits equals Eq. 8 computed by hand
-    with the smoothing row and the normalised attentive weights."""
+    with the smoothing row and the normalised attentive weights of the
+    given affinity features (default: the encoder features)."""
     torch.manual_seed(0)
     head = DropPosHead(num_patches=4, in_channels=6, embed_dims=8,
                        num_layers=1, num_heads=2, sigma=1., tau=0.1)
     head.init_weights()
     feats = torch.randn(2, 1 + 3, 6)
+    affinity = torch.randn(2, 1 + 3, 6) if separate_affinity else None
     positions = torch.tensor([[3, 0, 1], [2, 1, 0]])
     dropped = torch.tensor([[True, False, True], [True, True, False]])
-    weights = attentive_weights(feats[:, 0], feats[:, 1:], 0.1)
-    out = head.loss(feats, positions, dropped, (2, 2), weights)
+    f = affinity if separate_affinity else feats
+    weights = attentive_weights(f[:, 0], f[:, 1:], 0.1)
+    out = head.loss(feats, positions, dropped, (2, 2), affinity)
     logits = head(feats).detach()
     e1, er2 = math.exp(-1), math.exp(-math.sqrt(2))
     rows = {0: [1, e1, e1, er2], 1: [e1, 1, er2, e1], 2: [e1, er2, 1, e1],
@@ -157,12 +155,31 @@ def test_head_checks_inputs():
         DropPosHead(num_patches=4, in_channels=6, tau=-1.)
     with pytest.raises(ValueError, match='distance'):
         DropPosHead(num_patches=4, in_channels=6, distance='cosine')
+    with pytest.raises(ValueError, match='sigma'):
+        DropPosHead(num_patches=4, in_channels=6, sigma=-1.)
     head = DropPosHead(num_patches=4, in_channels=6, embed_dims=8,
                        num_heads=2, tau=None)
     assert not head.attentive
-    with pytest.raises(ValueError, match='num_patches=4'):
-        head.loss(torch.randn(1, 3, 6), torch.zeros(1, 2).long(),
-                  torch.ones(1, 2, dtype=torch.bool), (3, 3))
+    args = (torch.randn(1, 3, 6), torch.zeros(1, 2).long(),
+            torch.ones(1, 2, dtype=torch.bool), (3, 3))
+    for method in (head.loss, head.predict):
+        with pytest.raises(ValueError, match='num_patches=4'):
+            method(*args)
+
+
+def test_head_predict_is_the_argmax_of_the_logits():
+    torch.manual_seed(0)
+    head = DropPosHead(num_patches=4, in_channels=6, embed_dims=8,
+                       num_layers=1, num_heads=2)
+    head.init_weights()
+    feats = torch.randn(2, 1 + 3, 6)
+    positions = torch.tensor([[3, 0, 1], [2, 1, 0]])
+    dropped = torch.tensor([[True, False, True], [True, True, False]])
+    out = head.predict(feats, positions, dropped, (2, 2))
+    pred = head(feats).argmax(-1)
+    assert torch.equal(out['pred'], pred)
+    hits = ((pred == positions) & dropped).sum().item()
+    assert out['acc'].item() == pytest.approx(hits / 4)
 
 
 # -- sigma schedule (Eq. 7) -------------------------------------------------
@@ -196,16 +213,28 @@ def test_sigma_hook_linear_decay_and_resume():
 
 # -- algorithm: Eq. 3 input, loss, RoPE -------------------------------------
 def _capture_encoder_input(model, inputs):
+    """encode_masked, with the tokens and coordinates that reach the
+    backbone's blocks."""
     seen = {}
-    run_blocks = model._run_blocks
+    forward_tokens = model.backbone.forward_tokens
 
-    def spy(tokens, hw, coords=None):
+    def spy(tokens, coords=None, hw=None):
         seen.update(tokens=tokens, coords=coords)
-        return run_blocks(tokens, hw, coords)
+        return forward_tokens(tokens, coords=coords, hw=hw)
 
-    model._run_blocks = spy
+    model.backbone.forward_tokens = spy
     out = model.encode_masked(inputs, 0.75, 0.75)
     return out, seen
+
+
+def _assert_dropped_patches_unplaced(out, seen, hw):
+    """Visible patches sit at their own grid coordinates, dropped ones at
+    NaN (no rotation in any coordinate frame, see positions/base.py)."""
+    ids, dropped = out['ids_keep'], out['dropped']
+    expected = torch.where(dropped[..., None], torch.full((2, ), math.nan),
+                           grid_coords(*hw)[ids])
+    assert torch.equal(seen['coords'].isnan(), expected.isnan())
+    assert torch.equal(seen['coords'].nan_to_num(), expected.nan_to_num())
 
 
 def test_encoder_input_follows_eq3_sincos():
@@ -223,7 +252,7 @@ def test_encoder_input_follows_eq3_sincos():
                 pos[ids[b, i]]
             assert torch.allclose(seen['tokens'][b, i],
                                   patches[b, ids[b, i]] + p, atol=1e-6)
-    assert seen['coords'] is None
+    _assert_dropped_patches_unplaced(out, seen, (4, 4))
     assert out['feats'].shape == (3, 1 + 4, 48)
     # the fixed sin-cos APE stays frozen
     assert not model.backbone.pos_embed.requires_grad
@@ -231,16 +260,12 @@ def test_encoder_input_follows_eq3_sincos():
 
 def test_encoder_input_rope_dropped_patches_not_rotated():
     model = build(ROPE)
-    assert model.uses_rope and model.backbone.pos_embed is None
+    assert model.backbone.rope is not None
+    assert model.backbone.pos_embed is None
     inputs = torch.randn(2, 3, 32, 32)
     out, seen = _capture_encoder_input(model, inputs)
     ids, dropped = out['ids_keep'], out['dropped']
-    grid = grid_coords(4, 4)
-    # NaN: no rotation in any coordinate frame (rope.py)
-    expected = torch.where(dropped[..., None], torch.full((2, ), math.nan),
-                           grid[ids])
-    assert torch.equal(seen['coords'].isnan(), expected.isnan())
-    assert torch.equal(seen['coords'].nan_to_num(), expected.nan_to_num())
+    _assert_dropped_patches_unplaced(out, seen, (4, 4))
     patches = model.backbone.patch_embed(inputs)[0]
     mark = dropped[..., None] * model.pos_mask_token
     assert torch.allclose(seen['tokens'],
@@ -278,20 +303,30 @@ def test_loss_switched_off_smoothing_and_attention_is_cross_entropy():
 
 @pytest.mark.parametrize('source', ['full', 'visible'])
 def test_affinity_sources(source):
+    """Eq. 9's features: the whole image's (gradient-free) or the masked
+    pass's; the loss is Eq. 8 with the weights from them."""
     model = build(affinity_source=source).eval()
     inputs = torch.randn(2, 3, 32, 32)
     torch.manual_seed(2)
     out = model.encode_masked(inputs, 0.75, 0.75)
-    weights = model._affinity(inputs, out)
-    assert weights.shape == (2, 4)
-    assert torch.allclose(weights.sum(1), torch.ones(2))
-    full = model.extract_feat(inputs)
-    ref_feats = full if source == 'full' else out['feats']
-    ids = out['ids_keep'] if source == 'full' else torch.arange(4).expand(
-        2, 4)
-    patches = ref_feats[:, 1:].gather(1, ids[..., None].expand(-1, -1, 48))
-    cos = F.cosine_similarity(ref_feats[:, :1], patches, dim=-1)
-    assert torch.allclose(weights, (cos / 0.1).softmax(-1), atol=1e-5)
+    ids = out['ids_keep']
+    affinity = model.affinity_feats(inputs, ids)
+    if source == 'full':
+        full = model.extract_feat(inputs)
+        ref = torch.cat((full[:, :1], full[:, 1:].gather(
+            1, ids[..., None].expand(-1, -1, 48))), dim=1)
+        assert torch.equal(affinity, ref) and not affinity.requires_grad
+    else:
+        assert affinity is None
+        ref = out['feats']
+    cos = F.cosine_similarity(ref[:, :1], ref[:, 1:], dim=-1)
+    weights = (cos / 0.1).softmax(-1)
+    targets = smoothed_position_targets(ids, (4, 4), 1.)
+    expected = droppos_loss(model.head(out['feats']), targets,
+                            out['dropped'], weights)
+    torch.manual_seed(2)
+    loss = model.loss(inputs, [])['loss']
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
 
 
 def test_position_predictions_ratios():

@@ -1,7 +1,7 @@
 """CR2PQ: Eq. 4 coordinates (Fig. 2 cases, Listing 1), the positional
 cross-attention (Eq. 8), the losses (Eq. 9-10), the teacher (EMA / frozen /
 pixels) and the Table 6 position switches. The mini pretraining run and its
-transfer: tests/models/selfsup/test_cr2pq_transfer.py."""
+transfer: tests/models/selfsup/cr2pq/test_cr2pq_transfer.py."""
 
 import pytest
 import torch
@@ -13,9 +13,8 @@ from mmpos.models.layers.attention import RoPEAttention
 from mmpos.models.layers.positions import (build_position_scheme,
                                            grid_coords, sincos_pos_embed_2d)
 from mmpos.models.selfsup.cr2pq import relative_coords
-from mmpos.models.losses.cr2pq_loss import CR2PQLoss
-from mmpos.models.necks.cr2pq_neck import RoPECrossAttention
-from mmpos.models.selfsup.cr2pq import CR2PQ, featmap_to_tokens, patchify
+from mmpos.models.selfsup.cr2pq import (CR2PQ, CR2PQLoss, RoPECrossAttention,
+                                       featmap_to_tokens, patchify)
 
 from conftest import (assert_cosine_ema_steps, ema_teacher_step,
                       start_ema_teachers)

@@ -7,11 +7,10 @@ import torch
 
 import mmpos.models.backbones.mobile_former  # noqa: F401 (registers)
 from conftest import read_scalars, run_tool
-from mmpos.models.heads.qbheat_head import QBHeatHead
-from mmpos.models.necks.qbheat_predictor import (DIRECTIONS, QBHeatPredictor,
-                                                 _layout_tables,
-                                                 crop_quarter_blocks)
-from mmpos.models.selfsup.qbheat import QBHeat
+from mmpos.models.selfsup.qbheat import QBHeat, QBHeatHead, QBHeatPredictor
+from mmpos.models.selfsup.qbheat.qbheat_predictor import (DIRECTIONS,
+                                                          _layout_tables,
+                                                          crop_quarter_blocks)
 
 R, L, D, U, DR, DL, UR, UL = range(8)  # indices into DIRECTIONS
 MINI = 'configs/qbheat/qbheat_mobileformer-285m_mini.py'

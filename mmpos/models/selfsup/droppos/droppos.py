@@ -9,7 +9,7 @@ its own embedding ``p_0``. The encoder runs on ``[cls; x_vis] + p'`` and
 positions; the loss (Eq. 4-8) covers the dropped-position patches only.
 
 Backbone (``backbone`` config): mmpos' ViT token API (``patchify``,
-``patch_pos_embed``, ``forward_tokens``), ``out_type='raw'``:
+``patch_pos_embed``, ``forward_kept``), ``out_type='raw'``:
 
 * the paper's ViT: :class:`~mmpos.models.backbones.MAERoPEViT` with
   ``rope=None, use_ape=True, ape_type='sincos'`` (fixed 2-D sin-cos APE,
@@ -33,7 +33,7 @@ the visible patches; ``'visible'`` reuses the (detached) features of the
 masked forward pass, which costs nothing extra. Without attentive weights
 (``head.tau`` infinite) neither is computed.
 """
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional
 
 import torch
 import torch.nn as nn
@@ -43,9 +43,7 @@ from mmpretrain.structures import DataSample
 from torch import Tensor
 
 from mmpos.registry import MODELS
-from ..heads.droppos_head import attentive_weights, position_accuracy
-from ..layers.masking import drop_positions, gather_tokens, random_masking
-from ..layers.positions import grid_coords
+from ...layers.masking import drop_positions, gather_tokens, random_masking
 
 AFFINITY_SOURCES = ('full', 'visible')
 
@@ -88,56 +86,30 @@ class DropPos(BaseSelfSupervisor):
         if affinity_source not in AFFINITY_SOURCES:
             raise ValueError(f'affinity_source must be one of '
                              f'{AFFINITY_SOURCES}, got {affinity_source!r}')
-        self._check_backbone()
+        if not hasattr(self.backbone, 'forward_kept'):
+            raise TypeError(
+                f'DropPos needs a backbone with mmpos\' token API '
+                f'(RoPEVisionTransformer, MAERoPEViT), got '
+                f'{type(self.backbone).__name__}; the paper\'s ViT is '
+                f'MAERoPEViT(rope=None, use_ape=True, ape_type="sincos")')
+        self.backbone.check_kept_forward('DropPos')
         self.mask_ratio = mask_ratio
         self.pos_mask_ratio = pos_mask_ratio
         self.affinity_source = affinity_source
         self.pos_mask_token = nn.Parameter(
             torch.zeros(1, 1, self.backbone.embed_dims))
 
-    @property
-    def uses_rope(self) -> bool:
-        """Whether the backbone is a ``RoPEVisionTransformer`` with RoPE."""
-        return getattr(self.backbone, 'rope', None) is not None
-
-    def _check_backbone(self):
-        bb = self.backbone
-        name = type(bb).__name__
-        if not hasattr(bb, 'forward_tokens'):
-            raise TypeError(
-                f'DropPos needs a backbone with mmpos\' token API '
-                f'(RoPEVisionTransformer, MAERoPEViT), got {name}; the '
-                f'paper\'s ViT is MAERoPEViT(rope=None, use_ape=True, '
-                f'ape_type="sincos")')
-        if bb.cls_token is None:
-            raise ValueError(f'DropPos needs a backbone with a class token, '
-                             f'got {name} without one')
-        if bb.out_type != 'raw' or \
-                list(bb.out_indices) != [bb.num_layers - 1]:
-            raise ValueError(f'DropPos needs {name}(out_type="raw", '
-                             f'out_indices=-1), got out_type='
-                             f'{bb.out_type!r}, out_indices={bb.out_indices}')
-
     def init_weights(self):
         super().init_weights()
         trunc_normal_(self.pos_mask_token, std=.02)
 
     # -- encoder ------------------------------------------------------------
-    def _run_blocks(self, tokens: Tensor, hw: Sequence[int],
-                    coords: Optional[Tensor] = None) -> Tensor:
-        """Class token + encoder blocks on patch tokens ``(B, K, C)`` that
-        already hold their position embeddings; returns ``(B, 1 + K, C)``
-        without register tokens. ``coords`` ``(B, K, 2)`` place the tokens
-        for RoPE (``None``: the full ``hw`` grid in row-major order)."""
+    def encode_full(self, inputs: Tensor) -> Tensor:
+        """All patches with all position embeddings: ``(B, 1 + N, C)``
+        (class token first, register tokens left out)."""
         bb = self.backbone
-        return bb.without_registers(
-            bb.forward_tokens(tokens, coords=coords, hw=hw)[-1])
-
-    def encode_full(self, inputs: Tensor) -> Tuple[Tensor, Tuple[int, int]]:
-        """All patches with all position embeddings: ``(B, 1 + N, C)`` and
-        the patch grid."""
-        x, hw = self.backbone.embed(inputs)
-        return self._run_blocks(x, hw), hw
+        x, hw = bb.embed(inputs)
+        return bb.without_registers(bb.forward_tokens(x, hw=hw)[-1])
 
     def encode_masked(self, inputs: Tensor, mask_ratio: float,
                       pos_mask_ratio: float) -> Dict[str, Tensor]:
@@ -160,40 +132,38 @@ class DropPos(BaseSelfSupervisor):
         else:  # Eq. 3
             x = x + torch.where(dropped[..., None], mask_token,
                                 gather_tokens(pos, ids_keep).to(x.dtype))
-        coords = None
-        if self.uses_rope:  # dropped patches: no rotation
-            coords = gather_tokens(grid_coords(*hw, device=x.device)[None],
-                                   ids_keep)
-            # NaN: no position in any coordinate frame (see rope.py)
-            coords = coords.masked_fill(dropped[..., None], float('nan'))
-        feats = self._run_blocks(x, hw, coords)
+        # dropped patches: no rotation either
+        feats = self.backbone.forward_kept(x, ids_keep, hw, unplaced=dropped)
         return dict(feats=feats, ids_keep=ids_keep, dropped=dropped, hw=hw)
 
     def extract_feat(self, inputs: Tensor) -> Tensor:
         """Class + patch features ``(B, 1 + N, C)`` of whole images with all
         position embeddings (as the backbone runs downstream)."""
-        return self.encode_full(inputs)[0]
+        return self.encode_full(inputs)
 
     # -- training / evaluation ----------------------------------------------
-    def _affinity(self, inputs: Tensor, out: Dict[str, Tensor]) -> Tensor:
-        """Attentive weights ``A`` of the visible patches ``(B, K)``."""
+    def affinity_feats(self, inputs: Tensor,
+                       ids_keep: Tensor) -> Optional[Tensor]:
+        """The features of Eq. 9 for ``affinity_source='full'``: class token
+        and visible patches ``(B, 1 + K, C)`` of a gradient-free forward
+        pass of the whole image; ``None`` for ``'visible'`` (the head then
+        uses the masked pass's features)."""
         if self.affinity_source == 'visible':
-            feats = out['feats']
-            return attentive_weights(feats[:, 0], feats[:, 1:], self.head.tau)
+            return None
         with torch.no_grad():
-            full, _ = self.encode_full(inputs)
-        return attentive_weights(full[:, 0],
-                                 gather_tokens(full[:, 1:], out['ids_keep']),
-                                 self.head.tau)
+            full = self.encode_full(inputs)
+        return torch.cat((full[:, :1], gather_tokens(full[:, 1:], ids_keep)),
+                         dim=1)
 
     def loss(self, inputs: Tensor, data_samples: List[DataSample],
              **kwargs) -> Dict[str, Tensor]:
         """Eq. 8 on a batch ``(B, 3, H, W)``: ``loss``, ``acc_pos``,
         ``sigma``."""
         out = self.encode_masked(inputs, self.mask_ratio, self.pos_mask_ratio)
-        weights = self._affinity(inputs, out) if self.head.attentive else None
+        affinity = (self.affinity_feats(inputs, out['ids_keep'])
+                    if self.head.attentive else None)
         return self.head.loss(out['feats'], out['ids_keep'], out['dropped'],
-                              out['hw'], weights)
+                              out['hw'], affinity)
 
     @torch.no_grad()
     def position_predictions(self, inputs: Tensor, mask_ratio: float,
@@ -203,10 +173,7 @@ class DropPos(BaseSelfSupervisor):
         ``(B, K)`` long, ``dropped`` ``(B, K)`` bool, ``acc`` (top-1 over
         the dropped patches)."""
         out = self.encode_masked(inputs, mask_ratio, pos_mask_ratio)
-        self.head._check_grid(out['hw'])
-        logits = self.head(out['feats'])
-        return dict(
-            pred=logits.argmax(-1),
-            target=out['ids_keep'],
-            dropped=out['dropped'],
-            acc=position_accuracy(logits, out['ids_keep'], out['dropped']))
+        pred = self.head.predict(out['feats'], out['ids_keep'],
+                                 out['dropped'], out['hw'])
+        return dict(pred=pred['pred'], target=out['ids_keep'],
+                    dropped=out['dropped'], acc=pred['acc'])

@@ -46,8 +46,8 @@ from mmpretrain.structures import DataSample
 from torch import Tensor
 
 from mmpos.registry import MODELS
-from ..layers.block_masking import MASKINGS, sample_num_masked
-from ..utils.ema import check_teachers_set
+from ...layers.block_masking import MASKINGS, sample_num_masked
+from ...utils.ema import check_teachers_set
 
 
 @MODELS.register_module()

@@ -14,8 +14,7 @@ from mmengine.config import Config
 import mmpos  # noqa: F401
 from mmpos.engine.optimizers import (PerTensorClipOptimWrapper,
                                      clip_grad_norm_per_tensor_)
-from mmpos.models.heads.droppos_head import smoothed_position_targets
-from mmpos.models.selfsup.droppos import DropPos
+from mmpos.models.selfsup.droppos import DropPos, smoothed_position_targets
 
 from conftest import weight_decays
 
@@ -40,7 +39,7 @@ def _authors_kernel(w, sigma):
 def test_squared_kernel_matches_authors_rows_normalised_as_eq5(sigma):
     ref = _authors_kernel(14, sigma)
     ours = smoothed_position_targets(torch.arange(196), (14, 14), sigma,
-                                     'squared').double()
+                                     squared=True).double()
     # Eq. 5: each row (the target of one true position) sums to 1
     torch.testing.assert_close(ours, ref / ref.sum(1, keepdim=True),
                                atol=1e-6, rtol=1e-5)
@@ -56,7 +55,8 @@ def test_squared_kernel_matches_authors_rows_normalised_as_eq5(sigma):
 
 def test_kernel_choice_changes_the_target_weight_on_the_true_position():
     labels = torch.arange(196)
-    own = {d: smoothed_position_targets(labels, (14, 14), 1., d).diagonal()
+    own = {d: smoothed_position_targets(labels, (14, 14), 1.,
+                                        squared=d == 'squared').diagonal()
            for d in ('squared', 'euclidean')}
     # sigma = 1 on 14 x 14: 0.32-0.52 with the authors' kernel, 0.15-0.34
     # with Eq. 5's plain distance (a much flatter target)

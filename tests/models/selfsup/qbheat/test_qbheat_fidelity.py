@@ -8,8 +8,8 @@ import torch
 from mmengine.config import Config
 
 import mmpos  # noqa: F401
-from mmpos.models.necks.qbheat_predictor import CENTER, QBHeatPredictor
-from mmpos.models.selfsup.qbheat import QBHeat
+from mmpos.models.selfsup.qbheat import QBHeat, QBHeatPredictor
+from mmpos.models.selfsup.qbheat.qbheat_predictor import CENTER
 
 ORDERS = [('corner', 'center'), ('center', 'corner'), ('corner', ),
           ('center', )]

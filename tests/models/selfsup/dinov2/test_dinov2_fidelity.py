@@ -19,8 +19,8 @@ from mmpos.models.losses.dino_losses import iBOTPatchLoss
 from mmpos.models.selfsup.dinov2 import DINOv2
 from mmpos.models.selfsup.icpf import ICPF
 
-from conftest import weight_decays
-from test_icpf import BACKBONE, HEAD, batch, build
+from conftest import (DINO_BACKBONE, DINO_HEAD, build_dino, dino_batch,
+                      weight_decays)
 
 DINOV2 = ('configs/dinov2/dinov2_vit-small-p16_4xb128-100e_in1k.py',
           'configs/dinov2/dinov2_vit-base-p16_8xb64-100e_in1k.py')
@@ -61,9 +61,9 @@ def test_ibot_loss_matches_dinov2_forward_masked():
 
 
 def _losses(cls, **kwargs):
-    model = build(cls, **kwargs)
+    model = build_dino(cls, **kwargs)
     torch.manual_seed(1)  # same batch, masks and drop path for every model
-    inputs, samples = batch()
+    inputs, samples = dino_batch()
     return model.loss(inputs, samples)
 
 
@@ -86,12 +86,12 @@ def test_algorithm_weights_losses_as_dinov2(cls):
         torch.testing.assert_close(ours[key], alt[key] * masked / 8)
     torch.testing.assert_close(ours['loss_image'], alt['loss_image'])
     with pytest.raises(ValueError, match='koleo_reduction'):
-        DINOv2(backbone=BACKBONE, head=HEAD, koleo_reduction='max')
+        DINOv2(backbone=DINO_BACKBONE, head=DINO_HEAD, koleo_reduction='max')
 
 
 def test_layer_scale_block_matches_timm():
     torch.manual_seed(0)
-    ours = MODELS.build(dict(BACKBONE, layer_scale_init_value=1e-5))
+    ours = MODELS.build(dict(DINO_BACKBONE, layer_scale_init_value=1e-5))
     from timm.models.vision_transformer import Block
     layer = ours.layers[0].eval()  # no drop path
     peer = Block(48, 3, mlp_ratio=2., qkv_bias=True, init_values=1e-5,
@@ -122,8 +122,8 @@ def test_paper_configs_follow_dinov2(path):
     assert len(crops) == 3 and all(c.interpolation == 'bicubic'
                                    for c in crops)
     # DINOv2's decay rule: none on biases, norms and LayerScale gammas
-    model = DINOv2(backbone=dict(BACKBONE, layer_scale_init_value=1e-5),
-                   head=HEAD)
+    model = DINOv2(backbone=dict(DINO_BACKBONE, layer_scale_init_value=1e-5),
+                   head=DINO_HEAD)
     for name, decay in weight_decays(model, cfg.optim_wrapper).items():
         if not name.startswith('teacher'):
             no_decay = name.endswith('.bias') or 'ln' in name or \
@@ -150,4 +150,4 @@ def test_scale_box_of_two_views_or_all():
     out = scale_shift_boxes(boxes, scales, num_ref_views=2)
     assert ((out < 0) | (out > 1)).any()
     with pytest.raises(ValueError, match='scale_box'):
-        ICPF(backbone=BACKBONE, head=HEAD, scale_box='locals')
+        ICPF(backbone=DINO_BACKBONE, head=DINO_HEAD, scale_box='locals')

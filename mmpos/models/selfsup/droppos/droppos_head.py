@@ -39,7 +39,7 @@ from mmpretrain.models.utils import build_norm_layer
 from torch import Tensor
 
 from mmpos.registry import MODELS
-from ..layers.positions import grid_coords
+from ...layers.positions import grid_coords
 
 DISTANCES = ('euclidean', 'squared')
 
@@ -47,7 +47,7 @@ DISTANCES = ('euclidean', 'squared')
 def smoothed_position_targets(labels: Tensor,
                               hw: Sequence[int],
                               sigma: float,
-                              distance: str = 'euclidean') -> Tensor:
+                              squared: bool = False) -> Tensor:
     """Rows ``w*(y, :)`` of the normalised smoothing matrix (Eq. 5).
 
     ``w(i, j) = exp(-dist(i, j) / sigma^2)``, normalised to sum 1 over
@@ -57,24 +57,21 @@ def smoothed_position_targets(labels: Tensor,
     Args:
         labels: ``(...,)`` long positions ``y`` in ``[0, h * w)``.
         hw: the patch grid ``(h, w)``.
-        sigma: smoothing width, ``>= 0``.
-        distance: ``'euclidean'`` (Eq. 5) or ``'squared'``.
+        sigma: smoothing width, ``>= 0`` (checked by :class:`DropPosHead`
+            and ``DropPosSigmaHook``, which set it).
+        squared: ``dist`` is the squared Euclidean distance (the authors'
+            code) instead of the Euclidean one (Eq. 5).
 
     Returns:
         ``(..., h * w)`` float targets.
     """
-    if distance not in DISTANCES:
-        raise ValueError(f'distance must be one of {DISTANCES}, got '
-                         f'{distance!r}')
     sigma = float(sigma)
-    if sigma < 0:
-        raise ValueError(f'sigma must be >= 0, got {sigma}')
     num = int(hw[0]) * int(hw[1])
     if sigma == 0:
         return F.one_hot(labels, num).float()
     coords = grid_coords(*hw, device=labels.device)
     sq_dist = (coords[labels][..., None, :] - coords).square().sum(-1)
-    dist = sq_dist if distance == 'squared' else sq_dist.sqrt()
+    dist = sq_dist if squared else sq_dist.sqrt()
     weights = torch.exp(-dist / sigma**2)
     return weights / weights.sum(-1, keepdim=True)
 
@@ -89,12 +86,11 @@ def attentive_weights(cls_feat: Tensor, patch_feats: Tensor,
     Args:
         cls_feat: ``(B, C)``.
         patch_feats: ``(B, K, C)``.
+        tau: temperature, ``> 0`` (checked by :class:`DropPosHead`).
 
     Returns:
         ``(B, K)``, each row summing to 1.
     """
-    if not tau > 0:
-        raise ValueError(f'tau must be > 0, got {tau}')
     patch_feats = patch_feats.detach()
     if math.isinf(tau):
         return patch_feats.new_full(patch_feats.shape[:2],
@@ -204,12 +200,21 @@ class DropPosHead(BaseModule):
             x = layer(x)
         return self.fc(self.ln1(x))[:, 1:]
 
+    def _logits(self, feats: Tensor, hw: Sequence[int]) -> Tensor:
+        """:meth:`forward` on the features of an ``hw`` patch grid, which
+        must have ``num_patches`` positions."""
+        if hw[0] * hw[1] != self.num_patches:
+            raise ValueError(
+                f'DropPosHead: num_patches={self.num_patches} does not match '
+                f'the {hw[0]}x{hw[1]} patch grid of the input')
+        return self(feats)
+
     def loss(self,
              feats: Tensor,
              positions: Tensor,
              dropped: Tensor,
              hw: Sequence[int],
-             weights: Optional[Tensor] = None) -> Dict[str, Tensor]:
+             affinity_feats: Optional[Tensor] = None) -> Dict[str, Tensor]:
         """DropPos loss and metrics.
 
         Args:
@@ -217,27 +222,35 @@ class DropPosHead(BaseModule):
             positions: ``(B, K)`` their true positions ``y``.
             dropped: ``(B, K)`` bool, position dropped.
             hw: patch grid, ``h * w`` must equal ``num_patches``.
-            weights: ``(B, K)`` attentive weights (Eq. 9) or ``None``.
+            affinity_feats: ``(B, 1 + K, D)`` class-token and visible-patch
+                features ``f`` of the attentive weights (Eq. 9); ``None``:
+                ``feats``. Unused without attentive weights.
 
         Returns:
             ``loss`` (Eq. 8), ``acc_pos`` (top-1 position accuracy on the
             dropped patches, unweighted) and the current ``sigma``.
         """
-        self._check_grid(hw)
-        logits = self(feats)
+        logits = self._logits(feats, hw)
+        weights = None
+        if self.attentive:
+            f = feats if affinity_feats is None else affinity_feats
+            weights = attentive_weights(f[:, 0], f[:, 1:], self.tau)
         targets = smoothed_position_targets(positions, hw, self.sigma.item(),
-                                            self.distance)
+                                            self.distance == 'squared')
         loss = droppos_loss(logits, targets, dropped, weights)
         return dict(
             loss=loss,
             acc_pos=position_accuracy(logits.detach(), positions, dropped),
             sigma=self.sigma.detach().clone())
 
-    def _check_grid(self, hw: Sequence[int]):
-        if hw[0] * hw[1] != self.num_patches:
-            raise ValueError(
-                f'DropPosHead: num_patches={self.num_patches} does not match '
-                f'the {hw[0]}x{hw[1]} patch grid of the input')
+    def predict(self, feats: Tensor, positions: Tensor, dropped: Tensor,
+                hw: Sequence[int]) -> Dict[str, Tensor]:
+        """Predicted positions ``pred`` ``(B, K)`` long of the visible
+        patches and ``acc``, their top-1 accuracy over the dropped ones
+        (arguments as :meth:`loss`)."""
+        logits = self._logits(feats, hw)
+        return dict(pred=logits.argmax(-1),
+                    acc=position_accuracy(logits, positions, dropped))
 
 
 def position_accuracy(logits: Tensor, positions: Tensor,

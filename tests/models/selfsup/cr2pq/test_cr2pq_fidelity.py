@@ -11,8 +11,7 @@ from mmengine.logging import MessageHub
 from mmpretrain.registry import MODELS
 
 import mmpos  # noqa: F401
-from mmpos.models.necks.cr2pq_neck import CR2PQNeck
-from mmpos.models.selfsup.cr2pq import CR2PQ
+from mmpos.models.selfsup.cr2pq import CR2PQ, CR2PQNeck
 from mmpos.errors import BadInputError
 
 from conftest import REPO
@@ -65,7 +64,8 @@ def _tiny(**kwargs):
 
 def test_teacher_checkpoint_loads_every_teacher_weight(tmp_path):
     """The teacher is frozen (no gradient; eval mode: see
-    tests/models/selfsup/test_cr2pq.py) and takes every weight from the checkpoint."""
+    tests/models/selfsup/cr2pq/test_cr2pq.py) and takes every weight from
+    the checkpoint."""
     torch.manual_seed(3)
     resnet = MODELS.build(dict(type='ResNet', depth=18, out_indices=(3, )))
     state = {f'backbone.{k}': v for k, v in resnet.state_dict().items()}

@@ -12,10 +12,10 @@ from mmpretrain.models.utils import build_norm_layer
 from torch import Tensor
 
 from mmpos.registry import MODELS
-from ..backbones.rope_vit import RoPETransformerEncoderLayer
-from ..layers.attention import head_dims
-from ..layers.positions import (PositionTable, build_position_scheme,
-                                grid_coords, sincos_pos_embed_2d)
+from ...backbones.rope_vit import RoPETransformerEncoderLayer
+from ...layers.attention import head_dims
+from ...layers.positions import (PositionTable, build_position_scheme,
+                                 grid_coords, sincos_pos_embed_2d)
 
 POS_TYPES = ('rope', 'sincos', 'mlp')
 PROJECTORS = ('transformer', 'mlp')

@@ -27,7 +27,7 @@ from mmpretrain.structures import DataSample
 from torch import Tensor
 
 from mmpos.registry import MODELS
-from ..necks.qbheat_predictor import CENTER, crop_quarter_blocks
+from .qbheat_predictor import CENTER, crop_quarter_blocks
 
 POSITIONS = {'mixed': ('corner', 'center'), 'corner': ('corner', ),
              'center': ('center', )}

@@ -24,8 +24,10 @@ from mmpos.models.losses import dino_losses  # noqa: F401
 from mmpos.models.selfsup.dinov2 import DINOv2
 from mmpos.models.selfsup.icpf import ICPF
 
-from conftest import (REPO, assert_cosine_ema_steps, ema_teacher_step,
-                      read_scalars, run_tool, start_ema_teachers)
+from conftest import (DINO_BACKBONE, DINO_CROP_BOXES, DINO_HEAD, REPO,
+                      assert_cosine_ema_steps, build_dino, dino_batch,
+                      ema_teacher_step, read_scalars, run_tool,
+                      start_ema_teachers)
 
 sys.path.insert(0, osp.join(REPO, 'tools', 'model_converters'))
 import mmpos2backbone  # noqa: E402
@@ -40,20 +42,7 @@ DOWNSTREAM = 'configs/demo/fpn_vit-tiny-rope-mixed_mini-ade.py'
 # teacher collapsed onto one prototype gives ~0; the mini runs stay ~4.
 ENTROPY_FLOOR = 0.25 * math.log(256)
 
-BACKBONE = dict(
-    type='RoPEVisionTransformer',
-    arch=dict(embed_dims=48, num_layers=2, num_heads=3,
-              feedforward_channels=96),
-    img_size=32,
-    patch_size=8,
-    rope=None,
-    use_ape=True,
-    out_type='raw',
-    drop_path_rate=0.1)
-HEAD = dict(type='DINOProjectionHead', in_channels=48, out_channels=64,
-            hidden_channels=64, bottleneck_channels=16)
-BOXES = torch.tensor([[0., 0., 1., 1.], [.6, .1, .1, .7],
-                      [.2, .2, .5, .5], [.5, .6, .9, .9]])
+BOXES = torch.tensor(DINO_CROP_BOXES)
 
 
 @pytest.fixture(autouse=True)
@@ -61,25 +50,10 @@ def max_iters():
     MessageHub.get_current_instance().update_info('max_iters', 8)
 
 
-def build(cls=ICPF, **kwargs):
-    torch.manual_seed(0)
-    model = cls(backbone=BACKBONE, head=HEAD, patch_head=HEAD, **kwargs)
-    model.init_weights()
-    return start_ema_teachers(model.train())
-
-
-def batch(num=4):
-    inputs = [torch.randn(num, 3, 32, 32) for _ in range(2)] + \
-        [torch.randn(num, 3, 16, 16) for _ in range(2)]
-    samples = [DataSample(metainfo=dict(crop_boxes=BOXES))
-               for _ in range(num)]
-    return inputs, samples
-
-
 @pytest.mark.parametrize('split', [(0.5, 0.5), (1., 0.), (0., 1.),
                                    (0.25, 0.5)])
 def test_content_and_position_masks_split_disjoint(split):
-    model = build(mask_split=split)
+    model = build_dino(mask_split=split)
     num, hw = 16, (4, 4)
     masks = model._sample_masks(num, hw, 'cpu')
     content, pos = masks['content'].any(1), masks['pos'].any(1)
@@ -93,18 +67,18 @@ def test_content_and_position_masks_split_disjoint(split):
 
 
 def test_dinov2_masks_half_the_global_images():
-    model = build(DINOv2)
+    model = build_dino(DINOv2)
     masks = model._sample_masks(10, (4, 4), 'cpu')
     assert list(masks) == ['content']
     assert masks['content'].any(1).sum() == 5
     with pytest.raises(ValueError, match='mask_sample_prob'):
-        build(ICPF, mask_sample_prob=0.5)
+        build_dino(ICPF, mask_sample_prob=0.5)
     with pytest.raises(ValueError, match='mask_split'):
-        build(ICPF, mask_split=(0.7, 0.6))
+        build_dino(ICPF, mask_split=(0.7, 0.6))
 
 
 def test_field_positions_and_pos_mask_token():
-    model = build()
+    model = build_dino()
     hw = (4, 4)
     geometry = BOXES[None].expand(2, -1, -1)
     pos = model._positions(model, hw, slice(0, 2), geometry)
@@ -124,8 +98,8 @@ def test_field_positions_and_pos_mask_token():
 
 
 def test_icpf_step_trains_field_and_tokens():
-    model = build()
-    inputs, samples = batch()
+    model = build_dino()
+    inputs, samples = dino_batch()
     losses = model.loss(inputs, samples)
     assert set(losses) == {'loss_image', 'loss_content', 'loss_pos',
                            'loss_koleo', 'teacher_entropy'}
@@ -144,8 +118,8 @@ def test_field_exports_to_a_plain_vit():
     """After conversion a standard APE ViT computes what ICPF computes on
     whole images with the field."""
     from mmpretrain.registry import MODELS
-    model = build().eval()
-    vit = MODELS.build(BACKBONE).eval()
+    model = build_dino().eval()
+    vit = MODELS.build(DINO_BACKBONE).eval()
     vit.load_state_dict(model.backbone_state_dict(), strict=True)
     assert torch.allclose(vit.pos_embed[:, 1:],
                           model.pos_field.to_pos_embed((4, 4)))
@@ -158,30 +132,30 @@ def test_field_exports_to_a_plain_vit():
 
 
 def test_ablation_switches():
-    inputs, samples = batch()
-    no_field = build(pos_field=None)
+    inputs, samples = dino_batch()
+    no_field = build_dino(pos_field=None)
     assert no_field.pos_field is None
     losses = no_field.loss(inputs, [DataSample() for _ in samples])
     assert 'loss_pos' in losses
-    no_pos = build(mask_split=(0.5, 0.))
+    no_pos = build_dino(mask_split=(0.5, 0.))
     assert no_pos.loss(inputs, samples)['loss_pos'].item() == 0
-    const = build(scale_aug=dict(distribution='const'),
+    const = build_dino(scale_aug=dict(distribution='const'),
                   pos_field=dict(type='PositionalField', size=19),
                   pos_masking='box')
     assert const.pos_field.field.shape[-2:] == (19, 19)
     assert const.maskings['pos'].__name__ == 'boxwise_masks'
     with pytest.raises(ValueError, match='distribution'):
-        build(scale_aug=dict(distribution='normal'))
+        build_dino(scale_aug=dict(distribution='normal'))
 
 
 def test_cosine_ema_teacher_schedule():
     """Teacher momentum 0.992 -> 1 (cosine over max_iters = 8): the hook's
     step 0 (before training) copies the student, each later one (after an
     optimizer step) averages; the loss leaves the teacher alone."""
-    model = build(DINOv2, teacher_momentum=0.992)
+    model = build_dino(DINOv2, teacher_momentum=0.992)
     teacher = model.teacher.module.backbone.cls_token
     before = teacher.detach().clone()
-    model.loss(*batch())
+    model.loss(*dino_batch())
     assert torch.equal(teacher, before)
     assert_cosine_ema_steps(lambda: ema_teacher_step(model),
                             model.backbone.cls_token, teacher, 0.008)
@@ -193,9 +167,10 @@ def test_cosine_ema_teacher_schedule():
 def test_loss_refuses_a_teacher_never_set():
     """Without EMATeacherHook the teacher would stay at its random init."""
     torch.manual_seed(0)
-    model = ICPF(backbone=BACKBONE, head=HEAD, patch_head=HEAD).train()
+    model = ICPF(backbone=DINO_BACKBONE, head=DINO_HEAD,
+                 patch_head=DINO_HEAD).train()
     with pytest.raises(RuntimeError, match='EMATeacherHook'):
-        model.loss(*batch())
+        model.loss(*dino_batch())
 
 
 def test_teacher_temperature_hook():
@@ -213,7 +188,7 @@ def test_teacher_temperature_hook_sets_the_targets_temperature(
         monkeypatch):
     """Before each iteration the hook sets ``teacher_temp``, which the
     teacher centering of the next step uses."""
-    model = build()
+    model = build_dino()
     temps = []
     centering = model.image_centering
     forward = centering.forward
@@ -221,7 +196,7 @@ def test_teacher_temperature_hook_sets_the_targets_temperature(
                         lambda logits, temp: temps.append(temp) or
                         forward(logits, temp))
     hook = TeacherTempHook(start=0.04, end=0.07, warmup_iters=30)
-    inputs, samples = batch()
+    inputs, samples = dino_batch()
     for it in (15, 100):
         hook.before_train_iter(
             SimpleNamespace(model=model, iter=it,
@@ -316,7 +291,7 @@ def _field_on_grid(field, grid):
 def test_converter_exports_the_field_as_the_ape(tmp_path, capsys):
     """mmpos2backbone turns an ICPF checkpoint into a plain APE ViT whose
     table is the field sampled on the whole image's patch grid."""
-    model = build().eval()
+    model = build_dino().eval()
     with torch.no_grad():  # distinguishable student / teacher fields
         model.teacher.module.pos_field.field.add_(1.)
     src = tmp_path / 'iter_1.pth'
@@ -330,7 +305,7 @@ def test_converter_exports_the_field_as_the_ape(tmp_path, capsys):
     assert 'sampled on a 4x4 patch grid' in out
     saved = torch.load(tmp_path / 'own.pth', weights_only=True)
     from mmpretrain.registry import MODELS
-    vit = MODELS.build(BACKBONE).eval()
+    vit = MODELS.build(DINO_BACKBONE).eval()
     vit.load_state_dict(saved['state_dict'], strict=True)
     assert saved['meta']['positional_field_grid'] == [4, 4]
     images = torch.randn(2, 3, 32, 32)
@@ -340,7 +315,7 @@ def test_converter_exports_the_field_as_the_ape(tmp_path, capsys):
 
     # the grid of a downstream APE ViT config (3 x 5), checked strictly
     config = tmp_path / 'plain_vit.py'
-    config.write_text(f'model = dict(backbone=dict({BACKBONE!r}, '
+    config.write_text(f'model = dict(backbone=dict({DINO_BACKBONE!r}, '
                       "img_size=(24, 40), out_type='featmap'))\n")
     code, out, err = _convert(
         [src, tmp_path / 'plain.pth', '--config', config], capsys)
@@ -371,7 +346,7 @@ def test_converter_exports_the_field_as_the_ape(tmp_path, capsys):
         atol=1e-6)
 
     # --grid needs a field: a DINOv2 checkpoint has none
-    torch.save(dict(state_dict=build(DINOv2).state_dict()), src)
+    torch.save(dict(state_dict=build_dino(DINOv2).state_dict()), src)
     code, out, err = _convert([src, tmp_path / 'x.pth', '--grid', 2, 2],
                               capsys)
     assert code == 1 and '--grid applies to ICPF checkpoints' in err
@@ -406,7 +381,7 @@ def _load_into_downstream_backbone(state, prefix):
     """The dense-task ViT (APE, featmap output) at another resolution."""
     from mmpretrain.registry import MODELS
     backbone = MODELS.build(dict(
-        BACKBONE, arch=dict(embed_dims=96, num_layers=4, num_heads=3,
+        DINO_BACKBONE, arch=dict(embed_dims=96, num_layers=4, num_heads=3,
                             feedforward_channels=384),
         img_size=128, out_type='featmap'))
     weights = {k[len(prefix):]: v for k, v in state.items()

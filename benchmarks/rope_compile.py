@@ -1,0 +1,176 @@
+"""Inference cost of every position scheme, eager and under
+``torch.compile``, against the APE ViT and the ViT without positions.
+
+One ViT-S forward at 224 px (eval mode, ``torch.no_grad``; autocast on
+CUDA), batch 8: mmpretrain's ``VisionTransformer`` (APE) and
+``RoPEVisionTransformer`` without positions (``none``) and with each scheme
+of :mod:`mmpos.models.layers.positions` (eval tables cached per grid: a
+forward after the first only rotates). Every model eager and, for the
+models of ``compiled`` (default: APE, axial, mixed),
+``torch.compile(model, fullgraph=True)`` (inductor; mmpretrain's APE ViT
+without ``fullgraph``: its drop-path rates are tensors, a data-dependent
+branch, so dynamo splits it into graphs; compiled in the
+warm-up calls, checked against eager within 1e-3 first), all timed
+interleaved in this process (``_timing.measure``). Ratios: every eager
+model against eager APE and eager ``none``; every compiled model against
+compiled APE and against itself eager. The load average is recorded at the
+start and the end (a shared machine's load moves ratios).
+
+``--quick``: 2 blocks, batch 2.
+
+    python benchmarks/rope_compile.py [--quick] [--batch-size 8]
+        [--iters 10] [--warmup 2] [--threads 1] [--device cpu]
+        [--compiled APE axial mixed]
+"""
+import os
+from typing import Sequence
+
+import _timing
+import torch
+
+from rope_overhead import ARCHS
+
+SCHEMES = ('axial', 'mixed', 'dinov3', 'spiral', 'string', 'comrope',
+           'liere', 'lookhere')
+OPTIONS = dict(comrope=dict(position_scale=1 / 14),
+               liere=dict(position_scale=1 / 13))
+COMPILED = ('APE', 'axial', 'mixed')
+
+
+def _load():
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def build(name: str, arch: dict) -> torch.nn.Module:
+    """``'APE'``: mmpretrain's ViT; else a RoPE ViT with scheme ``name``
+    (``'none'``: no positions)."""
+    from mmpretrain.models import VisionTransformer
+
+    from mmpos.models.backbones import RoPEVisionTransformer
+    torch.manual_seed(0)
+    if name == 'APE':
+        return VisionTransformer(arch=arch, img_size=224)
+    rope = None if name == 'none' else dict(type=name,
+                                            **OPTIONS.get(name, {}))
+    return RoPEVisionTransformer(arch=arch, img_size=224, rope=rope,
+                                 use_ape=False)
+
+
+def run(quick: bool = False, batch_size: int = None, iters: int = None,
+        warmup: int = None, threads: int = None, device: str = 'auto',
+        amp: str = 'auto', compiled: Sequence[str] = COMPILED) -> dict:
+    """``{'settings', 'eager': {model: stats}, 'compiled': {model:
+    stats}}``; eager stats with ``time_ratio`` (against APE) and
+    ``none_ratio``, compiled ones with ``time_ratio`` (against compiled
+    APE) and ``eager_ratio``."""
+    from mmengine.logging import MMLogger
+    MMLogger.get_current_instance().setLevel('WARNING')
+    device, amp = _timing.setup(device, amp, threads)
+    batch_size = batch_size or (2 if quick else 8)
+    iters = iters or (5 if quick else 10)
+    warmup = warmup if warmup is not None else 2
+    arch = dict(ARCHS['ViT-S'], num_layers=2) if quick else ARCHS['ViT-S']
+    load_start = _load()
+    images = torch.randn(batch_size, 3, 224, 224, device=device)
+    models = {name: build(name, arch).to(device)
+              for name in ('APE', 'none') + SCHEMES}
+    for model in models.values():
+        model.eval()  # mmpretrain's train() returns None
+    steps = {}
+
+    def forward(model):
+
+        def step():
+            with torch.no_grad(), _timing.autocast(device, amp):
+                return model(images)
+
+        return step
+
+    for name, model in models.items():
+        steps[name] = forward(model)
+    for name in compiled:
+        # mmpretrain's ViT breaks the graph (its drop-path rates are
+        # tensors: a data-dependent branch); ours are one graph
+        fast = forward(torch.compile(models[name],
+                                     fullgraph=name != 'APE'))
+        ref = steps[name]()[-1].float()
+        err = (fast()[-1].float() - ref).abs().max().item()  # compiles
+        if err > 1e-3 * max(1., ref.abs().max().item()):
+            raise RuntimeError(f'compiled {name} differs from eager by '
+                               f'{err:.3g}')
+        steps[f'{name} compiled'] = fast
+    stats = _timing.measure(steps, device, warmup, iters, batch_size)
+    eager = {n: s for n, s in stats.items() if not n.endswith('compiled')}
+    fast = {n[:-len(' compiled')]: s for n, s in stats.items()
+            if n.endswith('compiled')}
+    for name, entry in eager.items():
+        entry['none_ratio'] = entry['step_ms'] / eager['none']['step_ms']
+    _timing.add_ratios(eager, 'APE')
+    if 'APE' in fast:
+        _timing.add_ratios(fast, 'APE')
+    for name, entry in fast.items():
+        entry['eager_ratio'] = entry['step_ms'] / eager[name]['step_ms']
+    return dict(
+        settings=_timing.settings(
+            device, amp, quick=quick, batch_size=batch_size, iters=iters,
+            warmup=warmup, load_start=load_start, load_end=_load(),
+            compiled=list(compiled), size=224,
+            vit='ViT-S' + (' (2 blocks)' if quick else '')),
+        eager=eager, compiled=fast)
+
+
+def summarize(result: dict) -> list:
+    """Summary rows: every eager model against eager APE (target 1.08x)
+    and ``none``; every compiled model against compiled APE and eager."""
+    vit = result['settings']['vit']
+    eager, fast = result['eager'], result['compiled']
+    rows = [
+        _timing.comparison(f'rope_compile {vit} 224px fwd eager', name,
+                           stats, 'mmpretrain VisionTransformer (APE)',
+                           eager['APE'], target='<= 1.08')
+        for name, stats in eager.items() if name != 'APE'
+    ]
+    rows += [
+        _timing.comparison(f'rope_compile {vit} 224px fwd eager', name,
+                           stats, 'same ViT without positions',
+                           eager['none'])
+        for name, stats in eager.items() if name not in ('APE', 'none')
+    ]
+    rows += [
+        _timing.comparison(f'rope_compile {vit} 224px fwd compiled', name,
+                           stats, 'compiled APE ViT', fast['APE'],
+                           target='<= 1.08')
+        for name, stats in fast.items() if name != 'APE' and 'APE' in fast
+    ]
+    rows += [
+        _timing.comparison(f'rope_compile {vit} 224px fwd', f'{name} '
+                           'compiled', stats, f'{name} eager', eager[name])
+        for name, stats in fast.items()
+    ]
+    return rows
+
+
+def markdown(result: dict) -> str:
+    s = result['settings']
+    lines = [f"Load average {s['load_start']} -> {s['load_end']}; "
+             f"{s['vit']}, 224 px, batch {s['batch_size']}, {s['iters']} "
+             'interleaved rounds.', '',
+             '| model | eager ms | x APE | x none | compiled ms | '
+             'x compiled APE | x eager |', '|---|---|---|---|---|---|---|']
+    for name, e in result['eager'].items():
+        c = result['compiled'].get(name)
+        tail = (f"{c['step_ms']:.1f} | {c['time_ratio']:.3f} | "
+                f"{c['eager_ratio']:.3f}" if c else '- | - | -')
+        lines.append(f"| {name} | {e['step_ms']:.1f} | "
+                     f"{e['time_ratio']:.3f} | {e['none_ratio']:.3f} | "
+                     f'{tail} |')
+    return '\n'.join(lines)
+
+
+if __name__ == '__main__':
+    result = _timing.run_cli(
+        __doc__, run, _timing.BATCH_SIZE,
+        ('--compiled', dict(nargs='*', default=list(COMPILED),
+                            choices=('APE', 'none') + SCHEMES,
+                            help='models also run compiled')))
+    print(markdown(result))

@@ -1,0 +1,119 @@
+"""The package's layers: no import inside ``mmpos`` runs from a lower layer
+up to a higher one, at module level or hidden inside a function.
+
+A module may import its own layer's and lower layers' modules. Importing
+the package root (``import mmpos``) from inside it imports every layer, so
+it counts as the top. mmpos' registries live in :mod:`mmpos.registry`
+(layer 0); a function that needs registered classes imports the layer that
+registers them (``import mmpos.models``), never the whole package.
+"""
+import ast
+
+import pytest
+
+from conftest import REPO
+
+#: lowest first; a subpackage or top-level module of ``mmpos`` per entry
+LAYERS = (
+    ('version', 'registry', 'errors'),  # no mmpos imports
+    ('checkpoint', ),  # read, match, load, write checkpoint files
+    ('datasets', ),  # transforms, safe image loading
+    ('models', ),  # layers, positions, backbones, methods
+    ('apis', 'converters'),  # build a backbone from a config / a file
+    ('evaluation', 'analysis'),  # probes, metrics, statistics, pictures
+    ('engine', ),  # hooks that run probes during training, optimizers
+    ('guardrails', ),  # what tools check before a run starts
+    ('__init__', ),  # the package root imports everything
+)
+LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}
+
+
+def _module_name(path):
+    parts = list(path.relative_to(REPO).with_suffix('').parts)
+    return '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
+
+
+def imported_modules(path):
+    """``(line, absolute module name)`` of every import in ``path``, nested
+    ones included, relative imports resolved against the file's package.
+    ``from pkg import name`` yields ``pkg.name`` (``name`` may be a
+    submodule)."""
+    module = _module_name(path)
+    package = module if path.name == '__init__.py' else \
+        module.rpartition('.')[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split('.')
+                base = base[:len(base) - node.level + 1]
+                source = '.'.join(base + [node.module] if node.module
+                                  else base)
+            else:
+                source = node.module
+            found += [(node.lineno, f'{source}.{alias.name}')
+                      for alias in node.names]
+    return found
+
+
+def layer_of(module):
+    """The layer of an ``mmpos`` module name, ``None`` for another
+    package; ``mmpos`` itself (the root) is the top."""
+    parts = module.split('.')
+    if parts[0] != 'mmpos':
+        return None
+    if len(parts) == 1:
+        return LAYER['__init__']
+    if parts[1] not in LAYER:
+        raise KeyError(f'{module}: mmpos.{parts[1]} is in no layer of '
+                       'tests/test_layering.py::LAYERS; place it there')
+    return LAYER[parts[1]]
+
+
+def upward_imports(paths):
+    offenders = []
+    for path in paths:
+        own = layer_of(_module_name(path)) if path.name != '__init__.py' \
+            or path.parent.name != 'mmpos' else LAYER['__init__']
+        for line, name in imported_modules(path):
+            target = layer_of(name)
+            if target is not None and target > own:
+                offenders.append(f'{path.relative_to(REPO)}:{line}: '
+                                 f'{name} (layer {target} > {own})')
+    return offenders
+
+
+def test_every_subpackage_has_a_layer():
+    names = {p.stem if p.is_file() else p.name
+             for p in (REPO / 'mmpos').iterdir()
+             if p.suffix == '.py' or (p / '__init__.py').exists()}
+    assert names == set(LAYER), (
+        f'not placed: {sorted(names - set(LAYER))}; '
+        f'gone: {sorted(set(LAYER) - names)}')
+
+
+def test_no_import_runs_upwards():
+    offenders = upward_imports(sorted((REPO / 'mmpos').rglob('*.py')))
+    assert not offenders, '\n'.join(offenders)
+
+
+@pytest.mark.parametrize('source', [
+    'from mmpos.engine.hooks import EMATeacherHook\n',
+    'def f():\n    from ..evaluation.knn import knn_accuracy\n',
+    'def f():\n    import mmpos\n',
+])
+def test_finder_sees_hidden_and_relative_upward_imports(tmp_path, source,
+                                                        monkeypatch):
+    """A module of ``mmpos/models/`` importing the engine (module level),
+    evaluation (relative, inside a function) or the package root is
+    reported; importing a lower layer is not."""
+    fake_repo = tmp_path
+    path = fake_repo / 'mmpos' / 'models' / 'probe.py'
+    path.parent.mkdir(parents=True)
+    path.write_text(source + 'from mmpos.checkpoint import read_checkpoint\n'
+                    'from ..errors import BadInputError\n')
+    monkeypatch.setitem(globals(), 'REPO', fake_repo)
+    offenders = upward_imports([path])
+    assert len(offenders) == 1 and 'mmpos/models/probe.py:' in offenders[0]

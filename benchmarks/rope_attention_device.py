@@ -1,29 +1,72 @@
 """RoPE attention on whatever device is present (CUDA when available).
 
-Loads mmpos' linear-angle RoPE schemes (``mmpos/models/layers/positions/
-linear.py`` and the torch-only files it imports) by path, without the
-packages' ``__init__`` files, so that it runs where only torch is installed
-(e.g. a GPU machine without the OpenMMLab stack).
+Loads mmpos' position schemes (``mmpos/models/layers/positions/linear.py``
+and ``matrix.py`` with the torch-only files they import: ``base.py``,
+``../window.py``) by path, without the packages' ``__init__`` files, so that
+it runs where only torch is installed (e.g. a GPU machine without the
+OpenMMLab stack).
 
-* Checks on the device, under autocast (``--amp auto``: bf16 on CUDA, fp32
-  on CPU): q.k logits between patch tokens are unchanged by a common shift
-  of all coordinates (integer and fractional), axial and mixed; outputs
-  finite.
-* Times one attention layer (qkv -> RoPE -> SDPA -> proj, forward+backward)
-  without RoPE, with RoPE-Axial and with RoPE-Mixed at ViT-B width for
-  several token counts, and prints each ratio against no RoPE measured in
-  the same run.
+* Checks on the device, per autocast dtype: q.k logits between patch tokens
+  are unchanged by a common shift of all coordinates (integer and
+  fractional), axial and mixed; outputs finite.
+* Measures one attention layer (qkv -> the scheme's table ``.rotate`` on
+  q and k -> SDPA -> proj; one block, ``depth=1``) per position scheme:
+  ``none`` (no positions), ``axial``, ``mixed``, ``dinov3``, ``comrope``
+  (LD, 8x8 blocks), ``liere`` (8x8 blocks), with default constructor
+  arguments. Width: ViT-B (dim 768, 12 heads); ``--quick`` on CPU: dim 128,
+  2 heads. For each case (autocast dtype x mode x token count), every
+  scheme's
+
+  - training step (forward + backward of ``out.float().sum()``, train
+    mode; gradients released after each step): median ms;
+  - inference forward (``torch.no_grad``, eval mode: the grid's tables
+    cached by eager schemes): images/s;
+  - peak memory each call adds (``_timing.peak_memory``: CUDA
+    ``max_memory_allocated``, CPU profiler allocator events),
+
+  and each ratio against ``none`` measured in the same case (steps of all
+  schemes interleaved, ``_timing.measure``).
+* Modes: ``eager`` and ``compiled`` (``torch.compile(layer, fullgraph=True,
+  dynamic=False)``, inductor; dynamo reset before each case, the recompile
+  limit raised so that no call falls back to eager). The first train and
+  first eval call of each compiled layer is timed apart (``compile_s``) and
+  a scheme that fails to compile is recorded with its error. To bound
+  compile time only the first token count is compiled unless
+  ``--compile-all-tokens`` (recorded as ``compiled_tokens``).
+* Sizes: tokens 196 (14x14, ViT-B/16 at 224 px) and 1024 (32x32), batch 64
+  on CUDA (2 on CPU), 20 timed rounds after 5 warmup calls; ``--quick``: 3
+  rounds after 1 (CUDA: 196 tokens only; CPU: 16 and 64 tokens, batch 1,
+  the tiny width).
+
+Output: the JSON report on stdout (progress on stderr) and, with ``--out
+DIR``, ``DIR/<device>_rope_attention.json`` (``settings`` + ``rows``, the
+layout of ``benchmarks/run.py`` summaries, plus the shift check) and
+``DIR/<device>_rope_attention.md``, both rewritten atomically after every
+completed case, so a run stopped by a timeout keeps what it measured.
+``<device>``: ``torch.cuda.get_device_name`` as a slug (``h100_80gb_hbm3``)
+or ``cpu``.
 
 Timing and device/AMP selection come from the sibling ``_timing.py`` (torch
 only).
 
     python benchmarks/rope_attention_device.py [--quick] [--device auto]
-        [--amp auto|off|bf16|fp16]
+        [--amp auto|off|bf16|fp16 ...] [--modes eager compiled]
+        [--schemes none axial mixed dinov3 comrope liere]
+        [--iters 20] [--warmup 5] [--compile-all-tokens] [--out DIR]
+
+``--amp`` takes several values, measured one after the other in one run
+(``--amp bf16 off``: bf16 autocast and fp32); ``auto`` is bf16 on CUDA and
+fp32 on CPU.
 """
 import argparse
+import datetime
 import importlib
 import json
+import os
+import re
 import sys
+import time
+import traceback
 import types
 from pathlib import Path
 
@@ -34,36 +77,48 @@ import torch.nn.functional as F
 import _timing
 
 _LAYERS = Path(__file__).resolve().parents[1] / 'mmpos' / 'models' / 'layers'
+SCHEMES = ('none', 'axial', 'mixed', 'dinov3', 'comrope', 'liere')
+MODES = ('eager', 'compiled')
 
 
-def load_rope_module():
-    """``mmpos.models.layers.positions.linear`` as ``mmpos_layers.positions.
-    linear``: its package and the parent package are stood in by empty
-    modules, so only the torch-only files themselves run."""
-    for name, path in (('mmpos_layers', _LAYERS),
-                       ('mmpos_layers.positions', _LAYERS / 'positions')):
-        package = types.ModuleType(name)
+def load_rope_module(name='linear'):
+    """``mmpos.models.layers.positions.<name>`` (``linear`` / ``matrix``)
+    as ``mmpos_layers.positions.<name>``: its package and the parent package
+    are stood in by empty modules, so only the torch-only files themselves
+    run."""
+    for pkg, path in (('mmpos_layers', _LAYERS),
+                      ('mmpos_layers.positions', _LAYERS / 'positions')):
+        package = types.ModuleType(pkg)
         package.__path__ = [str(path)]
-        sys.modules.setdefault(name, package)
-    return importlib.import_module('mmpos_layers.positions.linear')
+        sys.modules.setdefault(pkg, package)
+    return importlib.import_module(f'mmpos_layers.positions.{name}')
 
 
-def scheme(rope_mod, rope_type, head_dim, heads):
-    """A one-block ``AxialRoPE`` / ``MixedRoPE``."""
-    cls = rope_mod.AxialRoPE if rope_type == 'axial' else rope_mod.MixedRoPE
-    return cls(head_dim, heads, 1)
+def scheme_classes():
+    """``{scheme: class}`` of the schemes measured (``none``: ``None``)."""
+    linear, matrix = load_rope_module('linear'), load_rope_module('matrix')
+    return dict(none=None, axial=linear.AxialRoPE, mixed=linear.MixedRoPE,
+                dinov3=linear.DINOv3RoPE, comrope=matrix.ComRoPE,
+                liere=matrix.LieRE)
+
+
+def scheme(classes, rope_type, head_dim, heads):
+    """A one-block scheme with its default arguments (``None`` for
+    ``'none'``)."""
+    cls = classes[rope_type]
+    return None if cls is None else cls(head_dim, heads, 1)
 
 
 class Attention(nn.Module):
-    """Minimal multi-head attention with optional 2-D RoPE on patch tokens."""
+    """Minimal multi-head attention with optional 2-D positions on patch
+    tokens."""
 
-    def __init__(self, rope_mod, dim, heads, rope_type):
+    def __init__(self, classes, dim, heads, rope_type):
         super().__init__()
         self.heads = heads
         self.qkv = nn.Linear(dim, dim * 3)
         self.proj = nn.Linear(dim, dim)
-        self.rope = None if rope_type == 'none' else scheme(
-            rope_mod, rope_type, dim // heads, heads)
+        self.rope = scheme(classes, rope_type, dim // heads, heads)
 
     def forward(self, x, hw):
         B, N, C = x.shape
@@ -77,11 +132,11 @@ class Attention(nn.Module):
         return self.proj(out.transpose(1, 2).reshape(B, N, C))
 
 
-def check_shift_invariance(rope_mod, device, dtype):
+def check_shift_invariance(classes, device, dtype):
     torch.manual_seed(0)
     results = {}
     for rope_type in ('axial', 'mixed'):
-        table = scheme(rope_mod, rope_type, 64, 4).to(device).block_table
+        table = scheme(classes, rope_type, 64, 4).to(device).block_table
 
         def rope(x, coords):
             return table(0, coords[None]).rotate(x)
@@ -104,56 +159,271 @@ def check_shift_invariance(rope_mod, device, dtype):
     return results
 
 
-def time_attention(rope_mod, device, dtype, batch, grid, iters):
-    """Median fwd+bwd ms of one attention layer per RoPE type."""
-    dim, heads = 768, 12
+def _reset_dynamo():
+    """Fresh dynamo caches and a recompile limit that one case (train and
+    eval graph of every scheme, all from ``Attention.forward``) stays
+    under, with failure instead of a silent eager fallback past it."""
+    torch._dynamo.reset()
+    config = torch._dynamo.config
+    for name in ('cache_size_limit', 'recompile_limit'):
+        if hasattr(config, name):
+            setattr(config, name, 64)
+    if hasattr(config, 'accumulated_cache_size_limit'):
+        config.accumulated_cache_size_limit = max(
+            config.accumulated_cache_size_limit, 256)
+    if hasattr(config, 'fail_on_recompile_limit_hit'):
+        config.fail_on_recompile_limit_hit = True
+
+
+def measure_case(classes, schemes, device, dtype, mode, grid, batch, dim,
+                 heads, iters, warmup):
+    """``{scheme: stats}`` of one case (see the module docstring): train
+    ``step_ms`` / ``peak_mib``, inference ``images_per_s`` / ``peak_mib``,
+    compile seconds; a scheme that fails is ``{'error': ...}``."""
     hw = (grid, grid)
+    torch.manual_seed(0)
     x = torch.randn(batch, grid * grid, dim, device=device,
                     requires_grad=True)
-    steps = {}
-    for rope_type in ('none', 'axial', 'mixed'):
-        layer = Attention(rope_mod, dim, heads, rope_type).to(device)
+    x_eval = x.detach()
+    if mode == 'compiled':
+        _reset_dynamo()
+    train, infer, out = {}, {}, {}
+    for name in schemes:
+        torch.manual_seed(0)  # equal qkv / proj weights for every scheme
+        layer = Attention(classes, dim, heads, name).to(device)
+        call = (torch.compile(layer, fullgraph=True, dynamic=False)
+                if mode == 'compiled' else layer)
 
-        def step(layer=layer):
+        def train_step(layer=layer, call=call):
+            layer.train()
             with _timing.autocast(device, dtype):
-                out = layer(x, hw)
-            out.float().sum().backward()
+                y = call(x, hw)
+            y.float().sum().backward()
+            layer.zero_grad(set_to_none=True)
+            x.grad = None
 
-        steps[rope_type] = step
-    stats = _timing.measure(steps, device, warmup=3, iters=iters,
-                            memory=False)
-    return {name: entry['step_ms'] for name, entry in stats.items()}
+        def infer_step(layer=layer, call=call):
+            layer.eval()
+            with torch.no_grad(), _timing.autocast(device, dtype):
+                call(x_eval, hw)
+
+        try:  # first calls apart: compilation (eager: tables, caches)
+            entry = {}
+            for key, step in (('train', train_step), ('infer', infer_step)):
+                _timing.synchronize(device)
+                start = time.perf_counter()
+                step()
+                _timing.synchronize(device)
+                entry[f'{key}_first_call_s'] = time.perf_counter() - start
+            if mode == 'compiled':
+                entry['compile_s'] = (entry['train_first_call_s'] +
+                                      entry['infer_first_call_s'])
+        except Exception as exc:  # noqa: BLE001 -- recorded, run goes on
+            out[name] = dict(error=f'{type(exc).__name__}: '
+                             f'{str(exc).splitlines()[0][:300]}')
+            print(traceback.format_exc(limit=3), file=sys.stderr)
+            continue
+        out[name] = entry
+        train[name], infer[name] = train_step, infer_step
+    if train:
+        stats = _timing.measure(train, device, warmup, iters, memory=True)
+        for name, s in stats.items():
+            out[name].update(train_ms=s['step_ms'],
+                             train_peak_mib=s['peak_mib'])
+        stats = _timing.measure(infer, device, warmup, iters,
+                                batch_size=batch, memory=True)
+        for name, s in stats.items():
+            out[name].update(infer_ms=s['step_ms'],
+                             infer_images_per_s=s['images_per_s'],
+                             infer_peak_mib=s['peak_mib'])
+    return out
 
 
-def run(quick=False, device='auto', amp='auto'):
-    rope_mod = load_rope_module()
-    device, dtype = _timing.setup(device, amp)
-    report = dict(
-        device=torch.cuda.get_device_name() if device.type == 'cuda' else
-        'cpu',
-        autocast=str(dtype),
-        shift_invariance_rel_err=check_shift_invariance(
-            rope_mod, device, dtype))
-    grids = (14, ) if quick else (14, 28, 56, 64)
-    batch = 2 if quick or device.type == 'cpu' else 64
+def _ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def case_rows(stats, amp, mode, tokens, batch):
+    """One row per scheme, with ratios against ``none`` (same case) and the
+    ``benchmarks/run.py`` summary fields (``ours`` / ``baseline``)."""
+    base = stats.get('none', {})
     rows = []
-    for grid in grids:
-        b = max(1, batch * 196 // (grid * grid))
-        times = time_attention(rope_mod, device, dtype, b, grid,
-                               iters=3 if quick else 20)
-        rows.append(
-            dict(tokens=grid * grid, batch=b,
-                 ms_none=round(times['none'], 3),
-                 ratio_axial=round(times['axial'] / times['none'], 3),
-                 ratio_mixed=round(times['mixed'] / times['none'], 3)))
-    report['attention_fwd_bwd'] = rows
+    for name, s in stats.items():
+        row = dict(benchmark=f'rope_attention {amp} {mode} {tokens} tokens '
+                   'train step', ours=name, baseline='none', scheme=name,
+                   amp=amp, mode=mode, tokens=tokens, batch=batch, **s)
+        if 'error' not in s and 'train_ms' in base:
+            row.update(
+                train_ratio=_ratio(s['train_ms'], base['train_ms']),
+                infer_throughput_ratio=_ratio(s['infer_images_per_s'],
+                                              base['infer_images_per_s']),
+                train_mem_ratio=_ratio(s['train_peak_mib'],
+                                       base['train_peak_mib']),
+                infer_mem_ratio=_ratio(s['infer_peak_mib'],
+                                       base['infer_peak_mib']),
+                ours_ms=s['train_ms'], baseline_ms=base['train_ms'],
+                ours_peak_mib=s['train_peak_mib'],
+                baseline_peak_mib=base['train_peak_mib'],
+                ours_images_per_s=s['infer_images_per_s'],
+                baseline_images_per_s=base['infer_images_per_s'])
+            row.update(time_ratio=row['train_ratio'],
+                       mem_ratio=row['train_mem_ratio'],
+                       throughput_ratio=row['infer_throughput_ratio'])
+        rows.append(row)
+    return rows
+
+
+def _f(value, fmt):
+    return '' if value is None else format(value, fmt)
+
+
+def markdown(report):
+    s = report['settings']
+    lines = [
+        f"# RoPE attention layer on {s['device']}", '',
+        f"`python benchmarks/rope_attention_device.py "
+        f"{' '.join(s['argv'])}`", '',
+        f"torch {s['torch']}, {s['date']} UTC, autocast: "
+        f"{', '.join(s['amps'])}; dim {s['dim']}, {s['heads']} heads, batch "
+        f"{s['batch']}, tokens {s['tokens']}"
+        + ('' if 'compiled' not in s['modes'] else
+           f", compiled at tokens {s['compiled_tokens']}"
+           + ('' if s['compiled_tokens'] == s['tokens'] else
+              ' only (compile time bound; --compile-all-tokens for all)'))
+        + f"; {s['iters']} timed rounds after {s['warmup']} warmup calls.",
+        '',
+        'Train: forward + backward ms (median of interleaved calls); infer: '
+        'no_grad eval forward, images/s = batch / median; peak: MiB the '
+        'training step adds (infer peak in the JSON); x none: ratio to the '
+        'layer without positions in the same case.', '',
+        f"Shift invariance (max relative logit change): "
+        f"{json.dumps(report['shift_invariance_rel_err'])}", '',
+        '| amp | scheme | mode | tokens | train ms | x none | infer img/s '
+        '| x none | peak MiB | x none | compile s |',
+        '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
+    for r in report['rows']:
+        head = f"| {r['amp']} | {r['scheme']} | {r['mode']} | {r['tokens']} "
+        if 'error' in r:
+            lines.append(head + f"| error: {r['error'][:120]} "
+                         '| | | | | | |')
+            continue
+        lines.append(
+            head + f"| {_f(r.get('train_ms'), '.3f')} "
+            f"| {_f(r.get('train_ratio'), '.3f')} "
+            f"| {_f(r.get('infer_images_per_s'), '.1f')} "
+            f"| {_f(r.get('infer_throughput_ratio'), '.3f')} "
+            f"| {_f(r.get('train_peak_mib'), '.1f')} "
+            f"| {_f(r.get('train_mem_ratio'), '.3f')} "
+            f"| {_f(r.get('compile_s'), '.1f')} |")
+    return '\n'.join(lines) + '\n'
+
+
+def _write(path, text):
+    tmp = path.with_name(path.name + '.tmp')
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def device_slug(device):
+    if device.type != 'cuda':
+        return 'cpu'
+    name = torch.cuda.get_device_name(device).lower()
+    slug = re.sub(r'[^a-z0-9]+', '_', name).strip('_')
+    return re.sub(r'^nvidia_', '', slug) or 'cuda'
+
+
+def run(quick=False, device='auto', amp=('auto', ), modes=MODES,
+        schemes=SCHEMES, iters=None, warmup=None, compile_all_tokens=False,
+        out=None, argv=()):
+    classes = scheme_classes()
+    device = _timing.resolve_device(device)
+    amps = {}  # name -> autocast dtype, in the order given, no repeats
+    for a in amp:
+        dtype = _timing.resolve_amp(a, device)
+        amps[str(dtype).replace('torch.', '') if dtype else 'fp32'] = dtype
+    tiny = quick and device.type == 'cpu'
+    dim, heads = (128, 2) if tiny else (768, 12)
+    grids = (4, 8) if tiny else (14, ) if quick else (14, 32)
+    batch = 1 if tiny else 2 if device.type == 'cpu' else 64
+    iters = iters or (3 if quick else 20)
+    warmup = warmup if warmup is not None else (1 if quick else 5)
+    schemes = ['none'] + [s for s in schemes if s != 'none']
+    tokens = [g * g for g in grids]
+    compiled_grids = grids if compile_all_tokens else grids[:1]
+    amp_names = list(amps)
+    report = dict(
+        settings=dict(
+            device=(torch.cuda.get_device_name(device)
+                    if device.type == 'cuda' else 'cpu'),
+            code='benchmarks/rope_attention_device.py',
+            torch=torch.__version__, python=sys.version.split()[0],
+            date=datetime.datetime.now(datetime.timezone.utc).strftime(
+                '%Y-%m-%dT%H:%M:%S'),
+            argv=list(argv), quick=quick, amps=amp_names,
+            amp=', '.join(amp_names), dim=dim, heads=heads, batch=batch,
+            tokens=tokens, compiled_tokens=[g * g for g in compiled_grids],
+            modes=list(modes), schemes=schemes, iters=iters, warmup=warmup,
+            threads=torch.get_num_threads(),
+            float32_matmul_precision=torch.get_float32_matmul_precision(),
+            load_start=list(os.getloadavg())),
+        shift_invariance_rel_err={},
+        rows=[])
+    paths = None
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        stem = Path(out) / f'{device_slug(device)}_rope_attention'
+        paths = stem.with_suffix('.json'), stem.with_suffix('.md')
+
+    def save():
+        report['settings']['total_s'] = time.perf_counter() - start
+        report['settings']['load_end'] = list(os.getloadavg())
+        if paths:
+            _write(paths[0], json.dumps(report, indent=2) + '\n')
+            _write(paths[1], markdown(report))
+
+    start = time.perf_counter()
+    for name, dtype in amps.items():
+        report['shift_invariance_rel_err'][name] = check_shift_invariance(
+            classes, device, dtype)
+    save()
+    for mode in modes:
+        for name, dtype in amps.items():
+            for grid in (compiled_grids if mode == 'compiled' else grids):
+                t0 = time.perf_counter()
+                stats = measure_case(classes, schemes, device, dtype, mode,
+                                     grid, batch, dim, heads, iters, warmup)
+                report['rows'] += case_rows(stats, name, mode, grid * grid,
+                                            batch)
+                save()
+                print(f'[rope_attention] {name} {mode} {grid * grid} tokens:'
+                      f' {time.perf_counter() - t0:.1f} s (total '
+                      f'{time.perf_counter() - start:.1f} s)',
+                      file=sys.stderr, flush=True)
     return report
 
 
-if __name__ == '__main__':
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--quick', action='store_true')
     parser.add_argument('--device', default='auto')
-    parser.add_argument('--amp', default='auto', choices=_timing.AMP_CHOICES)
-    args = parser.parse_args()
-    print(json.dumps(run(args.quick, args.device, args.amp), indent=2))
+    parser.add_argument('--amp', nargs='+', default=['auto'],
+                        choices=_timing.AMP_CHOICES,
+                        help='autocast dtypes, measured in turn')
+    parser.add_argument('--modes', nargs='+', default=list(MODES),
+                        choices=MODES)
+    parser.add_argument('--schemes', nargs='+', default=list(SCHEMES),
+                        choices=SCHEMES,
+                        help="schemes to measure ('none' always is)")
+    parser.add_argument('--iters', type=int, help='timed rounds')
+    parser.add_argument('--warmup', type=int, help='untimed calls per step')
+    parser.add_argument('--compile-all-tokens', action='store_true',
+                        help='compile at every token count, not the first')
+    parser.add_argument('--out', help='write <device>_rope_attention.json '
+                        'and .md here')
+    args = vars(parser.parse_args(argv))
+    print(json.dumps(run(argv=argv, **args), indent=2))
+
+
+if __name__ == '__main__':
+    main()

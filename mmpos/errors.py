@@ -54,7 +54,25 @@ class ConversionError(BadInputError):
     """A state dict that a converter cannot map as asked."""
 
 
+class CropBoxError(BadInputError):
+    """A crop box outside its image, degenerate or not finite."""
+
+
+class ImageLoadError(BadInputError):
+    """An image file that is missing or cannot be decoded."""
+
+
+class DatasetFormatError(BadInputError):
+    """An annotation file or label map that a dataset cannot use."""
+
+
+class LaunchError(BadInputError):
+    """A problem with the user's command line or config, reported in one line."""
+
+
 __all__ = [
     'BadInputError', 'CheckpointMismatchError', 'CheckpointReadError',
-    'ConversionError', 'UnsafeCheckpointError', 'UnsupportedModelError'
+    'ConversionError', 'CropBoxError', 'DatasetFormatError',
+    'ImageLoadError', 'LaunchError', 'UnsafeCheckpointError',
+    'UnsupportedModelError'
 ]

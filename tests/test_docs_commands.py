@@ -85,7 +85,7 @@ def _asked(args):
             for name in args.which}
 
 
-def test_guides_ask_for_the_demos_mini_data(monkeypatch):
+def test_guides_ask_for_the_demos_mini_data(monkeypatch, tmp_path):
     """Every mini-data command on a page asks for the sets that ``make
     demo`` writes with the demo's arguments, so that after the demo it is a
     no-op (the generator refuses other arguments without ``--force``)."""
@@ -93,7 +93,7 @@ def test_guides_ask_for_the_demos_mini_data(monkeypatch):
     parse = _mini_data_parser()
     commands = []
     monkeypatch.setattr(runs, 'run', lambda cmd: commands.append(cmd))
-    runs.ensure_data('data/mini')
+    runs.ensure_data(str(tmp_path))  # empty: every set is asked for
     demo = {k: v for cmd in commands for k, v in _asked(parse(cmd[2:])).items()}
     assert {'unlabeled', 'cls', 'objects', 'stuff'} <= set(demo)
     checked = 0

@@ -4,7 +4,7 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-"${PYTHON:-$ROOT/.venv/bin/python}" -m pytest tests -q -ra "$@"
+"${PYTHON:-$ROOT/.venv/bin/python}" -m pytest tests -q -ra --durations=30 "$@"
 rc=$?
 if [[ $rc -eq 5 ]]; then
     echo "run_tests: pytest collected no tests; treating as failure" >&2

@@ -44,11 +44,19 @@ def _suite_table(name: str, data: dict) -> list:
     machine = _machine(s)
     setup = (f"torch {s.get('torch')}, {s.get('amp')}, "
              f"{s.get('threads')} thread(s)")
-    cmd = 'python benchmarks/run.py ' + ' '.join(
-        a for a in s.get('argv', []) if not a.startswith('/'))
+    # a script's own summary names it as its code; run.py's may name the
+    # code state it measured
+    code = str(s.get('code', ''))
+    script = code if code.endswith('.py') else 'benchmarks/run.py'
+    argv = list(s.get('argv', []))
+    if '--out' in argv:  # where this machine wrote it, not how
+        del argv[argv.index('--out'):argv.index('--out') + 2]
+    cmd = f'python {script} ' + ' '.join(
+        a for a in argv if not a.startswith('/'))
     lines = [f'### `{name}`', '',
              f'`{cmd}` ({setup}' +
-             (f"; code: {s['code']}" if s.get('code') else '') + ')', '',
+             (f'; code: {code}' if code and code != script else '') + ')',
+             '',
              '| date | machine | benchmark | ours | baseline | time ratio | '
              'memory ratio | ours ms | baseline ms | target |',
              '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']

@@ -16,13 +16,9 @@ from mmcv.transforms import LoadImageFromFile
 from mmengine.logging import print_log
 
 from mmpos.registry import TRANSFORMS
-from mmpos.errors import BadInputError
+from mmpos.errors import ImageLoadError
 
 ON_ERROR = ('raise', 'skip')
-
-
-class ImageLoadError(BadInputError):
-    """An image file that is missing or cannot be decoded."""
 
 
 def _reason(err: Exception) -> str:

@@ -35,17 +35,13 @@ from mmengine.dataset import BaseDataset
 from mmengine.registry import DATASETS, DefaultScope
 from PIL import Image
 
-from mmpos.errors import BadInputError
+from mmpos.errors import DatasetFormatError
 from .config_check import config_dicts
 
 COCO_KEYS = ('images', 'annotations', 'categories')
 # Label maps checked per dataset at launch (tools/train.py, tools/test.py),
 # drawn with this seed; tools/misc/validate_dataset.py checks them all.
 SAMPLE, SAMPLE_SEED = 32, 0
-
-
-class DatasetFormatError(BadInputError):
-    """An annotation file or label map that a dataset cannot use."""
 
 
 def _is_number(value) -> bool:

@@ -38,12 +38,8 @@ import torch.distributed as torch_dist
 from mmengine.config import Config, DictAction
 
 from mmpos.checkpoint.read import check_checkpoint_file, checkpoint_problem
-from mmpos.errors import BadInputError
+from mmpos.errors import LaunchError
 from .config_check import config_dicts, config_key_problems, new_option_keys
-
-
-class LaunchError(BadInputError):
-    """A problem with the user's command line or config, reported in one line."""
 
 
 def global_rank() -> int:

@@ -36,7 +36,8 @@ from mmpos.engine.hooks import (PREEMPTED_EXIT_CODE, CheckpointFitHook,
 from .cli import exit_on_bad_input
 from .config_check import blame_config
 from .data_check import check_config_datasets
-from .launch import (LaunchError, apply_launch_arguments,
+from mmpos.errors import LaunchError
+from .launch import (apply_launch_arguments,
                      check_checkpoint_paths, check_work_dir, global_rank,
                      load_config, lost_rank, quiet_console, rank_processes,
                      resume_checkpoint, start_cpu_process_group,

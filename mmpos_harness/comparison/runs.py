@@ -28,7 +28,7 @@ from mmengine.config import Config
 from mmpos.checkpoint import write_atomically
 from mmpos.evaluation.dense_suite import MINI_PROBES
 
-from ..mini_data import EVAL_NUM_VAL
+from ..mini_data import EVAL_NUM_VAL, changed_arguments, requested
 from ..results import DONE_MARKER, last_checkpoint, read_run
 from .seeds import COMPUTE, PLAN, pretrain_dir, transfer_dir, write_json
 
@@ -135,44 +135,53 @@ def machine():
     return f'{cpu}, {os.cpu_count()} CPUs, torch {torch.__version__}'
 
 
-def _make_data(root, which, *options):
-    """``tools/misc/make_mini_data.py root --which ... --force options``: a
-    dataset written with these arguments is kept, one written with others
-    is rewritten, one with more images than asked is refused with one line
-    (the generator never shrinks data)."""
-    run([sys.executable, 'tools/misc/make_mini_data.py', root, '--force',
-         '--which', *which, *options])
+def _make_data(root, which, num_train=64, num_val=None, num_unlabeled=256,
+               img_size=128, seed=0):
+    """``tools/misc/make_mini_data.py root --which ... --force`` with these
+    arguments for the datasets of ``which`` not already written with them
+    (then nothing runs): one written with others is rewritten, one with
+    more images than asked is refused with one line (the generator never
+    shrinks data)."""
+    todo = [name for name in which if changed_arguments(
+        osp.join(root, name), requested(name, num_train, num_val,
+                                        num_unlabeled, img_size, seed)) != {}]
+    if todo:
+        run([sys.executable, 'tools/misc/make_mini_data.py', root, '--force',
+             '--which', *todo, '--num-train', str(num_train),
+             '--num-unlabeled', str(num_unlabeled), '--img-size',
+             str(img_size), '--seed', str(seed)] +
+            ([] if num_val is None else ['--num-val', str(num_val)]))
 
 
 def ensure_data(data_root):
     """Write the mini datasets the comparison needs with its sizes
     (:data:`DATA`); those already written with them are kept."""
-    img_size = ['--img-size', str(DATA['img_size'])]
     _make_data(data_root, sorted({t['data'] for t in TASKS.values()}),
-               '--num-train', str(DATA['num_train']), '--num-val',
-               str(DATA['num_val']), *img_size)
-    _make_data(data_root, ['unlabeled'], '--num-unlabeled',
-               str(DATA['num_unlabeled']), *img_size)
+               num_train=DATA['num_train'], num_val=DATA['num_val'],
+               img_size=DATA['img_size'])
+    _make_data(data_root, ['unlabeled'], num_unlabeled=DATA['num_unlabeled'],
+               img_size=DATA['img_size'])
     # the labelled set of the pretraining configs' online kNN probe, with
-    # the generator's default sizes (as the guides write it)
-    _make_data(data_root, ['cls'])
+    # the generator's default sizes (as the guides write it); one already
+    # there is used as it is (the method ranking's kNN probe reads it too)
+    if not osp.isdir(osp.join(data_root, 'cls')):
+        _make_data(data_root, ['cls'])
 
 
 def ensure_probe_data(root, tasks, seed=None):
-    """Write the data folders of the probes among ``tasks`` under ``root``
-    (``seed``: other images than the reported ones, e.g. the method
-    ranking's tuning data); returns ``root``."""
-    wanted = {PROBES[t]['data'] for t in tasks if t in PROBES}
-    options = ['--num-train', str(DATA['num_train']), '--img-size',
-               str(DATA['img_size'])] + ([] if seed is None else
-                                         ['--seed', str(seed)])
+    """Write the data folders of the probes among ``tasks`` missing under
+    ``root`` (``seed``: other images than the reported ones, e.g. the method
+    ranking's tuning data); returns ``root``. A folder already there is
+    used as it is: ``cls`` in particular, which :func:`ensure_data` writes
+    with the generator's default sizes for the online probe."""
+    wanted = {PROBES[t]['data'] for t in tasks if t in PROBES and
+              not osp.isdir(osp.join(root, PROBES[t]['data']))}
+    sizes = dict(num_train=DATA['num_train'], img_size=DATA['img_size'],
+                 seed=seed or 0)
     # the evaluation sets keep their own validation sizes (EVAL_NUM_VAL)
-    plain = sorted(wanted - set(EVAL_NUM_VAL))
-    if plain:
-        _make_data(root, plain, *options, '--num-val', str(DATA['num_val']))
-    evaluation = sorted(wanted & set(EVAL_NUM_VAL))
-    if evaluation:
-        _make_data(root, evaluation, *options)
+    _make_data(root, sorted(wanted - set(EVAL_NUM_VAL)),
+               num_val=DATA['num_val'], **sizes)
+    _make_data(root, sorted(wanted & set(EVAL_NUM_VAL)), **sizes)
     return root
 
 

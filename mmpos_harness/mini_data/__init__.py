@@ -48,7 +48,7 @@ images than it holds (another guide or study may read them).
 """
 import os.path as osp
 
-from ._io import MARKER, _check_sizes, plan_target
+from ._io import MARKER, _check_sizes, changed_arguments, plan_target
 from .ade import MINI_ADE_CLASSES, make_mini_ade
 from .cls import make_mini_cls
 from .coco import make_mini_coco
@@ -65,7 +65,7 @@ from .unlabeled import make_unlabeled_images
 __all__ = [
     'EVAL_NUM_VAL', 'MARKER', 'MINI_ADE_CLASSES', 'MINI_COCO_CLASSES',
     'MINI_MATERIALS', 'MINI_SCENES_CLASSES', 'NUM_VAL', 'SKIMAGE_PHOTOS',
-    'available_skimage_photos', 'make_all', 'make_mini_ade', 'make_mini_cls',
+    'available_skimage_photos', 'changed_arguments', 'make_all', 'make_mini_ade', 'make_mini_cls',
     'make_mini_coco', 'make_mini_nyu', 'make_mini_objects',
     'make_mini_scenes', 'make_mini_spair', 'make_mini_stuff',
     'make_unlabeled_images', 'requested'

@@ -66,6 +66,17 @@ def written_with(root):
         return None
 
 
+def changed_arguments(root, wanted):
+    """``{key: (written, wanted)}`` of the marker entries of ``root`` that
+    differ from ``wanted`` (empty: written with these arguments); ``None``
+    when ``root`` holds no mini dataset."""
+    written = written_with(root)
+    if written is None:
+        return None
+    return {k: (written.get(k), v) for k, v in wanted.items()
+            if written.get(k) != v}
+
+
 def plan_target(root, wanted, force):
     """``True`` when ``root`` must be (re)written for the arguments
     ``wanted`` (a dict of marker entries), ``False`` when the dataset there
@@ -75,10 +86,8 @@ def plan_target(root, wanted, force):
     is not given, and, even with ``force``, when replacing it would lower an
     image count (another page or study may rely on those images; remove the
     folder yourself to shrink it)."""
-    written = written_with(root)
-    if written is not None:
-        changed = {k: (written.get(k), v) for k, v in wanted.items()
-                   if written.get(k) != v}
+    changed = changed_arguments(root, wanted)
+    if changed is not None:
         if not changed:
             return False
         what = ', '.join(f'{k} {old} -> {new}'

@@ -5,9 +5,9 @@ from mmengine.config import Config
 from mmengine.registry import Registry
 
 from conftest import REPO
-from mmpos.errors import BadInputError
+from mmpos.errors import BadInputError, LaunchError
 from mmpos.guardrails.config_check import blame_config, config_dicts
-from mmpos.guardrails.launch import LaunchError, load_config
+from mmpos.guardrails.launch import load_config
 
 SEG_CONFIG = 'configs/demo/upernet_vit-tiny-rope-mixed_mini-ade.py'
 

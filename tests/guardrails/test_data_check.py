@@ -99,8 +99,8 @@ def test_launch_checks_a_fixed_sample_of_label_maps(tmp_path):
     read (the message says so); validate_dataset's full check reads all."""
     from mmengine.config import Config
 
-    from mmpos.guardrails.data_check import (DatasetFormatError,
-                                             check_config_datasets,
+    from mmpos.errors import DatasetFormatError
+    from mmpos.guardrails.data_check import (check_config_datasets,
                                              config_problems, sample_indices)
     assert sample_indices(40, 32) == sample_indices(40, 32)  # fixed seed
     assert len(set(sample_indices(40, 32))) == 32

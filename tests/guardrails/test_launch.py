@@ -10,7 +10,8 @@ import torch
 
 from conftest import REPO
 from mmpos.datasets.robust_loading import SafeLoadImageFromFile
-from mmpos.guardrails.launch import (LaunchError, load_config, quiet_console,
+from mmpos.errors import LaunchError
+from mmpos.guardrails.launch import (load_config, quiet_console,
                                      resume_checkpoint,
                                      use_safe_image_loading, work_dir_lock)
 

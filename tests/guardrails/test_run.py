@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from conftest import REPO
-from mmpos.guardrails.launch import LaunchError
+from mmpos.errors import LaunchError
 from mmpos.guardrails.run import ready_config
 
 SEG_CONFIG = 'configs/demo/upernet_vit-tiny-rope-mixed_mini-ade.py'

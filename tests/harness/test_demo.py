@@ -11,6 +11,7 @@ import pytest
 from conftest import REPO
 from mmpos.guardrails.launch import work_dir_lock
 from mmpos_harness.comparison import runs, seeds
+from mmpos_harness.mini_data import MARKER, requested
 
 
 def load_demo():
@@ -116,14 +117,15 @@ def test_run_counts_cpu_and_logs(tmp_path):
                  log=str(log))
 
 
-def test_data_commands_parse_and_force(monkeypatch):
-    """The demo asks the generator for its sizes with ``--force`` (kept when
-    written with them, rewritten otherwise, never shrunk): every command
-    parses with the tool's own parser."""
+def test_data_commands_parse_and_force(monkeypatch, tmp_path):
+    """The demo asks the generator for its sizes with ``--force`` (rewritten
+    when written with other sizes, never shrunk): every command parses with
+    the tool's own parser; data written with the demo's sizes is kept
+    without running the generator."""
     commands = []
     monkeypatch.setattr(runs, 'run', lambda cmd: commands.append(cmd))
-    runs.ensure_data('data/mini')
-    runs.ensure_probe_data('data/mini', ['depth', 'knn'], seed=3)
+    runs.ensure_data(str(tmp_path))
+    runs.ensure_probe_data(str(tmp_path), ['depth', 'knn'], seed=3)
     spec = importlib.util.spec_from_file_location(
         'make_mini_data', REPO / 'tools/misc/make_mini_data.py')
     tool = importlib.util.module_from_spec(spec)
@@ -136,3 +138,10 @@ def test_data_commands_parse_and_force(monkeypatch):
     assert {'objects', 'stuff', 'cls', 'nyu'} <= {
         name for args in parsed for name in args.which}
     assert all(args.seed == 3 for args in parsed if 'nyu' in args.which)
+    (tmp_path / 'cls').mkdir()
+    (tmp_path / 'cls' / MARKER).write_text(json.dumps(
+        requested('cls')))
+    commands.clear()
+    runs.ensure_data(str(tmp_path))
+    assert all('cls' not in tool.parse_args(cmd[2:])[1].which
+               for cmd in commands)

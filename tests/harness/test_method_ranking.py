@@ -6,6 +6,7 @@ seed) design tested on its per-run means, the family of a table, the
 health columns and the collapse flag,
 and the two stages' commands (recorded, not run: a real run is the tool
 itself), equal budget, tuning selection and resumption."""
+import importlib.util
 import json
 import os
 import statistics
@@ -14,9 +15,11 @@ import pytest
 from scipy.stats import ttest_ind
 from statsmodels.stats.multitest import multipletests
 
+from conftest import REPO
 from mmpos.guardrails.launch import work_dir_lock
 from mmpos_harness import method_ranking
 from mmpos_harness.comparison import runs, seeds
+from mmpos_harness.mini_data import MARKER, requested
 from mmpos_harness.results import DONE_MARKER
 
 # a: 3 pretraining runs that land far apart, each with tight transfer seeds
@@ -200,6 +203,16 @@ def test_table_has_health_columns_and_flags_a_collapsed_run(tmp_path):
         'not judged')
 
 
+def _load_tool(path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_MAKE_MINI_DATA = _load_tool(REPO / 'tools/misc/make_mini_data.py')
+
+
 def _fake_runs(commands, scores):
     """Record commands; leave what each tool leaves (a checkpoint, a
     probe's metrics.json with ``scores(cmd)``)."""
@@ -213,6 +226,14 @@ def _fake_runs(commands, scores):
             open(ckpt, 'w').close()
             with open(os.path.join(work_dir, 'last_checkpoint'), 'w') as f:
                 f.write(ckpt)
+        elif 'tools/misc/make_mini_data.py' in cmd:  # its markers
+            args = _MAKE_MINI_DATA.parse_args(cmd[2:])[1]
+            for name in args.which:
+                os.makedirs(os.path.join(args.out_dir, name), exist_ok=True)
+                seeds.write_json(
+                    os.path.join(args.out_dir, name, MARKER),
+                    requested(name, args.num_train, args.num_val,
+                              args.num_unlabeled, args.img_size, args.seed))
         elif 'tools/paper_tables/gen_tables.py' in cmd:  # what it writes
             root = cmd[cmd.index('--seeds') + 1]
             os.makedirs(os.path.join(root, 'tables'), exist_ok=True)

@@ -16,14 +16,13 @@ from mmengine.runner import Runner
 from PIL import Image
 
 from conftest import REPO, data_root_options, run_tool
-from mmpos.datasets.robust_loading import (ImageLoadError,
-                                           SafeLoadImageFromFile)
-from mmpos.datasets.transforms.crop_boxes import (CropBoxError,
-                                                  MultiViewWithBoxes,
+from mmpos.datasets.robust_loading import SafeLoadImageFromFile
+from mmpos.datasets.transforms.crop_boxes import (MultiViewWithBoxes,
                                                   RandomFlipWithBox,
                                                   check_crop_boxes)
 from mmpos.engine.hooks import CheckpointFitHook
-from mmpos.errors import CheckpointMismatchError
+from mmpos.errors import (CheckpointMismatchError, CropBoxError,
+                          ImageLoadError)
 from mmpos.guardrails.cli import one_line
 
 SEG_CONFIG = 'configs/demo/upernet_vit-tiny-rope-mixed_mini-ade.py'

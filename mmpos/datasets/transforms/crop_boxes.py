@@ -31,15 +31,11 @@ from mmcv.transforms import RandomFlip
 from mmpretrain.datasets.transforms import MultiView, RandomResizedCrop
 
 from mmpos.registry import TRANSFORMS
-from mmpos.errors import BadInputError
+from mmpos.errors import CropBoxError
 
 BOX_KEY = 'crop_box'
 FULL_BOX = (0., 0., 1., 1.)
 BOX_TOLERANCE = 1e-4  # float32 round-off of composed crops
-
-
-class CropBoxError(BadInputError):
-    """A crop box outside its image, degenerate or not finite."""
 
 
 def check_crop_boxes(boxes, name: str = 'crop_boxes', extent=(1., 1.),

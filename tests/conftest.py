@@ -223,9 +223,9 @@ def weight_decays(model, optim_wrapper):
             if p.requires_grad}
 
 
-def load_tool(name):
-    """The module of ``tools/analysis_tools/<name>.py``."""
-    path = REPO / 'tools' / 'analysis_tools' / f'{name}.py'
+def load_tool(name, folder='analysis_tools'):
+    """The module of ``tools/<folder>/<name>.py``."""
+    path = REPO / 'tools' / folder / f'{name}.py'
     spec = importlib.util.spec_from_file_location(f'tool_{name}', path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

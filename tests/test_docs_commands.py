@@ -11,7 +11,6 @@ here, not for a reader; so does a page that writes into the repository
 root. The blocks are cheap by design (a few iterations on the mini data);
 the timeout is their budget.
 """
-import importlib.util
 import os
 import re
 import shlex
@@ -71,10 +70,8 @@ def test_every_marked_page_is_in_the_reading_order():
 
 
 def _mini_data_parser():
-    spec = importlib.util.spec_from_file_location(
-        'make_mini_data', REPO / 'tools/misc/make_mini_data.py')
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    from conftest import load_tool
+    tool = load_tool('make_mini_data', 'misc')
     return lambda argv: tool.parse_args(argv)[1]
 
 

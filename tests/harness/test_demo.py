@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, load_tool
 from mmpos.guardrails.launch import work_dir_lock
 from mmpos_harness.comparison import runs, seeds
 from mmpos_harness.mini_data import MARKER, requested
@@ -126,10 +126,7 @@ def test_data_commands_parse_and_force(monkeypatch, tmp_path):
     monkeypatch.setattr(runs, 'run', lambda cmd: commands.append(cmd))
     runs.ensure_data(str(tmp_path))
     runs.ensure_probe_data(str(tmp_path), ['depth', 'knn'], seed=3)
-    spec = importlib.util.spec_from_file_location(
-        'make_mini_data', REPO / 'tools/misc/make_mini_data.py')
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = load_tool('make_mini_data', 'misc')
     parsed = [tool.parse_args(cmd[2:])[1] for cmd in commands]
     assert all(args.force for args in parsed)
     unlabeled = next(a for a in parsed if a.which == ['unlabeled'])

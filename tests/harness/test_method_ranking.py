@@ -6,7 +6,6 @@ seed) design tested on its per-run means, the family of a table, the
 health columns and the collapse flag,
 and the two stages' commands (recorded, not run: a real run is the tool
 itself), equal budget, tuning selection and resumption."""
-import importlib.util
 import json
 import os
 import statistics
@@ -15,7 +14,7 @@ import pytest
 from scipy.stats import ttest_ind
 from statsmodels.stats.multitest import multipletests
 
-from conftest import REPO
+from conftest import load_tool
 from mmpos.guardrails.launch import work_dir_lock
 from mmpos_harness import method_ranking
 from mmpos_harness.comparison import runs, seeds
@@ -203,14 +202,7 @@ def test_table_has_health_columns_and_flags_a_collapsed_run(tmp_path):
         'not judged')
 
 
-def _load_tool(path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_MAKE_MINI_DATA = _load_tool(REPO / 'tools/misc/make_mini_data.py')
+_MAKE_MINI_DATA = load_tool('make_mini_data', 'misc')
 
 
 def _fake_runs(commands, scores):

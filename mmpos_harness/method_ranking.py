@@ -56,6 +56,7 @@ from mmpos.checkpoint import write_atomically
 from mmpos.guardrails.cli import cli_main
 from mmpos.guardrails.launch import work_dir_lock
 
+from . import provenance
 from .comparison import runs, seeds
 from .comparison.seeds import COMPUTE, minutes, pretrain_health, write_json
 
@@ -91,6 +92,12 @@ PAPER_ORDERINGS = [
      'Mask R-CNN 50.5 vs 31.0 AP^bb from scratch'),
 ]
 GRID = CONFIGS + 'tuning_grid.json'
+# the code the ranking's numbers go through, beside its configs and probe
+# tools (mmpos_harness.provenance)
+CODE = ('mmpos/models', 'mmpos/datasets', 'mmpos/engine', 'mmpos/evaluation',
+        'mmpos/checkpoint', 'mmpos_harness/method_ranking.py',
+        'mmpos_harness/comparison/runs.py', 'mmpos_harness/mini_data',
+        'tools/train.py', 'tools/model_converters/mmpos2backbone.py', GRID)
 TUNING = 'tuning.json'
 # The tuning data: the reported sets' generators with another seed.
 TUNE_SEED = 1
@@ -278,7 +285,6 @@ def rank(args, grid):
     options, tuning = chosen_options(args, grid)
     iters = pretrain_iters(args)
     root = args.work_dir
-    threads = 1 if args.jobs > 1 else None
     tasks = {t: dict(runs.PROBES.get(t) or runs.TASKS[t])
              for t in args.tasks}
     for spec in tasks.values():
@@ -293,35 +299,11 @@ def rank(args, grid):
         budget=dict(batch=args.batch_size, images=args.images,
                     tuning=tuning),
         orderings=[c for c in PAPER_ORDERINGS if {c[0], c[1]} <= set(inits)])
-    with ThreadPoolExecutor(args.jobs) as pool:
-        backbones = {}
-        for m in args.methods:
-            init, config = METHODS[m]
-            for p in args.pretrain_seeds:
-                backbones[init, p] = pool.submit(
-                    runs.pretrain, config, root, init, args.data_root,
-                    iters, budget_options(args) + options[m], threads, p
-                ) if config else pool.submit(runs.random_backbone, root,
-                                             init, p)
-
-        def one(task, init, p, seed):
-            backbone = backbones[init, p].result()
-            if task in runs.PROBES:
-                return runs.probe(root, task, init, seed, args.data_root,
-                                  backbone, p, args.probe_iters, threads)
-            return runs.transfer(root, task, init, seed, args.data_root,
-                                 backbone, args.iters, threads, p)
-
-        futures = [pool.submit(one, task, init, p, seed)
-                   for task, spec in tasks.items() for init in inits
-                   for p in args.pretrain_seeds
-                   for seed in spec.get('seeds', args.seeds)]
-        try:
-            for future in [*backbones.values(), *futures]:
-                future.result()
-        except BaseException:
-            pool.shutdown(cancel_futures=True)
-            raise
+    runs.compare(root, [(METHODS[m][0], METHODS[m][1], iters,
+                         budget_options(args) + options.get(m, []))
+                        for m in args.methods],
+                 args.seeds, args.data_root, args.jobs, args.iters,
+                 args.pretrain_seeds, tasks, args.probe_iters)
 
 
 def record(args, argv, stage, start):
@@ -332,12 +314,17 @@ def record(args, argv, stage, start):
             [osp.join(args.work_dir, d) for d in ('pretraining', *args.tasks)])
     cpu = sum(minutes(parent, 'cpu_minutes') or 0.0 for path in dirs
               for parent, _, files in os.walk(path) if COMPUTE in files)
+    configs = [c for _, c in METHODS.values() if c] + [
+        spec['config'] for spec in {**runs.TASKS, **runs.PROBES}.values()]
+    tools = [spec['tool'] for spec in runs.PROBES.values() if 'tool' in spec]
+    depends = sorted({p for c in configs
+                      for p in provenance.config_sources(c)}
+                     | set(tools) | set(CODE))
     write_json(osp.join(args.work_dir, f'{stage}_run.json'), dict(
-        command=' '.join(['python', 'tools/paper_tables/method_ranking.py',
-                          *argv]),
-        date=time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
-        machine=runs.machine(), jobs=args.jobs,
-        wall_minutes=round((time.time() - start) / 60, 1),
+        **provenance.record(' '.join(
+            ['python', 'tools/paper_tables/method_ranking.py', *argv]),
+            depends),
+        jobs=args.jobs, wall_minutes=round((time.time() - start) / 60, 1),
         cpu_minutes=round(cpu, 1)))
 
 

@@ -87,7 +87,7 @@ from mmpos.evaluation import stats
 from mmpos.guardrails.cli import cli_main
 from mmpos.guardrails.launch import work_dir_lock
 
-from .comparison.runs import machine
+from . import provenance
 from .comparison.seeds import write_json
 
 ARCH = dict(embed_dims=96, num_layers=4, num_heads=3,
@@ -107,6 +107,9 @@ DEFAULT_SCHEMES = ('none', 'APE', 'RoPE-Axial', 'RoPE-Mixed', 'DINOv3',
 SHUFFLE_SEED = 2024  # the patch permutations: the same for every model
 EVAL_BATCH = 200
 TOOL = 'tools/paper_tables/position_study.py'
+# the code the study's numbers go through (mmpos_harness.provenance)
+CODE = ('mmpos_harness/position_study.py', 'mmpos/models/backbones',
+        'mmpos/models/layers', 'mmpos_harness/mini_data', TOOL)
 
 
 def schemes(train_grid: int) -> dict:
@@ -425,9 +428,11 @@ def evaluate(model: nn.Module, kwargs: dict, data: dict, train_size: int,
 
 
 def run_record(args) -> dict:
-    """What every result file records of the command that wrote it."""
-    return dict(command=args.command, date=time.strftime(
-        '%Y-%m-%d %H:%M UTC', time.gmtime()), machine=_machine())
+    """What every result file records of the command that wrote it
+    (:func:`mmpos_harness.provenance.record`; the study's code is this
+    module and the layers and backbone it builds)."""
+    return dict(provenance.record(args.command, CODE),
+                threads=torch.get_num_threads())
 
 
 def one_run(kwargs: dict, data: dict, seed: int, iters: int, args) -> dict:
@@ -808,10 +813,6 @@ def run_study(args):
     plot(summary, base + '.png')
     print(text)
     return summary
-
-
-def _machine() -> str:
-    return f'{machine()}, {torch.get_num_threads()} torch threads'
 
 
 def parse_args(argv=None):

@@ -121,20 +121,6 @@ def run(cmd, log=None, threads=None):
     return usage.ru_utime + usage.ru_stime
 
 
-def machine():
-    """The machine a measurement ran on, for its result file: CPU model,
-    logical CPUs, torch version."""
-    import platform
-
-    import torch
-    cpu = platform.processor() or platform.machine()
-    if osp.isfile('/proc/cpuinfo'):
-        with open('/proc/cpuinfo') as f:
-            cpu = next((line.split(':', 1)[1].strip() for line in f
-                        if line.startswith('model name')), cpu)
-    return f'{cpu}, {os.cpu_count()} CPUs, torch {torch.__version__}'
-
-
 def _make_data(root, which, num_train=64, num_val=None, num_unlabeled=256,
                img_size=128, seed=0):
     """``tools/misc/make_mini_data.py root --which ... --force`` with these
@@ -362,40 +348,66 @@ def probe(root, task, init, seed, data_root, backbone, pretrain_seed=None,
     return read_run(work_dir).metrics
 
 
-def compare(root, methods, seeds, data_root, jobs=2, iters=None):
-    """Pretrain each of ``methods`` and transfer every init to every task
-    for every seed, under ``root``; returns ``{init: backbone or None}``.
+def compare(root, methods, seeds, data_root, jobs=2, iters=None,
+            pretrain_seeds=None, tasks=None, probe_iters=None):
+    """Pretrain each of ``methods`` once per pretraining seed and run every
+    task of every init for every transfer seed, under ``root``; returns
+    ``{(init, pretrain_seed): backbone or None}``.
 
     Args:
-        methods: ``[(init, config, pretrain_iters)]``; ``config`` None is a
-            random init, ``pretrain_iters`` None keeps the config's schedule
-            (else :func:`schedule_options` stretches it).
+        methods: ``[(init, config, pretrain_iters, options)]``; ``config``
+            None is a random init (with pretraining seeds one backbone drawn
+            per seed, :func:`random_backbone`; without, the task config's
+            own init), ``pretrain_iters`` None keeps the config's schedule
+            (else :func:`schedule_options` stretches it), ``options`` extra
+            ``--cfg-options`` of its pretraining.
+        pretrain_seeds: None: one pretraining run per method, in
+            ``pretraining/<init>`` (runs keyed by seed None); else one per
+            seed, ``pretraining/<init>/pseed<p>``, and every transfer run
+            of that backbone under ``.../pseed<p>/``.
+        tasks: ``{task: spec}`` of :data:`TASKS` / :data:`PROBES` (default
+            :data:`TASKS`); a spec's ``seeds`` overrides ``seeds``.
         jobs: runs at a time; above 1 each is single-threaded with its
             output in ``<work dir>/console.log`` (pretrainings run beside
             the random-init transfers, a method's transfers start once its
-            backbone is there; the long detection runs come first so the
-            short segmentation runs fill the end). 1: one run at a time
-            with all threads, its log on the console.
+            backbone is there; tasks run in ``tasks``' order, detection
+            first by default, so the short runs fill the end). 1: one run
+            at a time with all threads, its log on the console.
 
     A failed run stops the queued ones; the finished runs stay (the
     comparison resumes, see :func:`_fresh`).
     """
     threads = 1 if jobs > 1 else None
+    tasks = tasks or TASKS
+    pseeds = [None] if pretrain_seeds is None else list(pretrain_seeds)
     with ThreadPoolExecutor(jobs) as pool:
-        backbones = {
-            init: config and pool.submit(pretrain, config, root, init,
-                                         data_root, pretrain_iters,
-                                         threads=threads)
-            for init, config, pretrain_iters in methods}
+        backbones = {}
+        for init, config, pretrain_iters, options in methods:
+            for p in pseeds:
+                if config:
+                    backbones[init, p] = pool.submit(
+                        pretrain, config, root, init, data_root,
+                        pretrain_iters, options, threads, p)
+                elif p is not None:
+                    backbones[init, p] = pool.submit(random_backbone, root,
+                                                     init, p)
+                else:
+                    backbones[init, p] = None
 
-        def run_transfer(task, init, seed):
-            backbone = backbones[init] and backbones[init].result()
+        def one(task, init, p, seed):
+            backbone = backbones[init, p] and backbones[init, p].result()
+            if task in PROBES:
+                return probe(root, task, init, seed, data_root, backbone
+                             or random_backbone(root, init, seed), p,
+                             probe_iters, threads)
             return transfer(root, task, init, seed, data_root, backbone,
-                            iters, threads)
+                            iters, threads, p)
 
-        futures = [pool.submit(run_transfer, task, init, seed)
-                   for task in TASKS for init in reversed(list(backbones))
-                   for seed in seeds]
+        inits = list(dict.fromkeys(init for init, *_ in methods))
+        futures = [pool.submit(one, task, init, p, seed)
+                   for task, spec in tasks.items()
+                   for init in reversed(inits) for p in pseeds
+                   for seed in spec.get('seeds', seeds)]
         try:
             for future in [*backbones.values(), *futures]:
                 if future:
@@ -403,8 +415,8 @@ def compare(root, methods, seeds, data_root, jobs=2, iters=None):
         except BaseException:
             pool.shutdown(cancel_futures=True)
             raise
-    return {init: future and future.result()
-            for init, future in backbones.items()}
+    return {key: future and future.result()
+            for key, future in backbones.items()}
 
 
 def write_plan(root, title, inits, seeds, tasks=None, pretrain_seeds=None,

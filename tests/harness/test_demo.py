@@ -4,6 +4,7 @@ tool itself, ~13 minutes) and the runner it shares with the method ranking
 import importlib.util
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -24,8 +25,11 @@ def load_demo():
 
 def test_parallel_flow(tmp_path, monkeypatch, capsys):
     """--jobs 2: every run single-threaded with its output in its work dir;
-    the pretrained transfers start only once the backbone is extracted;
-    results.json holds the verdicts and the CPU minutes of the runs."""
+    one DropPos pretraining run and one random-init draw per pretraining
+    seed, each transferred with every seed, a pretrained transfer started
+    only once its own backbone is extracted; results.json holds the
+    verdicts from Welch's t on the per-pretraining-run means, the CPU
+    minutes of the runs and the provenance of the tree that ran."""
     data = tmp_path / 'data'
     for name in ('objects', 'stuff', 'unlabeled', 'cls'):
         (data / name).mkdir(parents=True)
@@ -40,45 +44,62 @@ def test_parallel_flow(tmp_path, monkeypatch, capsys):
             open(ckpt, 'w').close()
             with open(os.path.join(work_dir, 'last_checkpoint'), 'w') as f:
                 f.write(ckpt)
-            seed = int(work_dir[-1]) if 'seed' in work_dir else 0
+            # the pretraining run's draw moves both inits alike; DropPos
+            # gains 10 points on every run
+            noise = int(re.search(r'pseed(\d)', work_dir).group(1))
             gain = 10.0 if 'DropPos' in work_dir else 0.0
             with open(os.path.join(work_dir, 'metrics.json'), 'w') as f:
-                json.dump({'coco/bbox_mAP': (gain + seed) / 100,
+                json.dump({'coco/bbox_mAP': (gain + noise) / 100,
                            'coco/segm_mAP': 0.0, 'coco/bbox_mAP_50': 0.0,
-                           'mIoU': 30.0 + gain + seed, 'aAcc': 50.0}, f)
+                           'mIoU': 30.0 + gain + noise, 'aAcc': 50.0}, f)
         return 6.0  # CPU seconds
 
     monkeypatch.setattr(runs, 'run', record)
     demo = load_demo()
     demo.main(['--data-root', str(data), '--work-dir', str(tmp_path / 'w'),
-               '--seeds', '0', '1', '--iters', '2', '--jobs', '2'])
+               '--pretrain-seeds', '0', '1', '--seeds', '0', '--iters', '2',
+               '--jobs', '2'])
     trains = [(c, log, t) for c, log, t in commands if 'tools/train.py' in c]
-    assert len(trains) == 1 + 2 * 2 * 2
+    assert len(trains) == 2 + 2 * 2 * 2
     for cmd, log, threads in trains:
         work_dir = cmd[cmd.index('--work-dir') + 1]
         assert threads == 1 and log == os.path.join(work_dir, 'console.log')
     names = [c[1] for c, _, _ in commands]
-    extracted = names.index('tools/model_converters/mmpos2backbone.py')
     (root, ) = [str(p) for p in (tmp_path / 'w').iterdir()]
-    backbone = os.path.join(seeds.pretrain_dir(root, 'DropPos'),
-                            'backbone.pth')
-    for i, (cmd, _, _) in enumerate(commands):
-        if cmd[1] != 'tools/train.py':
-            continue
-        pretrained = f'model.backbone.init_cfg.checkpoint={backbone}' in cmd
-        assert pretrained == ('/DropPos/seed' in ' '.join(cmd))
-        if pretrained:
-            assert i > extracted
+    for p in (0, 1):
+        backbone = os.path.join(seeds.pretrain_dir(root, 'DropPos', p),
+                                'backbone.pth')
+        extracted = next(i for i, (c, _, _) in enumerate(commands)
+                         if backbone in c)
+        for i, (cmd, _, _) in enumerate(commands):
+            if cmd[1] != 'tools/train.py':
+                continue
+            pretrained = f'model.backbone.init_cfg.checkpoint={backbone}' \
+                in cmd
+            assert pretrained == (f'/DropPos/pseed{p}/seed' in ' '.join(cmd))
+            if pretrained:
+                assert i > extracted
+        # random init: a backbone drawn with the pretraining seed
+        drawn = os.path.join(seeds.pretrain_dir(root, 'random init', p),
+                             'backbone.pth')
+        assert os.path.isfile(drawn) and any(
+            f'model.backbone.init_cfg.checkpoint={drawn}' in c
+            for c, _, _ in trains)
     results = json.loads(open(os.path.join(root, 'results.json')).read())
-    # 1 pretraining + 8 transfer runs of 6 CPU seconds each
-    assert results['runs_cpu_minutes'] == pytest.approx(9 * 0.1)
+    # 2 pretraining + 8 transfer runs of 6 CPU seconds each, and the
+    # random draws' own (small) CPU time
+    assert results['runs_cpu_minutes'] >= 10 * 0.1
     assert results['jobs'] == 2
-    # every seed gains exactly 10 points: zero variance is no verdict
-    assert results['verdicts']['DropPos'] == (
-        'DropPos: no verdict against random init on mini-objects, '
-        'mini-stuff')
+    assert results['verdicts']['DropPos'].startswith(
+        'DropPos: above random init on mini-objects (AP^bb +10.0 [')
+    assert set(results['pretraining']) == {'pseed0', 'pseed1'}
+    record_ = results['provenance']
+    assert record_['command'].startswith('python tools/demo.py --data-root')
+    assert len(record_['commit']) == 40
+    assert 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py' in \
+        record_['depends']
     assert json.load(open(os.path.join(
-        seeds.transfer_dir(root, 'segmentation', 'DropPos', 1),
+        seeds.transfer_dir(root, 'segmentation', 'DropPos', 0, 1),
         seeds.COMPUTE)))['cpu_minutes'] == 0.1
     assert names[-3:] == ['tools/analysis_tools/droppos_positions.py',
                           'tools/infer.py', 'tools/infer.py']

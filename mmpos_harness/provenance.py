@@ -28,7 +28,7 @@ ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 
 def _git(*args: str, root: str = ROOT) -> str:
     return subprocess.run(['git', '-C', root, *args], check=True,
-                          capture_output=True, text=True).stdout.strip()
+                          capture_output=True, text=True).stdout.rstrip('\n')
 
 
 def machine() -> str:

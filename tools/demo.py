@@ -1,8 +1,8 @@
 """The README's demo: what DropPos pretraining buys, with its noise.
 
     python tools/demo.py [--data-root data/mini] [--work-dir work_dirs/demo]
-        [--from-scratch] [--seeds 0 1 2] [--pretrain-iters N] [--iters N]
-        [--jobs 2]
+        [--from-scratch] [--pretrain-seeds 0 1 2] [--seeds 0]
+        [--pretrain-iters N] [--iters N] [--jobs 2]
 
 The steps and options are described in :mod:`mmpos_harness.demo`.
 """

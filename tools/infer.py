@@ -30,7 +30,7 @@ from mmengine.config import DictAction
 
 from mmpos.guardrails.cli import cli_main, distinct_stems
 from mmpos.errors import BadInputError
-from mmpos.guardrails.launch import check_work_dir
+from mmpos.guardrails.launch import check_work_dir, load_config
 
 SCOPES = ('mmdet', 'mmseg')
 
@@ -105,15 +105,12 @@ def config_dataset_meta(cfg) -> dict:
 def main(argv=None):
     args = parse_args(argv)
     import mmcv
-    from mmengine.config import Config
     from mmengine.utils import import_modules_from_strings
 
     import mmpos  # noqa: F401
     from mmpos.checkpoint import use_safe_io
     use_safe_io()  # safe checkpoint reads (mmpos.checkpoint)
-    cfg = Config.fromfile(args.config)
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
+    cfg = load_config(args.config, args.cfg_options)
     if cfg.get('custom_imports'):
         import_modules_from_strings(**cfg.custom_imports)
     if not osp.exists(args.checkpoint):

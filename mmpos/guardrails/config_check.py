@@ -184,6 +184,34 @@ def new_option_keys(cfg, options: dict) -> List[str]:
     return [key for key in options if not _lookup(cfg, key.split('.'))[1]]
 
 
+def type_switch_problem(cfg, options: dict) -> Optional[str]:
+    """When an option sets a key inside a value of ``cfg`` (before merging)
+    that is not a dict (e.g. ``model.backbone.rope.type=axial`` on an APE
+    config, whose ``rope`` is ``None``): one line naming the option, the
+    value it would go into and the options that replace that value as a
+    whole (mmengine's ``_delete_``); otherwise None."""
+    for key, value in options.items():
+        parts = key.split('.')
+        node = cfg
+        for depth, part in enumerate(parts[:-1]):
+            if not isinstance(node, (dict, Config)) or part not in node:
+                break
+            node = node[part]
+            if node is not None and isinstance(node, (dict, Config, list,
+                                                      tuple)):
+                continue
+            whole = '.'.join(parts[:depth + 1])
+            if options.get(whole + '._delete_'):
+                break
+            siblings = [f'{k}={v}' for k, v in options.items()
+                        if k.startswith(whole + '.')]  # ordered as given
+            return (f'--cfg-options {key}={value}: {whole} is {node!r} in '
+                    f'this config, not a dict, so its keys cannot be set '
+                    f'one by one; replace it as a whole: --cfg-options '
+                    f'{whole}._delete_=True {" ".join(siblings)}')
+    return None
+
+
 def config_key_problems(cfg, options: Optional[dict] = None,
                         new_keys: Iterable[str] = ()) -> List[str]:
     """Problems of the merged ``cfg`` (see the module docstring).

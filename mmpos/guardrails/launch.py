@@ -39,7 +39,8 @@ from mmengine.config import Config, DictAction
 
 from mmpos.checkpoint.read import check_checkpoint_file, checkpoint_problem
 from mmpos.errors import LaunchError
-from .config_check import config_dicts, config_key_problems, new_option_keys
+from .config_check import (config_dicts, config_key_problems, new_option_keys,
+                           type_switch_problem)
 
 
 def global_rank() -> int:
@@ -99,6 +100,9 @@ def load_config(path, cfg_options=None):
                           f'{type(err).__name__}: {err}') from err
     new_keys = new_option_keys(cfg, cfg_options) if cfg_options else []
     if cfg_options:
+        switch = type_switch_problem(cfg, cfg_options)
+        if switch:
+            raise LaunchError(f'{path}: {switch}')
         cfg.merge_from_dict(cfg_options)
     problems = config_key_problems(cfg, cfg_options, new_keys)
     if problems:

@@ -543,15 +543,20 @@ def verdicts(summary: dict) -> Dict[str, str]:
     return out
 
 
+def render(summary: dict) -> str:
+    """``seeds.md``: the table (:func:`markdown`) and a line per verdict
+    (:func:`verdicts`)."""
+    notes = verdicts(summary)
+    return markdown(summary) + ''.join(
+        f'\n- {line}' for line in notes.values()) + ('\n' if notes else '')
+
+
 def write(summary: dict, out_dir: str) -> str:
     """Write ``seeds.md``, ``seeds.csv``, ``summary.json`` and, when the
     summary carries claimed orderings, ``orderings.md`` to ``out_dir``
     (each atomically; the same runs give the same bytes); returns the
     markdown."""
-    text = markdown(summary)
-    notes = verdicts(summary)
-    text += ''.join(f'\n- {line}' for line in notes.values())
-    text += '\n' if notes else ''
+    text = render(summary)
     write_atomically(text.encode(), osp.join(out_dir, 'seeds.md'))
     table = io.StringIO()
     writer = csv.writer(table)

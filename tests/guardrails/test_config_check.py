@@ -116,3 +116,24 @@ def test_blame_config_names_the_class_and_the_error_without_guessing():
             raise ValueError('not built by a registry')
     assert not isinstance(info.value, BadInputError)
     build(size=4)
+
+
+def test_an_option_into_a_value_that_is_not_a_dict_names_the_way_out():
+    """On an APE config (``rope=None``) ``rope.type=axial`` cannot merge;
+    mmengine raises a TypeError from deep inside its merge. The launch
+    stops with one line naming the option and the options that replace
+    the value as a whole, and those options build the scheme."""
+    ape = 'configs/droppos/droppos_vit-tiny_mini.py'
+    with pytest.raises(LaunchError) as info:
+        load_config(ape, {'model.backbone.rope.type': 'axial',
+                          'model.backbone.rope.theta': 10.})
+    assert str(info.value) == (
+        f'{ape}: --cfg-options model.backbone.rope.type=axial: '
+        'model.backbone.rope is None in this config, not a dict, so its keys '
+        'cannot be set one by one; replace it as a whole: --cfg-options '
+        'model.backbone.rope._delete_=True model.backbone.rope.type=axial '
+        'model.backbone.rope.theta=10.0')
+    cfg = load_config(ape, {'model.backbone.rope._delete_': True,
+                            'model.backbone.rope.type': 'axial',
+                            'model.backbone.rope.theta': 10.})
+    assert cfg.model.backbone.rope == dict(type='axial', theta=10.)

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import REPO, load_tool
 from mmpos.guardrails.launch import work_dir_lock
+from mmpos_harness import demo_table
 from mmpos_harness.comparison import runs, seeds
 from mmpos_harness.mini_data import MARKER, requested
 
@@ -104,6 +105,25 @@ def test_parallel_flow(tmp_path, monkeypatch, capsys):
     assert names[-3:] == ['tools/analysis_tools/droppos_positions.py',
                           'tools/infer.py', 'tools/infer.py']
     assert 'CPU minutes' in capsys.readouterr().out
+
+    # publishing: the README's table between its markers, regenerated from
+    # the stored files; the user's text around it stays
+    readme = tmp_path / 'README.md'
+    readme.write_text(f'intro\n{demo_table.BEGIN}\nold\n{demo_table.END}\n'
+                      'outro\n')
+    stored = tmp_path / 'stored'
+    block = demo_table.publish(root, root, str(stored), str(readme))
+    text = readme.read_text()
+    assert text == (f'intro\n{demo_table.BEGIN}\n{block}{demo_table.END}\n'
+                    'outro\n')
+    assert block == demo_table.readme_block(str(stored))
+    assert block.startswith(seeds.render(seeds.load(root)))
+    assert f'at commit {record_["commit"][:10]}' in block
+    # the same run as its own thread-count check: every cell equal
+    assert 'DropPos mini-objects AP^bb 10.0 (single-threaded: 10.0)' in block
+    readme.write_text('no markers\n')
+    with pytest.raises(ValueError, match='needs one'):
+        demo_table.publish(root, None, str(stored), str(readme))
 
 
 def test_second_demo_on_a_work_dir_is_refused(tmp_path, monkeypatch):

@@ -51,19 +51,22 @@ def assert_learns(losses, metrics, keys, factor=0.8, window=3):
 
 @pytest.mark.slow
 def test_mask_rcnn_rope_vit_on_mini_coco(tmp_path, mini_data):
+    # 100 iterations: the loss 3.76 -> 1.81 and box AP50 0.29 measured
     losses, metrics = train(DET_CONFIG, tmp_path / 'det',
-                            data_root_options(mini_data, 'coco'), iters=200)
+                            data_root_options(mini_data, 'coco'), iters=100)
     assert_learns(losses, metrics, COCO_KEYS[:3] + SEGM_KEYS)
-    assert metrics['coco/bbox_mAP_50'] > 0, metrics
+    assert metrics['coco/bbox_mAP_50'] > 0.1, metrics
 
 
 @pytest.mark.slow
 def test_upernet_rope_vit_on_mini_ade(tmp_path, mini_data):
+    # 60 iterations: mIoU 92.3 measured
     losses, metrics = train(SEG_CONFIG, tmp_path / 'seg',
-                            data_root_options(mini_data, 'ade'), iters=120)
+                            data_root_options(mini_data, 'ade'), iters=60)
     assert_learns(losses, metrics, SEG_KEYS)
-    # Chance level: 1/K of the classes present in mini-ADE (K <= 8).
-    assert metrics['mIoU'] > 100 / 8 * 2, metrics
+    # Chance level: 1/K of the classes present in mini-ADE (K <= 8), i.e.
+    # at most 12.5 mIoU; ask for four times that.
+    assert metrics['mIoU'] > 100 / 8 * 4, metrics
 
 
 @pytest.mark.slow

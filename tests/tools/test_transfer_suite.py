@@ -32,8 +32,9 @@ def test_cascade_mask_rcnn_rope_vit_on_mini_coco(tmp_path, mini_data):
 @pytest.mark.slow
 def test_semantic_fpn_rope_vit_on_mini_ade(tmp_path, mini_data):
     losses, metrics = train(FPN_CONFIG, tmp_path / 'fpn',
-                            data_root_options(mini_data, 'ade'), iters=120)
+                            data_root_options(mini_data, 'ade'), iters=60)
     assert mean(losses[-3:]) < 0.8 * mean(losses[:3]), losses
     # Chance level: 1/K of the classes present in mini-ADE (K <= 8), i.e.
-    # at most 12.5 mIoU; ask for four times that (90.7 measured).
+    # at most 12.5 mIoU; ask for four times that (78.1 measured at 60
+    # iterations).
     assert metrics['mIoU'] > 100 / 8 * 4, metrics

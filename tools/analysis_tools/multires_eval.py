@@ -164,12 +164,12 @@ def parse_args(argv=None):
 
 def run(args):
     import torch
-    from mmengine.config import Config
     from mmengine.registry import init_default_scope
     from mmpretrain.registry import MODELS
 
     import mmpos  # noqa: F401  (registers mmpos)
     from mmpos.checkpoint import check_checkpoint_file, load_checkpoint_into
+    from mmpos.guardrails.launch import load_config
 
     if not osp.isfile(args.config):
         raise MultiresError(f'config not found: {args.config}')
@@ -187,9 +187,7 @@ def run(args):
         raise MultiresError(f'{out_dir} already holds {existing}; pass '
                             '--force to overwrite')
 
-    cfg = Config.fromfile(args.config)
-    if args.cfg_options:
-        cfg.merge_from_dict(args.cfg_options)
+    cfg = load_config(args.config, args.cfg_options)
     init_default_scope(cfg.get('default_scope', 'mmpretrain'))
     dataloader_cfg = copy.deepcopy(cfg.test_dataloader)
     if args.batch_size:

@@ -4,6 +4,7 @@
         [--out-dir DIR] [--tables ID ...] [--paper NAME] [--print] [--check]
     python tools/paper_tables/gen_tables.py --seeds DIR|SUMMARY [--out-dir DIR]
         [--print]
+    python tools/paper_tables/gen_tables.py --demo RUN_DIR [THREADS_RUN_DIR]
 
 For every table of MANIFEST (default ``tools/paper_tables/manifest.yaml``)
 writes ``<out-dir>/<table>.md`` and ``.csv`` plus ``<out-dir>/tables.md``:
@@ -20,6 +21,8 @@ random init with its interval and Holm-adjusted p
 ``seeds.csv`` / ``summary.json`` (and ``orderings.md`` when the plan claims
 orderings) to ``--out-dir`` (default ``DIR/tables``, or the summary's
 folder); see :mod:`mmpos_harness.comparison.seeds`.
+``--demo RUN_DIR`` stores a finished demo run as the README's result files
+and rewrites the README's table from them (:mod:`mmpos_harness.demo_table`).
 ``--check`` also fails (exit 1) when a config is missing without being listed
 in the manifest's ``pending`` or when the effective-epoch accounting
 disagrees with a paper's ``eff_ep``.
@@ -30,6 +33,7 @@ import os.path as osp
 import sys
 
 from mmpos.guardrails.cli import cli_main
+from mmpos_harness import demo_table
 from mmpos_harness.comparison import seeds
 from mmpos_harness.paper_tables.manifest import ManifestError, load_manifest
 from mmpos_harness.paper_tables.tables import generate
@@ -53,6 +57,11 @@ def parse_args(argv=None):
         '--seeds', metavar='DIR|SUMMARY',
         help='regenerate the seed comparison in DIR (plan.json) or from a '
         'stored summary.json instead')
+    parser.add_argument(
+        '--demo', metavar='RUN_DIR', nargs='+',
+        help=f'store a finished tools/demo.py run (and, second, a --jobs 1 '
+        f'run of its first pretraining seed) as {demo_table.RESULTS}/ and '
+        f'regenerate {demo_table.README}\'s demo table from it')
     return parser.parse_args(argv)
 
 
@@ -72,6 +81,12 @@ def seed_table(args):
 @cli_main('gen_tables.py')
 def main(argv=None):
     args = parse_args(argv)
+    if args.demo:
+        try:
+            print(demo_table.publish(*args.demo[:2]))
+        except (ValueError, FileNotFoundError) as err:
+            sys.exit(f'gen_tables.py: error: {err}')
+        return None
     if args.seeds:
         return seed_table(args)
     try:

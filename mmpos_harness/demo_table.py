@@ -1,0 +1,97 @@
+"""The README's demo table, from committed result files.
+
+``python tools/paper_tables/gen_tables.py --demo work_dirs/demo/<run>``
+stores a finished demo's ``results.json`` and its tables
+(:func:`~mmpos_harness.comparison.seeds.write`) in :data:`RESULTS` and
+rewrites the README's table between its markers from them
+(:func:`readme_block`); ``tests/test_results.py`` fails when the README
+differs from what the stored files render, or when the code the stored run
+measured (its provenance's ``depends``) changed since its commit.
+"""
+import json
+import os
+import os.path as osp
+
+from .comparison import seeds
+
+RESULTS = 'docs/notes/results/demo'
+THREADS = 'threads.json'  # the thread-count check's results.json
+README = 'README.md'
+BEGIN, END = '<!-- demo-output:begin -->', '<!-- demo-output:end -->'
+
+
+def readme_block(results_dir: str = RESULTS) -> str:
+    """The README's demo table: ``seeds.md`` regenerated from the stored
+    ``summary.json`` (:func:`~.comparison.seeds.render`) and where it was
+    measured, from ``results.json``'s provenance."""
+    with open(osp.join(results_dir, 'results.json')) as f:
+        results = json.load(f)
+    record = results['provenance']
+    text = seeds.render(seeds.load(osp.join(results_dir, 'summary.json'))) \
+        + (f'\n(`{record["command"]}` at commit {record["commit"][:10]}, '
+           f'{record["date"]}, {record["machine"]}, {results["jobs"]} '
+           f'single-threaded runs at a time: {results["minutes"]:.0f} min '
+           f'wall, {results["runs_cpu_minutes"]:.0f} CPU min; result files '
+           f'in `{RESULTS}/`.)\n')
+    threads = osp.join(results_dir, THREADS)
+    if osp.isfile(threads):
+        with open(threads) as f:
+            text += '\n' + thread_sentence(results, json.load(f)) + '\n'
+    return text
+
+
+def _first_run(results: dict, task: dict, init: str) -> float:
+    """The first pretraining seed's first transfer run's value of a task's
+    first metric."""
+    key = next(iter(task['metrics']))
+    return task['inits'][init][key]['groups'][0][0]
+
+
+def thread_sentence(results: dict, other: dict) -> str:
+    """How the first pretraining seed's runs moved when the same commands
+    ran with another thread count (``other``: a ``--jobs 1`` demo's
+    results, its runs using every core)."""
+    cells = []
+    for name, task in other['tasks'].items():
+        key = next(iter(task['metrics']))
+        for init in task['inits']:
+            cells.append(
+                f'{init} {task["label"]} {task["metrics"][key]} '
+                f'{_first_run(other, task, init):.1f} (single-threaded: '
+                f'{_first_run(results, results["tasks"][name], init):.1f})')
+    record = other['provenance']
+    where = ('the same machine' if record['machine'] ==
+             results['provenance']['machine'] else record['machine'])
+    return (f'Thread count: `{record["command"]}` (at commit '
+            f'{record["commit"][:10]}, {where}) repeats the first '
+            'pretraining seed\'s runs one at a time with every core\'s '
+            'threads: ' + '; '.join(cells) + '. Float sums in another '
+            'order change the runs; the table\'s differences are the ones to '
+            'compare, not single values. Across machines: not measured.')
+
+
+def publish(run_dir: str, threads_run: str = None,
+            results_dir: str = RESULTS, readme: str = README) -> str:
+    """Store a finished demo's ``results.json`` and tables in
+    ``results_dir`` (with ``threads_run``, a ``--jobs 1`` demo of the first
+    pretraining seed, its ``results.json`` as :data:`THREADS`) and
+    regenerate ``readme``'s table from them, between its markers; returns
+    the table."""
+    with open(osp.join(run_dir, 'results.json')) as f:
+        results = json.load(f)
+    os.makedirs(results_dir, exist_ok=True)
+    seeds.write_json(osp.join(results_dir, 'results.json'), results)
+    if threads_run:
+        with open(osp.join(threads_run, 'results.json')) as f:
+            seeds.write_json(osp.join(results_dir, THREADS), json.load(f))
+    seeds.write(seeds.load(run_dir), results_dir)
+    with open(readme) as f:
+        text = f.read()
+    if text.count(BEGIN) != 1 or text.count(END) != 1:
+        raise ValueError(f'{readme}: needs one {BEGIN} and one {END} line')
+    head, rest = text.split(BEGIN)
+    _, tail = rest.split(END)
+    block = readme_block(results_dir)
+    with open(readme, 'w') as f:
+        f.write(f'{head}{BEGIN}\n{block}{END}{tail}')
+    return block

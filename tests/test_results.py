@@ -1,0 +1,68 @@
+"""Numbers on pages come from committed result files, and those measure the
+current code.
+
+Every provenance record in a result file (``mmpos_harness.provenance``: a
+dict with ``commit`` and ``depends``) must name a commit after which none
+of the paths it depends on changed, and must have run without uncommitted
+changes to them; the README's demo table must be what
+``mmpos_harness.demo_table.readme_block`` renders from the stored result
+files (re-run ``python tools/demo.py``, then
+``python tools/paper_tables/gen_tables.py --demo work_dirs/demo/<run>``).
+"""
+import json
+from pathlib import Path
+
+import pytest
+
+from mmpos_harness import demo_table, provenance
+from mmpos_harness.comparison import seeds
+
+REPO = Path(__file__).resolve().parents[1]
+RESULT_FILES = sorted([*REPO.glob('docs/notes/results/**/*.json'),
+                       *REPO.glob('benchmarks/results/*.json')])
+
+
+def _records(node):
+    if isinstance(node, dict):
+        if 'commit' in node and 'depends' in node:
+            yield node
+        else:
+            for value in node.values():
+                yield from _records(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _records(value)
+
+
+RECORDS = [(path.relative_to(REPO), record) for path in RESULT_FILES
+           for record in _records(json.loads(path.read_text()))]
+
+
+def test_the_demo_result_records_its_provenance():
+    assert any(str(path).startswith(demo_table.RESULTS) for path, _ in RECORDS)
+
+
+@pytest.mark.parametrize('path,record', RECORDS,
+                         ids=[str(p) for p, _ in RECORDS])
+def test_result_measures_the_current_code(path, record):
+    assert not record['dirty'], (
+        f'{path}: measured with uncommitted changes to {record["dirty"]}')
+    changed = provenance.changed_since(record)
+    assert not changed, (
+        f'{path} is stale: measured at {record["commit"][:10]}, and since '
+        f'then {len(changed)} commit(s) changed what it depends on: '
+        + '; '.join(changed[:5]) + f'. Re-run `{record["command"]}`.')
+
+
+def test_readme_demo_table_is_the_stored_result():
+    text = (REPO / demo_table.README).read_text()
+    block = text.split(demo_table.BEGIN)[1].split(demo_table.END)[0]
+    assert block == '\n' + demo_table.readme_block(str(REPO / demo_table.RESULTS)), (
+        'README.md\'s demo table differs from docs/notes/results/demo/: '
+        'python tools/paper_tables/gen_tables.py --demo <run dir> regenerates it')
+
+
+def test_stored_demo_table_regenerates_from_its_summary():
+    stored = REPO / demo_table.RESULTS
+    assert (stored / 'seeds.md').read_text() == seeds.render(
+        seeds.load(str(stored / 'summary.json')))

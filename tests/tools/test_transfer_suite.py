@@ -22,10 +22,10 @@ def one_thread_per_run(monkeypatch):
 @pytest.mark.slow
 def test_cascade_mask_rcnn_rope_vit_on_mini_coco(tmp_path, mini_data):
     losses, metrics = train(CASCADE_CONFIG, tmp_path / 'cascade',
-                            data_root_options(mini_data, 'coco'), iters=100)
+                            data_root_options(mini_data, 'coco'), iters=80)
     assert mean(losses[-3:]) < 0.8 * mean(losses[:3]), losses
     assert metrics['coco/bbox_mAP'] > 0, metrics
-    assert metrics['coco/bbox_mAP_50'] > 0.1, metrics  # 0.30 measured
+    assert metrics['coco/bbox_mAP_50'] > 0.1, metrics  # 0.26 measured
     assert metrics['coco/segm_mAP_50'] > 0, metrics
 
 

@@ -84,9 +84,26 @@ def record(command: str, depends: Sequence[str], root: str = ROOT) -> dict:
                 depends=list(depends))
 
 
+def shallow(root: str = ROOT) -> bool:
+    """Whether ``root`` is a shallow clone (its history cut)."""
+    return _git('rev-parse', '--is-shallow-repository', root=root) == 'true'
+
+
 def changed_since(provenance: dict, root: str = ROOT) -> List[str]:
     """``'<short hash> <subject>'`` of each commit after the record's commit
     that changed one of its ``depends`` (newest first); empty when the
-    result still measures the current code."""
+    result still measures the current code.
+
+    Raises:
+        LookupError: the record's commit is not in the repository (a
+            shallow clone, or history rewritten since).
+    """
+    try:
+        _git('cat-file', '-e', f'{provenance["commit"]}^{{commit}}',
+             root=root)
+    except subprocess.CalledProcessError:
+        raise LookupError(f'commit {provenance["commit"]} of '
+                          f'"{provenance["command"]}" is not in {root}') \
+            from None
     return _git('log', '--format=%h %s', f'{provenance["commit"]}..HEAD',
                 '--', *provenance['depends'], root=root).splitlines()

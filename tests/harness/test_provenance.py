@@ -34,6 +34,10 @@ def test_record_and_changed_since(tmp_path):
     git(tmp_path, 'commit', '-qam', 'the measured code')
     (changed, ) = provenance.changed_since(record, root=str(tmp_path))
     assert changed.endswith(' the measured code')
+    assert not provenance.shallow(root=str(tmp_path))
+    with pytest.raises(LookupError, match='is not in'):
+        provenance.changed_since(dict(record, commit='0' * 40),
+                                 root=str(tmp_path))
     with pytest.raises(ValueError, match='do not exist: nowhere'):
         provenance.record('python run.py', ['nowhere'], root=str(tmp_path))
 

@@ -40,11 +40,10 @@ def readme_block(results_dir: str = RESULTS) -> str:
     return text
 
 
-def _first_run(results: dict, task: dict, init: str) -> float:
+def _first_run(task: dict, init: str) -> float:
     """The first pretraining seed's first transfer run's value of a task's
     first metric."""
-    key = next(iter(task['metrics']))
-    return task['inits'][init][key]['groups'][0][0]
+    return task['inits'][init][seeds._first(task)]['groups'][0][0]
 
 
 def thread_sentence(results: dict, other: dict) -> str:
@@ -53,12 +52,12 @@ def thread_sentence(results: dict, other: dict) -> str:
     results, its runs using every core)."""
     cells = []
     for name, task in other['tasks'].items():
-        key = next(iter(task['metrics']))
+        label = task['metrics'][seeds._first(task)]
         for init in task['inits']:
             cells.append(
-                f'{init} {task["label"]} {task["metrics"][key]} '
-                f'{_first_run(other, task, init):.1f} (single-threaded: '
-                f'{_first_run(results, results["tasks"][name], init):.1f})')
+                f'{init} {task["label"]} {label} '
+                f'{_first_run(task, init):.1f} (single-threaded: '
+                f'{_first_run(results["tasks"][name], init):.1f})')
     record = other['provenance']
     where = ('the same machine' if record['machine'] ==
              results['provenance']['machine'] else record['machine'])

@@ -192,15 +192,14 @@ def type_switch_problem(cfg, options: dict) -> Optional[str]:
     whole (mmengine's ``_delete_``); otherwise None."""
     for key, value in options.items():
         parts = key.split('.')
-        node = cfg
-        for depth, part in enumerate(parts[:-1]):
-            if not isinstance(node, (dict, Config)) or part not in node:
+        for depth in range(1, len(parts)):
+            parent, found = _lookup(cfg, parts[:depth])
+            if not found:
                 break
-            node = node[part]
-            if node is not None and isinstance(node, (dict, Config, list,
-                                                      tuple)):
+            node = parent[parts[depth - 1]]
+            if isinstance(node, (dict, Config, list, tuple)):
                 continue
-            whole = '.'.join(parts[:depth + 1])
+            whole = '.'.join(parts[:depth])
             if options.get(whole + '._delete_'):
                 break
             siblings = [f'{k}={v}' for k, v in options.items()

@@ -183,8 +183,12 @@ def prepare(config: str, args, tool: str = 'train'):
             sys.exit(f'{prog}: error: {message}')
     # A process group left for the interpreter's exit to tear down can abort
     # a rank ("terminate called without an active exception", seen with 2
-    # gloo processes on a loaded CPU); release it once the run is done.
+    # gloo processes on a loaded CPU), and so can a rank that closes its
+    # connections while a peer still completes the last collective: after a
+    # run every rank has finished, all meet at a barrier, then release it.
     if torch_dist.is_available() and torch_dist.is_initialized():
+        if not status:
+            torch_dist.barrier()
         torch_dist.destroy_process_group()
     if status:
         sys.exit(status)

@@ -51,10 +51,19 @@ def dist_train(config, work_dir, mini_data, iters, *extra,
         ['bash', 'tools/dist_train.sh', str(config), '2', '--work-dir',
          str(work_dir), *extra, '--cfg-options', *options],
         cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, '\n'.join(
-        line for line in output.splitlines() if 'rror' in line)[-3000:]
+    assert result.returncode == 0, failure_lines(result.stdout +
+                                                 result.stderr)
     return '\n'.join(p.read_text() for p in work_dir.glob('*/*.log'))
+
+
+def failure_lines(output: str) -> str:
+    """What says why a distributed run failed: its error lines (a C++
+    ``terminate`` / ``what()`` included, not the config's ``on_error``
+    keys) and the last 20 lines of its output."""
+    lines = output.splitlines()
+    errors = [line for line in lines
+              if re.search(r'Error\b|terminate|what\(\)|Signal', line)]
+    return '\n'.join(errors[-30:] + ['...'] + lines[-20:])[-6000:]
 
 
 @pytest.mark.slow

@@ -31,6 +31,7 @@ standalone as ``python benchmarks/<script>.py``.
 """
 import argparse
 import contextlib
+import os
 import statistics
 import time
 from typing import Callable, Dict, Optional, Sequence, Tuple
@@ -212,6 +213,12 @@ def add_ratios(stats: Dict[str, dict], base: str) -> None:
         entry['time_ratio'] = entry['step_ms'] / ref['step_ms']
         if 'peak_mib' in entry and ref.get('peak_mib'):
             entry['mem_ratio'] = entry['peak_mib'] / ref['peak_mib']
+
+
+def load() -> list:
+    """The machine's load averages over 1, 5 and 15 minutes, recorded
+    before and after a measurement."""
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def settings(device: torch.device, amp: Optional[torch.dtype],

@@ -14,7 +14,6 @@ for < 1.35x time.
     python benchmarks/checkpointing.py [--quick] [--batch-size 8]
         [--iters 5] [--warmup 1] [--threads 1] [--device cpu]
 """
-import os
 
 import _timing
 import torch
@@ -34,7 +33,7 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
     warmup = warmup if warmup is not None else 1
     arch_name = 'ViT-S' if quick else 'ViT-B'
     arch = dict(ARCHS[arch_name], num_layers=2) if quick else ARCHS[arch_name]
-    load_start = [round(x, 2) for x in os.getloadavg()]
+    load_start = _timing.load()
     torch.manual_seed(0)
     images = torch.randn(batch_size, 3, 224, 224, device=device)
     models = {
@@ -52,7 +51,7 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
             device, amp, quick=quick, batch_size=batch_size, iters=iters,
             warmup=warmup, arch=arch_name + (' (2 blocks)' if quick else ''),
             load_start=load_start,
-            load_end=[round(x, 2) for x in os.getloadavg()]),
+            load_end=_timing.load()),
         steps=stats)
 
 

@@ -365,7 +365,7 @@ def run(quick=False, device='auto', amp=('auto', ), modes=MODES,
             modes=list(modes), schemes=schemes, iters=iters, warmup=warmup,
             threads=torch.get_num_threads(),
             float32_matmul_precision=torch.get_float32_matmul_precision(),
-            load_start=list(os.getloadavg())),
+            load_start=_timing.load()),
         shift_invariance_rel_err={},
         rows=[])
     paths = None
@@ -376,7 +376,7 @@ def run(quick=False, device='auto', amp=('auto', ), modes=MODES,
 
     def save():
         report['settings']['total_s'] = time.perf_counter() - start
-        report['settings']['load_end'] = list(os.getloadavg())
+        report['settings']['load_end'] = _timing.load()
         if paths:
             _write(paths[0], json.dumps(report, indent=2) + '\n')
             _write(paths[1], markdown(report))

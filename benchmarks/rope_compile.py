@@ -22,7 +22,6 @@ start and the end (a shared machine's load moves ratios).
         [--iters 10] [--warmup 2] [--threads 1] [--device cpu]
         [--compiled APE axial mixed]
 """
-import os
 from typing import Sequence
 
 import _timing
@@ -35,10 +34,6 @@ SCHEMES = ('axial', 'mixed', 'dinov3', 'spiral', 'string', 'comrope',
 OPTIONS = dict(comrope=dict(position_scale=1 / 14),
                liere=dict(position_scale=1 / 13))
 COMPILED = ('APE', 'axial', 'mixed')
-
-
-def _load():
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def build(name: str, arch: dict) -> torch.nn.Module:
@@ -70,7 +65,7 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
     iters = iters or (5 if quick else 10)
     warmup = warmup if warmup is not None else 2
     arch = dict(ARCHS['ViT-S'], num_layers=2) if quick else ARCHS['ViT-S']
-    load_start = _load()
+    load_start = _timing.load()
     images = torch.randn(batch_size, 3, 224, 224, device=device)
     models = {name: build(name, arch).to(device)
               for name in ('APE', 'none') + SCHEMES}
@@ -113,7 +108,7 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
     return dict(
         settings=_timing.settings(
             device, amp, quick=quick, batch_size=batch_size, iters=iters,
-            warmup=warmup, load_start=load_start, load_end=_load(),
+            warmup=warmup, load_start=load_start, load_end=_timing.load(),
             compiled=list(compiled), size=224,
             vit='ViT-S' + (' (2 blocks)' if quick else '')),
         eager=eager, compiled=fast)

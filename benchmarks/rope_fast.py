@@ -33,17 +33,12 @@ recorded at the start and the end (a shared machine's load moves ratios).
         [--warmup 3] [--threads 1] [--compile] [--device cpu]
         [--parts rotation attention vit_step]
 """
-import os
 from typing import Sequence
 
 import _timing
 import torch
 
 from rope_overhead import ARCHS, class_token_steps
-
-
-def _load():
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 IMPLS = ('fast', 'cos-sin')
@@ -161,7 +156,7 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
     batch_size = batch_size or (2 if quick else 8)
     iters = iters or (5 if quick else 20)
     warmup = warmup if warmup is not None else (1 if quick else 3)
-    load_start = _load()
+    load_start = _timing.load()
     torch.manual_seed(0)
     result = {}
     if 'rotation' in parts:
@@ -187,7 +182,7 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
         settings=_timing.settings(
             device, amp, quick=quick, batch_size=batch_size, iters=iters,
             warmup=warmup, compile=compile, load_start=load_start,
-            load_end=_load(), parts=list(parts),
+            load_end=_timing.load(), parts=list(parts),
             vit='ViT-S' + (' (2 blocks)' if quick else '')),
         **result)
 

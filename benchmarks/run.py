@@ -40,12 +40,11 @@ the same ``--out`` folder is refused while one runs
         [--models NAME ...]
 """
 import argparse
-import datetime
+import ast
 import importlib
 import inspect
 import json
 import math
-import os
 import os.path as osp
 import platform
 import sys
@@ -56,6 +55,7 @@ import _timing
 from mmpos.checkpoint import write_atomically
 from mmpos.guardrails.cli import cli_main
 from mmpos.guardrails.launch import work_dir_lock
+from mmpos_harness import provenance
 
 BENCHMARKS = {
     'droppos': 'droppos_step',
@@ -75,6 +75,37 @@ BENCHMARKS = {
     'rope_compile': 'rope_compile',
 }
 DEFAULT_OUT = osp.join(osp.dirname(osp.abspath(__file__)), 'results')
+# what every benchmark's numbers go through beside its own module
+CODE = ('benchmarks/_timing.py', 'benchmarks/run.py', 'mmpos/models',
+        'mmpos/datasets', 'mmpos/engine')
+
+
+def depends(names) -> list:
+    """The paths the benchmarks ``names`` measure (their modules, those
+    they import from this folder, and :data:`CODE`): a change to one makes
+    the stored result stale (``tests/test_results.py``)."""
+    here = osp.dirname(osp.abspath(__file__))
+    found, todo = set(), [BENCHMARKS[name] for name in names]
+    while todo:
+        module = todo.pop()
+        path = f'benchmarks/{module}.py'
+        if path in found:
+            continue
+        found.add(path)
+        with open(osp.join(here, module + '.py')) as f:
+            tree = ast.parse(f.read())
+        todo += [name for node in ast.walk(tree)
+                 for name in _imported(node)
+                 if osp.isfile(osp.join(here, name + '.py'))]
+    return sorted(found | set(CODE))
+
+
+def _imported(node) -> list:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        return [node.module]
+    return []
 
 
 def run_one(module_name: str, options: dict) -> dict:
@@ -108,22 +139,6 @@ def run_all(names, options: dict, log=print) -> dict:
     return entries
 
 
-def _cpu_name() -> str:
-    try:
-        with open('/proc/cpuinfo') as f:
-            for line in f:
-                if line.startswith('model name'):
-                    return line.split(':', 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _load() -> list:
-    return [round(x, 2) for x in os.getloadavg()] if hasattr(
-        os, 'getloadavg') else []
-
-
 def _json_safe(obj):
     """Non-finite floats become ``None`` (strict JSON)."""
     if isinstance(obj, dict):
@@ -155,12 +170,12 @@ ROW_COLUMNS = (
 def summary_markdown(summary: dict) -> str:
     """The Markdown page of a :func:`write_summary` summary."""
     s = summary['settings']
+    p = s['provenance']
     lines = [
         '# Benchmark summary', '',
-        f"`python benchmarks/run.py {' '.join(s['argv'])}` on "
-        f"{s['device']} ({s['cpu']}, {s['cpu_count']} logical CPUs), "
-        f"torch {s['torch']}, torch threads: {s['threads']}, autocast "
-        f"{s['amp']}, {s['date']}. Load average (1/5/15 min) "
+        f"`{p['command']}` at commit {p['commit'][:10]} on {s['device']} "
+        f"({p['machine']}), torch threads: {s['threads']}, autocast "
+        f"{s['amp']}, {p['date']}. Load average (1/5/15 min) "
         f"{s['load_start']} at the start, {s['load_end']} at the end; "
         f"{s['total_s']:.0f} s in all.", '',
         'Ratios are ours / baseline, both measured in this process on the '
@@ -232,13 +247,10 @@ def main(argv=None) -> int:
     except (ValueError, RuntimeError) as exc:
         parser.error(str(exc))
     name = args.name or f"{device.type}_{'quick' if args.quick else 'full'}"
-    settings = dict(
-        _timing.settings(device, amp),
-        argv=list(sys.argv[1:] if argv is None else argv), quick=args.quick,
-        cpu=_cpu_name(), cpu_count=os.cpu_count(),
-        python=platform.python_version(),
-        date=datetime.datetime.now().isoformat(timespec='seconds'),
-        load_start=_load())
+    argv = list(sys.argv[1:] if argv is None else argv)
+    settings = dict(_timing.settings(device, amp), argv=argv,
+                    quick=args.quick, python=platform.python_version(),
+                    load_start=_timing.load())
     options = dict(quick=args.quick, iters=args.iters, warmup=args.warmup,
                    device=str(device), amp=args.amp)
     if args.parts:
@@ -251,7 +263,11 @@ def main(argv=None) -> int:
     with work_dir_lock(args.out, keep_output=lambda: True,
                        option='--out'):
         entries = run_all(args.only, options)
-        settings.update(load_end=_load(), total_s=time.perf_counter() - start)
+        settings.update(load_end=_timing.load(),
+                        total_s=time.perf_counter() - start)
+        settings['provenance'] = provenance.record(
+            ' '.join(['python', 'benchmarks/run.py', *argv]),
+            depends(args.only))
         write_summary(entries, settings, args.out, name)
     print(f'wrote {osp.join(args.out, name)}.json and .md')
     failed = [n for n, e in entries.items() if 'error' in e]

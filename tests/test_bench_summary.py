@@ -31,8 +31,14 @@ def test_sdpa_summary_json_and_markdown(bench, tmp_path):
     settings = summary['settings']
     assert settings['device'] == 'cpu' and settings['argv'] == argv
     assert settings['amp'] == 'off (fp32)' and settings['threads'] >= 1
-    for key in ('torch', 'cpu', 'date', 'load_start', 'load_end', 'total_s'):
+    for key in ('torch', 'load_start', 'load_end', 'total_s'):
         assert key in settings
+    # where it came from (mmpos_harness.provenance): the benchmark's own
+    # module and the runner's are among the paths that make it stale
+    record = settings['provenance']
+    assert record['command'] == 'python benchmarks/run.py ' + ' '.join(argv)
+    assert {'benchmarks/sdpa_attention.py', 'benchmarks/_timing.py',
+            'benchmarks/run.py', 'mmpos/models'} <= set(record['depends'])
     assert list(summary['benchmarks']) == ['sdpa']
     assert 'error' not in summary['benchmarks']['sdpa']
     rows = summary['rows']
@@ -57,6 +63,7 @@ def test_sdpa_summary_json_and_markdown(bench, tmp_path):
     assert big['mem_ratio'] < 1
     md = (tmp_path / 'tiny.md').read_text()
     assert md.startswith('# Benchmark summary')
+    assert f'at commit {record["commit"][:10]}' in md
     table = [line for line in md.splitlines()
              if line.startswith('| sdpa_attention')]
     assert len(table) == 2
@@ -98,15 +105,28 @@ def test_failed_benchmark_is_recorded(bench, tmp_path):
                                          amp='fp8'), log=logs.append)
     assert entries['sdpa']['error'].startswith('ValueError: amp must be')
     assert 'FAILED' in logs[-1]
+    from mmpos_harness import provenance
     summary = run.write_summary(entries, dict(
-        device='cpu', cpu='x', cpu_count=1, torch=torch.__version__,
-        threads=1, amp='off', date='d', load_start=[], load_end=[],
-        total_s=0., argv=['--only', 'sdpa']), str(tmp_path), 'failed')
+        device='cpu', torch=torch.__version__, threads=1, amp='off',
+        load_start=[], load_end=[], total_s=0., argv=['--only', 'sdpa'],
+        provenance=provenance.record('python benchmarks/run.py --only sdpa',
+                                     run.depends(['sdpa']))),
+        str(tmp_path), 'failed')
     assert summary['rows'] == []
     md = (tmp_path / 'failed.md').read_text()
     assert '## Failed' in md and '`sdpa`: ValueError: amp must be' in md
     assert json.loads((tmp_path / 'failed.json').read_text())[
         'benchmarks']['sdpa']['error'] == entries['sdpa']['error']
+
+
+def test_depends_follows_sibling_imports(bench):
+    """A benchmark that imports a sibling module (``rope_fast`` takes
+    ``rope_overhead``'s models) depends on both."""
+    run = bench('run')
+    found = run.depends(['rope_fast'])
+    assert {'benchmarks/rope_fast.py', 'benchmarks/rope_overhead.py',
+            'benchmarks/_timing.py'} <= set(found)
+    assert 'benchmarks/sdpa_attention.py' not in found
 
 
 def test_fit_exponent_recovers_power_law(bench):

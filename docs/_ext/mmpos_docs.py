@@ -29,6 +29,8 @@ def _machine(settings: dict) -> str:
         return str(settings['gpu'])
     if settings.get('device', 'cpu') != 'cpu':
         return str(settings['device'])
+    if 'provenance' in settings:
+        return settings['provenance']['machine']
     cores = settings.get('cpu_count')
     return f"{settings.get('cpu', 'CPU')} ({cores} cores)" if cores \
         else str(settings.get('cpu', 'CPU'))
@@ -40,7 +42,7 @@ def _num(value, fmt='{:.3f}'):
 
 def _suite_table(name: str, data: dict) -> list:
     s = data['settings']
-    date = str(s.get('date', ''))[:10]
+    date = str(s.get('provenance', s).get('date', ''))[:10]
     machine = _machine(s)
     setup = (f"torch {s.get('torch')}, {s.get('amp')}, "
              f"{s.get('threads')} thread(s)")
@@ -48,6 +50,8 @@ def _suite_table(name: str, data: dict) -> list:
     # code state it measured
     code = str(s.get('code', ''))
     script = code if code.endswith('.py') else 'benchmarks/run.py'
+    if 'provenance' in s:
+        code = f"commit {s['provenance']['commit'][:10]}"
     argv = list(s.get('argv', []))
     if '--out' in argv:  # where this machine wrote it, not how
         del argv[argv.index('--out'):argv.index('--out') + 2]

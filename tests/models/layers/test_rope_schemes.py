@@ -13,9 +13,11 @@ from mmpos.models.layers.positions import (AxialRoPE, ComRoPE, LieRE,
                                            lookhere_bias, rope_angles,
                                            scale_frequencies,
                                            spiral_frequencies)
+from mmpos.models.layers.positions.linear import upper_skew
 from mmpos.models.layers.positions.matrix import (BlockRotationTable,
                                                   ConjugateRoPETable,
-                                                  block_rotations)
+                                                  block_rotations,
+                                                  exp_at_points)
 from mmpos.registry import POSITION_ENCODINGS
 
 D, HEADS, DEPTH = 16, 4, 2
@@ -108,6 +110,62 @@ def test_liere_block_rotations_are_special_orthogonal():
                               atol=1e-4)
         assert torch.allclose(torch.linalg.det(r),
                               torch.ones((), dtype=r.dtype), atol=1e-4)
+
+
+@pytest.mark.parametrize('dtype,tol', [(torch.float32, 2e-5),
+                                       (torch.float64, 1e-11)])
+def test_liere_exponentials_are_torch_matrix_exp(dtype, tol):
+    """LieRE's per-token exponentials (:func:`exp_at_points`: Taylor terms
+    shared by the tokens, squarings per token) against ``torch.matrix_exp``
+    per token (the peer) at the initial scale of LieRE's code (8 x 8
+    blocks, entries U[0, 2 pi), a 14 x 14 grid spanning [0, 1]: 1-norms up
+    to about 70, several squarings), with tokens at the origin, NaN and
+    negative coordinates: values, and the gradients of a random linear
+    loss, against fp64 ``matrix_exp`` within ``tol`` (fp32: as close as
+    fp32 ``matrix_exp`` itself)."""
+    torch.manual_seed(0)
+    raw = torch.rand(3, 2, 2, 8, 8, dtype=torch.float64) * 2 * math.pi
+    coords = torch.cat([grid_coords(14, 14, dtype=torch.float64) / 13,
+                        torch.tensor([[0., 0.], [math.nan, math.nan],
+                                      [-0.7, 0.4]], dtype=torch.float64)])
+    coords = coords[None]  # (1, 199, 2)
+    weight = torch.randn(1, 3, 199, 2, 8, 8, dtype=torch.float64)
+
+    def run(fn, precision):
+        leaf = raw.to(precision).detach().requires_grad_()
+        out = fn(coords.to(precision), upper_skew(leaf))
+        (out.double() * weight).sum().backward()
+        return out.double(), leaf.grad.double()
+
+    def per_token(xy, gen):
+        xy = xy.nan_to_num(0.)
+        return torch.matrix_exp(
+            xy[:, None, :, 0, None, None, None] * gen[:, 0, None] +
+            xy[:, None, :, 1, None, None, None] * gen[:, 1, None])
+
+    exact, exact_grad = run(per_token, torch.float64)
+    ours, grad = run(block_rotations, dtype)
+    assert (ours - exact).abs().max() < tol
+    assert (grad - exact_grad).abs().max() < tol * exact_grad.abs().max()
+    if dtype == torch.float32:  # no worse than the peer in fp32
+        peer, _ = run(per_token, dtype)
+        assert (ours - exact).abs().max() <= 2 * (peer - exact).abs().max()
+    # the origin and the NaN token: the identity
+    eye = torch.eye(8, dtype=torch.float64).expand(3, 2, 2, 8, 8)
+    assert torch.allclose(ours[0, :, 196:198], eye, atol=tol)
+
+
+def test_exp_at_points_without_squaring_is_the_taylor_series():
+    """Small generators need no squaring: the shared-term polynomial
+    alone equals ``matrix_exp``; zero generators give the identity."""
+    torch.manual_seed(1)
+    gen = torch.randn(2, 3, 4, 4, dtype=torch.float64) * 0.1
+    points = torch.rand(5, 2, dtype=torch.float64)
+    exact = torch.matrix_exp(points[:, 0, None, None, None] * gen[0] +
+                             points[:, 1, None, None, None] * gen[1])
+    assert torch.allclose(exp_at_points(points, gen), exact, atol=1e-14)
+    assert torch.equal(exp_at_points(points, torch.zeros_like(gen)),
+                       torch.eye(4, dtype=torch.float64).expand(5, 3, 4, 4))
 
 
 @pytest.mark.parametrize('variant', ['ld', 'ap'])

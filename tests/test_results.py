@@ -45,7 +45,7 @@ LEGACY = {
         'the method ranking re-run of issues 33 and 35',
     **{f'benchmarks/results/{name}.json': _BENCHMARK for name in (
         'cpu_checkpointing', 'cpu_pipeline_run1', 'cpu_pipeline_run2',
-        'cpu_position_schemes', 'cpu_quick', 'cpu_rope_attention_run1',
+        'cpu_quick', 'cpu_rope_attention_run1',
         'cpu_rope_attention_run2', 'cpu_rope_attention_run3',
         'cpu_rope_compile', 'cpu_rope_compile_eager', 'cpu_rope_fast',
         'cpu_rope_rotation', 'cpu_vitdet_window_math',

@@ -9,12 +9,13 @@ changes to them; the README's demo table must be what
 files (re-run ``python tools/demo.py``, then
 ``python tools/paper_tables/gen_tables.py --demo work_dirs/demo/<run>``).
 """
+import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-from mmpos_harness import demo_table, provenance
+from mmpos_harness import demo_table, dense_probes, provenance
 from mmpos_harness.comparison import seeds
 
 REPO = Path(__file__).resolve().parents[1]
@@ -109,3 +110,21 @@ def test_stored_demo_table_regenerates_from_its_summary():
     stored = REPO / demo_table.RESULTS
     assert (stored / 'seeds.md').read_text() == seeds.render(
         seeds.load(str(stored / 'summary.json')))
+
+
+def test_dense_probe_table_is_the_stored_result():
+    """The frozen-evaluation page's dense-probe table is what
+    ``dense_probe_suite.py`` renders from the stored values, with the
+    stored run's provenance line."""
+    stored = REPO / dense_probes.RESULTS
+    results = json.loads((stored / 'results.json').read_text())
+    spec = importlib.util.spec_from_file_location(
+        'dense_probe_suite', REPO / dense_probes.SUITE)
+    suite = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite)
+    text = suite.markdown(results['results'], results['seeds'])
+    assert (stored / 'suite.md').read_text() == text.strip() + '\n'
+    assert (stored / 'result.md').read_text() == dense_probes.page_table(
+        results, text.strip() + '\n'), (
+        f'{stored}/result.md differs from its results.json: python '
+        'tools/paper_tables/dense_probes.py --publish <run dir>')

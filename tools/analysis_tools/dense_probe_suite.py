@@ -137,6 +137,17 @@ def informative_lines(results, seeds, trained):
     return lines
 
 
+def markdown(results, seeds) -> str:
+    """The table (:func:`table`) and the informativeness lines of the
+    runs from checkpoints (every seed's, not random init), from the values
+    ``results.json`` stores."""
+    trained = [label for label, runs in results.items()
+               if label not in BASELINES and
+               all(run.get('checkpoint') for run in runs.values())]
+    return (table(results, seeds) + '\n\n' +
+            '\n'.join(informative_lines(results, seeds, trained)) + '\n')
+
+
 @cli_main('dense_probe_suite.py')
 def main(argv=None):
     args = parse_args(argv)
@@ -170,13 +181,9 @@ def main(argv=None):
         config=args.config, probes=probes, seeds=args.seeds,
         results=results), indent=1).encode(),
         osp.join(args.work_dir, 'results.json'))
-    trained = [label for label, pairs in runs
-               if all(ckpt is not None for _, ckpt in pairs)]
     text = (f'# Dense probes of {args.config}\n\nseeds {args.seeds}; '
             f'{round((time.time() - start) / 60, 1)} min\n\n' +
-            table(results, args.seeds) + '\n\n' +
-            '\n'.join(informative_lines(results, args.seeds, trained)) +
-            '\n')
+            markdown(results, args.seeds))
     write_atomically(text.encode(), osp.join(args.work_dir, 'result.md'))
     print(text)
 

@@ -53,6 +53,12 @@ only).
         [--amp auto|off|bf16|fp16 ...] [--modes eager compiled]
         [--schemes none axial mixed dinov3 comrope liere]
         [--iters 20] [--warmup 5] [--compile-all-tokens] [--out DIR]
+        [--provenance RECORD.json]
+
+``--provenance``: a record written in the repository, where git is
+(``mmpos_harness.provenance.record``: command, commit, uncommitted
+changes, depends), for a device machine that has none; the run stores it
+under ``settings.provenance`` with its own machine, date and load.
 
 ``--amp`` takes several values, measured one after the other in one run
 (``--amp bf16 off``: bf16 autocast and fp32); ``auto`` is bf16 on CUDA and
@@ -334,7 +340,7 @@ def device_slug(device):
 
 def run(quick=False, device='auto', amp=('auto', ), modes=MODES,
         schemes=SCHEMES, iters=None, warmup=None, compile_all_tokens=False,
-        out=None, argv=()):
+        out=None, argv=(), provenance=None):
     classes = scheme_classes()
     device = _timing.resolve_device(device)
     amps = {}  # name -> autocast dtype, in the order given, no repeats
@@ -377,6 +383,12 @@ def run(quick=False, device='auto', amp=('auto', ), modes=MODES,
     def save():
         report['settings']['total_s'] = time.perf_counter() - start
         report['settings']['load_end'] = _timing.load()
+        if provenance:
+            report['settings']['provenance'] = dict(
+                provenance, date=time.strftime('%Y-%m-%d %H:%M UTC',
+                                               time.gmtime()),
+                machine=f"{report['settings']['device']}, {os.cpu_count()} "
+                f'CPUs, torch {torch.__version__}', load=_timing.load())
         if paths:
             _write(paths[0], json.dumps(report, indent=2) + '\n')
             _write(paths[1], markdown(report))
@@ -421,7 +433,15 @@ def main(argv=None):
                         help='compile at every token count, not the first')
     parser.add_argument('--out', help='write <device>_rope_attention.json '
                         'and .md here')
+    parser.add_argument(
+        '--provenance', metavar='JSON',
+        help='a record of mmpos_harness.provenance written in the '
+        'repository (command, commit, depends) for a device without git; '
+        'this run fills in its machine, date and load')
     args = vars(parser.parse_args(argv))
+    if args['provenance']:
+        with open(args['provenance']) as f:
+            args['provenance'] = json.load(f)
     print(json.dumps(run(argv=argv, **args), indent=2))
 
 

@@ -201,3 +201,25 @@ def test_pipelines_with_and_without_boxes_draw_the_same_views(bench):
         assert torch.equal(a, b)
     assert tuple(ours['data_samples'].crop_boxes.shape) == (10, 4)
     assert 'crop_boxes' not in base['data_samples']
+
+
+def test_device_benchmark_stores_a_record_made_in_the_repository(
+        bench, tmp_path):
+    """``rope_attention_device.py --provenance``: a record written where
+    git is, stored with this run's machine, date and load (the device
+    machine has no git)."""
+    from mmpos_harness import provenance
+    record = provenance.record(
+        'python benchmarks/rope_attention_device.py --quick',
+        ['benchmarks/rope_attention_device.py', 'benchmarks/_timing.py'])
+    path = tmp_path / 'record.json'
+    path.write_text(json.dumps(dict(record, machine='elsewhere')))
+    bench('rope_attention_device').main([
+        '--quick', '--device', 'cpu', '--amp', 'off', '--modes', 'eager',
+        '--schemes', 'axial', '--iters', '1', '--warmup', '0', '--out',
+        str(tmp_path), '--provenance', str(path)])
+    stored = json.loads((tmp_path / 'cpu_rope_attention.json').read_text())
+    got = stored['settings']['provenance']
+    assert {k: got[k] for k in ('command', 'commit', 'dirty', 'depends')} \
+        == {k: record[k] for k in ('command', 'commit', 'dirty', 'depends')}
+    assert got['machine'].startswith('cpu, ') and got['load']

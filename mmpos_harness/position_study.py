@@ -82,6 +82,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from mmpos.analysis.pictures import save_figure
+from mmpos.apis.features import init_quietly
 from mmpos.checkpoint import atomic_open, write_atomically
 from mmpos.evaluation import stats
 from mmpos.guardrails.cli import cli_main
@@ -357,7 +358,7 @@ def train(kwargs: dict, images: torch.Tensor, labels: torch.Tensor,
     tenth of the steps)``."""
     torch.manual_seed(seed)
     model = Classifier(train_size, layer_scale, **kwargs)
-    model.backbone.init_weights()
+    init_quietly(model.backbone)  # no INFO line per parameter
     opt = make_optimizer(model, lr)
     warmup = max(1, iters // 10)
     sched = torch.optim.lr_scheduler.LambdaLR(

@@ -232,10 +232,12 @@ def test_tables_test_each_cell_paired_over_seeds(tmp_path):
     assert "Benjamini-Hochberg over the table's 9 tests" in md
 
 
-def test_tiny_study_runs_resumes_retables_and_plots(tmp_path):
+def test_tiny_study_runs_resumes_retables_and_plots(tmp_path, capfd):
     argv = [str(tmp_path), '--schemes', 'none', 'APE', 'RoPE-Mixed',
             '--seeds', '0', '1', *TINY]
     study.main(argv)
+    # quiet: no INFO line per parameter of mmengine's init_weights
+    assert 'init_weights' not in ''.join(capfd.readouterr())
     summary = json.loads((tmp_path / 'position_study.json').read_text())
     resize, canvas = (summary['tables'][f]['rows'] for f in study.FACTORS)
     assert set(resize) == set(canvas) == {

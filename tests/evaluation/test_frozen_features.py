@@ -74,7 +74,8 @@ def test_knn_eval_cli_writes_results_for_tables(tmp_path, mini_data):
         mini_data / 'cls', '--size', 32, '--work-dir', work_dir])))
     run = read_run(str(work_dir))
     assert run.status == 'done'
-    assert set(run.metrics) == {'knn/cls_top1', 'knn/avg_top1'}
+    assert set(run.metrics) == {'knn/cls_top1', 'knn/avg_top1',
+                                'knn/class_prior_top1'}
     assert all(0 <= v <= 100 for v in run.metrics.values())
     assert '| knn/cls_top1 |' in (work_dir / 'result.md').read_text()
     # never over a finished result, refused before anything is computed
@@ -83,6 +84,25 @@ def test_knn_eval_cli_writes_results_for_tables(tmp_path, mini_data):
         knn_eval.main(list(map(str, [
             DEMO_ROPE, tmp_path / 'ckpt.pth', '--data', MINI_CLS,
             '--data-root', tmp_path / 'missing', '--work-dir', work_dir])))
+
+
+def test_knn_eval_raw_pixels_and_the_class_prior(tmp_path, mini_data):
+    """``pixels`` probes the patches' pixels (PixelPatches, the config's
+    patch size); the image-free class prior beside it is the share of the
+    queries in the memory bank's majority class (ties: the first class),
+    counted here from the ImageNet-layout folders."""
+    work_dir = tmp_path / 'knn'
+    tool('knn_eval').main(list(map(str, [
+        DEMO_ROPE, 'pixels', '--data', MINI_CLS, '--data-root',
+        mini_data / 'cls', '--size', 32, '--work-dir', work_dir])))
+    metrics = read_run(str(work_dir)).metrics
+    assert 0 <= metrics['knn/avg_top1'] <= 100
+    counts = {split: {c.name: len(list(c.iterdir())) for c in sorted(
+        (mini_data / 'cls' / split).iterdir())} for split in ('train', 'val')}
+    majority = max(counts['train'], key=counts['train'].get)
+    assert metrics['knn/class_prior_top1'] == pytest.approx(
+        100 * counts['val'][majority] / sum(counts['val'].values()))
+    assert 'pixels' in (work_dir / 'result.md').read_text()
 
 
 def mini_vit_config(**backbone):

@@ -93,3 +93,42 @@ def test_one_step_changes_only_the_head():
         head.bn.bias, False, 0., head.bn.eps))
     torch.testing.assert_close(logits, expected)
     assert logits.shape == (2, 150, 8, 8)  # one logit vector per patch
+
+
+def test_raw_pixel_probe_is_the_patches_pixels_through_the_same_head(
+        tmp_path):
+    """``linear_seg_probe.py CONFIG pixels``: the config it trains
+    (``pixel_config``) feeds the head the patches' pixels (``F.unfold``,
+    ``3 p^2`` channels per cell), with the probe's head type, schedule and
+    data; each head parameter gets the lr and weight decay that the ViT
+    probe's layer-wise constructor gives it (rate 1: the same)."""
+    import importlib.util
+
+    from mmengine.optim import build_optim_wrapper
+
+    from conftest import REPO
+    spec = importlib.util.spec_from_file_location(
+        'linear_seg_probe', REPO / 'tools/analysis_tools/linear_seg_probe.py')
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    cfg, model = build(probe.pixel_config(MINI, str(tmp_path)))
+    base_cfg, base = build(MINI)
+    images = torch.randn(2, 3, 64, 64)
+    feats = model.extract_feat(images)
+    assert torch.equal(feats[-1],
+                       F.unfold(images, 8, stride=8).reshape(2, 192, 8, 8))
+    assert cfg.model.decode_head.in_channels == 192
+    assert cfg.model.decode_head.type == base_cfg.model.decode_head.type
+    for key in ('train_cfg', 'param_scheduler', 'train_dataloader'):
+        assert cfg[key] == base_cfg[key], key
+
+    def head_rates(cfg, model):
+        wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
+        names = {id(p): n for n, p in model.decode_head.named_parameters()}
+        return {names[id(p)]: (g['lr'], g['weight_decay'])
+                for g in wrapper.optimizer.param_groups for p in g['params']
+                if id(p) in names}
+
+    base_rates = head_rates(base_cfg, base)
+    rates = head_rates(cfg, model)
+    assert rates.keys() == base_rates.keys() and rates == base_rates

@@ -8,7 +8,9 @@
 The backbone comes from CONFIG (any mmpos / mmpretrain / mmdet / mmseg
 config) and CHECKPOINT (a training checkpoint, a bare or ``backbone.``-
 prefixed backbone; ``--prefix teacher.module.backbone.`` takes a DINOv2
-teacher). The labelled sets are ``train_dataloader.dataset`` (memory bank)
+teacher); CHECKPOINT ``pixels`` is the raw-pixel baseline (the patches'
+pixels, :class:`~mmpos.models.backbones.PixelPatches` with the config
+backbone's patch size; ``cls`` is their mean). The labelled sets are ``train_dataloader.dataset`` (memory bank)
 and ``val_dataloader.dataset`` (queries) of DATA_CONFIG (default: CONFIG),
 any mmpretrain classification dataset (ImageNet layout, CustomDataset
 folders); ``--data-root`` points both at another root. Images are resized
@@ -16,7 +18,10 @@ to ``size / center_crop`` and centre-cropped to ``size`` (DINO: 256 -> 224).
 Features: ``cls`` (the class token) and ``avg`` (mean-pooled patch tokens).
 
 Writes ``DIR/metrics.json`` (``knn/<feature>_top1``, ``_top5``; read by
-``tools/paper_tables/gen_tables.py``) and ``DIR/result.md``.
+``tools/paper_tables/gen_tables.py``; beside them the image-free baseline
+``knn/class_prior_top1``, ``_top5``: every query given the memory bank's
+class counts, :func:`~mmpos.evaluation.knn.class_prior_accuracy`) and
+``DIR/result.md``.
 """
 import os.path as osp
 import time
@@ -62,7 +67,8 @@ def main(argv=None):
     from mmpos.apis.features import data_mean_std
     from mmpos.evaluation.frozen import (batch_features, dataset_items,
                                         load_inputs, write_result)
-    from mmpos.evaluation.knn import knn_accuracy
+    from mmpos.evaluation.dense_suite import RAW_PIXELS, probed_backbone
+    from mmpos.evaluation.knn import class_prior_accuracy, knn_accuracy
     for name in ('metrics.json', 'result.md'):
         if osp.exists(osp.join(args.work_dir, name)):
             raise FileExistsError(f'{osp.join(args.work_dir, name)} exists; '
@@ -73,8 +79,12 @@ def main(argv=None):
             for split in ('train', 'val')}
     classes = sets['train'][2]
     num_classes = len(classes) or int(sets['train'][1].max()) + 1
-    backbone = init_backbone(args.config, args.checkpoint, args.device,
-                             prefix=args.prefix)
+    if args.checkpoint == RAW_PIXELS:
+        backbone = probed_backbone('knn', None, args.config, RAW_PIXELS,
+                                   device=args.device)
+    else:
+        backbone = init_backbone(args.config, args.checkpoint, args.device,
+                                 prefix=args.prefix)
     mean, std = data_mean_std(args.config)
     start = time.perf_counter()
     feats = {}
@@ -91,6 +101,9 @@ def main(argv=None):
                            feats['val'][name], sets['val'][1], num_classes,
                            args.k, args.temperature)
         metrics.update({f'knn/{name}_{k}': v for k, v in acc.items()})
+    prior = class_prior_accuracy(sets['train'][1], sets['val'][1],
+                                 num_classes)
+    metrics.update({f'knn/class_prior_{k}': v for k, v in prior.items()})
     seconds = time.perf_counter() - start
     images = sum(len(s[0]) for s in sets.values())
     settings = dict(config=args.config, checkpoint=args.checkpoint,

@@ -43,6 +43,13 @@ resumes to the same tables; a second ranking on the same ``--work-dir``
 is refused while one runs (:func:`mmpos.guardrails.launch.work_dir_lock`).
 QB-Heat is left out: its backbone (MobileFormer) is not the ViT the
 transfer configs build.
+
+Baselines: every frozen probe also runs its image-free baseline
+(:func:`image_free_metrics`, once) and the raw pixels (``pixels`` through
+the probe's tool, with its seeds), rows of the table that are not ranked;
+a probe whose best method is not above the image-free row is marked not
+informative and left out of the ranking
+(:mod:`~.comparison.seeds`).
 """
 import argparse
 import json
@@ -53,6 +60,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from mmpos.checkpoint import write_atomically
+from mmpos.evaluation.dense_suite import RAW_PIXELS as PIXELS
 from mmpos.guardrails.cli import cli_main
 from mmpos.guardrails.launch import work_dir_lock
 
@@ -99,6 +107,8 @@ CODE = ('mmpos/models', 'mmpos/datasets', 'mmpos/engine', 'mmpos/evaluation',
         'mmpos_harness/comparison/runs.py', 'mmpos_harness/mini_data',
         'tools/train.py', 'tools/model_converters/mmpos2backbone.py', GRID)
 TUNING = 'tuning.json'
+# the probes' raw-pixel baseline row (its tools take the checkpoint PIXELS)
+RAW_PIXELS = 'raw pixels'
 # The tuning data: the reported sets' generators with another seed.
 TUNE_SEED = 1
 # Score that picks a configuration: the linear probe's mIoU.
@@ -299,11 +309,71 @@ def rank(args, grid):
         budget=dict(batch=args.batch_size, images=args.images,
                     tuning=tuning),
         orderings=[c for c in PAPER_ORDERINGS if {c[0], c[1]} <= set(inits)])
+    probes = {t: spec for t, spec in tasks.items() if t in runs.PROBES}
+    plan = seeds.load_plan(root)
+    plan['baselines'] = {
+        seeds.IMAGE_FREE: {t: args.seeds[:1] for t in probes},
+        RAW_PIXELS: {t: spec.get('seeds', args.seeds)
+                     for t, spec in probes.items()}}
+    write_json(osp.join(root, seeds.PLAN), plan)
     runs.compare(root, [(METHODS[m][0], METHODS[m][1], iters,
                          budget_options(args) + options.get(m, []))
                         for m in args.methods],
                  args.seeds, args.data_root, args.jobs, args.iters,
                  args.pretrain_seeds, tasks, args.probe_iters)
+    baselines(args, plan['baselines'])
+
+
+def image_free_metrics(task: str, data_root: str) -> dict:
+    """Probe ``task``'s image-free baseline on ``data_root``'s data, as the
+    probe's metric keys: the linear probe's per-pixel class prior of the
+    training labels, kNN's class prior (the memory bank's majority class,
+    under kNN's key), the dense probes'
+    :func:`~mmpos.evaluation.dense_suite.image_free_run`."""
+    from mmpos.apis.features import load_config
+    spec = runs.PROBES[task]
+    data = osp.join(data_root, spec['data'])
+    if task == 'linear-probe':
+        from mmpos.evaluation.dense_retrieval import class_prior_run
+        return class_prior_run(load_config(spec['config']),
+                               runs.DATA['img_size'], data)[0]
+    if task == 'knn':
+        from mmpos.evaluation.frozen import dataset_items
+        from mmpos.evaluation.knn import class_prior_accuracy
+        cfg = load_config(runs.KNN_DATA)
+        (_, train, classes), (_, val, _) = (dataset_items(dict(
+            cfg[f'{split}_dataloader'].dataset, data_root=data))
+            for split in ('train', 'val'))
+        top1 = class_prior_accuracy(train, val, len(classes))['top1']
+        return {next(iter(spec['metrics'])): top1}
+    from mmpos.evaluation.dense_suite import image_free_run
+    return {f'{task}/{k}': v for k, v in image_free_run(
+        task, load_config(spec['probe']), data).items()}
+
+
+def baselines(args, rows):
+    """The probes' baseline rows (``rows``: ``plan.json``'s
+    ``baselines``): the image-free one computed here, the raw pixels
+    through each probe's tool with every seed a probe draws
+    (:func:`~.comparison.runs.probe` with ``pixels``). Finished runs are
+    skipped, as the comparison's."""
+    root = args.work_dir
+    for task, task_seeds in rows[seeds.IMAGE_FREE].items():
+        for seed in task_seeds:
+            work_dir = seeds.transfer_dir(root, task, seeds.IMAGE_FREE, seed)
+            if runs._fresh(work_dir):
+                start, cpu = time.time(), time.process_time()
+                metrics = image_free_metrics(task, args.data_root)
+                os.makedirs(work_dir)
+                write_json(osp.join(work_dir, 'metrics.json'), metrics)
+                runs._finish(work_dir, start, time.process_time() - cpu)
+    threads = 1 if args.jobs > 1 else None
+    jobs = [(task, seed) for task, task_seeds in rows[RAW_PIXELS].items()
+            for seed in task_seeds]
+    with ThreadPoolExecutor(args.jobs) as pool:
+        list(pool.map(lambda job: runs.probe(
+            root, job[0], RAW_PIXELS, job[1], args.data_root, PIXELS,
+            iters=args.probe_iters, threads=threads), jobs))
 
 
 def record(args, argv, stage, start):

@@ -15,9 +15,12 @@ Layout of a comparison directory ``root``::
 
 ``plan.json``: ``{"title": str, "seeds": [int], "reference": init,
 "inits": [init], "tasks": {task: {"label": str, "metrics": {key: label},
-"scale": float}}}``, optionally ``"pretrain_seeds": [int]``, ``"budget"``
-and ``"orderings": [[better, worse, source]]`` (claimed orderings, checked
-in ``orderings.md``, :func:`orderings`). Metrics are read with
+"scale": float}}}``, optionally ``"pretrain_seeds": [int]``, ``"budget"``,
+``"orderings": [[better, worse, source]]`` (claimed orderings, checked
+in ``orderings.md``, :func:`orderings`) and ``"baselines": {name: {task:
+[seed]}}``: rows of what does not pretrain (:data:`IMAGE_FREE`, never
+looking at the image; the raw pixels), run in
+``<root>/<task>/<name>/seed<k>/`` with the given seeds. Metrics are read with
 :func:`mmpos_harness.results.read_run` (the final evaluation); runs that
 did not finish are ``None`` in the summary's ``groups``, never guessed.
 
@@ -44,6 +47,14 @@ are shown as mean ± std, not tested. The ranking
 (:func:`~mmpos.evaluation.stats.rank_intervals`) is over the tasks' first
 metrics, on the tasks where every init has a result.
 
+Baselines are shown beside the inits, never ranked or tested against
+the reference. A task with an :data:`IMAGE_FREE` baseline is informative
+when the best init other than the reference (by the first metric's mean)
+is above it: the one-sample t of that init's per-run values (per
+pretraining run means with pretraining seeds) against the baseline's
+value, Holm over the tasks (the family of the informativeness tests); the
+ranking leaves out the tasks that are not.
+
 A pretraining run whose ``health.json`` (:class:`~mmpos.engine.hooks.
 health_monitor.HealthMonitorHook`, centred statistics) numbers say it
 collapsed flags its init in the table and the verdicts, with the reasons;
@@ -56,6 +67,7 @@ import dataclasses
 import io
 import json
 import os.path as osp
+import statistics
 from typing import Dict, List, Optional
 
 from mmpos.checkpoint import write_atomically
@@ -67,6 +79,8 @@ from mmpos.evaluation.health import collapse_reasons
 from ..results import read_run
 
 PLAN = 'plan.json'
+#: the baseline row that never looks at the image (a probe's prior)
+IMAGE_FREE = 'image-free'
 COMPUTE = 'compute.json'
 
 
@@ -221,6 +235,16 @@ def summarise(root: str) -> dict:
                 for key in spec['metrics']}
         out['tasks'][task] = dict(label=spec['label'],
                                   metrics=spec['metrics'], inits=per_init)
+        rows = {name: tasks[task] for name, tasks in
+                (plan.get('baselines') or {}).items() if task in tasks}
+        if rows:
+            out['tasks'][task]['baselines'] = {name: {key: dict(groups=[[
+                round(run.metrics[key] * scale, 4)
+                if run.status == 'done' and key in run.metrics else None
+                for run in (read_run(transfer_dir(root, task, name, s))
+                            for s in row_seeds)]])
+                for key in spec['metrics']}
+                for name, row_seeds in rows.items()}
     return analyse(out)
 
 
@@ -308,14 +332,47 @@ def analyse(summary: dict) -> dict:
     for (cell, _), test in zip(cells, stats.family([c for _, c in cells],
                                                    stats.HOLM)):
         cell['test'] = test.asdict()
+    _informative(summary)
     ranked = [t for t in summary['tasks'].values()
-              if all(_sample(summary, t, i, _first(t)) for i in inits)]
+              if all(_sample(summary, t, i, _first(t)) for i in inits)
+              and t.get('informative', {}).get('informative', True)]
     summary['ranked_on'] = [t['label'] for t in ranked]
     summary['ranks'] = {
         init: dataclasses.asdict(r) for init, r in stats.rank_intervals({
             i: [_sample(summary, t, i, _first(t)) for t in ranked]
             for i in inits}).items()} if ranked else None
     return summary
+
+
+def _informative(summary: dict) -> None:
+    """Baselines' ``values``, ``mean``, ``std``; per task with an
+    :data:`IMAGE_FREE` baseline its ``informative``: ``best`` (the init
+    other than the reference with the highest mean of the first metric),
+    ``test`` (its per-run values against the baseline's value, one-sample
+    t, Holm over the tasks) and ``informative`` (above with a verdict)."""
+    found = []
+    for task in summary['tasks'].values():
+        for per_metric in task.get('baselines', {}).values():
+            for key, raw in per_metric.items():
+                values = [v for g in raw['groups'] for v in g if v is not None]
+                mean, std = stats.mean_std(values)
+                per_metric[key] = dict(values=values, groups=raw['groups'],
+                                       mean=mean, std=std)
+        key = _first(task)
+        prior = task.get('baselines', {}).get(IMAGE_FREE, {}).get(key)
+        means = {i: m[key]['mean'] for i, m in task['inits'].items()
+                 if i != summary['reference'] and m[key]['mean'] is not None}
+        if not prior or prior['mean'] is None or not means:
+            continue
+        best = max(means, key=means.get)
+        sample = [statistics.mean(g) if isinstance(g, list) else g
+                  for g in _sample(summary, task, best, key)]
+        found.append((task, best, stats.paired(
+            sample, [prior['mean']] * len(sample))))
+    tests = stats.family([t for _, _, t in found], stats.HOLM)
+    for (task, best, _), test in zip(found, tests):
+        task['informative'] = dict(best=best, test=test.asdict(),
+                                   informative=test.verdict == 'higher')
 
 
 def _test(cell: dict) -> Optional[stats.Comparison]:
@@ -496,10 +553,48 @@ def markdown(summary: dict) -> str:
                   f'{compute["transfer_minutes"]:.1f}']
         cells += _fmt_health(summary.get('health', {}).get(init))
         lines.append('| ' + ' | '.join(cells) + ' |')
+    names = list(dict.fromkeys(name for task in summary['tasks'].values()
+                               for name in task.get('baselines', {})))
+    for name in names:
+        cells = ['-', f'{name} (baseline, not ranked)']
+        for task in summary['tasks'].values():
+            row = task.get('baselines', {}).get(name)
+            cells += ['-' if row is None else stats.format_mean_std(
+                s['mean'], s['std']) for s in (
+                    row or dict.fromkeys(task['metrics'])).values()]
+            cells.append('-')
+        lines.append('| ' + ' | '.join(cells + ['-'] * 7) + ' |')
     columns = _columns(summary)
     if any(columns.values()):
         lines += ['', _design(summary) + ' ' + stats.describe(columns)]
+    lines += _informative_lines(summary)
     return '\n'.join(lines) + '\n'
+
+
+def _informative_lines(summary: dict) -> List[str]:
+    """Under the table: per task with an image-free baseline whether it is
+    informative (:func:`_informative`)."""
+    lines = []
+    for task in summary['tasks'].values():
+        found = task.get('informative')
+        if not found:
+            continue
+        key = _first(task)
+        test = stats.Comparison.from_dict(found['test'])
+        what = (f'informative: {found["best"]} is above the {IMAGE_FREE} '
+                'baseline' if found['informative'] else
+                f'NOT INFORMATIVE: no init is above the {IMAGE_FREE} '
+                'baseline with a verdict; not ranked, its differences are '
+                'not a ranking')
+        lines.append(f'- {task["label"]}: {what} ({task["metrics"][key]}, '
+                     f'{found["best"]} − {IMAGE_FREE} '
+                     f'{stats.format_cell(test)}).')
+    if lines:
+        lines = ['', 'Is each probe informative? (the best init other than '
+                 f'the reference against the {IMAGE_FREE} baseline, '
+                 'one-sample t on its per-run values, Holm over the '
+                 'probes)'] + lines
+    return lines
 
 
 def verdicts(summary: dict) -> Dict[str, str]:

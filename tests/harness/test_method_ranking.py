@@ -80,6 +80,56 @@ def test_pretraining_runs_that_agree_make_a_noisy_transfer_decisive():
     assert (test['n_a'], test['verdict']) == (1, 'no test')
 
 
+def test_baselines_decide_which_probes_are_ranked():
+    """Two probes with an image-free baseline: on one the best init (A) is
+    above it (informative, ranked), on the other the prior is above every
+    init (not informative: shown, not ranked). The tests are scipy's
+    one-sample t of A's per-pretraining-run means against the prior,
+    Holm-adjusted over the probes as statsmodels does; baseline rows are
+    in the table, not ranked and not tested against random init."""
+    from scipy.stats import ttest_1samp
+    summary = _nested_summary({'A': NOISY_A, runs.RANDOM_INIT: NOISY_B})
+    summary['tasks']['other'] = dict(
+        label='other probe', metrics={'mIoU': 'mIoU'},
+        inits={'A': {'mIoU': dict(groups=SPREAD_PRETRAIN)},
+               runs.RANDOM_INIT: {'mIoU': dict(groups=TIGHT)}})
+    summary['tasks']['linear-probe']['baselines'] = {
+        seeds.IMAGE_FREE: {'mIoU': dict(groups=[[30.0]])},
+        'raw pixels': {'mIoU': dict(groups=[[35.0, 36.0, 35.5]])}}
+    summary['tasks']['other']['baselines'] = {
+        seeds.IMAGE_FREE: {'mIoU': dict(groups=[[60.0]])}}
+    summary['compute'] = {i: dict(pretrain_minutes=1.0, transfer_minutes=1.0)
+                          for i in summary['compute']}
+    summary = seeds.analyse(summary)
+    found = {name: task['informative']
+             for name, task in summary['tasks'].items()}
+    assert found['linear-probe']['best'] == found['other']['best'] == 'A'
+    expected = [ttest_1samp([statistics.mean(g) for g in groups], prior)
+                for groups, prior in ((NOISY_A, 30.0),
+                                      (SPREAD_PRETRAIN, 60.0))]
+    p_adj = multipletests([e.pvalue for e in expected], method='holm')[1]
+    for (name, got), want, adj in zip(found.items(), expected, p_adj):
+        assert got['test']['pvalue'] == pytest.approx(want.pvalue), name
+        assert got['test']['p_adj'] == pytest.approx(adj), name
+    assert found['linear-probe']['informative']
+    assert not found['other']['informative']
+    assert summary['ranked_on'] == ['probe']
+    pixels = summary['tasks']['linear-probe']['baselines']['raw pixels']
+    assert pixels['mIoU']['mean'] == pytest.approx(35.5)
+    assert 'test' not in pixels['mIoU']
+    text = seeds.markdown(summary)
+    assert '| - | raw pixels (baseline, not ranked) | 35.5 ± 0.5 | - | - |' \
+        in text
+    assert '- other probe: NOT INFORMATIVE' in text
+    assert '- probe: informative: A is above the image-free baseline' in text
+    # a stored summary without baselines (the demo's) renders as before
+    plain = _nested_summary({'A': NOISY_A, runs.RANDOM_INIT: NOISY_B})
+    plain['compute'] = summary['compute']
+    plain = seeds.analyse(plain)
+    assert 'baseline' not in seeds.markdown(plain)
+    assert 'informative' not in plain['tasks']['linear-probe']
+
+
 def _health(collapsed, eff_rank=30.0):
     """A health.json whose stored verdict says healthy: the table must
     judge the numbers itself (a collapsed run's tokens sit at one point:
@@ -238,6 +288,11 @@ def _fake_runs(commands, scores):
     return record
 
 
+def _fake_image_free(task, data_root):
+    """An image-free score under the probe's first metric key."""
+    return {next(iter(runs.PROBES[task]['metrics'])): 10.0}
+
+
 def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
                                                        monkeypatch):
     data = tmp_path / 'data'
@@ -254,6 +309,8 @@ def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
         return 40.0 + 5.0 * any(prefers in a for a in cmd)
 
     monkeypatch.setattr(runs, 'run', _fake_runs(commands, score))
+    monkeypatch.setattr(method_ranking, 'image_free_metrics',
+                        _fake_image_free)
     common = ['--work-dir', str(root), '--data-root', str(data),
               '--methods', 'droppos', 'cr2pq', '--pretrain-seeds', '0', '1',
               '--seeds', '0', '1', '--tasks', 'linear-probe', 'knn',
@@ -293,14 +350,25 @@ def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
     for p in (0, 1):
         assert os.path.isfile(os.path.join(seeds.pretrain_dir(
             str(root), runs.RANDOM_INIT, p), 'backbone.pth'))
-    # per init and pretraining seed: 2 linear probes, 1 kNN, 2 fine-tunings
+    # per init and pretraining seed: 2 linear probes, 1 kNN, 2 fine-tunings;
+    # the raw-pixel baseline: 2 linear probes, 1 kNN, through the same tools
     probe_runs = [c for c in commands if any(
         p['tool'] in c for p in runs.PROBES.values())]
-    assert len(probe_runs) == 3 * 2 * (2 + 1)
+    pixels = [c for c in probe_runs if c[3] == 'pixels']
+    assert len(probe_runs) == 3 * 2 * (2 + 1) + len(pixels)
+    assert sorted(c[1] for c in pixels) == sorted(
+        [runs.PROBES['linear-probe']['tool']] * 2 +
+        [runs.PROBES['knn']['tool']])
     assert len(trains) == 4 + 3 * 2 * 2
     plan = seeds.load_plan(str(root))
     assert plan['pretrain_seeds'] == [0, 1]
     assert plan['tasks']['knn']['seeds'] == [0]
+    assert plan['baselines'] == {
+        seeds.IMAGE_FREE: {'linear-probe': [0], 'knn': [0]},
+        method_ranking.RAW_PIXELS: {'linear-probe': [0, 1], 'knn': [0]}}
+    table = open(root / 'tables' / 'seeds.md').read()
+    assert '| image-free (baseline, not ranked) |' in table
+    assert '| raw pixels (baseline, not ranked) |' in table
     assert plan['budget'] == dict(batch=32, images=640,
                                   tuning='tuning.json (640 images)')
     assert os.path.isfile(root / 'ranking_run.json')
@@ -404,6 +472,8 @@ def test_dense_probes_are_ranking_tasks(tmp_path, monkeypatch):
         (data / name).mkdir(parents=True)
     commands = []
     monkeypatch.setattr(runs, 'run', _fake_runs(commands, lambda c: 1.0))
+    monkeypatch.setattr(method_ranking, 'image_free_metrics',
+                        _fake_image_free)
     assert {'depth', 'correspondence', 'retrieval'} <= set(
         method_ranking.parse_args([]).tasks)
     method_ranking.main([
@@ -413,7 +483,8 @@ def test_dense_probes_are_ranking_tasks(tmp_path, monkeypatch):
         '--images', '640', '--jobs', '1'])
     for task, data_dir, count in (('depth', 'nyu', 2 * 2 * 2),
                                   ('correspondence', 'spair', 2 * 2)):
-        cmds = [c for c in commands if runs.PROBES[task]['tool'] in c]
+        cmds = [c for c in commands if runs.PROBES[task]['tool'] in c
+                and c[3] != 'pixels']
         assert len(cmds) == count  # seeded: x transfer seeds; else once
         for cmd in cmds:
             assert cmd[cmd.index('--probe') + 1] == MINI_PROBES[task]
@@ -443,3 +514,20 @@ def test_a_switched_off_monitor_is_not_counted_as_healthy(tmp_path):
     assert seeds._fmt_health(only_off) == ['-', '-', '-',
                                            'not monitored (1 runs)']
     assert seeds.pretrain_health([str(tmp_path / 'none')]) is None
+
+
+def test_image_free_rows_read_each_probes_own_data(mini_data, dense_mini):
+    """The image-free row of a probe reads that probe's data: kNN's is
+    the share of the queries in the memory bank's majority class (counted
+    here from the folders), the linear probe's a per-pixel class prior's
+    mIoU, the dense probes' under their flat keys."""
+    knn = method_ranking.image_free_metrics('knn', str(mini_data))
+    counts = {split: {c.name: len(list(c.iterdir())) for c in sorted(
+        (mini_data / 'cls' / split).iterdir())} for split in ('train', 'val')}
+    majority = max(counts['train'], key=counts['train'].get)
+    assert knn == {'knn/avg_top1': pytest.approx(
+        100 * counts['val'][majority] / sum(counts['val'].values()))}
+    seg = method_ranking.image_free_metrics('linear-probe', str(mini_data))
+    assert 0 <= seg['mIoU'] <= 100
+    depth = method_ranking.image_free_metrics('depth', str(dense_mini))
+    assert depth['depth/rmse'] > 0 and 0 <= depth['depth/d1'] <= 1

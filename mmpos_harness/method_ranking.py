@@ -326,10 +326,14 @@ def rank(args, grid):
 
 def image_free_metrics(task: str, data_root: str) -> dict:
     """Probe ``task``'s image-free baseline on ``data_root``'s data, as the
-    probe's metric keys: the linear probe's per-pixel class prior of the
-    training labels, kNN's class prior (the memory bank's majority class,
-    under kNN's key), the dense probes'
+    probe's metric keys (Python floats): the linear probe's per-pixel
+    class prior of the training labels, kNN's class prior (the memory
+    bank's majority class, under kNN's key), the dense probes'
     :func:`~mmpos.evaluation.dense_suite.image_free_run`."""
+    return {k: float(v) for k, v in _image_free(task, data_root).items()}
+
+
+def _image_free(task: str, data_root: str) -> dict:
     from mmpos.apis.features import load_config
     spec = runs.PROBES[task]
     data = osp.join(data_root, spec['data'])

@@ -531,3 +531,6 @@ def test_image_free_rows_read_each_probes_own_data(mini_data, dense_mini):
     assert 0 <= seg['mIoU'] <= 100
     depth = method_ranking.image_free_metrics('depth', str(dense_mini))
     assert depth['depth/rmse'] > 0 and 0 <= depth['depth/d1'] <= 1
+    # stored as the probes' metrics.json (mmseg's metrics are numpy floats)
+    assert all(type(v) is float for m in (knn, seg, depth)
+               for v in m.values())

@@ -226,26 +226,30 @@ def summarise(root: str) -> dict:
         seeds = spec.get('seeds', plan['seeds'])  # kNN: deterministic, one
         per_init = {}
         for init in plan['inits']:
-            finished = {(p, s): read_run(transfer_dir(root, task, init, s, p))
-                        for p in pseeds for s in seeds}
-            per_init[init] = {key: dict(groups=[[
-                round(run.metrics[key] * scale, 4)
-                if run.status == 'done' and key in run.metrics else None
-                for run in (finished[p, s] for s in seeds)] for p in pseeds])
-                for key in spec['metrics']}
+            per_init[init] = _groups(
+                [[read_run(transfer_dir(root, task, init, s, p))
+                  for s in seeds] for p in pseeds], spec['metrics'], scale)
         out['tasks'][task] = dict(label=spec['label'],
                                   metrics=spec['metrics'], inits=per_init)
         rows = {name: tasks[task] for name, tasks in
                 (plan.get('baselines') or {}).items() if task in tasks}
         if rows:
-            out['tasks'][task]['baselines'] = {name: {key: dict(groups=[[
-                round(run.metrics[key] * scale, 4)
-                if run.status == 'done' and key in run.metrics else None
-                for run in (read_run(transfer_dir(root, task, name, s))
-                            for s in row_seeds)]])
-                for key in spec['metrics']}
+            out['tasks'][task]['baselines'] = {name: _groups(
+                [[read_run(transfer_dir(root, task, name, s))
+                  for s in row_seeds]], spec['metrics'], scale)
                 for name, row_seeds in rows.items()}
     return analyse(out)
+
+
+def _groups(grid: List[list], keys, scale: float) -> dict:
+    """``{key: {'groups': [[value per run] per group]}}`` of the finished
+    runs of ``grid`` (:func:`~mmpos_harness.results.read_run` results),
+    scaled and rounded; None where a run did not finish or lacks the
+    key."""
+    return {key: dict(groups=[[
+        round(run.metrics[key] * scale, 4)
+        if run.status == 'done' and key in run.metrics else None
+        for run in row] for row in grid]) for key in keys}
 
 
 def load(path: str) -> dict:
@@ -298,7 +302,8 @@ def _compare(summary: dict, task: dict, key: str, a: str,
 
 def analyse(summary: dict) -> dict:
     """(Re)compute every statistic of ``summary`` from its raw ``groups``
-    (anything else a metric holds is replaced): per metric ``values``,
+    (anything else a metric holds is replaced): per metric (of the inits
+    and the baselines) ``values``,
     ``mean``, ``std``; per non-reference init and task the first metric's
     ``test`` (:meth:`~mmpos.evaluation.stats.Comparison.asdict`, adjusted
     by Holm over the table) and, with pretraining seeds, its ``bootstrap``
@@ -309,7 +314,8 @@ def analyse(summary: dict) -> dict:
     inits = list(summary['compute'])
     cells = []
     for task in summary['tasks'].values():
-        for per_metric in task['inits'].values():
+        for per_metric in [*task['inits'].values(),
+                           *task.get('baselines', {}).values()]:
             for key, raw in per_metric.items():
                 values = [v for g in raw['groups'] for v in g if v is not None]
                 mean, std = stats.mean_std(values)
@@ -345,19 +351,13 @@ def analyse(summary: dict) -> dict:
 
 
 def _informative(summary: dict) -> None:
-    """Baselines' ``values``, ``mean``, ``std``; per task with an
-    :data:`IMAGE_FREE` baseline its ``informative``: ``best`` (the init
-    other than the reference with the highest mean of the first metric),
-    ``test`` (its per-run values against the baseline's value, one-sample
-    t, Holm over the tasks) and ``informative`` (above with a verdict)."""
+    """Per task with an :data:`IMAGE_FREE` baseline its ``informative``:
+    ``best`` (the init other than the reference with the highest mean of
+    the first metric), ``test`` (its per-run values against the baseline's
+    value, one-sample t, Holm over the tasks) and ``informative`` (above
+    with a verdict)."""
     found = []
     for task in summary['tasks'].values():
-        for per_metric in task.get('baselines', {}).values():
-            for key, raw in per_metric.items():
-                values = [v for g in raw['groups'] for v in g if v is not None]
-                mean, std = stats.mean_std(values)
-                per_metric[key] = dict(values=values, groups=raw['groups'],
-                                       mean=mean, std=std)
         key = _first(task)
         prior = task.get('baselines', {}).get(IMAGE_FREE, {}).get(key)
         means = {i: m[key]['mean'] for i, m in task['inits'].items()

@@ -836,7 +836,7 @@ def parse_args(argv=None):
     parser.add_argument('--sizes', nargs='+', type=int, default=[80, 96, 128],
                         help='test sizes above the training size (the '
                         'largest is the change column\'s)')
-    parser.add_argument('--num-train', type=int, default=6000)
+    parser.add_argument('--num-train', type=int, default=12000)
     parser.add_argument('--num-val', type=int, default=1200)
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--calibrate', action='store_true')

@@ -31,8 +31,7 @@ def readme_block(results_dir: str = RESULTS) -> str:
         + (f'\n(`{record["command"]}` at commit {record["commit"][:10]}, '
            f'{record["date"]}, {record["machine"]}, {results["jobs"]} '
            f'single-threaded runs at a time: {results["minutes"]:.0f} min '
-           f'wall, {results["runs_cpu_minutes"]:.0f} CPU min, load average '
-           f'{record["load"][0]:g} at the end; result files '
+           f'wall, {results["runs_cpu_minutes"]:.0f} CPU min; result files '
            f'in `{RESULTS}/`.)\n')
     threads = osp.join(results_dir, THREADS)
     if osp.isfile(threads):

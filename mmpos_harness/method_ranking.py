@@ -15,18 +15,24 @@ Options: ``--work-dir work_dirs/method_ranking --data-root data/mini
 tuning_grid.json --jobs 2`` (the defaults); for smoke runs
 ``--max-configs N --probe-iters N --iters N``.
 
-Equal treatment: every method pretrains with the same batch size
-(``--batch-size``) for the same number of images (``--images``; iterations
-= images / batch, each method's schedule stretched to them by
-:func:`~.comparison.runs.schedule_options`); the CPU minutes each took are
-in the table beside the results. ``--tune`` pretrains every configuration of
-the tuning grid (one data file, the same number of entries per method) once
-(pretraining seed 0) and scores it with the linear probe on the tuning data
-(``<data-root>/tune``: the mini generators drawn with ``--seed 1``, images
-the reported probes never see); it writes ``<work-dir>/tuning.json`` and
-``tuning.md`` (every configuration's scores, the chosen one per method).
-The ranking stage refuses to run without ``tuning.json`` unless
-``--untuned`` (every method's first grid entry, its shipped mini recipe).
+Equal treatment: every method pretrains at 64 px (an 8 x 8 patch grid)
+with the same batch size (``--batch-size``) for the same number of images
+(``--images``; iterations = images / batch, each method's schedule
+stretched to them by :func:`~.comparison.runs.schedule_options`); the CPU
+minutes each took are in the table beside the results. Methods that
+pretrain with an APE (DINOv2, ICPF) are evaluated with it
+(:func:`keeps_ape`). ``--tune`` pretrains every configuration of the tuning
+grid (one data file, the same number of entries per method) with every
+``--tune-seeds`` seed at the ranking's ``--images`` and scores each run
+with the linear probe on the tuning data (``<data-root>/tune``: the mini
+generators drawn with ``--seed 1``, images the reported probes never see);
+it writes ``<work-dir>/tuning.json`` and ``tuning.md``: every
+configuration's scores, the chosen one per method with its margin over the
+runner-up and the grid edges it sits on, and the pretraining runs per
+method that detect ``--target`` points at 80 % power (:func:`choose`).
+The ranking stage refuses to run without ``tuning.json`` at its own
+``--images`` unless ``--untuned`` (every method's first grid entry, its
+shipped mini recipe), and prints the power line above its table.
 
 Seeds: each method is pretrained with every ``--pretrain-seeds`` seed (random
 init: that many random draws of the backbone), each transferred with every
@@ -59,7 +65,10 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from mmengine.config import Config
+
 from mmpos.checkpoint import write_atomically
+from mmpos.evaluation import stats
 from mmpos.evaluation.dense_suite import RAW_PIXELS as PIXELS
 from mmpos.guardrails.cli import cli_main
 from mmpos.guardrails.launch import work_dir_lock
@@ -71,7 +80,7 @@ from .comparison.seeds import COMPUTE, minutes, pretrain_health, write_json
 # method -> (table name, pretraining config with the demo's backbone)
 CONFIGS = 'configs/method_ranking/'
 METHODS = {
-    'droppos': ('DropPos', 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'),
+    'droppos': ('DropPos', CONFIGS + 'droppos_vit-tiny-rope-mixed_mini.py'),
     'cr2pq': ('CR2PQ', CONFIGS + 'cr2pq_vit-tiny-rope-mixed_mini.py'),
     'dinov2': ('DINOv2', CONFIGS + 'dinov2_vit-tiny-rope-mixed_mini.py'),
     'icpf': ('ICPF', CONFIGS + 'icpf_vit-tiny-rope-mixed_mini.py'),
@@ -137,6 +146,14 @@ def parse_args(argv=None):
     parser.add_argument('--images', type=int, default=96000,
                         help='pretraining images seen by every method '
                         '(iterations = images / batch size)')
+    parser.add_argument('--tune-seeds', type=int, nargs='+', default=[0, 1],
+                        help='pretraining seeds of every tuning '
+                        'configuration')
+    parser.add_argument('--target', type=float, default=2.0,
+                        help='the difference of the tuning metric (points) '
+                        'the ranking should detect at 80%% power; the '
+                        'tuning prints the pretraining runs per method it '
+                        'needs')
     parser.add_argument('--grid', default=GRID)
     parser.add_argument('--max-configs', type=int, default=None,
                         help='only the first N grid entries per method '
@@ -183,9 +200,79 @@ def pretrain_iters(args):
     return args.images // args.batch_size
 
 
+def keeps_ape(method):
+    """Whether ``method`` pretrains with an APE (its config's backbone
+    ``use_ape``; DINOv2, ICPF), so that every evaluation keeps it
+    (:data:`~.comparison.runs.APE_PROBE_CONFIG`); refused with one line
+    when that config's APE grid is not the pretraining one."""
+    config = METHODS[method][1]
+    if not config:
+        return False
+    backbone = Config.fromfile(config).model.backbone
+    if not backbone.get('use_ape'):
+        return False
+    probe = Config.fromfile(runs.APE_PROBE_CONFIG).model.backbone
+    if probe.img_size != backbone.img_size:
+        raise SystemExit(f'{config}: pretrains its APE at img_size '
+                         f'{backbone.img_size}, but {runs.APE_PROBE_CONFIG} '
+                         f'evaluates it at {probe.img_size}')
+    return True
+
+
+def _numbers(config, entries):
+    """``{key: [value per entry]}`` of the numeric ``--cfg-options`` keys
+    that take at least 3 values over ``entries`` (an entry without the key
+    has the config's value)."""
+    cfg = Config.fromfile(config)
+    keys = {o.split('=', 1)[0] for e in entries for o in e['options']}
+    out = {}
+    for key in sorted(keys):
+        values = []
+        for entry in entries:
+            given = [o.split('=', 1)[1] for o in entry['options']
+                     if o.split('=', 1)[0] == key]
+            try:
+                values.append(float(given[0]) if given else
+                              float(_lookup(cfg, key.split('.'))))
+            except (KeyError, TypeError, ValueError, IndexError):
+                break
+        else:
+            if len(set(values)) >= 3:
+                out[key] = values
+    return out
+
+
+def _lookup(cfg, path):
+    for key in path:
+        cfg = cfg[int(key)] if isinstance(cfg, list) else cfg[key]
+    return cfg
+
+
+def grid_edges(config, entries, chosen):
+    """The grid axes on whose edge the ``chosen`` entry (a name) sits: a
+    numeric option with at least 3 values over ``entries`` whose chosen
+    value is the smallest or the largest, e.g. ``['optim_wrapper.optimizer
+    .lr = 2e-3, the largest of 5e-4 .. 2e-3']``."""
+    index = [e['name'] for e in entries].index(chosen)
+    edges = []
+    for key, values in _numbers(config, entries).items():
+        value = values[index]
+        if value in (min(values), max(values)):
+            side = 'largest' if value == max(values) else 'smallest'
+            edges.append(f'{key} = {value:g}, the {side} of '
+                         f'{min(values):g} .. {max(values):g}')
+    return edges
+
+
 def tune(args, grid):
-    """Stage 1: pretrain every grid entry (seed 0), probe it on the tuning
-    data; write ``tuning.json`` / ``tuning.md``; returns the log."""
+    """Stage 1: pretrain every grid entry with every ``--tune-seeds`` seed
+    at the ranking's image budget, probe each run on the tuning data;
+    choose per method the entry with the highest mean, report its margin
+    over the runner-up (paired by seed, Holm over the methods) and the
+    grid axes it sits on the edge of, and the pretraining runs per method
+    the ranking needs for ``--target`` (the run SD pooled over every
+    configuration); write ``tuning.json`` / ``tuning.md``; returns the
+    log."""
     probes = [TUNE_TASK] + [t for t in args.tasks
                             if t in runs.PROBES and t != TUNE_TASK]
     tune_data = runs.ensure_probe_data(
@@ -194,20 +281,24 @@ def tune(args, grid):
     iters = pretrain_iters(args)
     threads = 1 if args.jobs > 1 else None
     root = osp.join(args.work_dir, 'tuning')
-    jobs = [(m, e) for m in args.methods if METHODS[m][1]
-            for e in grid[m][:args.max_configs]]
+    entries = {m: grid[m][:args.max_configs] for m in args.methods
+               if METHODS[m][1]}
+    ape = {m: keeps_ape(m) for m in entries}
+    jobs = [(m, e, p) for m, es in entries.items() for e in es
+            for p in args.tune_seeds]
 
-    def one(method, entry):
+    def one(method, entry, pseed):
         init = f'{method}-{entry["name"]}'
         backbone = runs.pretrain(
             METHODS[method][1], root, init, args.data_root, iters,
-            budget_options(args) + entry['options'], threads)
+            budget_options(args) + entry['options'], threads, pseed,
+            ape[method])
         scores = {task: runs.probe(root, task, init, 0, tune_data, backbone,
-                                   iters=args.probe_iters, threads=threads)
+                                   pseed, args.probe_iters, threads,
+                                   ape[method])
                   for task in probes}
         health = pretrain_health([osp.dirname(backbone)])
-        return dict(name=entry['name'], options=entry['options'],
-                    scores=scores, health=health,
+        return dict(seed=pseed, scores=scores, health=health,
                     cpu_minutes=minutes(osp.dirname(backbone),
                                         'cpu_minutes'),
                     collapsed=bool(health and health['collapsed']))
@@ -216,20 +307,98 @@ def tune(args, grid):
         results = list(pool.map(lambda job: one(*job), jobs))
     log = dict(grid=args.grid, images=args.images, probes=probes,
                batch_size=args.batch_size, data=tune_data,
-               selected_by=f'{TUNE_TASK} {TUNE_METRIC} on {tune_data}, '
-               'collapsed runs excluded', methods={})
-    for (method, _), result in zip(jobs, results):
-        log['methods'].setdefault(method, dict(configs=[]))[
-            'configs'].append(result)
-    for method, entry in log['methods'].items():
-        healthy = [c for c in entry['configs'] if not c['collapsed']]
-        best = max(healthy or entry['configs'],
-                   key=lambda c: c['scores'][TUNE_TASK].get(TUNE_METRIC, -1))
-        entry['chosen'] = best['name']
+               seeds=args.tune_seeds, target=args.target,
+               selected_by=f'mean {TUNE_TASK} {TUNE_METRIC} over the '
+               f'pretraining seeds on {tune_data}, configurations with a '
+               'collapsed run excluded', methods={})
+    done = dict(zip([(m, e['name'], p) for m, e, p in jobs], results))
+    for method, es in entries.items():
+        configs = []
+        for e in es:
+            per_seed = [done[method, e['name'], p] for p in args.tune_seeds]
+            configs.append(dict(
+                name=e['name'], options=e['options'], runs=per_seed,
+                scores={t: _mean_scores([r['scores'][t] for r in per_seed])
+                        for t in probes},
+                health=per_seed[0]['health'],
+                cpu_minutes=_mean([r['cpu_minutes'] for r in per_seed]),
+                collapsed=any(r['collapsed'] for r in per_seed)))
+        log['methods'][method] = dict(configs=configs)
+    choose(log, entries, args)
     write_json(osp.join(args.work_dir, TUNING), log)
     write_atomically(tuning_markdown(log).encode(),
                      osp.join(args.work_dir, 'tuning.md'))
     return log
+
+
+def _mean(values):
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _mean_scores(per_seed):
+    """``{metric: mean over seeds}`` of a probe's per-seed metrics."""
+    return {k: _mean([m.get(k) for m in per_seed]) for k in per_seed[0]}
+
+
+def _tune_values(config):
+    """A configuration's tuning metric per pretraining seed."""
+    return [r['scores'][TUNE_TASK].get(TUNE_METRIC, -1) for r in
+            config['runs']]
+
+
+def choose(log, entries, args):
+    """Per method of ``log``: the chosen entry (highest mean of the tuning
+    metric, configurations with a collapsed run excluded), its margin over
+    the runner-up (:func:`mmpos.evaluation.stats.paired` over the seeds,
+    Holm over the methods), the grid axes it sits on the edge of
+    (:func:`grid_edges`); and ``log['power']``: the pretraining-run SD
+    pooled over every configuration (:func:`~mmpos.evaluation.stats.
+    pooled_sd`) and the runs per method that detect ``--target``
+    (:func:`~mmpos.evaluation.stats.runs_for_difference`)."""
+    margins = {}
+    for method, entry in log['methods'].items():
+        healthy = [c for c in entry['configs'] if not c['collapsed']]
+        ordered = sorted(healthy or entry['configs'],
+                         key=lambda c: _mean(_tune_values(c)), reverse=True)
+        entry['chosen'] = ordered[0]['name']
+        entry['edges'] = grid_edges(METHODS[method][1], entries[method],
+                                    entry['chosen'])
+        if len(ordered) > 1:
+            entry['runner_up'] = ordered[1]['name']
+            margins[method] = stats.paired(_tune_values(ordered[0]),
+                                           _tune_values(ordered[1]))
+    for method, comparison in zip(margins, stats.family(
+            list(margins.values()), stats.HOLM)):
+        log['methods'][method]['margin'] = comparison.asdict()
+    groups = [[v * runs.PROBES[TUNE_TASK]['scale'] for v in _tune_values(c)]
+              for entry in log['methods'].values()
+              for c in entry['configs']]
+    if any(len(g) > 1 for g in groups):
+        sd, df = stats.pooled_sd(groups)
+        log['power'] = dict(sd=sd, df=df, target=args.target,
+                            runs=stats.runs_for_difference(sd, args.target)
+                            if sd > 0 else None)
+
+
+def power_line(power, pretrain_seeds=None):
+    """The tuning's power analysis in one line (``power``: ``tuning.json``'s
+    ``power``); with ``pretrain_seeds``, what the ranking's runs detect."""
+    label = f'{runs.PROBES[TUNE_TASK]["label"]} {TUNE_METRIC}'
+    line = (f'pretraining-run SD {power["sd"]:.2f} ({label}, pooled over the '
+            f'tuning configurations, df {power["df"]})')
+    if not power['runs']:
+        return line + (': the runs of every configuration agree exactly, no '
+                       'power analysis')
+    line += (f': {power["runs"]} pretraining runs per method detect '
+             f'{power["target"]:g} points at 80 % power')
+    if pretrain_seeds is not None:
+        n = len(pretrain_seeds)
+        mdd = stats.minimum_detectable_difference(
+            power['sd'] * (2 / n)**0.5, 2 * n - 2) if n > 1 else None
+        line += (f'; this ranking has {n}' + (
+            f' (detects {mdd:.1f})' if mdd else ' (no test)'))
+    return line
 
 
 def tuning_markdown(log):
@@ -243,7 +412,9 @@ def tuning_markdown(log):
               'spread (init)', 'eff. rank (init)', 'pretrain CPU min',
               'collapsed', 'chosen']
     lines = [f'**Tuning** ({log["images"]} images, batch '
-             f'{log["batch_size"]}; selected by {log["selected_by"]})', '',
+             f'{log["batch_size"]}, pretraining seeds {log["seeds"]}; '
+             f'probe scores are means over the seeds, health columns the '
+             f'first seed\'s; selected by {log["selected_by"]})', '',
              '| ' + ' | '.join(header) + ' |', '|' + ' --- |' * len(header)]
     for method, entry in log['methods'].items():
         for c in entry['configs']:
@@ -260,22 +431,43 @@ def tuning_markdown(log):
                 ('yes' if c['collapsed'] else 'no') if health is None or
                 health.get('centred') else 'not judged',
                 '**yes**' if c['name'] == entry['chosen'] else '']) + ' |')
+    label = f'{runs.PROBES[TUNE_TASK]["label"]} {TUNE_METRIC}'
+    lines += ['', f'Chosen configurations ({label}: the chosen minus the '
+              'runner-up, paired by pretraining seed, [95 % interval], p '
+              'adjusted by Holm over the methods; a margin without a '
+              'verdict means the grid cannot tell the two apart):']
+    for method, entry in log['methods'].items():
+        margin = entry.get('margin')
+        text = f'- {method}: {entry["chosen"]}'
+        if margin:
+            text += (f', over {entry["runner_up"]} ' + stats.format_cell(
+                stats.Comparison.from_dict(margin)))
+        if entry.get('edges'):
+            text += '; on the edge of the grid: ' + '; '.join(entry['edges'])
+        lines.append(text)
+    if log.get('power'):
+        lines += ['', 'Power: ' + power_line(log['power']) + '.']
     return '\n'.join(lines) + '\n'
 
 
 def chosen_options(args, grid):
-    """Per method, the grid entry's options the ranking pretrains with, and
-    how they were chosen (``'untuned'`` or the tuning log with its image
-    budget, which may be smaller than the ranking's)."""
+    """Per method, the grid entry's options the ranking pretrains with, how
+    they were chosen (``'untuned'`` or the tuning log) and the tuning's
+    power analysis (None untuned). A tuning at another image budget than
+    ``--images`` is refused: recipes are chosen at the ranked length."""
     if args.untuned:
         return {m: grid[m][0]['options'] for m in args.methods
-                if METHODS[m][1]}, 'untuned'
+                if METHODS[m][1]}, 'untuned', None
     path = osp.join(args.work_dir, TUNING)
     if not osp.isfile(path):
         raise SystemExit(f'{path} missing: run with --tune first (or '
                          '--untuned for the shipped mini recipes)')
     with open(path) as f:
         tuning = json.load(f)
+    if tuning['images'] != args.images:
+        raise SystemExit(f'{path} tuned at {tuning["images"]} images, the '
+                         f'ranking asks for --images {args.images}: tune at '
+                         'the ranked length (--tune with the same --images)')
     log = tuning['methods']
     out = {}
     for m in args.methods:
@@ -286,13 +478,13 @@ def chosen_options(args, grid):
                              'with it')
         out[m] = next(e['options'] for e in grid[m]
                       if e['name'] == log[m]['chosen'])
-    return out, f'{TUNING} ({tuning["images"]} images)'
+    return out, f'{TUNING} ({tuning["images"]} images)', tuning.get('power')
 
 
 def rank(args, grid):
     """Stage 2: pretrain every method with every pretraining seed, probe
     and fine-tune with every transfer seed, write ``plan.json``."""
-    options, tuning = chosen_options(args, grid)
+    options, tuning, power = chosen_options(args, grid)
     iters = pretrain_iters(args)
     root = args.work_dir
     tasks = {t: dict(runs.PROBES.get(t) or runs.TASKS[t])
@@ -307,7 +499,8 @@ def rank(args, grid):
         'ViT', inits, args.seeds, tasks=tasks,
         pretrain_seeds=args.pretrain_seeds,
         budget=dict(batch=args.batch_size, images=args.images,
-                    tuning=tuning),
+                    tuning=tuning, **({} if power is None else dict(
+                        power=power_line(power, args.pretrain_seeds)))),
         orderings=[c for c in PAPER_ORDERINGS if {c[0], c[1]} <= set(inits)])
     probes = {t: spec for t, spec in tasks.items() if t in runs.PROBES}
     plan = seeds.load_plan(root)
@@ -320,7 +513,8 @@ def rank(args, grid):
                          budget_options(args) + options.get(m, []))
                         for m in args.methods],
                  args.seeds, args.data_root, args.jobs, args.iters,
-                 args.pretrain_seeds, tasks, args.probe_iters)
+                 args.pretrain_seeds, tasks, args.probe_iters,
+                 ape={METHODS[m][0] for m in args.methods if keeps_ape(m)})
     baselines(args, plan['baselines'])
 
 

@@ -56,6 +56,10 @@ every table:
   ``statsmodels``' ``TTestIndPower`` effect size times the pooled SD; for a
   paired design ``TTestPower``'s times ``sd(d)``. Printed under each table
   as the range over the cells of a column (:func:`describe`).
+* **Runs a design needs** (:func:`runs_for_difference`): the smallest
+  number of runs per arm whose minimum detectable difference (two equal
+  arms, the run SD pooled within conditions by :func:`pooled_sd`) is at
+  most the difference asked for.
 * **Intervals of a difference without the t assumption**:
   :func:`bootstrap_interval`, the hierarchical bootstrap (resample the
   pretraining runs, then the transfer seeds within each drawn run; 10,000
@@ -242,6 +246,44 @@ def minimum_detectable_difference(se: float, df: float, alpha: float = ALPHA,
     while gap(high) < 0:
         high *= 2
     return float(brentq(gap, 0.0, high, xtol=1e-10)) * se
+
+
+def pooled_sd(groups: Sequence[Sequence[float]]) -> tuple:
+    """The within-group standard deviation of ``groups`` (each the values
+    of one condition, e.g. one configuration's pretraining seeds) and its
+    degrees of freedom: ``s^2 = sum_g sum_i (y_gi - mean_g)^2 / df``,
+    ``df = sum_g (n_g - 1)`` (a one-way ANOVA's residual mean square);
+    groups of one value add nothing. Returns ``(s, df)``."""
+    groups = [np.array([_finite('groups', f'group {g}', v) for v in group])
+              for g, group in enumerate(groups)]
+    df = sum(len(g) - 1 for g in groups if len(g))
+    if df < 1:
+        raise ValueError('pooled_sd: needs a group with at least 2 values')
+    ss = sum(float(((g - g.mean())**2).sum()) for g in groups if len(g))
+    return math.sqrt(ss / df), df
+
+
+def runs_for_difference(sd: float, delta: float, alpha: float = ALPHA,
+                        power: float = POWER, most: int = 1000) -> int:
+    """Runs per arm (at least 2) with which two arms of equal size, run SD
+    ``sd``, detect a true difference ``delta`` at level ``alpha`` with
+    probability ``power``: the smallest ``n`` whose
+    :func:`minimum_detectable_difference` (``SE = sd sqrt(2 / n)``, ``df =
+    2n - 2``) is at most ``delta`` (statsmodels' ``TTestIndPower`` sample
+    size, rounded up). A design that needs more than ``most`` is refused
+    with a ValueError."""
+    for name, value in (('sd', sd), ('delta', delta)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value)
+                and value > 0):
+            raise ValueError(f'runs_for_difference: {name} must be a '
+                             f'positive finite number, got {value!r}')
+    for n in range(2, most + 1):
+        if minimum_detectable_difference(sd * math.sqrt(2 / n), 2 * n - 2,
+                                         alpha, power) <= delta:
+            return n
+    raise ValueError(f'runs_for_difference: a difference of {delta:g} with '
+                     f'a run SD of {sd:g} needs more than {most} runs per '
+                     'arm')
 
 
 def _t_test(test: str, diff: float, n_a: int, n_b: int, se: float,

@@ -65,6 +65,13 @@ _CONFIG_LOCK = threading.Lock()
 # config (``probe``) and data root.
 PROBE_CONFIG = ('configs/method_ranking/'
                 'linear-probe_vit-tiny-rope-mixed_mini-stuff.py')
+# Methods that pretrain with an APE (DINOv2, ICPF: ``ape=True`` below) are
+# evaluated with it: the probes build this backbone (PROBE_CONFIG's with
+# the APE at the pretraining grid), the extraction checks against it, and
+# the fine-tuning configs get APE_OPTIONS, the same two settings.
+APE_PROBE_CONFIG = ('configs/method_ranking/'
+                    'linear-probe_vit-tiny-rope-mixed-ape_mini-stuff.py')
+APE_OPTIONS = ('model.backbone.use_ape=True', 'model.backbone.img_size=64')
 # the labelled sets of kNN (train: memory bank, val: queries)
 KNN_DATA = 'configs/rope_vit/vit-mini_rope-mixed_mini-cls.py'
 PROBES = {
@@ -224,15 +231,16 @@ def schedule_options(config, iters):
 
 
 def pretrain(config, root, init, data_root, iters=None, options=(),
-             threads=None, pretrain_seed=None):
+             threads=None, pretrain_seed=None, ape=False):
     """Pretrain ``config`` on ``data_root/unlabeled`` into
     ``root/pretraining/<init>`` (with ``pretrain_seed``: ``.../pseed<p>``,
     trained with ``randomness.seed=<p>``); returns the backbone checkpoint
-    extracted
-    for the detection config (no key may be missing; keys it has no place
-    for, such as the APE DINOv2 / ICPF train with, are left out). With
-    ``threads`` (runs in parallel) it trains with that many threads and
-    its output goes to ``<work dir>/console.log``."""
+    extracted for the detection config (no key may be missing; keys it has
+    no place for are left out), or with ``ape`` for
+    :data:`APE_PROBE_CONFIG` (the APE kept; ICPF's positional field
+    exported on its grid). With ``threads`` (runs in parallel) it trains
+    with that many threads and its output goes to
+    ``<work dir>/console.log``."""
     work_dir = pretrain_dir(root, init, pretrain_seed)
     backbone = osp.join(work_dir, 'backbone.pth')
     if _fresh(work_dir):
@@ -248,7 +256,8 @@ def pretrain(config, root, init, data_root, iters=None, options=(),
                   log=_console(work_dir, threads), threads=threads)
         run([sys.executable, 'tools/model_converters/mmpos2backbone.py',
              last_checkpoint(work_dir), backbone, '--config',
-             TASKS['detection']['config'], '--drop-unexpected'])
+             APE_PROBE_CONFIG if ape else TASKS['detection']['config'],
+             '--drop-unexpected'])
         _finish(work_dir, start, cpu)
     return backbone
 
@@ -290,18 +299,21 @@ def random_backbone(root, init, pretrain_seed):
 
 
 def transfer(root, task, init, seed, data_root, backbone=None, iters=None,
-             threads=None, pretrain_seed=None):
+             threads=None, pretrain_seed=None, ape=False):
     """One transfer run (train, final evaluation) of ``task`` from
     ``backbone`` (None: random init) with ``seed``; returns its metrics.
     With ``threads`` (runs in parallel) it runs with that many threads and
     its output goes to ``<work dir>/console.log``; ``pretrain_seed`` puts it
-    under ``.../pseed<p>/`` (:func:`~.seeds.transfer_dir`)."""
+    under ``.../pseed<p>/`` (:func:`~.seeds.transfer_dir`); ``ape``: the
+    backbone keeps its APE (:data:`APE_OPTIONS`)."""
     work_dir = transfer_dir(root, task, init, seed, pretrain_seed)
     if _fresh(work_dir):
         start = time.time()
         options = data_options(task, data_root) + [f'randomness.seed={seed}']
         if backbone:
             options.append(f'model.backbone.init_cfg.checkpoint={backbone}')
+        if ape:
+            options += APE_OPTIONS
         if iters:
             options += [f'train_cfg.max_iters={iters}',
                         f'train_cfg.val_interval={iters}']
@@ -313,16 +325,19 @@ def transfer(root, task, init, seed, data_root, backbone=None, iters=None,
 
 
 def probe(root, task, init, seed, data_root, backbone, pretrain_seed=None,
-          iters=None, threads=None):
+          iters=None, threads=None, ape=False):
     """One frozen probe (:data:`PROBES`) of ``backbone`` on
     ``data_root/<its data>`` into :func:`~.seeds.transfer_dir`; returns its
-    metrics. ``iters`` shortens the linear and depth probes' training."""
+    metrics. ``iters`` shortens the linear and depth probes' training;
+    ``ape``: the backbone keeps its APE (:data:`APE_PROBE_CONFIG`, whose
+    backbone is the probes' own with it)."""
     spec = PROBES[task]
     work_dir = transfer_dir(root, task, init, seed, pretrain_seed)
     if _fresh(work_dir):
         start = time.time()
         data = osp.join(data_root, spec['data'])
-        cmd = [sys.executable, spec['tool'], spec['config'], backbone,
+        config = APE_PROBE_CONFIG if ape else spec['config']
+        cmd = [sys.executable, spec['tool'], config, backbone,
                '--work-dir', work_dir]
         if task == 'knn':
             cmd += ['--data', KNN_DATA,
@@ -340,7 +355,7 @@ def probe(root, task, init, seed, data_root, backbone, pretrain_seed=None,
                        for split in ('train', 'val', 'test')]
             options.append(f'randomness.seed={seed}')
             if iters:
-                options += schedule_options(spec['config'], iters) + [
+                options += schedule_options(config, iters) + [
                     f'train_cfg.val_interval={iters}']
             cmd += ['--cfg-options', *options]
         cpu = run(cmd, log=_console(work_dir, threads), threads=threads)
@@ -349,7 +364,7 @@ def probe(root, task, init, seed, data_root, backbone, pretrain_seed=None,
 
 
 def compare(root, methods, seeds, data_root, jobs=2, iters=None,
-            pretrain_seeds=None, tasks=None, probe_iters=None):
+            pretrain_seeds=None, tasks=None, probe_iters=None, ape=()):
     """Pretrain each of ``methods`` once per pretraining seed and run every
     task of every init for every transfer seed, under ``root``; returns
     ``{(init, pretrain_seed): backbone or None}``.
@@ -373,6 +388,8 @@ def compare(root, methods, seeds, data_root, jobs=2, iters=None,
             backbone is there; tasks run in ``tasks``' order, detection
             first by default, so the short runs fill the end). 1: one run
             at a time with all threads, its log on the console.
+        ape: the inits evaluated with the APE they pretrained with
+            (:data:`APE_PROBE_CONFIG`).
 
     A failed run stops the queued ones; the finished runs stay (the
     comparison resumes, see :func:`_fresh`).
@@ -387,7 +404,7 @@ def compare(root, methods, seeds, data_root, jobs=2, iters=None,
                 if config:
                     backbones[init, p] = pool.submit(
                         pretrain, config, root, init, data_root,
-                        pretrain_iters, options, threads, p)
+                        pretrain_iters, options, threads, p, init in ape)
                 elif p is not None:
                     backbones[init, p] = pool.submit(random_backbone, root,
                                                      init, p)
@@ -399,9 +416,9 @@ def compare(root, methods, seeds, data_root, jobs=2, iters=None,
             if task in PROBES:
                 return probe(root, task, init, seed, data_root, backbone
                              or random_backbone(root, init, seed), p,
-                             probe_iters, threads)
+                             probe_iters, threads, init in ape)
             return transfer(root, task, init, seed, data_root, backbone,
-                            iters, threads, p)
+                            iters, threads, p, init in ape)
 
         inits = list(dict.fromkeys(init for init, *_ in methods))
         futures = [pool.submit(one, task, init, p, seed)

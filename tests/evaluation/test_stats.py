@@ -126,6 +126,41 @@ def test_mdd_equals_statsmodels_ttestindpower_for_equal_arms(n):
     assert got.mdd == pytest.approx(effect * np.std(a, ddof=1), rel=1e-6)
 
 
+@pytest.mark.parametrize('sd, delta', [(1.0, 2.0), (1.3, 2.0), (2.5, 1.0),
+                                       (0.4, 3.0)])
+def test_runs_for_difference_is_statsmodels_sample_size(sd, delta):
+    peer = TTestIndPower()
+    got = stats.runs_for_difference(sd, delta)
+    # statsmodels' sample size, rounded up (NaN: below 2 runs per arm)
+    n = peer.solve_power(effect_size=delta / sd, alpha=0.05, power=0.8,
+                         ratio=1.0, alternative='two-sided')
+    assert got == (2 if np.isnan(n) else max(2, int(np.ceil(n))))
+    # the design it names detects delta, one run fewer does not
+    power = lambda runs: peer.power(delta / sd, runs, 0.05, ratio=1.0)
+    assert power(got) >= 0.8
+    assert got == 2 or power(got - 1) < 0.8
+    with pytest.raises(ValueError, match='more than 10 runs'):
+        stats.runs_for_difference(5.0, 0.1, most=10)
+    with pytest.raises(ValueError, match='delta must be a positive'):
+        stats.runs_for_difference(1.0, 0.0)
+
+
+def test_pooled_sd_is_the_anova_residual_mean_square():
+    import pandas as pd
+    from statsmodels.formula.api import ols
+    groups = [[27.5, 26.1], [24.8, 25.9, 26.3], [30.1], [28.0, 28.9]]
+    frame = pd.DataFrame([(g, y) for g, ys in enumerate(groups) for y in ys],
+                         columns=['g', 'y'])
+    fit = ols('y ~ C(g)', frame).fit()
+    sd, df = stats.pooled_sd(groups)
+    assert df == fit.df_resid == 4
+    assert sd == pytest.approx(np.sqrt(fit.mse_resid), rel=1e-12)
+    with pytest.raises(ValueError, match='at least 2 values'):
+        stats.pooled_sd([[1.0], [2.0]])
+    with pytest.raises(ValueError, match='group 1'):
+        stats.pooled_sd([[1.0, 2.0], [float('nan'), 1.0]])
+
+
 def test_mdd_equals_statsmodels_for_paired_and_unequal_welch_designs():
     a, b = [45.8, 46.1, 44.9, 47.0], [41.5, 37.8, 40.5, 42.2]
     got = stats.paired(a, b)

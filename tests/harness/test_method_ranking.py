@@ -15,6 +15,7 @@ from scipy.stats import ttest_ind
 from statsmodels.stats.multitest import multipletests
 
 from conftest import load_tool
+from mmpos.evaluation import stats
 from mmpos.guardrails.launch import work_dir_lock
 from mmpos_harness import method_ranking
 from mmpos_harness.comparison import runs, seeds
@@ -301,12 +302,12 @@ def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
         (data / name).mkdir(parents=True)
     root = tmp_path / 'bench'
     commands = []
-    # the tuning probe prefers DropPos' second entry (lr 5e-4)
-    prefers = 'tuning/pretraining/DropPos-lr5e-4'.replace('DropPos',
-                                                         'droppos')
+    # the tuning probe prefers DropPos' second entry (lr 2.5e-4)
+    prefers = 'tuning/pretraining/droppos-lr2.5e-4/'
 
-    def score(cmd):
-        return 40.0 + 5.0 * any(prefers in a for a in cmd)
+    def score(cmd):  # the second pretraining seed scores 1 point more
+        return 40.0 + 5.0 * any(prefers in a for a in cmd) + any(
+            '/pseed1/' in a for a in cmd)
 
     monkeypatch.setattr(runs, 'run', _fake_runs(commands, score))
     monkeypatch.setattr(method_ranking, 'image_free_metrics',
@@ -320,7 +321,18 @@ def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
         method_ranking.main(common)
     method_ranking.main(['--tune', *common])
     log = json.load(open(root / 'tuning.json'))
-    assert log['methods']['droppos']['chosen'] == 'lr5e-4'
+    assert log['methods']['droppos']['chosen'] == 'lr2.5e-4'
+    # every configuration pretrained with both tuning seeds, scored by the
+    # mean over them; the margin over the runner-up paired by seed
+    droppos = log['methods']['droppos']
+    assert [r['seed'] for r in droppos['configs'][1]['runs']] == [0, 1]
+    assert droppos['configs'][1]['scores']['linear-probe']['mIoU'] == 45.5
+    assert droppos['runner_up'] == 'lr1e-3'
+    assert droppos['margin']['difference'] == 5.0
+    assert droppos['margin']['verdict'] == 'no verdict'  # equal differences
+    # the power analysis: SD 0.71 within every configuration
+    assert log['power']['runs'] == stats.runs_for_difference(
+        0.5**0.5, 2.0) == 4
     assert [c['name'] for c in log['methods']['cr2pq']['configs']] == [
         'ema_lr5e-4', 'ema_lr1e-3']
     # tuning probes read the tuning data, never the reported split
@@ -343,7 +355,7 @@ def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
         assert 'train_dataloader.batch_size=32' in cmd
         assert 'train_cfg.max_iters=20' in cmd
     droppos = [c for c in pretrainings if '/DropPos/' in c[3 + 1]]
-    assert all('optim_wrapper.optimizer.lr=5e-4' in c for c in droppos)
+    assert all('optim_wrapper.optimizer.lr=2.5e-4' in c for c in droppos)
     assert {a for c in droppos for a in c if a.startswith('randomness')} \
         == {'randomness.seed=0', 'randomness.seed=1'}
     # random init: one backbone drawn per pretraining seed
@@ -369,8 +381,12 @@ def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
     table = open(root / 'tables' / 'seeds.md').read()
     assert '| image-free (baseline, not ranked) |' in table
     assert '| raw pixels (baseline, not ranked) |' in table
-    assert plan['budget'] == dict(batch=32, images=640,
-                                  tuning='tuning.json (640 images)')
+    assert plan['budget'] == dict(
+        batch=32, images=640, tuning='tuning.json (640 images)',
+        power='pretraining-run SD 0.71 (mini-stuff linear probe mIoU, pooled '
+        'over the tuning configurations, df 4): 4 pretraining runs per '
+        'method detect 2 points at 80 % power; this ranking has 2 (detects '
+        '4.0)')
     assert os.path.isfile(root / 'ranking_run.json')
     assert commands[-1][1:4] == ['tools/paper_tables/gen_tables.py',
                                  '--seeds', str(root)]
@@ -415,12 +431,6 @@ def test_grid_gives_every_method_the_same_budget():
             any('pipeline' in o for o in e['options']) for e in augs), method
 
 
-def _lookup(cfg, path):
-    for key in path:
-        cfg = cfg[int(key)] if isinstance(cfg, list) else cfg[key]
-    return cfg
-
-
 @pytest.mark.parametrize('method', [m for m, (_, c) in
                                     method_ranking.METHODS.items() if c])
 def test_every_grid_entry_changes_an_existing_step_that_still_runs(method):
@@ -455,7 +465,8 @@ def test_every_grid_entry_changes_an_existing_step_that_still_runs(method):
             key, value = option.split('=', 1)
             parsed[key] = DictAction._parse_iterable(value)
             *parent, leaf = key.split('.')
-            owner = _lookup(base, parent)  # KeyError: no such step
+            # KeyError: no such step
+            owner = method_ranking._lookup(base, parent)
             assert leaf in ('type', 'scale', 'crop_ratio_range',
                             'aspect_ratio_range') or leaf in owner, option
             assert owner.get(leaf) != parsed[key], option
@@ -534,3 +545,129 @@ def test_image_free_rows_read_each_probes_own_data(mini_data, dense_mini):
     # stored as the probes' metrics.json (mmseg's metrics are numpy floats)
     assert all(type(v) is float for m in (knn, seg, depth)
                for v in m.values())
+
+
+@pytest.mark.parametrize('method', ['dinov2', 'icpf'])
+def test_ape_methods_are_evaluated_with_the_ape_they_pretrained(method,
+                                                                 tmp_path):
+    """DINOv2 and ICPF pretrain with an APE (ICPF: its positional field);
+    the ranking's extraction keeps it (ICPF's field exported on the 8x8
+    grid), and the probes' backbone (APE_PROBE_CONFIG) and a fine-tuning
+    backbone with APE_OPTIONS give the patch tokens of the pretrained
+    encoder at the pretraining size (DINOv2 also at 96 px, where both
+    resize the same table; ICPF's encoder samples its continuous field on
+    the larger grid, the extracted APE is the 8x8 table resized)."""
+    import torch
+    from mmengine.config import Config, DictAction
+
+    from mmpos.apis.features import build_backbone, init_backbone
+    from mmpos.checkpoint import load_pretrained
+    from mmpos.registry import MODELS
+    assert method_ranking.keeps_ape(method)
+    assert not any(method_ranking.keeps_ape(m) for m in (
+        'droppos', 'cr2pq', 'mae', 'random'))
+    config = method_ranking.METHODS[method][1]
+    cfg = Config.fromfile(config)
+    torch.manual_seed(0)
+    model = MODELS.build(cfg.model)
+    model.init_weights()
+    with torch.no_grad():  # an APE (field) far from its init
+        for name, p in model.named_parameters():
+            if 'pos_embed' in name or 'pos_field' in name:
+                p.normal_(0, 0.5)
+    model.eval()
+    ckpt = tmp_path / 'iter_1.pth'
+    torch.save(dict(state_dict=model.state_dict(),
+                    meta=dict(cfg=cfg.pretty_text)), ckpt)
+    mmpos2backbone = load_tool('mmpos2backbone', 'model_converters')
+    backbone = str(tmp_path / 'backbone.pth')
+    mmpos2backbone.main([str(ckpt), backbone, '--config',
+                         runs.APE_PROBE_CONFIG, '--drop-unexpected'])
+    probe = init_backbone(runs.APE_PROBE_CONFIG, backbone, prefix='')
+    # a fine-tuning backbone: the detection config's with APE_OPTIONS
+    det = Config.fromfile(runs.TASKS['detection']['config'])
+    det.merge_from_dict({k: DictAction._parse_iterable(v) for k, v in (
+        o.split('=') for o in runs.APE_OPTIONS)})
+    finetune = build_backbone(det, raw_tokens=True).eval()
+    report = load_pretrained(finetune, backbone, prefix='')
+    assert report['missing'] == [] and report['unexpected'] == []
+    def patch_tokens(net, img):
+        out = net(img)[-1]
+        return out[:, 1:] if out.dim() == 3 else out.flatten(2).transpose(1,
+                                                                          2)
+
+    for size in (64, 96) if method == 'dinov2' else (64, ):
+        img = torch.randn(2, 3, size, size)
+        with torch.no_grad():
+            if method == 'icpf':
+                want = model.extract_feat(img)[:, 1:]
+            else:
+                want = model.backbone(img)[0][:, 1:]
+            for net in (probe, finetune):
+                torch.testing.assert_close(patch_tokens(net, img), want,
+                                           rtol=1e-4, atol=1e-4)
+    # the same weights without the APE (what the extraction used to
+    # give) are another encoder
+    plain = init_backbone(runs.PROBES['knn']['config'], backbone, prefix='')
+    with torch.no_grad():
+        assert (patch_tokens(plain, img) - want).abs().max() > 0.1
+
+
+def test_ranking_refuses_a_tuning_at_another_length(tmp_path):
+    log = dict(images=9600, methods={})
+    seeds.write_json(str(tmp_path / method_ranking.TUNING), log)
+    args = method_ranking.parse_args(['--work-dir', str(tmp_path),
+                                      '--images', '32000'])
+    grid = method_ranking.load_grid(method_ranking.GRID, args.methods)
+    with pytest.raises(SystemExit, match='tuned at 9600 images, the ranking '
+                       'asks for --images 32000: tune at the ranked length'):
+        method_ranking.chosen_options(args, grid)
+
+
+def test_grid_edges_name_the_axis_the_choice_sits_on():
+    grid = method_ranking.load_grid(method_ranking.GRID,
+                                    list(method_ranking.METHODS))
+    config = method_ranking.METHODS['mae'][1]
+    lr = 'optim_wrapper.optimizer.lr'
+    assert method_ranking.grid_edges(config, grid['mae'], 'lr8e-3') == [
+        f'{lr} = 0.008, the largest of 0.0005 .. 0.008']
+    assert method_ranking.grid_edges(config, grid['mae'], 'lr5e-4') == [
+        f'{lr} = 0.0005, the smallest of 0.0005 .. 0.008']
+    # the shipped lr is inside the axis; weight decay has two values
+    assert method_ranking.grid_edges(config, grid['mae'], 'lr1e-3') == []
+    assert method_ranking.grid_edges(config, grid['mae'],
+                                     'lr1e-3_wd0.1') == []
+
+
+def test_the_ranking_evaluates_ape_methods_with_their_ape(tmp_path,
+                                                          monkeypatch):
+    """Every command of DINOv2's runs keeps its APE (extraction, probes,
+    fine-tuning); DropPos' and random init's do not."""
+    data = tmp_path / 'data'
+    for name in ('objects', 'stuff', 'unlabeled', 'cls'):
+        (data / name).mkdir(parents=True)
+    commands = []
+    monkeypatch.setattr(runs, 'run', _fake_runs(commands, lambda cmd: 40.0))
+    monkeypatch.setattr(method_ranking, 'image_free_metrics',
+                        _fake_image_free)
+    method_ranking.main([
+        '--work-dir', str(tmp_path / 'rank'), '--data-root', str(data),
+        '--methods', 'droppos', 'dinov2', '--pretrain-seeds', '0', '1',
+        '--seeds', '0', '--tasks', 'linear-probe', 'knn', 'segmentation',
+        '--images', '640', '--untuned', '--jobs', '1'])
+
+    def of(init):
+        return [c for c in commands if f'/{init}/' in ' '.join(c)]
+
+    ape, plain = of('DINOv2'), of('DropPos') + of(runs.RANDOM_INIT)
+    extract = [c for c in ape if 'mmpos2backbone.py' in c[1]]
+    probes = [c for c in ape if any(p['tool'] == c[1]
+                                    for p in runs.PROBES.values())]
+    finetune = [c for c in ape if c[1] == 'tools/train.py' and
+                runs.TASKS['segmentation']['config'] in c]
+    assert len(extract) == 2 and len(probes) == 2 * 2 and len(finetune) == 2
+    assert all(runs.APE_PROBE_CONFIG in c for c in extract + probes)
+    assert all(set(runs.APE_OPTIONS) <= set(c) for c in finetune)
+    assert plain and not any(
+        runs.APE_PROBE_CONFIG in c or set(runs.APE_OPTIONS) & set(c)
+        for c in plain)

@@ -45,14 +45,8 @@ LEGACY = {
     'docs/notes/results/method_ranking':
         'the method ranking re-run of issues 33 and 35',
     **{f'benchmarks/results/{name}.json': _BENCHMARK for name in (
-        'cpu_checkpointing', 'cpu_pipeline_run1', 'cpu_pipeline_run2',
-        'cpu_quick', 'cpu_rope_attention_run1',
-        'cpu_rope_attention_run2', 'cpu_rope_attention_run3',
-        'cpu_rope_compile', 'cpu_rope_compile_eager', 'cpu_rope_fast',
-        'cpu_rope_rotation', 'cpu_vitdet_window_math',
-        'cpu_vitdet_window_quick', 'cpu_vitdet_window_sdpa',
-        'h100_80gb_hbm3_rope_attention', 'online_probe_cpu',
-        'rope_attention_h100')},
+        'cpu_vitdet_window_math', 'cpu_vitdet_window_sdpa',
+        'h100_80gb_hbm3_rope_attention', 'rope_attention_h100')},
 }
 
 

@@ -45,7 +45,6 @@ LEGACY = {
     'docs/notes/results/method_ranking':
         'the method ranking re-run of issues 33 and 35',
     **{f'benchmarks/results/{name}.json': _BENCHMARK for name in (
-        'cpu_vitdet_window_math', 'cpu_vitdet_window_sdpa',
         'h100_80gb_hbm3_rope_attention', 'rope_attention_h100')},
 }
 

@@ -71,6 +71,7 @@ from mmpos.checkpoint import write_atomically
 from mmpos.evaluation import stats
 from mmpos.evaluation.dense_suite import RAW_PIXELS as PIXELS
 from mmpos.guardrails.cli import cli_main
+from mmpos.guardrails.config_check import lookup_path
 from mmpos.guardrails.launch import work_dir_lock
 
 from . import provenance
@@ -231,10 +232,11 @@ def _numbers(config, entries):
         for entry in entries:
             given = [o.split('=', 1)[1] for o in entry['options']
                      if o.split('=', 1)[0] == key]
+            parent, found = lookup_path(cfg, key.split('.'))
             try:
-                values.append(float(given[0]) if given else
-                              float(_lookup(cfg, key.split('.'))))
-            except (KeyError, TypeError, ValueError, IndexError):
+                values.append(float(given[0] if given else
+                                    parent[key.rsplit('.', 1)[1]]))
+            except (KeyError, TypeError, ValueError):  # missing or no number
                 break
         else:
             if len(set(values)) >= 3:
@@ -242,17 +244,11 @@ def _numbers(config, entries):
     return out
 
 
-def _lookup(cfg, path):
-    for key in path:
-        cfg = cfg[int(key)] if isinstance(cfg, list) else cfg[key]
-    return cfg
-
-
 def grid_edges(config, entries, chosen):
     """The grid axes on whose edge the ``chosen`` entry (a name) sits: a
     numeric option with at least 3 values over ``entries`` whose chosen
     value is the smallest or the largest, e.g. ``['optim_wrapper.optimizer
-    .lr = 2e-3, the largest of 5e-4 .. 2e-3']``."""
+    .lr = 0.002, the largest of 0.0005 .. 0.002']``."""
     index = [e['name'] for e in entries].index(chosen)
     edges = []
     for key, values in _numbers(config, entries).items():

@@ -163,7 +163,7 @@ def resolve_runner(runner_type, scope):
         return registry.get(runner_type) or Runner
 
 
-def _lookup(cfg, parts):
+def lookup_path(cfg, parts):
     """``(parent, found)`` for a dotted path in a config (or dict); parent
     is ``None`` when a container on the way is missing."""
     node = cfg
@@ -181,7 +181,7 @@ def _lookup(cfg, parts):
 def new_option_keys(cfg, options: dict) -> List[str]:
     """The ``--cfg-options`` keys that do not exist in ``cfg`` (call before
     merging them)."""
-    return [key for key in options if not _lookup(cfg, key.split('.'))[1]]
+    return [key for key in options if not lookup_path(cfg, key.split('.'))[1]]
 
 
 def type_switch_problem(cfg, options: dict) -> Optional[str]:
@@ -193,7 +193,7 @@ def type_switch_problem(cfg, options: dict) -> Optional[str]:
     for key, value in options.items():
         parts = key.split('.')
         for depth in range(1, len(parts)):
-            parent, found = _lookup(cfg, parts[:depth])
+            parent, found = lookup_path(cfg, parts[:depth])
             if not found:
                 break
             node = parent[parts[depth - 1]]
@@ -241,7 +241,7 @@ def config_key_problems(cfg, options: Optional[dict] = None,
         problems += unknown_arguments(backbone, 'model.backbone', scope)
     for key in options or {}:
         parts = key.split('.')
-        parent, found = _lookup(cfg, parts)
+        parent, found = lookup_path(cfg, parts)
         if not found:
             continue
         owner = key.rsplit('.', 1)[0] if len(parts) > 1 else None
@@ -348,6 +348,6 @@ def blame_config(cfg):
 
 __all__ = [
     'accepted_arguments', 'blame_config', 'built_class', 'config_dicts',
-    'config_key_problems', 'new_option_keys', 'resolve_type',
+    'config_key_problems', 'lookup_path', 'new_option_keys', 'resolve_type',
     'top_level_keys', 'unknown_arguments'
 ]

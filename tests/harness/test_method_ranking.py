@@ -16,6 +16,7 @@ from statsmodels.stats.multitest import multipletests
 
 from conftest import load_tool
 from mmpos.evaluation import stats
+from mmpos.guardrails.config_check import lookup_path
 from mmpos.guardrails.launch import work_dir_lock
 from mmpos_harness import method_ranking
 from mmpos_harness.comparison import runs, seeds
@@ -464,9 +465,9 @@ def test_every_grid_entry_changes_an_existing_step_that_still_runs(method):
         for option in entry['options']:
             key, value = option.split('=', 1)
             parsed[key] = DictAction._parse_iterable(value)
-            *parent, leaf = key.split('.')
-            # KeyError: no such step
-            owner = method_ranking._lookup(base, parent)
+            leaf = key.rsplit('.', 1)[1]
+            owner, _ = lookup_path(base, key.split('.'))
+            assert owner is not None, f'no such step: {option}'
             assert leaf in ('type', 'scale', 'crop_ratio_range',
                             'aspect_ratio_range') or leaf in owner, option
             assert owner.get(leaf) != parsed[key], option

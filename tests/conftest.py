@@ -23,18 +23,23 @@ PRETRAIN_MINI_CONFIGS = {
 
 
 def _restore_default_scope():
+    from mmengine.logging import MMLogger
     from mmengine.registry import DefaultScope
-    saved = dict(DefaultScope._instance_dict)
+    saved = {cls: dict(cls._instance_dict) for cls in (DefaultScope, MMLogger)}
     yield
-    DefaultScope._instance_dict.clear()
-    DefaultScope._instance_dict.update(saved)
+    for cls, instances in saved.items():
+        cls._instance_dict.clear()
+        cls._instance_dict.update(instances)
 
 
 @pytest.fixture(autouse=True)
 def isolate_default_scope():
     """Runners and ``init_default_scope`` set mmengine's *current* default
-    scope globally, and registries resolve names in it; restore it after
-    each test so no test depends on which ran before."""
+    scope and logger globally: registries resolve names in the scope, and
+    ``print_log(logger='current')`` writes to the logger, whose console
+    handler holds the ``sys.stdout`` of the test that made it (closed after
+    a ``capsys`` test). Restore both after each test so no test depends on
+    which ran before it in its worker."""
     yield from _restore_default_scope()
 
 

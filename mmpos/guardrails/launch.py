@@ -431,24 +431,36 @@ PEER_LOST = ('Connection reset by peer', 'Connection closed by peer',
              'aborted', 'NCCL error', 'Socket Timeout', 'Timed out')
 
 
-def lost_rank(err: BaseException, processes):
+# A killed process closes its sockets before it ends: the peer's collective
+# can fail while the process is still exiting (longer on a loaded machine).
+EXIT_GRACE_SECONDS = 10.
+
+
+def lost_rank(err: BaseException, processes, grace=EXIT_GRACE_SECONDS):
     """One line for ``err`` when it is a collective that failed because
     another rank's process ended (``processes`` from
     :func:`rank_processes`), else ``None``.
 
     The ranks on this host whose process no longer runs are named; a rank
-    on another host is reported as such (its launcher names it).
+    on another host is reported as such (its launcher names it). When every
+    rank on this host still runs, they are looked at again for up to
+    ``grace`` seconds: a peer whose connection closed may still be exiting.
     """
     text = ' '.join(str(err).split())
     if not processes or not isinstance(err, RuntimeError) or \
             not any(p in text for p in PEER_LOST):
         return None
     rank, host = global_rank(), socket.gethostname()
-    dead = []
-    for other, (where, pid) in enumerate(processes):
-        if other != rank and where == host:
-            if not _running(pid):
-                dead.append(f'rank {other} (pid {pid} on {where})')
+    others = [(other, where, pid)
+              for other, (where, pid) in enumerate(processes)
+              if other != rank and where == host]
+    end = time.monotonic() + grace
+    while True:
+        dead = [f'rank {other} (pid {pid} on {where})'
+                for other, where, pid in others if not _running(pid)]
+        if dead or time.monotonic() >= end:
+            break
+        time.sleep(0.05)
     if not dead and all(where == host for where, _ in processes):
         return None  # every rank still runs: another failure
     who = (' and '.join(dead) + (' has' if len(dead) == 1 else ' have') +

@@ -2,6 +2,7 @@
 dir's lock, resume, the console."""
 import os
 import signal
+import socket
 import subprocess
 import sys
 
@@ -11,7 +12,7 @@ import torch
 from conftest import REPO
 from mmpos.datasets.robust_loading import SafeLoadImageFromFile
 from mmpos.errors import LaunchError
-from mmpos.guardrails.launch import (load_config, quiet_console,
+from mmpos.guardrails.launch import (load_config, lost_rank, quiet_console,
                                      resume_checkpoint,
                                      use_safe_image_loading, work_dir_lock)
 
@@ -123,3 +124,27 @@ def test_resume_points_to_the_newest_intact_checkpoint(tmp_path):
     with pytest.raises(LaunchError, match=rf'{marker} is empty\); the newest '
                        rf'intact one is {tmp_path}/iter_4.pth'):
         resume_checkpoint(str(tmp_path))
+
+
+def test_lost_rank_waits_for_a_peer_that_is_still_exiting(monkeypatch):
+    """A collective can fail on ``Connection reset by peer`` while the
+    killed peer is still exiting: ``lost_rank`` names it once it has ended
+    (within its grace), and without the grace gives ``None`` (another
+    failure) while the peer still runs."""
+    monkeypatch.setenv('RANK', '0')
+    host = socket.gethostname()
+    peer = subprocess.Popen([sys.executable, '-c',
+                             'import time; time.sleep(1)'])
+    try:
+        processes = [(host, os.getpid()), (host, peer.pid)]
+        err = RuntimeError('[../gloo/transport/tcp/pair.cc:534] Read error '
+                           '[127.0.0.1]:5000: Connection reset by peer')
+        assert lost_rank(err, processes, grace=0) is None
+        assert lost_rank(err, processes, grace=30) == (
+            f'rank 0 of 2 stopped: rank 1 (pid {peer.pid} on {host}) has '
+            'ended, and the job cannot go on without it (Read error '
+            '[127.0.0.1]:5000: Connection reset by peer)')
+        assert lost_rank(ValueError(str(err)), processes) is None
+    finally:
+        peer.kill()
+        peer.wait()

@@ -22,7 +22,7 @@ PRETRAIN_MINI_CONFIGS = {
 }
 
 
-def _restore_default_scope():
+def _restore_current_instances():
     from mmengine.logging import MMLogger
     from mmengine.registry import DefaultScope
     saved = {cls: dict(cls._instance_dict) for cls in (DefaultScope, MMLogger)}
@@ -33,21 +33,21 @@ def _restore_default_scope():
 
 
 @pytest.fixture(autouse=True)
-def isolate_default_scope():
+def isolate_current_instances():
     """Runners and ``init_default_scope`` set mmengine's *current* default
     scope and logger globally: registries resolve names in the scope, and
     ``print_log(logger='current')`` writes to the logger, whose console
     handler holds the ``sys.stdout`` of the test that made it (closed after
     a ``capsys`` test). Restore both after each test so no test depends on
     which ran before it in its worker."""
-    yield from _restore_default_scope()
+    yield from _restore_current_instances()
 
 
 @pytest.fixture(autouse=True, scope='module')
-def isolate_module_default_scope():
+def isolate_module_current_instances():
     """The same after each module: module fixtures build runners too, and
-    a scope they leave would outlive the per-test restore."""
-    yield from _restore_default_scope()
+    a scope or logger they leave would outlive the per-test restore."""
+    yield from _restore_current_instances()
 
 
 @pytest.fixture(scope='session')

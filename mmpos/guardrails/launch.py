@@ -442,9 +442,10 @@ def lost_rank(err: BaseException, processes, grace=EXIT_GRACE_SECONDS):
     :func:`rank_processes`), else ``None``.
 
     The ranks on this host whose process no longer runs are named; a rank
-    on another host is reported as such (its launcher names it). When every
-    rank on this host still runs, they are looked at again for up to
-    ``grace`` seconds: a peer whose connection closed may still be exiting.
+    on another host is reported as such (its launcher names it). When
+    every other rank on this host still runs, they are looked at again for
+    up to ``grace`` seconds: a peer whose connection closed may still be
+    exiting.
     """
     text = ' '.join(str(err).split())
     if not processes or not isinstance(err, RuntimeError) or \
@@ -458,7 +459,7 @@ def lost_rank(err: BaseException, processes, grace=EXIT_GRACE_SECONDS):
     while True:
         dead = [f'rank {other} (pid {pid} on {where})'
                 for other, where, pid in others if not _running(pid)]
-        if dead or time.monotonic() >= end:
+        if dead or not others or time.monotonic() >= end:
             break
         time.sleep(0.05)
     if not dead and all(where == host for where, _ in processes):

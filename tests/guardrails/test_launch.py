@@ -145,6 +145,10 @@ def test_lost_rank_waits_for_a_peer_that_is_still_exiting(monkeypatch):
             'ended, and the job cannot go on without it (Read error '
             '[127.0.0.1]:5000: Connection reset by peer)')
         assert lost_rank(ValueError(str(err)), processes) is None
+        assert lost_rank(err, [(host, os.getpid()), ('elsewhere', 1)]) == (
+            'rank 0 of 2 stopped: a rank on another host ended, and the job '
+            'cannot go on without it (Read error [127.0.0.1]:5000: '
+            'Connection reset by peer)')
     finally:
         peer.kill()
         peer.wait()

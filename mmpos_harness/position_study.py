@@ -108,9 +108,13 @@ DEFAULT_SCHEMES = ('none', 'APE', 'RoPE-Axial', 'RoPE-Mixed', 'DINOv3',
 SHUFFLE_SEED = 2024  # the patch permutations: the same for every model
 EVAL_BATCH = 200
 TOOL = 'tools/paper_tables/position_study.py'
-# the code the study's numbers go through (mmpos_harness.provenance)
+# the code every run goes through (mmpos_harness.provenance), and of the
+# position modules that only some schemes run, which module each needs
 CODE = ('mmpos_harness/position_study.py', 'mmpos/models/backbones',
         'mmpos/models/layers', 'mmpos_harness/mini_data', TOOL)
+SCHEME_MODULES = {'comrope': 'mmpos/models/layers/positions/matrix.py',
+                  'liere': 'mmpos/models/layers/positions/matrix.py',
+                  'lookhere': 'mmpos/models/layers/positions/lookhere.py'}
 
 
 def schemes(train_grid: int) -> dict:
@@ -428,17 +432,38 @@ def evaluate(model: nn.Module, kwargs: dict, data: dict, train_size: int,
     return out
 
 
-def run_record(args) -> dict:
+def code(names) -> list:
+    """The paths runs of the schemes ``names`` go through: :data:`CODE`
+    without the position modules of schemes not among them
+    (:data:`SCHEME_MODULES`), so that a change to LieRE does not make an
+    APE run stale."""
+    table = schemes(2)  # the grid does not change which modules run
+    used = {SCHEME_MODULES.get((table[n].get('rope') or {}).get('type'))
+            for n in names}
+    unused = set(SCHEME_MODULES.values()) - used
+    paths = []
+    for path in CODE:
+        if any(u.startswith(path + '/') for u in unused):
+            paths += sorted(p for p in provenance.files_under(path)
+                            if p not in unused)
+        else:
+            paths.append(path)
+    return paths
+
+
+def run_record(args, names) -> dict:
     """What every result file records of the command that wrote it
-    (:func:`mmpos_harness.provenance.record`; the study's code is this
-    module and the layers and backbone it builds)."""
-    return dict(provenance.record(args.command, CODE),
+    (:func:`mmpos_harness.provenance.record`) for runs of the schemes
+    ``names`` (:func:`code`)."""
+    return dict(provenance.record(args.command, code(names)),
                 threads=torch.get_num_threads())
 
 
-def one_run(kwargs: dict, data: dict, seed: int, iters: int, args) -> dict:
-    """Train and evaluate one model; its result with its cost."""
+def one_run(name: str, data: dict, seed: int, iters: int, args) -> dict:
+    """Train and evaluate scheme ``name``'s model; its result with its
+    cost."""
     wall, cpu = time.time(), time.process_time()
+    kwargs = schemes(args.train_size // PATCH)[name]
     model, loss = train(kwargs, *data['train'], seed, iters,
                         args.train_size, args.batch_size, args.lr,
                         args.layer_scale)
@@ -448,7 +473,7 @@ def one_run(kwargs: dict, data: dict, seed: int, iters: int, args) -> dict:
                lr=args.lr, layer_scale=args.layer_scale,
                batch_size=args.batch_size,
                cpu_seconds=time.process_time() - cpu,
-               wall_seconds=time.time() - wall, **run_record(args))
+               wall_seconds=time.time() - wall, **run_record(args, [name]))
     return out
 
 
@@ -645,7 +670,7 @@ def summarise(runs: dict, args, turns: dict) -> dict:
                 num_train=args.num_train, num_val=args.num_val,
                 train_size=args.train_size, sizes=args.sizes,
                 cpu_minutes=sum(costs) / 60, num_runs=len(costs),
-                **run_record(args))
+                **run_record(args, runs))
 
 
 def write_tables(summary: dict, base: str) -> str:
@@ -753,7 +778,7 @@ def calibrate(args, data: dict, table: dict, names, turns: dict) -> list:
                             f"{name.replace('+', '_')}.json")
             if osp.isfile(path):
                 continue
-            result = one_run(table[name], data, args.seeds[0], iters, args)
+            result = one_run(name, data, args.seeds[0], iters, args)
             result.update(scheme=name, num_val=args.num_val,
                           seed=args.seeds[0])
             write_json(path, result, indent=1)
@@ -802,7 +827,7 @@ def run_study(args):
             path = osp.join(args.out_dir, 'runs', name.replace('+', '_'),
                             f'seed{seed}.json')
             if not osp.isfile(path):
-                result = one_run(table[name], data, seed, args.iters, args)
+                result = one_run(name, data, seed, args.iters, args)
                 write_json(path, result, indent=1)  # the run's done marker
                 print(f"{name} seed {seed}: {result['resize']} "
                       f"({result['cpu_seconds']:.0f} CPU s)", flush=True)

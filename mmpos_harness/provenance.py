@@ -67,6 +67,12 @@ def config_sources(config: str, root: str = ROOT) -> List[str]:
     return sorted(osp.relpath(p, root) for p in found)
 
 
+def files_under(path: str, root: str = ROOT) -> List[str]:
+    """The files git tracks under ``path`` (both relative to ``root``): a
+    ``depends`` list that leaves some of a folder's files out."""
+    return _git('ls-files', '--', path, root=root).splitlines()
+
+
 def record(command: str, depends: Sequence[str], root: str = ROOT) -> dict:
     """The provenance of a result produced now by ``command`` from the
     tree at ``root`` (module docstring); ``depends`` are paths relative to

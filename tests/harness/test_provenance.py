@@ -40,6 +40,9 @@ def test_record_and_changed_since(tmp_path):
                                  root=str(tmp_path))
     with pytest.raises(ValueError, match='do not exist: nowhere'):
         provenance.record('python run.py', ['nowhere'], root=str(tmp_path))
+    (tmp_path / 'code' / 'b.py').write_text('')  # untracked: not listed
+    assert provenance.files_under('code', root=str(tmp_path)) == [
+        'code/a.py']
 
 
 def test_config_sources_follow_the_base_chain():

@@ -44,6 +44,11 @@ collapsed run flags its method in the table, which still ranks it.
 
 Not part of CI. Both stages resume: the work dir is fixed, finished runs are
 skipped and an interrupted one is restarted; run the same command again.
+Each finished tuning run (a pretraining and its probes) is also kept in
+``<work-dir>/tuning/runs/<method>-<entry>_pseed<p>.json`` with its scores
+and provenance: a tuning spread over machines or sessions resumes from
+those files alone (no checkpoints), and refuses one made at another
+budget, options or probes.
 Every result file is written atomically, so a ranking killed at any moment
 resumes to the same tables; a second ranking on the same ``--work-dir``
 is refused while one runs (:func:`mmpos.guardrails.launch.work_dir_lock`).
@@ -117,6 +122,10 @@ CODE = ('mmpos/models', 'mmpos/datasets', 'mmpos/engine', 'mmpos/evaluation',
         'mmpos_harness/comparison/runs.py', 'mmpos_harness/mini_data',
         'tools/train.py', 'tools/model_converters/mmpos2backbone.py', GRID)
 TUNING = 'tuning.json'
+# <work-dir>/tuning/<TUNING_RUNS>/<method>-<entry>_pseed<p>.json: one
+# finished tuning run (pretraining and probes) with its provenance; a
+# resumed tuning takes it as done without its pretraining's files
+TUNING_RUNS = 'runs'
 # the probes' raw-pixel baseline row (its tools take the checkpoint PIXELS)
 RAW_PIXELS = 'raw pixels'
 # The tuning data: the reported sets' generators with another seed.
@@ -285,6 +294,12 @@ def tune(args, grid):
 
     def one(method, entry, pseed):
         init = f'{method}-{entry["name"]}'
+        setting = dict(images=args.images, batch_size=args.batch_size,
+                       options=entry['options'], probes=probes,
+                       probe_iters=args.probe_iters)
+        path = osp.join(root, TUNING_RUNS, f'{init}_pseed{pseed}.json')
+        if osp.isfile(path):
+            return finished_tuning_run(path, setting)
         backbone = runs.pretrain(
             METHODS[method][1], root, init, args.data_root, iters,
             budget_options(args) + entry['options'], threads, pseed,
@@ -294,10 +309,13 @@ def tune(args, grid):
                                    ape[method])
                   for task in probes}
         health = pretrain_health([osp.dirname(backbone)])
-        return dict(seed=pseed, scores=scores, health=health,
-                    cpu_minutes=minutes(osp.dirname(backbone),
-                                        'cpu_minutes'),
-                    collapsed=bool(health and health['collapsed']))
+        result = dict(seed=pseed, scores=scores, health=health,
+                      cpu_minutes=minutes(osp.dirname(backbone),
+                                          'cpu_minutes'),
+                      collapsed=bool(health and health['collapsed']))
+        write_json(path, dict(result, setting=setting, **provenance.record(
+            args.command, depends())))
+        return result
 
     with ThreadPoolExecutor(args.jobs) as pool:
         results = list(pool.map(lambda job: one(*job), jobs))
@@ -325,6 +343,25 @@ def tune(args, grid):
     write_atomically(tuning_markdown(log).encode(),
                      osp.join(args.work_dir, 'tuning.md'))
     return log
+
+
+def finished_tuning_run(path, setting):
+    """The result of the tuning run stored at ``path`` (written when it
+    finished, :func:`tune`); refused with one line when it was run with
+    another ``setting`` (budget, options, probes)."""
+    with open(path) as f:
+        stored = json.load(f)
+    if stored['setting'] != setting:
+        changed = sorted(k for k in setting
+                         if stored['setting'].get(k) != setting[k])
+        raise SystemExit(f'{path}: this tuning run was made with other '
+                         f'{", ".join(changed)} '
+                         f'({[stored["setting"].get(k) for k in changed]}, '
+                         f'now {[setting[k] for k in changed]}); give '
+                         'another --work-dir or remove it')
+    print(f'done already: {path}')
+    return {k: stored[k] for k in ('seed', 'scores', 'health',
+                                   'cpu_minutes', 'collapsed')}
 
 
 def _mean(values):
@@ -570,7 +607,18 @@ def baselines(args, rows):
             iters=args.probe_iters, threads=threads), jobs))
 
 
-def record(args, argv, stage, start):
+def depends():
+    """The paths the ranking's numbers depend on: :data:`CODE`, every
+    method's and task's config with its ``_base_`` chain, the probe
+    tools."""
+    configs = [c for _, c in METHODS.values() if c] + [
+        spec['config'] for spec in {**runs.TASKS, **runs.PROBES}.values()]
+    tools = [spec['tool'] for spec in runs.PROBES.values() if 'tool' in spec]
+    return sorted({p for c in configs for p in provenance.config_sources(c)}
+                  | set(tools) | set(CODE))
+
+
+def record(args, stage, start):
     """``<work-dir>/<stage>_run.json``: the command, when it finished, the
     machine, this invocation's wall minutes and the CPU minutes of all the
     stage's runs (``compute.json``; resumed runs included)."""
@@ -578,16 +626,8 @@ def record(args, argv, stage, start):
             [osp.join(args.work_dir, d) for d in ('pretraining', *args.tasks)])
     cpu = sum(minutes(parent, 'cpu_minutes') or 0.0 for path in dirs
               for parent, _, files in os.walk(path) if COMPUTE in files)
-    configs = [c for _, c in METHODS.values() if c] + [
-        spec['config'] for spec in {**runs.TASKS, **runs.PROBES}.values()]
-    tools = [spec['tool'] for spec in runs.PROBES.values() if 'tool' in spec]
-    depends = sorted({p for c in configs
-                      for p in provenance.config_sources(c)}
-                     | set(tools) | set(CODE))
     write_json(osp.join(args.work_dir, f'{stage}_run.json'), dict(
-        **provenance.record(' '.join(
-            ['python', 'tools/paper_tables/method_ranking.py', *argv]),
-            depends),
+        **provenance.record(args.command, depends()),
         jobs=args.jobs, wall_minutes=round((time.time() - start) / 60, 1),
         cpu_minutes=round(cpu, 1)))
 
@@ -596,6 +636,8 @@ def record(args, argv, stage, start):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    args.command = ' '.join(
+        ['python', 'tools/paper_tables/method_ranking.py', *argv])
     if args.jobs < 1:
         raise SystemExit(f'method_ranking.py: --jobs must be at least 1, '
                          f'got {args.jobs}')
@@ -609,12 +651,12 @@ def main(argv=None):
         runs.ensure_probe_data(args.data_root, args.tasks)
         if args.tune:
             tune(args, grid)
-            record(args, argv, 'tuning', start)
+            record(args, 'tuning', start)
             with open(osp.join(args.work_dir, 'tuning.md')) as f:
                 print(f.read())
         else:
             rank(args, grid)
-            record(args, argv, 'ranking', start)
+            record(args, 'ranking', start)
             runs.run([sys.executable, 'tools/paper_tables/gen_tables.py',
                       '--seeds', args.work_dir, '--print'])
     print(f'this invocation: {(time.time() - start) / 60:.1f} minutes')

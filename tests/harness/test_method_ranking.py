@@ -8,6 +8,7 @@ and the two stages' commands (recorded, not run: a real run is the tool
 itself), equal budget, tuning selection and resumption."""
 import json
 import os
+import shutil
 import statistics
 
 import pytest
@@ -344,6 +345,28 @@ def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
     run = json.load(open(root / 'tuning_run.json'))
     assert run['command'].endswith(' '.join(['--tune', *common]))
     assert run['machine'] and run['date'] and run['jobs'] == 1
+    # each finished tuning run is kept with its provenance; a tuning given
+    # only those files (another machine) runs nothing and writes the same
+    kept = root / 'tuning' / method_ranking.TUNING_RUNS
+    stored = json.load(open(kept / 'droppos-lr2.5e-4_pseed1.json'))
+    assert stored['scores']['linear-probe']['mIoU'] == 46.0
+    assert stored['setting']['images'] == 640 and stored['commit']
+    assert 'mmpos/models' in stored['depends']
+    moved = tmp_path / 'moved'
+    shutil.copytree(kept, moved / 'tuning' / method_ranking.TUNING_RUNS)
+    moved_args = [a if a != str(root) else str(moved) for a in common]
+    commands.clear()
+    method_ranking.main(['--tune', *moved_args])
+    assert not [c for c in commands if 'tools/train.py' in c or any(
+        p['tool'] in c for p in runs.PROBES.values())]
+    assert json.load(open(moved / 'tuning.json'))['methods'] == \
+        log['methods']
+    # ... and refuses them at another budget, naming the file
+    budget = [a if a != '640' else '1280' for a in moved_args]
+    with pytest.raises(SystemExit, match=r'_pseed0.json: this tuning run '
+                       r'was made with other images \(\[640\], now '
+                       r'\[1280\]\)'):
+        method_ranking.main(['--tune', *budget])
 
     commands.clear()
     method_ranking.main(common)

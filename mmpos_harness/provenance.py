@@ -98,7 +98,9 @@ def shallow(root: str = ROOT) -> bool:
 def changed_since(provenance: dict, root: str = ROOT) -> List[str]:
     """``'<short hash> <subject>'`` of each commit after the record's commit
     that changed one of its ``depends`` (newest first); empty when the
-    result still measures the current code.
+    result still measures the current code, i.e. when its ``depends`` hold
+    at ``HEAD`` what they held at its commit (a change and its revert leave
+    a result current).
 
     Raises:
         LookupError: the record's commit is not in the repository (a
@@ -111,5 +113,8 @@ def changed_since(provenance: dict, root: str = ROOT) -> List[str]:
         raise LookupError(f'commit {provenance["commit"]} of '
                           f'"{provenance["command"]}" is not in {root}') \
             from None
+    if not _git('diff', '--name-only', provenance['commit'], 'HEAD', '--',
+                *provenance['depends'], root=root):
+        return []
     return _git('log', '--format=%h %s', f'{provenance["commit"]}..HEAD',
                 '--', *provenance['depends'], root=root).splitlines()

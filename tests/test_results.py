@@ -2,9 +2,9 @@
 current code.
 
 Every provenance record in a result file (``mmpos_harness.provenance``: a
-dict with ``commit`` and ``depends``) must name a commit after which none
-of the paths it depends on changed, and must have run without uncommitted
-changes to them; the README's demo table must be what
+dict with ``commit`` and ``depends``) must name a commit at which the
+paths it depends on held what they hold now, and must have run without
+uncommitted changes to them; the README's demo table must be what
 ``mmpos_harness.demo_table.readme_block`` renders from the stored result
 files (re-run ``python tools/demo.py``, then
 ``python tools/paper_tables/gen_tables.py --demo work_dirs/demo/<run>``).

@@ -34,6 +34,12 @@ def test_record_and_changed_since(tmp_path):
     git(tmp_path, 'commit', '-qam', 'the measured code')
     (changed, ) = provenance.changed_since(record, root=str(tmp_path))
     assert changed.endswith(' the measured code')
+    # reverted: the code is again what was measured
+    git(tmp_path, 'revert', '--no-edit', 'HEAD')
+    assert provenance.changed_since(record, root=str(tmp_path)) == []
+    (tmp_path / 'code' / 'a.py').write_text('x = 4\n')
+    git(tmp_path, 'commit', '-qam', 'changed again')
+    assert len(provenance.changed_since(record, root=str(tmp_path))) == 3
     assert not provenance.shallow(root=str(tmp_path))
     with pytest.raises(LookupError, match='is not in'):
         provenance.changed_since(dict(record, commit='0' * 40),

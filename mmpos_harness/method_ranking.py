@@ -291,6 +291,7 @@ def tune(args, grid):
     ape = {m: keeps_ape(m) for m in entries}
     jobs = [(m, e, p) for m, es in entries.items() for e in es
             for p in args.tune_seeds]
+    code = depends()
 
     def one(method, entry, pseed):
         init = f'{method}-{entry["name"]}'
@@ -314,7 +315,7 @@ def tune(args, grid):
                                           'cpu_minutes'),
                       collapsed=bool(health and health['collapsed']))
         write_json(path, dict(result, setting=setting, **provenance.record(
-            args.command, depends())))
+            args.command, code)))
         return result
 
     with ThreadPoolExecutor(args.jobs) as pool:

@@ -22,6 +22,7 @@ config (:func:`ready_config`) and holds what the run needs around it:
   process ended is named in one line (:func:`~.launch.lost_rank`).
 """
 import contextlib
+import gc
 import os
 import sys
 
@@ -181,12 +182,17 @@ def prepare(config: str, args, tool: str = 'train'):
             if message is None or os.environ.get('MMPOS_DEBUG'):
                 raise
             sys.exit(f'{prog}: error: {message}')
-    # A process group left for the interpreter's exit to tear down can abort
-    # a rank ("terminate called without an active exception", seen with 2
-    # gloo processes on a loaded CPU), and so can a rank that closes its
-    # connections while a peer still completes the last collective: after a
-    # run every rank has finished, all meet at a barrier, then release it.
+    # What is left for the interpreter's exit to tear down can abort a rank
+    # ("terminate called without an active exception", seen with 2 gloo
+    # processes on a loaded CPU): the runner holds the model, its FSDP / DDP
+    # wrappers and their collectives' work objects in reference cycles that
+    # outlive the run, so they are collected here, while the interpreter is
+    # whole. A rank that closes its connections while a peer still completes
+    # the last collective can abort it too: every rank meets at a barrier,
+    # then releases the process group.
     if torch_dist.is_available() and torch_dist.is_initialized():
+        run.runner = None
+        gc.collect()
         if not status:
             torch_dist.barrier()
         torch_dist.destroy_process_group()

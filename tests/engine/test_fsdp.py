@@ -45,8 +45,9 @@ def dist_train(config, work_dir, mini_data, iters, *extra,
         f'train_cfg.max_iters={iters}', 'default_hooks.logger.interval=1',
         f'default_hooks.checkpoint.interval={checkpoint_interval}', *options
     ]
+    # PYTHONFAULTHANDLER: a rank that aborts prints where each thread was
     env = {**os.environ, 'PYTHON': sys.executable, 'PORT': str(free_port()),
-           'OMP_NUM_THREADS': '1'}
+           'OMP_NUM_THREADS': '1', 'PYTHONFAULTHANDLER': '1'}
     result = subprocess.run(
         ['bash', 'tools/dist_train.sh', str(config), '2', '--work-dir',
          str(work_dir), *extra, '--cfg-options', *options],
@@ -58,11 +59,12 @@ def dist_train(config, work_dir, mini_data, iters, *extra,
 
 def failure_lines(output: str) -> str:
     """What says why a distributed run failed: its error lines (a C++
-    ``terminate`` / ``what()`` included, not the config's ``on_error``
-    keys) and the last 20 lines of its output."""
+    ``terminate`` / ``what()`` and the fault handler's stacks included, not
+    the config's ``on_error`` keys) and the last 20 lines of its output."""
     lines = output.splitlines()
-    errors = [line for line in lines
-              if re.search(r'Error\b|terminate|what\(\)|Signal', line)]
+    errors = [line for line in lines if re.search(
+        r'Error\b|terminate|what\(\)|Signal|Fatal Python|Thread 0x|'
+        r'^\s+File "', line)]
     return '\n'.join(errors[-30:] + ['...'] + lines[-20:])[-6000:]
 
 

@@ -32,3 +32,46 @@ def test_resume_and_auto_resume(tmp_path):
     for option in ('--resume', '--auto-resume'):
         cfg = merged(option)
         assert cfg.resume and cfg.load_from == str(tmp_path / 'iter_2.pth')
+
+
+def test_distributed_run_frees_its_model_before_the_process_group(
+        tmp_path, mini_data, monkeypatch):
+    """A rank's model (its DDP / FSDP wrappers and their collectives' work
+    objects) is collected before the process group is released, not left to
+    the interpreter's exit (where gloo aborts a rank: "terminate called
+    without an active exception"); 1 gloo process, DropPos mini, 1 step."""
+    import weakref
+
+    import torch.distributed as torch_dist
+
+    from conftest import free_port
+    from mmpos.guardrails import run as run_module
+    for key, value in dict(RANK='0', LOCAL_RANK='0', WORLD_SIZE='1',
+                           MASTER_ADDR='127.0.0.1',
+                           MASTER_PORT=str(free_port())).items():
+        monkeypatch.setenv(key, value)
+    models, alive_at_release = [], []
+    build = run_module.Run.build
+
+    def recording_build(self):
+        runner = build(self)
+        models.append(weakref.ref(runner.model))
+        return runner
+
+    destroy = torch_dist.destroy_process_group
+
+    def recording_destroy(*args, **kwargs):
+        alive_at_release.append(models[0]() is not None)
+        destroy(*args, **kwargs)
+
+    monkeypatch.setattr(run_module.Run, 'build', recording_build)
+    monkeypatch.setattr(torch_dist, 'destroy_process_group', recording_destroy)
+    train_tool.main([
+        'configs/droppos/droppos_vit-tiny_mini.py', '--work-dir',
+        str(tmp_path), '--launcher', 'pytorch', '--cfg-options',
+        f'train_dataloader.dataset.data_root={mini_data}/unlabeled/',
+        'train_cfg.max_iters=1', 'default_hooks.checkpoint.interval=1',
+        'default_hooks.online_probe.interval=0'])
+    assert (tmp_path / 'iter_1.pth').is_file()
+    assert alive_at_release == [False]
+    assert not torch_dist.is_initialized()

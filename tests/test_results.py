@@ -121,3 +121,38 @@ def test_dense_probe_table_is_the_stored_result():
         results, text.strip() + '\n'), (
         f'{stored}/result.md differs from its results.json: python '
         'tools/paper_tables/dense_probes.py --publish <run dir>')
+
+
+def test_position_study_tables_are_the_stored_result():
+    """The resolution study's stored tables (which the positions page
+    includes) are what ``position_study.markdown`` renders from the stored
+    per-seed values, their tests recomputed (``analyse``), and hold every
+    stored run."""
+    import copy
+
+    from mmpos_harness import position_study
+    stored = REPO / 'docs/notes/results/position_study'
+    summary = json.loads((stored / 'position_study.json').read_text())
+    fresh = copy.deepcopy(summary)
+    for table in fresh['tables'].values():
+        position_study.analyse(table)
+    assert (stored / 'position_study.md').read_text() == \
+        position_study.markdown(fresh), (
+            f'{stored}/position_study.md differs from its json: python '
+            'tools/paper_tables/position_study.py --retable '
+            f'{stored}/position_study.json')
+    runs = sorted(p.relative_to(stored / 'runs').with_suffix('').as_posix()
+                  for p in (stored / 'runs').glob('*/seed*.json'))
+    assert summary['num_runs'] == len(runs)
+    for scheme_seed in runs:
+        scheme, seed = scheme_seed.split('/seed')
+        run = json.loads((stored / 'runs' / f'{scheme_seed}.json').read_text())
+        assert int(seed) in summary['seeds']
+        cell = summary['tables']['resize']['rows'][scheme][
+            str(summary['train_size'])]
+        index = summary['seeds'].index(int(seed))
+        assert cell['values'][index] == run['resize'][
+            str(summary['train_size'])]
+    page = (REPO / 'docs/positions.md').read_text()
+    assert '```{include} notes/results/position_study/position_study.md' \
+        in page

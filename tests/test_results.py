@@ -141,18 +141,14 @@ def test_position_study_tables_are_the_stored_result():
             f'{stored}/position_study.md differs from its json: python '
             'tools/paper_tables/position_study.py --retable '
             f'{stored}/position_study.json')
-    runs = sorted(p.relative_to(stored / 'runs').with_suffix('').as_posix()
-                  for p in (stored / 'runs').glob('*/seed*.json'))
+    runs = sorted((stored / 'runs').glob('*/seed*.json'))
     assert summary['num_runs'] == len(runs)
-    for scheme_seed in runs:
-        scheme, seed = scheme_seed.split('/seed')
-        run = json.loads((stored / 'runs' / f'{scheme_seed}.json').read_text())
-        assert int(seed) in summary['seeds']
-        cell = summary['tables']['resize']['rows'][scheme][
-            str(summary['train_size'])]
-        index = summary['seeds'].index(int(seed))
-        assert cell['values'][index] == run['resize'][
-            str(summary['train_size'])]
+    train = str(summary['train_size'])
+    for path in runs:  # runs/<scheme>/seed<k>.json
+        seed = int(path.stem.removeprefix('seed'))
+        cell = summary['tables']['resize']['rows'][path.parent.name][train]
+        assert cell['values'][summary['seeds'].index(seed)] == json.loads(
+            path.read_text())['resize'][train]
     page = (REPO / 'docs/positions.md').read_text()
     assert '```{include} notes/results/position_study/position_study.md' \
         in page

@@ -442,6 +442,92 @@ def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
             if 'tools/train.py' in c] == [broken]
 
 
+def test_a_ranking_resumes_on_another_machine_from_its_archive(
+        tmp_path, monkeypatch):
+    """Stage 2 archived as it goes (``archive_runs.py store``) and written
+    back into a fresh work dir (``restore``) resumes without re-running a
+    finished run; a pretraining whose transfer was not archived runs
+    again, with only that transfer; the tables come out the same."""
+    data = tmp_path / 'data'
+    for name in ('objects', 'stuff', 'unlabeled', 'cls'):
+        (data / name).mkdir(parents=True)
+    commands = []
+    fake = _fake_runs(commands, lambda cmd: 40.0 + any(
+        '/pseed1/' in a for a in cmd))
+
+    def run(cmd, **kwargs):  # fine-tuning leaves mmengine's scalars
+        fake(cmd, **kwargs)
+        work_dir = cmd[cmd.index('--work-dir') + 1] if '--work-dir' in \
+            cmd else ''
+        if 'tools/train.py' in cmd and '/pretraining/' not in work_dir:
+            scalars = os.path.join(work_dir, '20260101_000000', 'vis_data')
+            os.makedirs(scalars)
+            with open(os.path.join(scalars, 'scalars.json'), 'w') as f:
+                f.write(json.dumps({'mIoU': 30.0 + len(commands) % 3,
+                                    'step': 1}) + '\n')
+        return 0.0
+
+    monkeypatch.setattr(runs, 'run', run)
+    monkeypatch.setattr(method_ranking, 'image_free_metrics',
+                        _fake_image_free)
+
+    def rank(root):
+        method_ranking.main([
+            '--untuned', '--work-dir', str(root), '--data-root', str(data),
+            '--methods', 'droppos', '--pretrain-seeds', '0', '1',
+            '--seeds', '0', '1', '--tasks', 'linear-probe', 'knn',
+            'segmentation', '--images', '640', '--jobs', '1'])
+
+    root, archive = tmp_path / 'first', tmp_path / 'archive'
+    rank(root)
+    tables = (root / 'tables' / 'seeds.md').read_text()
+    assert '| DropPos |' in tables
+    store = ['store', str(root), str(archive), '--command', 'the ranking']
+    archive_runs = load_tool('archive_runs', 'paper_tables')
+    archive_runs.main(store)
+    stored = json.load(open(archive / 'segmentation' / 'DropPos' / 'pseed1'
+                            / 'seed0.json'))
+    assert stored['command'] == 'the ranking' and stored['commit']
+    assert 'mmpos_harness/comparison/runs.py' in stored['depends']
+    assert set(stored['files']) == {
+        DONE_MARKER, 'compute.json',
+        '20260101_000000/vis_data/scalars.json'}
+    kept = {p: p.read_bytes() for p in archive.rglob('*.json')}
+    archive_runs.main(store)  # nothing new, nothing rewritten
+    assert {p: p.read_bytes() for p in archive.rglob('*.json')} == kept
+
+    # another machine: nothing of the work dir but the archive
+    moved = tmp_path / 'moved'
+    archive_runs.main(['restore', str(archive), str(moved)])
+    commands.clear()
+    rank(moved)
+    assert [c[1] for c in commands] == ['tools/paper_tables/gen_tables.py']
+    assert (moved / 'tables' / 'seeds.md').read_text() == tables
+
+    # one transfer never archived: its pretraining runs again, then it
+    lost = archive / 'segmentation' / 'DropPos' / 'pseed1' / 'seed0.json'
+    lost.unlink()
+    again = tmp_path / 'again'
+    archive_runs.main(['restore', str(archive), str(again)])
+    assert not (again / 'pretraining' / 'DropPos' / 'pseed1').exists()
+    assert (again / 'pretraining' / 'DropPos' / 'pseed0' /
+            DONE_MARKER).exists()
+    commands.clear()
+    rank(again)
+    assert [c[c.index('--work-dir') + 1] for c in commands
+            if 'tools/train.py' in c] == [
+        seeds.pretrain_dir(str(again), 'DropPos', 1),
+        seeds.transfer_dir(str(again), 'segmentation', 'DropPos', 0, 1)]
+
+    # an archive of another plan is refused, naming its plan file
+    other = json.load(open(root / 'plan.json'))
+    other['seeds'] = [0]
+    seeds.write_json(str(again / 'plan.json'), other)
+    with pytest.raises(SystemExit, match=r'plan.json: made for another '
+                       r'plan \(its seeds differ\)'):
+        archive_runs.main(['store', str(again), str(archive),
+                           '--command', 'x'])
+
 def test_grid_gives_every_method_the_same_budget():
     grid = method_ranking.load_grid(method_ranking.GRID,
                                     list(method_ranking.METHODS))

@@ -24,7 +24,8 @@ A run is one of the plan's work dirs (:func:`planned_runs`) that holds
 :data:`~mmpos_harness.results.DONE_MARKER`; its archive keeps every
 ``*.json`` file below it (``metrics.json``, ``compute.json``,
 ``health.json``, ``encoder_tokens.json``, mmengine's scalars and test
-records: what :func:`~.seeds.summarise` reads) and the marker, byte for
+records: what :func:`~.seeds.summarise` reads; not mmengine's second copy
+of the scalars beside them) and the marker, byte for
 byte, beside the provenance record (:func:`mmpos_harness.provenance.record`)
 of the command that ran it.
 
@@ -107,7 +108,9 @@ def store(root: str, archive: str, record: dict) -> List[str]:
         files = {}
         for parent, _, names in os.walk(run):
             for name in names:
-                if name.endswith('.json') or name == DONE_MARKER:
+                if name == DONE_MARKER or name.endswith('.json') and not (
+                        osp.basename(parent) == 'vis_data' and
+                        name != 'scalars.json'):  # mmengine's copy of it
                     path = osp.join(parent, name)
                     with open(path) as f:
                         files[osp.relpath(path, run)] = f.read()

@@ -462,9 +462,11 @@ def test_a_ranking_resumes_on_another_machine_from_its_archive(
         if 'tools/train.py' in cmd and '/pretraining/' not in work_dir:
             scalars = os.path.join(work_dir, '20260101_000000', 'vis_data')
             os.makedirs(scalars)
-            with open(os.path.join(scalars, 'scalars.json'), 'w') as f:
-                f.write(json.dumps({'mIoU': 30.0 + len(commands) % 3,
-                                    'step': 1}) + '\n')
+            record = json.dumps({'mIoU': 30.0 + len(commands) % 3,
+                                 'step': 1}) + '\n'
+            for name in ('scalars.json', '20260101_000000.json'):
+                with open(os.path.join(scalars, name), 'w') as f:
+                    f.write(record)
         return 0.0
 
     monkeypatch.setattr(runs, 'run', run)
@@ -489,7 +491,7 @@ def test_a_ranking_resumes_on_another_machine_from_its_archive(
                             / 'seed0.json'))
     assert stored['command'] == 'the ranking' and stored['commit']
     assert 'mmpos_harness/comparison/runs.py' in stored['depends']
-    assert set(stored['files']) == {
+    assert set(stored['files']) == {  # not mmengine's copy of the scalars
         DONE_MARKER, 'compute.json',
         '20260101_000000/vis_data/scalars.json'}
     kept = {p: p.read_bytes() for p in archive.rglob('*.json')}

@@ -91,15 +91,19 @@ def _same_plan(path: str, kept: dict, plan: dict) -> None:
                          'archive or work dir')
 
 
+def _archived_plan(archive: str) -> dict:
+    with open(osp.join(archive, PLAN)) as f:
+        return json.load(f)['plan']
+
+
 def store(root: str, archive: str, record: dict) -> List[str]:
     """Archive every finished run of ``root``'s plan not yet in
     ``archive``, each with ``record``; returns the runs archived now."""
-    plan, path = load_plan(root), osp.join(archive, PLAN)
-    if osp.isfile(path):
-        with open(path) as f:
-            _same_plan(path, json.load(f)['plan'], plan)
+    plan = load_plan(root)
+    if osp.isfile(osp.join(archive, PLAN)):
+        _same_plan(osp.join(archive, PLAN), _archived_plan(archive), plan)
     else:
-        write_json(path, dict(plan=plan, **record))
+        write_json(osp.join(archive, PLAN), dict(plan=plan, **record))
     stored = []
     for run in planned_runs(root, plan):
         entry = _entry(archive, root, run)
@@ -111,9 +115,9 @@ def store(root: str, archive: str, record: dict) -> List[str]:
                 if name == DONE_MARKER or name.endswith('.json') and not (
                         osp.basename(parent) == 'vis_data' and
                         name != 'scalars.json'):  # mmengine's copy of it
-                    path = osp.join(parent, name)
-                    with open(path) as f:
-                        files[osp.relpath(path, run)] = f.read()
+                    kept = osp.join(parent, name)
+                    with open(kept) as f:
+                        files[osp.relpath(kept, run)] = f.read()
         write_json(entry, dict(files=files, **record))
         stored.append(run)
     return stored
@@ -124,8 +128,7 @@ def restore(archive: str, root: str) -> List[str]:
     it (a pretraining run only when every transfer it feeds is archived);
     returns the runs restored. An unfinished run dir in the way is
     removed, as the runners would."""
-    with open(osp.join(archive, PLAN)) as f:
-        plan = json.load(f)['plan']
+    plan = _archived_plan(archive)
     if osp.isfile(osp.join(root, PLAN)):
         _same_plan(osp.join(root, PLAN), load_plan(root), plan)
     else:
@@ -148,7 +151,6 @@ def restore(archive: str, root: str) -> List[str]:
             write_atomically(files[name].encode(), path)
         restored.append(run)
     return restored
-
 
 
 @cli_main('archive_runs.py')

@@ -99,10 +99,41 @@ def test_readme_demo_table_is_the_stored_result():
         'python tools/paper_tables/gen_tables.py --demo <run dir> regenerates it')
 
 
-def test_stored_demo_table_regenerates_from_its_summary():
-    stored = REPO / demo_table.RESULTS
-    assert (stored / 'seeds.md').read_text() == seeds.render(
-        seeds.load(str(stored / 'summary.json')))
+# stored seed comparisons (gen_tables.py --seeds): every table file beside
+# a summary.json, outside LEGACY
+SUMMARIES = sorted(p for p in REPO.glob('docs/notes/results/*/summary.json')
+                   if _result(p) not in LEGACY)
+
+
+def test_the_demo_is_a_stored_seed_comparison():
+    assert REPO / demo_table.RESULTS / 'summary.json' in SUMMARIES
+
+
+@pytest.mark.parametrize('summary', SUMMARIES,
+                         ids=[str(p.parent.relative_to(REPO))
+                              for p in SUMMARIES])
+def test_stored_seed_tables_regenerate_from_their_summary(summary, tmp_path):
+    """``seeds.md``, ``seeds.csv`` and ``orderings.md`` are what
+    ``gen_tables.py --seeds <summary.json>`` writes from the stored
+    per-seed values, byte for byte."""
+    seeds.write(seeds.load(str(summary)), str(tmp_path))
+    for name in ('seeds.md', 'seeds.csv', 'orderings.md'):
+        stored = summary.parent / name
+        assert stored.is_file() == (tmp_path / name).is_file(), name
+        if stored.is_file():
+            assert stored.read_bytes() == (tmp_path / name).read_bytes(), (
+                f'{stored.relative_to(REPO)} differs from what '
+                f'gen_tables.py --seeds {summary.relative_to(REPO)} writes')
+
+
+def test_stored_tuning_table_regenerates_from_its_log():
+    """The method ranking's ``tuning.md`` is what the tuning renders from
+    the stored ``tuning.json``."""
+    from mmpos_harness import method_ranking
+    stored = REPO / 'docs/notes/results/method_ranking_tuning'
+    log = json.loads((stored / method_ranking.TUNING).read_text())
+    assert (stored / 'tuning.md').read_text() == \
+        method_ranking.tuning_markdown(log)
 
 
 def test_dense_probe_table_is_the_stored_result():

@@ -42,8 +42,6 @@ RECORDS = [(path.relative_to(REPO), record) for path in RESULT_FILES
 # benchmarks/results/. The list only shrinks; a new result has a record.
 _BENCHMARK = 'its `python benchmarks/run.py` command (settings.argv)'
 LEGACY = {
-    'docs/notes/results/method_ranking':
-        'the method ranking re-run of issues 33 and 35',
     **{f'benchmarks/results/{name}.json': _BENCHMARK for name in (
         'h100_80gb_hbm3_rope_attention', 'rope_attention_h100')},
 }

@@ -14,14 +14,21 @@ Every result file a page shows records, beside its numbers::
 ``commit`` that touched ``depends``: a result whose list is not empty
 measured code that no longer exists (``tests/test_results.py`` fails on
 it).
+
+:func:`record` stores ``depends`` as :func:`resolve` completes it: with
+the configs its modules name, and without the files of position schemes
+nothing in it builds (:func:`scheme_modules`), so that a change to LieRE
+leaves a RoPE-Mixed result current.
 """
 import ast
+import functools
+import inspect
 import os
 import os.path as osp
 import platform
 import subprocess
 import time
-from typing import List, Sequence
+from typing import Dict, Iterable, List, Sequence, Set, Tuple
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 
@@ -73,14 +80,193 @@ def files_under(path: str, root: str = ROOT) -> List[str]:
     return _git('ls-files', '--', path, root=root).splitlines()
 
 
+POSITIONS = 'mmpos/models/layers/positions'
+# the code trees whose imports decide which scheme files run only for
+# their own schemes (:func:`scheme_modules`)
+IMPORTERS = ('mmpos', 'mmpos_harness', 'tools', 'benchmarks')
+
+
+def _imported_files(path: str, init_names: Dict[str, str],
+                    root: str = ROOT) -> Set[str]:
+    """The repository files module ``path`` imports from (relative
+    imports resolved; a name taken from the positions package counts as
+    its own file, ``init_names``)."""
+    package = osp.dirname(path)
+    with open(osp.join(root, path)) as f:
+        tree = ast.parse(f.read(), path)
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package
+            for _ in range(node.level - 1):
+                base = osp.dirname(base)
+            module = (node.module or '').replace('.', '/')
+            target = (osp.join(base, module) if node.level else module
+                      ).rstrip('/')
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            target, names = None, []
+            for alias in node.names:
+                found |= _module_files(alias.name.replace('.', '/'), root)
+            continue
+        else:
+            continue
+        found |= _module_files(target, root)
+        for name in names:  # `from .pkg import module` or a re-export
+            found |= _module_files(osp.join(target, name), root)
+            if target == POSITIONS and name in init_names:
+                found.add(init_names[name])
+    return found
+
+
+def _module_files(target: str, root: str) -> Set[str]:
+    return {p for p in (target + '.py', osp.join(target, '__init__.py'))
+            if osp.isfile(osp.join(root, p))}
+
+
+def scheme_modules() -> Dict[str, str]:
+    """``{scheme name: file}`` for the position schemes of
+    :data:`mmpos.registry.POSITION_ENCODINGS` whose file no code of
+    :data:`IMPORTERS` imports from but the positions package's
+    ``__init__`` (which registers it), directly or through a name that
+    package re-exports: only a model that builds one of that file's
+    schemes runs its code (e.g. ``liere`` ->
+    ``mmpos/models/layers/positions/matrix.py``)."""
+    return dict(_scheme_module_items())
+
+
+@functools.lru_cache(None)
+def _scheme_module_items() -> Tuple[Tuple[str, str], ...]:
+    """:func:`scheme_modules`, found once per process."""
+    from mmpos.models.layers import positions
+    from mmpos.registry import POSITION_ENCODINGS
+    files = {name: osp.relpath(inspect.getsourcefile(cls), ROOT)
+             for name, cls in POSITION_ENCODINGS.module_dict.items()}
+    init = osp.join(POSITIONS, '__init__.py')
+    init_names = {name: osp.relpath(inspect.getsourcefile(obj), ROOT)
+                  for name in positions.__all__
+                  for obj in [getattr(positions, name)]
+                  if inspect.isclass(obj) or inspect.isfunction(obj)}
+    imported = set()
+    for tree in IMPORTERS:
+        for path in files_under(tree):
+            if path.endswith('.py') and path != init:
+                imported |= _imported_files(path, init_names)
+    return tuple(sorted((name, path) for name, path in files.items()
+                        if path not in imported))
+
+
+def default_schemes() -> Set[str]:
+    """The schemes mmpos' registered models build when a config gives no
+    ``rope``: each one's ``rope`` argument's default ``type``."""
+    return set(_default_schemes())
+
+
+@functools.lru_cache(None)
+def _default_schemes() -> frozenset:
+    import mmpos.models  # noqa: F401 (registers)
+    from mmpos.registry import MODELS
+    found = set()
+    for cls in MODELS.module_dict.values():
+        if not cls.__module__.startswith('mmpos.'):
+            continue
+        param = inspect.signature(cls).parameters.get('rope')
+        if param is not None and isinstance(param.default, dict):
+            found.add(param.default.get('type'))
+    return frozenset(found)
+
+
+def config_schemes(config: str, root: str = ROOT) -> Set[str]:
+    """The position schemes ``config``'s models may build: the ``type`` of
+    every ``rope`` it sets (its ``_base_`` chain resolved) and
+    :func:`default_schemes`."""
+    from mmengine.config import Config
+    found, todo = default_schemes(), [
+        Config.fromfile(osp.join(root, config)).to_dict()]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            rope = node.get('rope')
+            if isinstance(rope, dict):
+                found.add(rope.get('type'))
+            todo += node.values()
+        elif isinstance(node, (list, tuple)):
+            todo += node
+    return found
+
+
+def without_schemes(paths: Iterable[str], schemes: Iterable[str],
+                    root: str = ROOT) -> List[str]:
+    """``paths`` without the :func:`scheme_modules` of the schemes not in
+    ``schemes``: a folder holding one is replaced by its entries (files and
+    folders, the same way down) but that file, so a result of RoPE-Mixed
+    models does not go stale when LieRE's file changes."""
+    modules, schemes = scheme_modules(), set(schemes)
+    unused = (set(modules.values()) -
+              {path for name, path in modules.items() if name in schemes})
+
+    def expand(path):
+        if path in unused:
+            return []
+        if not any(u.startswith(path + '/') for u in unused):
+            return [path]
+        entries = sorted({p[len(path) + 1:].split('/')[0]
+                          for p in files_under(path, root)})
+        return [q for entry in entries for q in expand(f'{path}/{entry}')]
+
+    return [q for path in paths for q in expand(path.rstrip('/'))]
+
+
+@functools.lru_cache(None)
+def _strings(path: str, root: str) -> frozenset:
+    """The string constants of the Python file ``root/path``."""
+    with open(osp.join(root, path)) as f:
+        tree = ast.parse(f.read(), path)
+    return frozenset(node.value for node in ast.walk(tree)
+                     if isinstance(node, ast.Constant)
+                     and isinstance(node.value, str))
+
+
+@functools.lru_cache(None)
+def _config_schemes(config: str, root: str) -> frozenset:
+    return frozenset(config_schemes(config, root))
+
+
+def resolve(depends: Iterable[str], root: str = ROOT) -> List[str]:
+    """``depends`` (paths relative to ``root``) as a record stores it,
+    sorted:
+
+    * with every config a listed module names (a string
+      ``'configs/....py'``) and its :func:`config_sources`;
+    * without the :func:`scheme_modules` of schemes that nothing listed
+      builds (:func:`without_schemes`): a scheme is built when a listed
+      config sets it (:func:`config_schemes`, model defaults included) or
+      a listed module outside ``mmpos/`` names it as a string
+      (``dict(type='liere')``, a scheme table).
+    """
+    paths = set(depends)
+    modules = [p for p in paths if p.endswith('.py')
+               and not p.startswith(('configs/', 'mmpos/'))]
+    strings = set().union(*(_strings(p, root) for p in modules))
+    paths |= {p for s in strings if s.startswith('configs/')
+              and s.endswith('.py') and osp.isfile(osp.join(root, s))
+              for p in config_sources(s, root)}
+    configs = [p for p in paths if p.startswith('configs/')
+               and p.endswith('.py')]
+    schemes = strings.union(default_schemes(),
+                            *(_config_schemes(c, root) for c in configs))
+    return sorted(without_schemes(sorted(paths), schemes, root))
+
+
 def record(command: str, depends: Sequence[str], root: str = ROOT) -> dict:
     """The provenance of a result produced now by ``command`` from the
     tree at ``root`` (module docstring); ``depends`` are paths relative to
-    ``root`` and must exist."""
+    ``root`` and must exist, stored as :func:`resolve` completes them."""
     missing = [p for p in depends if not osp.exists(osp.join(root, p))]
     if missing:
         raise ValueError(f'provenance: depends names paths that do not '
                          f'exist: {", ".join(missing)}')
+    depends = resolve(depends, root)
     dirty = _git('status', '--porcelain', '--', *depends, root=root)
     return dict(command=command, commit=_git('rev-parse', 'HEAD', root=root),
                 dirty=[line[3:] for line in dirty.splitlines()],

@@ -38,7 +38,8 @@ def test_sdpa_summary_json_and_markdown(bench, tmp_path):
     record = settings['provenance']
     assert record['command'] == 'python benchmarks/run.py ' + ' '.join(argv)
     assert {'benchmarks/sdpa_attention.py', 'benchmarks/_timing.py',
-            'benchmarks/run.py', 'mmpos/models'} <= set(record['depends'])
+            'benchmarks/run.py', 'mmpos/models/backbones',
+            'mmpos/models/layers/attention.py'} <= set(record['depends'])
     assert list(summary['benchmarks']) == ['sdpa']
     assert 'error' not in summary['benchmarks']['sdpa']
     rows = summary['rows']

@@ -9,13 +9,18 @@ uncommitted changes to them; the README's demo table must be what
 files (re-run ``python tools/demo.py``, then
 ``python tools/paper_tables/gen_tables.py --demo work_dirs/demo/<run>``).
 """
+import functools
+import importlib
 import importlib.util
+import itertools
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-from mmpos_harness import demo_table, dense_probes, provenance
+from mmpos_harness import (demo, demo_table, dense_probes, method_ranking,
+                           position_study, provenance)
 from mmpos_harness.comparison import seeds
 
 REPO = Path(__file__).resolve().parents[1]
@@ -87,6 +92,64 @@ def test_result_measures_the_current_code(path, record):
         f'{path} is stale: measured at {record["commit"][:10]}, and since '
         f'then {len(changed)} commit(s) changed what it depends on: '
         + '; '.join(changed[:5]) + f'. Re-run `{record["command"]}`.')
+
+
+def _producer_depends(path, record):
+    """The ``depends`` that the command which wrote ``record`` gives
+    :func:`~mmpos_harness.provenance.record` now, or None for a command
+    without a producer here."""
+    command = record['command']
+    if 'method_ranking.py' in command:
+        return method_ranking.depends()
+    if 'tools/demo.py' in command:
+        return demo.depends()
+    if 'dense_probes.py' in command:
+        return dense_probes.depends()
+    if 'position_study.py' in command:
+        words = command.split()
+        names = (list(itertools.takewhile(
+            lambda w: not w.startswith('--'),
+            words[words.index('--schemes') + 1:])) if '--schemes' in words
+            else list(position_study.DEFAULT_SCHEMES))
+        if path.parent.parent.name == 'runs':  # runs/<scheme>/seed<k>.json
+            names = [path.parent.name]
+        return position_study.code(names)
+    if 'benchmarks/run.py' in command:
+        sys.path.insert(0, str(REPO / 'benchmarks'))
+        try:
+            bench = importlib.import_module('run')
+        finally:
+            sys.path.remove(str(REPO / 'benchmarks'))
+        return bench.depends([n for n, m in bench.BENCHMARKS.items()
+                              if f'benchmarks/{m}.py' in record['depends']])
+    return None
+
+
+def test_every_record_depends_on_what_its_command_reads_now():
+    """A record's ``depends`` cover (as files) what its command's producer
+    lists now as ``mmpos_harness.provenance.resolve`` completes it: a
+    record cannot leave out a file its result runs through."""
+    files = functools.lru_cache(None)(lambda paths: {
+        f for p in paths for f in provenance.files_under(p)})
+
+    def wanted_files(path, command, depends):
+        paths = _producer_depends(path, dict(command=command,
+                                             depends=list(depends)))
+        return None if paths is None else files(
+            tuple(provenance.resolve(paths)))
+
+    wanted_files = functools.lru_cache(None)(wanted_files)
+    missing = {}
+    for path, record in RECORDS:
+        key = path if 'position_study' in record['command'] else None
+        wanted = wanted_files(key, record['command'],
+                              tuple(record['depends']))
+        if wanted is None:
+            continue
+        left_out = wanted - files(tuple(record['depends']))
+        if left_out:
+            missing[str(path)] = sorted(left_out)[:3]
+    assert not missing, f'records leaving out what they run through: {missing}'
 
 
 def test_readme_demo_table_is_the_stored_result():

@@ -351,7 +351,7 @@ def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
     stored = json.load(open(kept / 'droppos-lr2.5e-4_pseed1.json'))
     assert stored['scores']['linear-probe']['mIoU'] == 46.0
     assert stored['setting']['images'] == 640 and stored['commit']
-    assert 'mmpos/models' in stored['depends']
+    assert 'mmpos/models/backbones' in stored['depends']
     moved = tmp_path / 'moved'
     shutil.copytree(kept, moved / 'tuning' / method_ranking.TUNING_RUNS)
     moved_args = [a if a != str(root) else str(moved) for a in common]

@@ -59,3 +59,62 @@ def test_config_sources_follow_the_base_chain():
     assert 'configs/demo/mask-rcnn_vit-tiny-rope-mixed_mini-coco.py' in found
     assert 'configs/_base_/schedules/mmdet_mini_300it.py' in found
     assert not any('::' in p for p in found)
+
+
+def test_scheme_files_run_only_for_their_schemes():
+    """LieRE's and LookHere's files are imported only by the positions
+    package, so a RoPE-Mixed result does not depend on them; the linear
+    schemes' file is shared (ComRoPE uses it) and stays."""
+    modules = provenance.scheme_modules()
+    matrix = 'mmpos/models/layers/positions/matrix.py'
+    lookhere = 'mmpos/models/layers/positions/lookhere.py'
+    assert modules['liere'] == modules['comrope'] == matrix
+    assert modules['lookhere'] == lookhere and 'mixed' not in modules
+    mixed = provenance.without_schemes(['mmpos/models', 'tools/train.py'],
+                                       {'mixed'})
+    liere = provenance.without_schemes(['mmpos/models'], {'liere'})
+    assert matrix not in mixed and lookhere not in mixed
+    assert 'mmpos/models/layers/positions/linear.py' in mixed
+    assert 'mmpos/models/backbones' in mixed and 'tools/train.py' in mixed
+    assert matrix in liere and lookhere not in liere
+    every = set(provenance.files_under('mmpos/models'))
+    listed = {f for p in mixed for f in provenance.files_under(p)}
+    assert listed == every - {matrix, lookhere} | {'tools/train.py'}
+    assert provenance.without_schemes(['mmpos/models'], modules) == [
+        'mmpos/models']
+
+
+def test_a_name_taken_from_the_positions_package_counts_as_its_file(
+        tmp_path):
+    (tmp_path / 'mmpos').mkdir()
+    (tmp_path / 'mmpos' / 'x.py').write_text(
+        'from .models.layers.positions import LieRE\n')
+    found = provenance._imported_files(
+        'mmpos/x.py', {'LieRE': 'mmpos/models/layers/positions/matrix.py'},
+        root=str(tmp_path))
+    assert found == {'mmpos/models/layers/positions/matrix.py'}
+
+
+def test_resolve_adds_named_configs_and_leaves_out_unbuilt_schemes():
+    """CR2PQ's ranking config builds RoPE-Mixed (backbone) and RoPE-Axial
+    (its neck): resolved, its depends leave out LieRE's file and keep its
+    bases; a LieRE config, or a module naming LieRE, keeps LieRE's file; a
+    module naming a config brings the config's chain."""
+    config = 'configs/method_ranking/cr2pq_vit-tiny-rope-mixed_mini.py'
+    matrix = 'mmpos/models/layers/positions/matrix.py'
+    lookhere = 'mmpos/models/layers/positions/lookhere.py'
+    assert provenance.config_schemes(config) == {'mixed', 'axial'}
+    found = provenance.resolve([config, 'tools/train.py', 'mmpos/models'])
+    assert matrix not in found and 'mmpos/models' not in found
+    assert set(provenance.config_sources(config)) <= set(found)
+    assert 'tools/train.py' in found and found == sorted(found)
+    liere = 'configs/position_schemes/droppos_vit-tiny-liere_mini.py'
+    assert 'liere' in provenance.config_schemes(liere)
+    found = provenance.resolve([liere, 'mmpos/models'])
+    assert matrix in found and lookhere not in found
+    # benchmarks/position_schemes.py names every scheme
+    assert 'mmpos/models' in provenance.resolve(
+        ['benchmarks/position_schemes.py', 'mmpos/models'])
+    probe = provenance.resolve(['benchmarks/online_probe_overhead.py'])
+    assert {'configs/demo/droppos_vit-tiny-rope-mixed_mini.py',
+            'configs/_base_/schedules/pretrain_mini.py'} <= set(probe)

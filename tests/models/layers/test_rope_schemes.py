@@ -155,6 +155,41 @@ def test_liere_exponentials_are_torch_matrix_exp(dtype, tol):
     assert torch.allclose(ours[0, :, 196:198], eye, atol=tol)
 
 
+@pytest.mark.parametrize('n,shape', [
+    (1, (2, 3, HEADS, 14, D)),  # shared coordinates, q and k stacked
+    (3, (2, 3, HEADS, 14, D)),  # per-sample coordinates
+    (2, (6, HEADS, 12, D)),     # 2 windows' table, 3 images of 2 windows
+    (1, (3, HEADS, 12, D)),     # no prefix tokens
+])
+def test_block_rotation_table_is_the_per_token_product(n, shape):
+    """LieRE's rotation (the queries and keys of the batch as the columns
+    of one batched product) equals ``R_t x_t`` per token and block
+    (``einsum``), prefix tokens unchanged, values and gradients (fp64), for
+    non-contiguous input (the attention's view of the qkv projection)."""
+    torch.manual_seed(0)
+    gen = skew(torch.randn(HEADS, 2, D // 8, 8, 8, dtype=torch.float64))
+    gen.requires_grad_()
+    coords = torch.rand(n, 12, 2, dtype=torch.float64)
+    table = BlockRotationTable(block_rotations(coords, gen))
+    x = torch.randn(*shape[:-2], shape[-1], shape[-2], dtype=torch.float64)
+    x = x.transpose(-1, -2).requires_grad_()  # (..., N, D), not contiguous
+    prefix = shape[-2] - 12
+    rot = table.rotations  # (n, heads, M, m, b, b)
+    xs = x[..., prefix:, :].unflatten(-1, (-1, 8))
+    xs = xs.reshape(-1, n, *xs.shape[-4:])  # windows: batch-major
+    ref = torch.einsum('nhtmij,lnhtmj->lnhtmi', rot, xs)
+    ref = torch.cat((x[..., :prefix, :],
+                     ref.reshape(*shape[:-2], 12, D)), -2)
+    weight = torch.randn(shape, dtype=torch.float64)
+    expected = torch.autograd.grad((ref * weight).sum(), (x, gen),
+                                   retain_graph=True)
+    out = table.rotate(x)
+    assert torch.allclose(out, ref, atol=1e-12)
+    grads = torch.autograd.grad((out * weight).sum(), (x, gen))
+    for ours, peer in zip(grads, expected):
+        assert torch.allclose(ours, peer, atol=1e-11)
+
+
 def test_exp_at_points_without_squaring_is_the_taylor_series():
     """Small generators need no squaring: the shared-term polynomial
     alone equals ``matrix_exp``; zero generators give the identity."""

@@ -236,19 +236,23 @@ def resolve(depends: Iterable[str], root: str = ROOT) -> List[str]:
     """``depends`` (paths relative to ``root``) as a record stores it,
     sorted:
 
-    * with every config a listed module names (a string
-      ``'configs/....py'``) and its :func:`config_sources`;
+    * with every config a listed module outside ``mmpos/`` names (a
+      string ``'configs/....py'``) and its :func:`config_sources`;
     * without the :func:`scheme_modules` of schemes that nothing listed
       builds (:func:`without_schemes`): a scheme is built when a listed
       config sets it (:func:`config_schemes`, model defaults included) or
-      a listed module outside ``mmpos/`` names it as a string
+      a listed Python file (or one in a listed folder) other than the
+      positions package's own names it as a string
       (``dict(type='liere')``, a scheme table).
     """
     paths = set(depends)
-    modules = [p for p in paths if p.endswith('.py')
-               and not p.startswith(('configs/', 'mmpos/'))]
+    modules = [f for p in paths if not p.startswith(('configs/', POSITIONS))
+               for f in files_under(p, root)
+               if f.endswith('.py') and not f.startswith(POSITIONS)]
     strings = set().union(*(_strings(p, root) for p in modules))
-    paths |= {p for s in strings if s.startswith('configs/')
+    named = set().union(*(_strings(p, root) for p in modules
+                          if not p.startswith('mmpos/')))
+    paths |= {p for s in named if s.startswith('configs/')
               and s.endswith('.py') and osp.isfile(osp.join(root, s))
               for p in config_sources(s, root)}
     configs = [p for p in paths if p.startswith('configs/')

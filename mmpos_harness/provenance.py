@@ -28,6 +28,7 @@ import os.path as osp
 import platform
 import subprocess
 import time
+from types import MappingProxyType
 from typing import Dict, Iterable, List, Sequence, Set, Tuple
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
@@ -86,84 +87,82 @@ POSITIONS = 'mmpos/models/layers/positions'
 IMPORTERS = ('mmpos', 'mmpos_harness', 'tools', 'benchmarks')
 
 
-def _imported_files(path: str, init_names: Dict[str, str],
-                    root: str = ROOT) -> Set[str]:
-    """The repository files module ``path`` imports from (relative
-    imports resolved; a name taken from the positions package counts as
-    its own file, ``init_names``)."""
-    package = osp.dirname(path)
+def imported_modules(path: str, root: str = ROOT) -> List[Tuple[int, str]]:
+    """``(line, absolute module name)`` of every import in the Python file
+    ``root/path``, nested ones included, relative imports resolved against
+    the file's package. ``from pkg import name`` yields ``pkg.name``
+    (``name`` may be a submodule or a name ``pkg`` defines)."""
+    parts = path[:-len('.py')].split('/')
+    package = parts[:-1]  # a package's __init__ resolves against itself
+    found = []
     with open(osp.join(root, path)) as f:
         tree = ast.parse(f.read(), path)
-    found = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            base = package
-            for _ in range(node.level - 1):
-                base = osp.dirname(base)
-            module = (node.module or '').replace('.', '/')
-            target = (osp.join(base, module) if node.level else module
-                      ).rstrip('/')
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.Import):
-            target, names = None, []
-            for alias in node.names:
-                found |= _module_files(alias.name.replace('.', '/'), root)
-            continue
-        else:
-            continue
-        found |= _module_files(target, root)
-        for name in names:  # `from .pkg import module` or a re-export
-            found |= _module_files(osp.join(target, name), root)
-            if target == POSITIONS and name in init_names:
-                found.add(init_names[name])
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+                source = '.'.join(base + [node.module] if node.module
+                                  else base)
+            else:
+                source = node.module
+            found += [(node.lineno, f'{source}.{alias.name}')
+                      for alias in node.names]
     return found
 
 
-def _module_files(target: str, root: str) -> Set[str]:
+def _module_files(module: str, root: str = ROOT) -> Set[str]:
+    """The repository files a module name may be (``a/b.py`` or
+    ``a/b/__init__.py``)."""
+    target = module.replace('.', '/')
     return {p for p in (target + '.py', osp.join(target, '__init__.py'))
             if osp.isfile(osp.join(root, p))}
 
 
-def scheme_modules() -> Dict[str, str]:
+def _import_files(module: str, exported: Dict[str, str]) -> Set[str]:
+    """The files an imported name ``pkg.name`` (:func:`imported_modules`)
+    reads: ``pkg.name`` as a module, ``pkg`` itself, and where ``pkg``
+    re-exports ``name`` (``exported``: ``{pkg.name: file}``) its file."""
+    found = _module_files(module) | _module_files(module.rpartition('.')[0])
+    return found | ({exported[module]} if module in exported else set())
+
+
+@functools.lru_cache(None)
+def scheme_modules() -> 'MappingProxyType[str, str]':
     """``{scheme name: file}`` for the position schemes of
     :data:`mmpos.registry.POSITION_ENCODINGS` whose file no code of
     :data:`IMPORTERS` imports from but the positions package's
     ``__init__`` (which registers it), directly or through a name that
     package re-exports: only a model that builds one of that file's
     schemes runs its code (e.g. ``liere`` ->
-    ``mmpos/models/layers/positions/matrix.py``)."""
-    return dict(_scheme_module_items())
-
-
-@functools.lru_cache(None)
-def _scheme_module_items() -> Tuple[Tuple[str, str], ...]:
-    """:func:`scheme_modules`, found once per process."""
+    ``mmpos/models/layers/positions/matrix.py``). Found once per
+    process."""
     from mmpos.models.layers import positions
     from mmpos.registry import POSITION_ENCODINGS
     files = {name: osp.relpath(inspect.getsourcefile(cls), ROOT)
              for name, cls in POSITION_ENCODINGS.module_dict.items()}
     init = osp.join(POSITIONS, '__init__.py')
-    init_names = {name: osp.relpath(inspect.getsourcefile(obj), ROOT)
-                  for name in positions.__all__
-                  for obj in [getattr(positions, name)]
-                  if inspect.isclass(obj) or inspect.isfunction(obj)}
+    package = POSITIONS.replace('/', '.')
+    # a name imported from the package: the file that defines it
+    exported = {f'{package}.{name}': osp.relpath(
+        inspect.getsourcefile(obj), ROOT) for name in positions.__all__
+        for obj in [getattr(positions, name)]
+        if inspect.isclass(obj) or inspect.isfunction(obj)}
     imported = set()
     for tree in IMPORTERS:
         for path in files_under(tree):
             if path.endswith('.py') and path != init:
-                imported |= _imported_files(path, init_names)
-    return tuple(sorted((name, path) for name, path in files.items()
-                        if path not in imported))
-
-
-def default_schemes() -> Set[str]:
-    """The schemes mmpos' registered models build when a config gives no
-    ``rope``: each one's ``rope`` argument's default ``type``."""
-    return set(_default_schemes())
+                for _, module in imported_modules(path):
+                    imported |= _import_files(module, exported)
+    return MappingProxyType({name: path for name, path in files.items()
+                             if path not in imported})
 
 
 @functools.lru_cache(None)
-def _default_schemes() -> frozenset:
+def default_schemes() -> frozenset:
+    """The schemes mmpos' registered models build when a config gives no
+    ``rope``: each one's ``rope`` argument's default ``type``."""
     import mmpos.models  # noqa: F401 (registers)
     from mmpos.registry import MODELS
     found = set()
@@ -176,23 +175,18 @@ def _default_schemes() -> frozenset:
     return frozenset(found)
 
 
-def config_schemes(config: str, root: str = ROOT) -> Set[str]:
+@functools.lru_cache(None)
+def config_schemes(config: str, root: str = ROOT) -> frozenset:
     """The position schemes ``config``'s models may build: the ``type`` of
     every ``rope`` it sets (its ``_base_`` chain resolved) and
     :func:`default_schemes`."""
     from mmengine.config import Config
-    found, todo = default_schemes(), [
-        Config.fromfile(osp.join(root, config)).to_dict()]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, dict):
-            rope = node.get('rope')
-            if isinstance(rope, dict):
-                found.add(rope.get('type'))
-            todo += node.values()
-        elif isinstance(node, (list, tuple)):
-            todo += node
-    return found
+
+    from mmpos.guardrails.config_check import config_dicts
+    cfg = Config.fromfile(osp.join(root, config)).to_dict()
+    return default_schemes().union(
+        node['rope'].get('type') for _, node in config_dicts(cfg)
+        if isinstance(node.get('rope'), dict))
 
 
 def without_schemes(paths: Iterable[str], schemes: Iterable[str],
@@ -227,11 +221,6 @@ def _strings(path: str, root: str) -> frozenset:
                      and isinstance(node.value, str))
 
 
-@functools.lru_cache(None)
-def _config_schemes(config: str, root: str) -> frozenset:
-    return frozenset(config_schemes(config, root))
-
-
 def resolve(depends: Iterable[str], root: str = ROOT) -> List[str]:
     """``depends`` (paths relative to ``root``) as a record stores it,
     sorted:
@@ -258,7 +247,7 @@ def resolve(depends: Iterable[str], root: str = ROOT) -> List[str]:
     configs = [p for p in paths if p.startswith('configs/')
                and p.endswith('.py')]
     schemes = strings.union(default_schemes(),
-                            *(_config_schemes(c, root) for c in configs))
+                            *(config_schemes(c, root) for c in configs))
     return sorted(without_schemes(sorted(paths), schemes, root))
 
 

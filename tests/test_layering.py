@@ -7,11 +7,10 @@ it counts as the top. mmpos' registries live in :mod:`mmpos.registry`
 (layer 0); a function that needs registered classes imports the layer that
 registers them (``import mmpos.models``), never the whole package.
 """
-import ast
-
 import pytest
 
 from conftest import REPO
+from mmpos_harness import provenance
 
 #: lowest first; a subpackage or top-level module of ``mmpos`` per entry
 LAYERS = (
@@ -33,31 +32,6 @@ def _module_name(path):
     return '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
 
 
-def imported_modules(path):
-    """``(line, absolute module name)`` of every import in ``path``, nested
-    ones included, relative imports resolved against the file's package.
-    ``from pkg import name`` yields ``pkg.name`` (``name`` may be a
-    submodule)."""
-    module = _module_name(path)
-    package = module if path.name == '__init__.py' else \
-        module.rpartition('.')[0]
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split('.')
-                base = base[:len(base) - node.level + 1]
-                source = '.'.join(base + [node.module] if node.module
-                                  else base)
-            else:
-                source = node.module
-            found += [(node.lineno, f'{source}.{alias.name}')
-                      for alias in node.names]
-    return found
-
-
 def layer_of(module):
     """The layer of an ``mmpos`` module name, ``None`` for another
     package; ``mmpos`` itself (the root) is the top."""
@@ -77,7 +51,8 @@ def upward_imports(paths):
     for path in paths:
         own = layer_of(_module_name(path)) if path.name != '__init__.py' \
             or path.parent.name != 'mmpos' else LAYER['__init__']
-        for line, name in imported_modules(path):
+        for line, name in provenance.imported_modules(
+                str(path.relative_to(REPO)), str(REPO)):
             target = layer_of(name)
             if target is not None and target > own:
                 offenders.append(f'{path.relative_to(REPO)}:{line}: '

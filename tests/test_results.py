@@ -132,13 +132,13 @@ def test_every_record_depends_on_what_its_command_reads_now():
     files = functools.lru_cache(None)(lambda paths: {
         f for p in paths for f in provenance.files_under(p)})
 
+    @functools.lru_cache(None)
     def wanted_files(path, command, depends):
         paths = _producer_depends(path, dict(command=command,
                                              depends=list(depends)))
         return None if paths is None else files(
             tuple(provenance.resolve(paths)))
 
-    wanted_files = functools.lru_cache(None)(wanted_files)
     missing = {}
     for path, record in RECORDS:
         key = path if 'position_study' in record['command'] else None

@@ -89,10 +89,12 @@ def test_a_name_taken_from_the_positions_package_counts_as_its_file(
     (tmp_path / 'mmpos').mkdir()
     (tmp_path / 'mmpos' / 'x.py').write_text(
         'from .models.layers.positions import LieRE\n')
-    found = provenance._imported_files(
-        'mmpos/x.py', {'LieRE': 'mmpos/models/layers/positions/matrix.py'},
-        root=str(tmp_path))
-    assert found == {'mmpos/models/layers/positions/matrix.py'}
+    (line, module), = provenance.imported_modules('mmpos/x.py',
+                                                  str(tmp_path))
+    assert (line, module) == (1, 'mmpos.models.layers.positions.LieRE')
+    matrix = 'mmpos/models/layers/positions/matrix.py'
+    found = provenance._import_files(module, {module: matrix})
+    assert found == {matrix, 'mmpos/models/layers/positions/__init__.py'}
 
 
 def test_resolve_adds_named_configs_and_leaves_out_unbuilt_schemes():

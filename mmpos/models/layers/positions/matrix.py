@@ -29,6 +29,7 @@ from typing import Optional, Tuple
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from torch import Tensor
 
 from .base import PositionScheme, PositionTable
@@ -135,10 +136,11 @@ def exp_at_points(points: Tensor, generators: Tensor,
     all points, each point's polynomial is one row of one matrix product,
     and only the squarings are per point (batch-last :func:`_products`,
     the ``N P`` matrices as the vector dimension). Degree: the smallest
-    whose next term bound ``max_norm^(K+1) / (K+1)!`` is below the dtype's
-    rounding (``eps / 2``); ``max_norm`` trades the shared product (its
-    terms grow with the square of the degree) against the per-point
-    squarings (one more per halving). Equal to
+    whose next term bound ``theta^(K+1) / (K+1)!`` is below the dtype's
+    rounding (``eps / 2``), ``theta <= max_norm`` the largest scaled bound
+    (``max_norm`` while compiling); ``max_norm`` trades the shared terms
+    (their number grows with the square of the degree) against the
+    per-point squarings (one more per halving). Equal to
     ``torch.matrix_exp`` per point within rounding, values and gradients
     (tested), at a fraction of the cost: ``matrix_exp`` picks degree and
     squarings per matrix and differentiates through an exponential of
@@ -147,9 +149,6 @@ def exp_at_points(points: Tensor, generators: Tensor,
     data-dependent loop).
     """
     b = generators.shape[-1]
-    tol = torch.finfo(generators.dtype).eps / 2
-    degree = next(k for k in range(1, 100)
-                  if max_norm**(k + 1) / math.factorial(k + 1) < tol)
     with torch.no_grad():
         # (2,): a power of two >= each axis' largest |coordinate|
         span = torch.exp2(torch.ceil(torch.log2(
@@ -159,14 +158,22 @@ def exp_at_points(points: Tensor, generators: Tensor,
         norms = torch.linalg.matrix_norm(generators, ord=2) * span[:, None]
         bound = (unit.abs() @ norms).amax()
         steps = torch.ceil(torch.log2(bound / max_norm)).clamp_min(0)
+    compiling = torch.compiler.is_compiling()
+    # eager: the squarings and the largest scaled bound, in one sync
+    count, theta = ((MAX_SQUARINGS, max_norm) if compiling else
+                    torch.stack((steps, bound * torch.exp2(-steps))).tolist())
+    tol = torch.finfo(generators.dtype).eps / 2
+    degree = next(k for k in range(1, 100)
+                  if theta**(k + 1) / math.factorial(k + 1) < tol)
     a, c = generators * (span * torch.exp2(-steps))[:, None, None, None]
-    # level k: the (k + 1) C_ij / k! of i + j = k side by side, i = 0..k
+    # level k: the (k + 1) C_ij / k! of i + j = k side by side, i = 0..k;
+    # block i of level k is (C' block i + A' block i - 1) / k of level k - 1
+    ca = torch.cat([c, a], -1)  # (P, b, 2 b)
     level = torch.eye(b, dtype=a.dtype, device=a.device).expand_as(a)
     levels = [level]
     for k in range(1, degree + 1):
-        pad = level.new_zeros(level.shape[:-1] + (b, ))
-        level = (torch.cat([c @ level, pad], -1) +
-                 torch.cat([pad, a @ level], -1)) / k
+        shifted = torch.cat([F.pad(level, (0, b)), F.pad(level, (b, 0))], -2)
+        level = (ca / k) @ shifted  # (P, b, 2 b) @ (P, 2 b, (k + 1) b)
         levels.append(level)
     terms = torch.cat(levels, -1).unflatten(-1, (-1, b))  # (P, b, T, b)
     i = torch.cat([torch.arange(k + 1) for k in range(degree + 1)])
@@ -176,12 +183,9 @@ def exp_at_points(points: Tensor, generators: Tensor,
     flat = terms.permute(2, 1, 3, 0).flatten(1)  # (T, b b P)
     # (N, b b P) -> (b, b, P N): batch-last
     out = (powers @ flat).T.contiguous().view(b, b, -1)
-    if torch.compiler.is_compiling():
-        for step in range(MAX_SQUARINGS):
-            out = torch.where(steps > step, _Square.apply(out), out)
-    else:
-        for _ in range(int(steps)):
-            out = _Square.apply(out)
+    for step in range(int(count)):
+        out = (torch.where(steps > step, _Square.apply(out), out)
+               if compiling else _Square.apply(out))
     # (b, b, P, N) -> (N, P, b, b), a view of the batch-last result
     return out.view(b, b, -1, len(points)).permute(3, 2, 0, 1)
 

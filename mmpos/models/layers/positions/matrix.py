@@ -103,21 +103,44 @@ def _products(a: Tensor, b: Tensor, out: Optional[Tensor] = None
     return out
 
 
-class _Square(torch.autograd.Function):
-    """``M M`` of batch-last ``(b, b, K)`` matrices (:func:`_products`);
-    adjoint ``G M^T + M^T G`` in one buffer."""
+class _Squarings(torch.autograd.Function):
+    """``M^(2^s)`` of batch-last ``(b, b, K)`` matrices ``M``: ``count``
+    squarings (:func:`_products`), step ``j`` kept where ``steps > j``
+    (eager: ``count = steps``, every step; compiling: ``count =``
+    :data:`MAX_SQUARINGS`, a static loop). Only ``M`` is saved: the
+    adjoint of ``G``, ``sum_{k < 2^s} (M^T)^k G (M^T)^(2^s - 1 - k)``, is
+    ``X_s`` of ``X_0 = G``, ``X_{j+1} = X_j N_j + N_j X_j`` (doubling the
+    sum) with ``N_j = (M^T)^(2^j)`` squared again in increasing order:
+    ``s - 1`` more products than keeping every power, ``s - 1`` fewer
+    ``(b, b, K)`` tensors kept from forward to backward."""
 
     @staticmethod
-    def forward(ctx, m: Tensor) -> Tensor:
-        ctx.save_for_backward(m)
-        return _products(m, m)
+    def forward(ctx, m: Tensor, steps: Tensor, count: int) -> Tensor:
+        ctx.save_for_backward(m, steps)
+        ctx.count, ctx.masked = count, torch.compiler.is_compiling()
+        for j in range(count):
+            m = _kept(_products(m, m), m, steps, j, ctx.masked)
+        return m
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, grad: Tensor) -> Tensor:
-        m, = ctx.saved_tensors
-        mt = m.transpose(0, 1)
-        return _products(mt, grad, _products(grad, mt))
+    def backward(ctx, grad: Tensor):
+        m, steps = ctx.saved_tensors
+        power, adj = m.transpose(0, 1), grad  # N_0 = M^T, X_0 = G
+        for j in range(ctx.count):
+            adj = _kept(_products(power, adj, _products(adj, power)), adj,
+                        steps, j, ctx.masked)
+            if j + 1 < ctx.count:
+                power = _kept(_products(power, power), power, steps, j + 1,
+                              ctx.masked)
+        return adj, None, None
+
+
+def _kept(new: Tensor, old: Tensor, steps: Tensor, j: int,
+          masked: bool) -> Tensor:
+    """Step ``j``'s ``new`` where ``steps > j``, else ``old`` (``masked``;
+    otherwise ``new``)."""
+    return torch.where(steps > j, new, old) if masked else new
 
 
 def exp_at_points(points: Tensor, generators: Tensor,
@@ -183,9 +206,7 @@ def exp_at_points(points: Tensor, generators: Tensor,
     flat = terms.permute(2, 1, 3, 0).flatten(1)  # (T, b b P)
     # (N, b b P) -> (b, b, P N): batch-last
     out = (powers @ flat).T.contiguous().view(b, b, -1)
-    for step in range(int(count)):
-        out = (torch.where(steps > step, _Square.apply(out), out)
-               if compiling else _Square.apply(out))
+    out = _Squarings.apply(out, steps, int(count))
     # (b, b, P, N) -> (N, P, b, b), a view of the batch-last result
     return out.view(b, b, -1, len(points)).permute(3, 2, 0, 1)
 

@@ -126,7 +126,7 @@ class _Squarings(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad: Tensor):
         m, steps = ctx.saved_tensors
-        power, adj = m.transpose(0, 1), grad  # N_0 = M^T, X_0 = G
+        power, adj = m.transpose(0, 1), grad.contiguous()  # N_0, X_0
         for j in range(ctx.count):
             adj = _kept(_products(power, adj, _products(adj, power)), adj,
                         steps, j, ctx.masked)
@@ -203,12 +203,12 @@ def exp_at_points(points: Tensor, generators: Tensor,
     k = torch.cat([torch.full((k + 1, ), k) for k in range(degree + 1)])
     powers = (unit[:, :1]**i.to(unit) *
               unit[:, 1:]**(k - i).to(unit))  # (N, T): x^i y^j
-    flat = terms.permute(2, 1, 3, 0).flatten(1)  # (T, b b P)
-    # (N, b b P) -> (b, b, P N): batch-last
-    out = (powers @ flat).T.contiguous().view(b, b, -1)
+    flat = terms.permute(2, 0, 1, 3).flatten(1)  # (T, P b b)
+    # (N P, b b) -> (b, b, N P): batch-last (a 2-d transpose, as below)
+    out = (powers @ flat).view(-1, b * b).T.contiguous().view(b, b, -1)
     out = _Squarings.apply(out, steps, int(count))
-    # (b, b, P, N) -> (N, P, b, b), a view of the batch-last result
-    return out.view(b, b, -1, len(points)).permute(3, 2, 0, 1)
+    # (b b, N P) -> (N, P, b, b)
+    return out.view(b * b, -1).T.contiguous().view(len(points), -1, b, b)
 
 
 def block_rotations(coords: Tensor, generators: Tensor) -> Tensor:

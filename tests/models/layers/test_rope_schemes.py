@@ -574,8 +574,11 @@ def test_lookhere_scheme_per_block_slopes_shift_invariance_and_missing():
     for i, t in enumerate(blocks):
         assert torch.equal(t.attn_bias,
                            scheme.block_table(i, coords).attn_bias)
-    q, _ = qk(batch=1, tokens=16)
-    assert all(torch.equal(t.rotate(q), q) for t in blocks)
+    q, _ = qk(batch=1, tokens=17)  # a class token and 16 patches
+    # no rotation: the queries themselves, not a copy
+    assert all(t.rotate(q) is q for t in blocks)
+    with pytest.raises(ValueError, match='16 positions given for only 15'):
+        blocks[0].rotate(q[..., 2:, :])
     first, last = blocks[0].attn_bias, blocks[-1].attn_bias
     visible = first > torch.finfo(torch.float32).min
     # block slopes 1.5 and 0.5 (times 2 globally) on the same masks

@@ -86,6 +86,12 @@ class BiasTable(PositionTable):
         self.attn_bias = attn_bias
         self.num_tokens = attn_bias.shape[-1]
 
+    def rotate_tokens(self, x: Tensor) -> Tensor:
+        """``x`` itself, no copy (after :meth:`num_prefix`'s check of the
+        token count): LookHere rotates nothing."""
+        self.num_prefix(x)
+        return x
+
 
 class LookHere(PositionScheme):
     """LookHere's directed masks and distance penalties

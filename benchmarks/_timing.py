@@ -13,8 +13,19 @@ standalone as ``python benchmarks/<script>.py``.
   pipeline).
 * **Time.** :func:`measure` runs ``warmup`` calls of every step, then
   ``iters`` *interleaved* rounds (one call of each step per round) so that
-  drifts of a shared machine's load hit all alike, and reports the median.
-  On CUDA the device is synchronised before and after each timed call.
+  drifts of a shared machine's load hit all alike, and reports the median
+  and every round's time. On CUDA the device is synchronised before and
+  after each timed call.
+* **Ratios** (:func:`ratio`): one round holds one call of each step, so
+  the rounds pair the steps. A ratio ours / baseline is the geometric mean
+  of the per-round ratios with its 95 % interval, the paired t test on the
+  per-round log times (``mmpos.evaluation.stats.paired``, read from its
+  file: it needs numpy and scipy, not the OpenMMLab stack); fewer than 2
+  rounds give no interval. A row whose target bounds the time (``'<= x'``,
+  ``'time < x'``, :func:`time_bound`) carries the test of its log ratio
+  against ``log x`` (``target_test``); ``run.py`` adjusts a run's target
+  tests together (Holm) and reads the verdict: ``met`` (the ratio is below
+  the bound), ``missed`` (above) or ``no verdict``.
 * **Peak memory** (:func:`peak_memory`), one extra call per step: on CUDA
   ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``,
   minus what was allocated before the call; on CPU the allocator events of
@@ -31,7 +42,11 @@ standalone as ``python benchmarks/<script>.py``.
 """
 import argparse
 import contextlib
+import functools
+import importlib.util
+import math
 import os
+import re
 import statistics
 import time
 from typing import Callable, Dict, Optional, Sequence, Tuple
@@ -190,14 +205,16 @@ def measure(steps: Dict[str, Callable[[], None]],
             iters: int,
             batch_size: Optional[int] = None,
             memory: bool = True) -> Dict[str, dict]:
-    """``{name: {step_ms, [peak_mib], [images_per_s]}}``: median time of the
-    interleaved calls (:func:`time_steps`), the peak memory of one more call
+    """``{name: {step_ms, times_ms, [peak_mib], [images_per_s]}}``: median
+    time of the interleaved calls and the time of every round
+    (:func:`time_steps`), the peak memory of one more call
     (:func:`peak_memory`) and ``batch_size`` / median seconds."""
     times = time_steps(steps, device, warmup, iters)
     stats = {}
     for name, step in steps.items():
         seconds = statistics.median(times[name])
-        stats[name] = dict(step_ms=1e3 * seconds)
+        stats[name] = dict(step_ms=1e3 * seconds,
+                           times_ms=[1e3 * t for t in times[name]])
         if memory:
             stats[name]['peak_mib'] = peak_memory(step, device) / 2**20
         if batch_size:
@@ -205,14 +222,61 @@ def measure(steps: Dict[str, Callable[[], None]],
     return stats
 
 
+@functools.lru_cache(maxsize=None)
+def _stats():
+    """``mmpos/evaluation/stats.py`` loaded from its file (numpy, scipy)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        os.pardir, 'mmpos', 'evaluation', 'stats.py')
+    spec = importlib.util.spec_from_file_location('_mmpos_stats', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _log_times(stats: dict, what: str) -> list:
+    if 'times_ms' not in stats:
+        raise ValueError(f'{what}: an entry without per-round times '
+                         '(times_ms); measure it with _timing.measure')
+    return [math.log(t) for t in stats['times_ms']]
+
+
+def ratio(ours: dict, base: dict, key: str = 'time_ratio') -> dict:
+    """``ours`` / ``base`` (:func:`measure` entries of one run):
+    ``{key: r, key_low, key_high}``, ``r`` the geometric mean of the
+    per-round time ratios, ``[key_low, key_high]`` its 95 % interval
+    ``exp(D -+ t SE)`` of the paired t on the per-round log times (None
+    with fewer than 2 rounds or equal per-round ratios)."""
+    test = _stats().paired(_log_times(ours, key), _log_times(base, key))
+    return {key: math.exp(test.difference),
+            f'{key}_low': None if test.low is None else math.exp(test.low),
+            f'{key}_high': None if test.high is None else math.exp(test.high)}
+
+
 def add_ratios(stats: Dict[str, dict], base: str) -> None:
-    """Add ``time_ratio`` (and ``mem_ratio``) against ``stats[base]`` to
-    every entry of ``stats`` (1 for ``base``)."""
+    """Add :func:`ratio`'s ``time_ratio`` (with its interval) and
+    ``mem_ratio`` against ``stats[base]`` to every entry of ``stats`` (1
+    for ``base``)."""
     ref = dict(stats[base])
     for entry in stats.values():
-        entry['time_ratio'] = entry['step_ms'] / ref['step_ms']
+        entry.update(ratio(entry, ref))
         if 'peak_mib' in entry and ref.get('peak_mib'):
             entry['mem_ratio'] = entry['peak_mib'] / ref['peak_mib']
+
+
+def format_ratio(stats: dict, key: str = 'time_ratio') -> str:
+    """``'1.234 [1.200, 1.270]'``: :func:`ratio`'s value and interval
+    (``[-]``: none)."""
+    low, high = stats.get(f'{key}_low'), stats.get(f'{key}_high')
+    span = '[-]' if low is None else f'[{low:.3f}, {high:.3f}]'
+    return f'{stats[key]:.3f} {span}'
+
+
+def time_bound(target: Optional[str]) -> Optional[float]:
+    """The bound a target sets on the time ratio: ``x`` of ``'<= x'`` /
+    ``'< x'`` at its start or of ``'time <= x'`` / ``'time < x'``; None
+    for other targets (``'~0.25'``, ``'1.3 (paper)'``)."""
+    found = re.search(r'(?:^|\btime\s*)<=?\s*(\d+(?:\.\d+)?)', target or '')
+    return float(found.group(1)) if found else None
 
 
 def load() -> list:
@@ -264,14 +328,19 @@ def compare_train_steps(models: Dict[str, torch.nn.Module],
 
 
 def comparison(benchmark: str, ours: str, ours_stats: dict, baseline: str,
-               base_stats: dict, **extra) -> dict:
+               base_stats: dict, target: Optional[str] = None,
+               **extra) -> dict:
     """One summary row: ours against a baseline measured in the same run,
-    ``time_ratio`` = ours / baseline (below 1: ours is faster), likewise
-    ``mem_ratio`` and ``throughput_ratio`` (above 1: ours is faster)."""
+    ``time_ratio`` = ours / baseline with its interval (:func:`ratio`;
+    below 1: ours is faster), ``mem_ratio`` and ``throughput_ratio`` (above
+    1: ours is faster) of the medians and peaks. A ``target`` that bounds
+    the time (:func:`time_bound`) adds ``target_test``, the paired t of the
+    per-round log ratios against the log bound (a ``stats.Comparison`` as a
+    dict, adjusted by ``run.py``)."""
     row = dict(benchmark=benchmark, ours=ours, baseline=baseline,
                ours_ms=ours_stats['step_ms'],
-               baseline_ms=base_stats['step_ms'],
-               time_ratio=ours_stats['step_ms'] / base_stats['step_ms'])
+               baseline_ms=base_stats['step_ms'])
+    row.update(ratio(ours_stats, base_stats))
     if 'peak_mib' in ours_stats and 'peak_mib' in base_stats:
         row.update(ours_peak_mib=ours_stats['peak_mib'],
                    baseline_peak_mib=base_stats['peak_mib'])
@@ -282,6 +351,14 @@ def comparison(benchmark: str, ours: str, ours_stats: dict, baseline: str,
                    baseline_images_per_s=base_stats['images_per_s'],
                    throughput_ratio=ours_stats['images_per_s'] /
                    base_stats['images_per_s'])
+    if target is not None:
+        row['target'] = target
+        bound = time_bound(target)
+        if bound is not None:
+            logs = [a - b for a, b in zip(_log_times(ours_stats, ours),
+                                          _log_times(base_stats, baseline))]
+            row['target_test'] = _stats().paired(
+                logs, [math.log(bound)] * len(logs)).asdict()
     row.update(extra)
     return row
 

@@ -68,5 +68,5 @@ if __name__ == '__main__':
     result = _timing.run_cli(__doc__, run, _timing.BATCH_SIZE)
     for name, stats in result['steps'].items():
         print(_timing.step_line(name, stats, 20),
-              f"time x {stats['time_ratio']:.3f}",
+              f"time x {_timing.format_ratio(stats)}",
               f"mem x {stats['mem_ratio']:.3f}")

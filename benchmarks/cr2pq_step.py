@@ -106,8 +106,9 @@ def main():
                              ('--image-size', dict(type=int)))
     for name in NAMES:
         print(_timing.step_line(name, result[name], 10))
-    print(f"CR2PQ / MoCoV3: {result['time_ratio']:.3f}x, "
-          f"CR2PQ_sym / MoCoV3: {result['time_ratio_sym']:.3f}x; memory "
+    print(f"CR2PQ / MoCoV3: {_timing.format_ratio(result['CR2PQ'])}x, "
+          'CR2PQ_sym / MoCoV3: '
+          f"{_timing.format_ratio(result['CR2PQ_sym'])}x; memory "
           f"{result['CR2PQ']['mem_ratio']:.3f}x, "
           f"{result['CR2PQ_sym']['mem_ratio']:.3f}x")
 

@@ -94,7 +94,7 @@ def main():
     result = _timing.run_cli(__doc__, run, _timing.BATCH_SIZE)
     for name in ('DINOv2', 'ICPF'):
         print(_timing.step_line(name, result[name], 8))
-    print(f"ICPF / DINOv2: {result['time_ratio']:.3f}x, memory "
+    print(f"ICPF / DINOv2: {_timing.format_ratio(result['ICPF'])}x, memory "
           f"{result['ICPF']['mem_ratio']:.3f}x")
 
 

@@ -177,7 +177,7 @@ def main():
     for row in summarize(result):
         print(f"{row['benchmark']:<26} ours {row['ours_images_per_s']:7.1f} "
               f"img/s, baseline {row['baseline_images_per_s']:7.1f} img/s, "
-              f"ours / baseline time {row['time_ratio']:.3f}x")
+              f"ours / baseline time {_timing.format_ratio(row)}x")
 
 
 if __name__ == '__main__':

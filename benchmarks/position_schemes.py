@@ -13,7 +13,9 @@ positions (``none``).
 
 Schemes: ``axial``, ``mixed``, ``dinov3`` (mmpos' RoPE), ``spiral``,
 ``string``, ``comrope`` (LD, 8 x 8 blocks), ``liere`` (8 x 8 blocks),
-``lookhere`` (LH-180); see :mod:`mmpos.models.layers.positions`.
+``lookhere`` (LH-180); see :mod:`mmpos.models.layers.positions`. Target:
+the matrix schemes (ComRoPE, LieRE) at most 1.5x the layer without
+positions (:data:`TARGETS`).
 ``--quick``: batch 2, 3 rounds.
 
     python benchmarks/position_schemes.py [--quick] [--batch-size 8]
@@ -35,6 +37,7 @@ SCHEMES = {
     'liere': dict(type='liere', position_scale=1 / (GRID[0] - 1)),
     'lookhere': dict(type='lookhere'),
 }
+TARGETS = dict(comrope='<= 1.5', liere='<= 1.5')
 
 
 class SchemeAttention(nn.Module):
@@ -78,20 +81,20 @@ def summarize(result: dict) -> list:
     return [
         _timing.comparison('position_schemes ViT-S attention layer step',
                            name, stats, 'same layer without positions',
-                           result['none'])
+                           result['none'], target=TARGETS.get(name))
         for name, stats in result.items() if name not in ('settings', 'none')
     ]
 
 
 def markdown(result: dict) -> str:
     """Per scheme: ms per step, peak MiB and both ratios to ``none``."""
-    lines = ['| scheme | ms | x none | peak MiB | mem x none |',
+    lines = ['| scheme | ms | x none [95% CI] | peak MiB | mem x none |',
              '|---|---|---|---|---|']
     for name, s in result.items():
         if name == 'settings':
             continue
         lines.append(f"| {name} | {s['step_ms']:.1f} | "
-                     f"{s['time_ratio']:.3f} | {s['peak_mib']:.1f} | "
+                     f"{_timing.format_ratio(s)} | {s['peak_mib']:.1f} | "
                      f"{s.get('mem_ratio', float('nan')):.3f} |")
     return '\n'.join(lines)
 

@@ -82,8 +82,9 @@ def run(quick: bool = False, iters: int = None, warmup: int = None,
         threads: int = None, device: str = 'auto', batch_size: int = None,
         arch: str = '285m', amp: str = 'auto') -> dict:
     """Returns ``{'settings': ..., 'QB-Heat', 'full', 'encoder_quarter',
-    'encoder_full': {step_ms, peak_mib, images_per_s}, 'time_ratio':
-    QB-Heat / full, 'encoder_ratio': quarter / full}``."""
+    'encoder_full': {step_ms, times_ms, peak_mib, images_per_s},
+    'time_ratio': QB-Heat / full, 'encoder_ratio': quarter / full}`` (each
+    ratio with ``_low`` / ``_high``, ``_timing.ratio``)."""
     from mmpos.models.backbones.mobile_former import MobileFormer
     device, amp = _timing.setup(device, amp, threads)
     iters = iters or (3 if quick else 10)
@@ -105,10 +106,9 @@ def run(quick: bool = False, iters: int = None, warmup: int = None,
     result['settings'] = _timing.settings(
         device, amp, quick=quick, arch=arch, image_size=size, iters=iters,
         warmup=warmup, batch_size=batch_size)
-    result['time_ratio'] = result['QB-Heat']['step_ms'] / \
-        result['full']['step_ms']
-    result['encoder_ratio'] = result['encoder_quarter']['step_ms'] / \
-        result['encoder_full']['step_ms']
+    result.update(_timing.ratio(result['QB-Heat'], result['full']))
+    result.update(_timing.ratio(result['encoder_quarter'],
+                                result['encoder_full'], 'encoder_ratio'))
     return result
 
 
@@ -135,8 +135,9 @@ def main():
     result = run(args.quick, args.iters, args.warmup, args.threads,
                  args.device, args.batch_size, args.arch, args.amp)
     print(json.dumps(result, indent=2))
-    print(f"QB-Heat / full-image step time: {result['time_ratio']:.3f}; "
-          f"encoder quarter / full: {result['encoder_ratio']:.3f}")
+    print('QB-Heat / full-image step time: '
+          f"{_timing.format_ratio(result)}; encoder quarter / full: "
+          f"{_timing.format_ratio(result, 'encoder_ratio')}")
 
 
 if __name__ == '__main__':

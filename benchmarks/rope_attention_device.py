@@ -235,11 +235,13 @@ def measure_case(classes, schemes, device, dtype, mode, grid, batch, dim,
         stats = _timing.measure(train, device, warmup, iters, memory=True)
         for name, s in stats.items():
             out[name].update(train_ms=s['step_ms'],
+                             train_times_ms=s['times_ms'],
                              train_peak_mib=s['peak_mib'])
         stats = _timing.measure(infer, device, warmup, iters,
                                 batch_size=batch, memory=True)
         for name, s in stats.items():
             out[name].update(infer_ms=s['step_ms'],
+                             infer_times_ms=s['times_ms'],
                              infer_images_per_s=s['images_per_s'],
                              infer_peak_mib=s['peak_mib'])
     return out
@@ -259,8 +261,11 @@ def case_rows(stats, amp, mode, tokens, batch):
                    'train step', ours=name, baseline='none', scheme=name,
                    amp=amp, mode=mode, tokens=tokens, batch=batch, **s)
         if 'error' not in s and 'train_ms' in base:
+            for part in ('train', 'infer'):
+                row.update(_timing.ratio(
+                    dict(times_ms=s[f'{part}_times_ms']),
+                    dict(times_ms=base[f'{part}_times_ms']), f'{part}_ratio'))
             row.update(
-                train_ratio=_ratio(s['train_ms'], base['train_ms']),
                 infer_throughput_ratio=_ratio(s['infer_images_per_s'],
                                               base['infer_images_per_s']),
                 train_mem_ratio=_ratio(s['train_peak_mib'],
@@ -273,6 +278,8 @@ def case_rows(stats, amp, mode, tokens, batch):
                 ours_images_per_s=s['infer_images_per_s'],
                 baseline_images_per_s=base['infer_images_per_s'])
             row.update(time_ratio=row['train_ratio'],
+                       time_ratio_low=row['train_ratio_low'],
+                       time_ratio_high=row['train_ratio_high'],
                        mem_ratio=row['train_mem_ratio'],
                        throughput_ratio=row['infer_throughput_ratio'])
         rows.append(row)
@@ -281,6 +288,10 @@ def case_rows(stats, amp, mode, tokens, batch):
 
 def _f(value, fmt):
     return '' if value is None else format(value, fmt)
+
+
+def _ratio_cell(row, key):
+    return _timing.format_ratio(row, key) if key in row else ''
 
 
 def markdown(report):
@@ -301,11 +312,13 @@ def markdown(report):
         'Train: forward + backward ms (median of interleaved calls); infer: '
         'no_grad eval forward, images/s = batch / median; peak: MiB the '
         'training step adds (infer peak in the JSON); x none: ratio to the '
-        'layer without positions in the same case.', '',
+        'layer without positions in the same case (time: geometric mean of '
+        'the per-round ratios, 95 % paired t interval; infer: its time '
+        'ratio).', '',
         f"Shift invariance (max relative logit change): "
         f"{json.dumps(report['shift_invariance_rel_err'])}", '',
-        '| amp | scheme | mode | tokens | train ms | x none | infer img/s '
-        '| x none | peak MiB | x none | compile s |',
+        '| amp | scheme | mode | tokens | train ms | x none [95% CI] | infer '
+        'img/s | time x none [95% CI] | peak MiB | x none | compile s |',
         '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
     for r in report['rows']:
         head = f"| {r['amp']} | {r['scheme']} | {r['mode']} | {r['tokens']} "
@@ -315,9 +328,9 @@ def markdown(report):
             continue
         lines.append(
             head + f"| {_f(r.get('train_ms'), '.3f')} "
-            f"| {_f(r.get('train_ratio'), '.3f')} "
+            f"| {_ratio_cell(r, 'train_ratio')} "
             f"| {_f(r.get('infer_images_per_s'), '.1f')} "
-            f"| {_f(r.get('infer_throughput_ratio'), '.3f')} "
+            f"| {_ratio_cell(r, 'infer_ratio')} "
             f"| {_f(r.get('train_peak_mib'), '.1f')} "
             f"| {_f(r.get('train_mem_ratio'), '.3f')} "
             f"| {_f(r.get('compile_s'), '.1f')} |")

@@ -57,7 +57,7 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
     """``{'settings', 'eager': {model: stats}, 'compiled': {model:
     stats}}``; eager stats with ``time_ratio`` (against APE) and
     ``none_ratio``, compiled ones with ``time_ratio`` (against compiled
-    APE) and ``eager_ratio``."""
+    APE) and ``eager_ratio`` (each with its interval, ``_timing.ratio``)."""
     from mmengine.logging import MMLogger
     MMLogger.get_current_instance().setLevel('WARNING')
     device, amp = _timing.setup(device, amp, threads)
@@ -99,12 +99,12 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
     fast = {n[:-len(' compiled')]: s for n, s in stats.items()
             if n.endswith('compiled')}
     for name, entry in eager.items():
-        entry['none_ratio'] = entry['step_ms'] / eager['none']['step_ms']
+        entry.update(_timing.ratio(entry, eager['none'], 'none_ratio'))
     _timing.add_ratios(eager, 'APE')
     if 'APE' in fast:
         _timing.add_ratios(fast, 'APE')
     for name, entry in fast.items():
-        entry['eager_ratio'] = entry['step_ms'] / eager[name]['step_ms']
+        entry.update(_timing.ratio(entry, eager[name], 'eager_ratio'))
     return dict(
         settings=_timing.settings(
             device, amp, quick=quick, batch_size=batch_size, iters=iters,
@@ -154,11 +154,12 @@ def markdown(result: dict) -> str:
              'x compiled APE | x eager |', '|---|---|---|---|---|---|---|']
     for name, e in result['eager'].items():
         c = result['compiled'].get(name)
-        tail = (f"{c['step_ms']:.1f} | {c['time_ratio']:.3f} | "
-                f"{c['eager_ratio']:.3f}" if c else '- | - | -')
+        tail = (f"{c['step_ms']:.1f} | {_timing.format_ratio(c)} | "
+                f"{_timing.format_ratio(c, 'eager_ratio')}" if c
+                else '- | - | -')
         lines.append(f"| {name} | {e['step_ms']:.1f} | "
-                     f"{e['time_ratio']:.3f} | {e['none_ratio']:.3f} | "
-                     f'{tail} |')
+                     f"{_timing.format_ratio(e)} | "
+                     f"{_timing.format_ratio(e, 'none_ratio')} | {tail} |")
     return '\n'.join(lines)
 
 

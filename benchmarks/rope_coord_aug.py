@@ -102,7 +102,7 @@ def main():
     for arch, stats in results.items():
         for name, s in stats.items():
             print(f"{arch:<20}{name:<24}{s['step_ms']:>9.1f} ms"
-                  f"{s['time_ratio']:>8.3f}x time"
+                  f"{_timing.format_ratio(s):>22}x time"
                   f"{s.get('mem_ratio', float('nan')):>8.3f}x memory")
 
 

@@ -221,11 +221,12 @@ def markdown(result: dict) -> str:
     s = result['settings']
     lines = [f"Load average {s['load_start']} -> {s['load_end']}; batch "
              f"{s['batch_size']}, {s['iters']} interleaved rounds.", '',
-             '| comparison | variant | ms | x baseline |', '|---|---|---|---|']
+             '| comparison | variant | ms | x baseline [95% CI] |',
+             '|---|---|---|---|']
     for part in PARTS:
         for name, stats in result.get(part, {}).items():
             lines.append(f"| {part} | {name} | {stats['step_ms']:.1f} | "
-                         f"{stats['time_ratio']:.3f} |")
+                         f'{_timing.format_ratio(stats)} |')
     return '\n'.join(lines)
 
 

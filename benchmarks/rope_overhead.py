@@ -112,7 +112,7 @@ def summarize(results: dict) -> list:
 def print_table(results: dict) -> None:
     print('settings:', results['settings'])
     header = (f"{'arch':<18}{'model':<14}{'params M':>9}{'step ms':>10}"
-              f"{'peak MiB':>10}{'time x':>8}{'mem x':>8}")
+              f"{'peak MiB':>10}{'time x [95% CI]':>22}{'mem x':>8}")
     print(header)
     print('-' * len(header))
     for arch, stats in results.items():
@@ -121,7 +121,7 @@ def print_table(results: dict) -> None:
         for name, s in stats.items():
             print(f"{arch:<18}{name:<14}{s['params_m']:>9.2f}"
                   f"{s['step_ms']:>10.1f}{s['peak_mib']:>10.1f}"
-                  f"{s['time_ratio']:>8.3f}{s['mem_ratio']:>8.3f}")
+                  f"{_timing.format_ratio(s):>22}{s['mem_ratio']:>8.3f}")
 
 
 def main():

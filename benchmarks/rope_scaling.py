@@ -40,7 +40,7 @@ MODELS = ('APE', 'RoPE-mixed', 'RoPE-axial')
 # How main() prints one summary row (``summarize``).
 ROW = ('{benchmark:<34}{ours:<12}{ours_ms:9.1f} ms {ours_peak_mib:8.1f} MiB | '
        'ViT {baseline_ms:9.1f} ms {baseline_peak_mib:8.1f} MiB | '
-       'time {time_ratio:.3f}x, memory {mem_ratio:.3f}x')
+       'time {time}x, memory {mem_ratio:.3f}x')
 
 
 def build(name: str, arch, size: int) -> torch.nn.Module:
@@ -176,7 +176,7 @@ def markdown(result: dict) -> str:
 def main():
     result = _timing.run_cli(__doc__, run)
     for row in summarize(result):
-        print(ROW.format(**row))
+        print(ROW.format(time=_timing.format_ratio(row), **row))
     print(markdown(result))
 
 

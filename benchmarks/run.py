@@ -24,6 +24,12 @@ and the ratios ours / baseline. The timing and memory protocol is
 ``rope_compile``      ViT-S 224 px inference per scheme, eager and compiled
 ====================  =====================================================
 
+Every time ratio carries its 95 % interval (``_timing.ratio``: paired t on
+the per-round log times). The rows whose target bounds the time are one
+family: their tests against the bound are adjusted by Holm
+(:func:`judge_targets`) and each gets a verdict, ``met``, ``missed`` or
+``no verdict``.
+
 Writes ``<out>/<name>.json`` (settings, every row, each benchmark's full
 result, its wall time, or its error) and ``<out>/<name>.md``; ``name``
 defaults to ``<device>_quick`` / ``<device>_full``. A benchmark that fails
@@ -161,10 +167,39 @@ def _fmt(value, digits: int = 1) -> str:
 ROW_COLUMNS = (
     ('benchmark', 'benchmark', None), ('ours', 'ours', None),
     ('baseline', 'baseline', None), ('ours ms', 'ours_ms', 1),
-    ('baseline ms', 'baseline_ms', 1), ('time x', 'time_ratio', 3),
+    ('baseline ms', 'baseline_ms', 1), ('time x [95% CI]', 'time_ratio', 3),
     ('ours MiB', 'ours_peak_mib', 1), ('baseline MiB', 'baseline_peak_mib', 1),
     ('mem x', 'mem_ratio', 3), ('ours img/s', 'ours_images_per_s', 1),
-    ('baseline img/s', 'baseline_images_per_s', 1), ('target', 'target', None))
+    ('baseline img/s', 'baseline_images_per_s', 1), ('target', 'target', None),
+    ('verdict (Holm p)', 'target_test', None))
+VERDICTS = {'lower': 'met', 'higher': 'missed'}
+
+
+def judge_targets(rows: list) -> None:
+    """Adjust the rows' ``target_test`` (``_timing.comparison``: the log
+    time ratio against the log bound) as one family by Holm and add
+    ``target_verdict``: ``met`` (the ratio is below the bound at adjusted
+    p < 0.05), ``missed`` (above), ``no verdict`` or ``no test`` (fewer
+    than 2 rounds)."""
+    stats = _timing._stats()
+    judged = [row for row in rows if row.get('target_test')]
+    tests = stats.family([stats.Comparison.from_dict(row['target_test'])
+                          for row in judged], stats.HOLM)
+    for row, test in zip(judged, tests):
+        row['target_test'] = test.asdict()
+        row['target_verdict'] = VERDICTS.get(test.verdict, test.verdict)
+
+
+def _cell(row: dict, key: str, digits) -> str:
+    if key == 'time_ratio' and key in row:
+        return _timing.format_ratio(row)
+    if key == 'target_test':
+        test = row.get(key)
+        if not test:
+            return '-'
+        p = '' if test['p_adj'] is None else f" ({test['p_adj']:.2g})"
+        return row['target_verdict'] + p
+    return _fmt(row.get(key), digits)
 
 
 def summary_markdown(summary: dict) -> str:
@@ -180,16 +215,20 @@ def summary_markdown(summary: dict) -> str:
         f"{s['total_s']:.0f} s in all.", '',
         'Ratios are ours / baseline, both measured in this process on the '
         'same input (time x < 1: ours is faster; mem x < 1: ours needs less '
-        'memory). Times are medians of interleaved calls; memory is the peak '
-        'allocated during one call above what existed before it (CPU: torch '
-        'profiler allocator events; CUDA: max_memory_allocated); images/s = '
-        'batch / median time. See benchmarks/README.md.', '',
+        'memory). Times are medians of interleaved calls; a time ratio is '
+        'the geometric mean of the per-round ratios with its 95 % interval '
+        '(paired t on the log times; [-]: fewer than 2 rounds). A target '
+        'that bounds the time is tested against it, the run\'s targets '
+        'adjusted together (Holm): met, missed or no verdict. Memory is the '
+        'peak allocated during one call above what existed before it (CPU: '
+        'torch profiler allocator events; CUDA: max_memory_allocated); '
+        'images/s = batch / median time. See benchmarks/README.md.', '',
         '| ' + ' | '.join(c[0] for c in ROW_COLUMNS) + ' |',
         '|' + '---|' * len(ROW_COLUMNS)
     ]
     for row in summary['rows']:
         lines.append('| ' + ' | '.join(
-            _fmt(row.get(key), digits) for _, key, digits in ROW_COLUMNS) +
+            _cell(row, key, digits) for _, key, digits in ROW_COLUMNS) +
                      ' |')
     for name, entry in summary['benchmarks'].items():
         if entry.get('markdown'):
@@ -209,11 +248,9 @@ def write_summary(entries: dict, settings: dict, out_dir: str,
                   name: str) -> dict:
     """Write ``<out_dir>/<name>.json`` and ``.md`` (atomically); returns
     the summary (``{'settings', 'rows', 'benchmarks'}``)."""
-    summary = dict(
-        settings=settings,
-        rows=[row for entry in entries.values()
-              for row in entry.get('rows', [])],
-        benchmarks=entries)
+    rows = [row for entry in entries.values() for row in entry.get('rows', [])]
+    judge_targets(rows)
+    summary = dict(settings=settings, rows=rows, benchmarks=entries)
     summary = _json_safe(summary)
     base = osp.join(out_dir, name)
     write_atomically(json.dumps(summary, indent=1).encode(), base + '.json')

@@ -30,7 +30,7 @@ TOKENS = (196, 784, 3136, 4096)
 # How main() prints one summary row (``summarize``).
 ROW = ('{benchmark:<30} naive {baseline_ms:8.1f} ms {baseline_peak_mib:8.1f} '
        'MiB | SDPA {ours_ms:8.1f} ms {ours_peak_mib:8.1f} MiB | '
-       'SDPA / naive: time {time_ratio:.3f}x, memory {mem_ratio:.3f}x')
+       'SDPA / naive: time {time}x, memory {mem_ratio:.3f}x')
 
 
 def naive_attention(q, k, v):
@@ -86,7 +86,7 @@ def summarize(result: dict) -> list:
 def main():
     result = _timing.run_cli(__doc__, run)
     for row in summarize(result):
-        print(ROW.format(**row))
+        print(ROW.format(time=_timing.format_ratio(row), **row))
 
 
 if __name__ == '__main__':

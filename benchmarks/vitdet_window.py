@@ -55,7 +55,7 @@ ROWS = (('windowed', 'global'), ('windowed+cp', 'global'),
         ('windowed+math', 'global+math'), ('global+math', 'global'))
 ROW = ('{benchmark:<34}{ours:<13}{ours_ms:9.1f} ms {ours_peak_mib:8.1f} MiB '
        '| {baseline:<12}{baseline_ms:9.1f} ms {baseline_peak_mib:8.1f} MiB | '
-       'time {time_ratio:.3f}x, memory {mem_ratio:.3f}x')
+       'time {time}x, memory {mem_ratio:.3f}x')
 
 
 class FeatureLoss(torch.nn.Module):
@@ -129,7 +129,7 @@ def summarize(result: dict) -> list:
 def main():
     result = _timing.run_cli(__doc__, run, MODELS_OPTION)
     for row in summarize(result):
-        print(ROW.format(**row))
+        print(ROW.format(time=_timing.format_ratio(row), **row))
 
 
 if __name__ == '__main__':

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from scipy import stats as scipy_stats
+from statsmodels.stats.multitest import multipletests
 
 BENCH = Path(__file__).resolve().parents[1] / 'benchmarks'
 
@@ -24,7 +26,7 @@ def bench(monkeypatch):
 
 def test_sdpa_summary_json_and_markdown(bench, tmp_path):
     run = bench('run')
-    argv = ['--only', 'sdpa', '--quick', '--iters', '1', '--warmup', '0',
+    argv = ['--only', 'sdpa', '--quick', '--iters', '3', '--warmup', '0',
             '--device', 'cpu', '--out', str(tmp_path), '--name', 'tiny']
     assert run.main(argv) == 0
     summary = json.loads((tmp_path / 'tiny.json').read_text())
@@ -52,10 +54,20 @@ def test_sdpa_summary_json_and_markdown(bench, tmp_path):
                     'baseline_peak_mib', 'mem_ratio', 'ours_images_per_s',
                     'baseline_images_per_s', 'throughput_ratio'):
             assert math.isfinite(row[key]) and row[key] > 0, key
-        assert row['time_ratio'] == pytest.approx(row['ours_ms'] /
-                                                  row['baseline_ms'])
         assert row['mem_ratio'] == pytest.approx(row['ours_peak_mib'] /
                                                  row['baseline_peak_mib'])
+    # the time ratio: geometric mean of the per-round ratios and scipy's
+    # paired t interval on the log times of the stored rounds
+    for key, row in zip(('N=196', 'N=784'), rows):
+        stats = summary['benchmarks']['sdpa']['result'][key]
+        ours, base = (np.log(stats[k]['times_ms']) for k in ('SDPA', 'naive'))
+        assert len(ours) == 3
+        assert row['ours_ms'] == pytest.approx(
+            np.median(stats['SDPA']['times_ms']))
+        assert row['time_ratio'] == pytest.approx(np.exp((ours - base).mean()))
+        ci = scipy_stats.ttest_rel(ours, base).confidence_interval()
+        assert (row['time_ratio_low'], row['time_ratio_high']) == \
+            pytest.approx(tuple(np.exp([ci.low, ci.high])))
     # Naive attention keeps the fp32 (B, 12, N, N) matrix (and its softmax)
     # for backward: its measured peak holds at least one of them, and the
     # fused kernel needs less.
@@ -70,7 +82,63 @@ def test_sdpa_summary_json_and_markdown(bench, tmp_path):
     assert len(table) == 2
     cells = table[1].split(' | ')
     assert cells[1:3] == ['torch SDPA', 'naive attention']
-    assert float(cells[5]) == pytest.approx(big['time_ratio'], abs=1e-3)
+    assert cells[5] == (f"{big['time_ratio']:.3f} [{big['time_ratio_low']:.3f}"
+                        f", {big['time_ratio_high']:.3f}]")
+
+
+def _stats(times):
+    return dict(step_ms=float(np.median(times)), times_ms=list(times))
+
+
+@pytest.mark.parametrize('target, bound', [
+    ('<= 1.5', 1.5), ('<= 1.03 (CPU fp32)', 1.03), ('< 2', 2.),
+    ('mem <= 0.5, time < 1.35', 1.35), ('~0.25', None),
+    ('1.3 (paper, per epoch)', None), ('mem <= 0.5', None), (None, None)])
+def test_time_bound_reads_only_bounds_on_time(bench, target, bound):
+    assert bench('_timing').time_bound(target) == bound
+
+
+def test_targets_are_tested_and_adjusted_as_one_family(bench):
+    """A row whose target bounds the time is tested against the bound
+    (scipy's one-sample t on the per-round log ratios), the run's target
+    rows adjusted by Holm (statsmodels), and read as met / missed / no
+    verdict; a row without a bound is not tested."""
+    timing, run = bench('_timing'), bench('run')
+    rng = np.random.default_rng(0)
+    base = 100 * np.exp(rng.normal(0, 0.05, 12))
+    noise = rng.normal(0, 0.02, 12)
+    ours = {'fast': base * 1.2 * np.exp(noise),
+            'slow': base * 1.8 * np.exp(noise),
+            'close': base * 1.5 * np.exp(noise + rng.normal(0, 0.05, 12))}
+    rows = [timing.comparison('b', name, _stats(t), 'base', _stats(base),
+                              target='<= 1.5') for name, t in ours.items()]
+    rows.append(timing.comparison('b', 'free', _stats(base * 2),
+                                  'base', _stats(base), target='~0.25'))
+    run.judge_targets(rows)
+    assert 'target_test' not in rows[-1] and 'target_verdict' not in rows[-1]
+    logs = [np.log(t / base) for t in ours.values()]
+    p = [scipy_stats.ttest_1samp(x, np.log(1.5)).pvalue for x in logs]
+    holm = multipletests(p, method='holm')[1]
+    for row, x, p_raw, p_adj in zip(rows, logs, p, holm):
+        test = row['target_test']
+        assert test['pvalue'] == pytest.approx(p_raw)
+        assert test['p_adj'] == pytest.approx(p_adj)
+        assert test['family_size'] == 3
+        assert row['time_ratio'] == pytest.approx(np.exp(x.mean()))
+    assert [r['target_verdict'] for r in rows[:3]] == [
+        'met', 'missed', 'no verdict']
+    cell = run._cell(rows[1], 'target_test', None)
+    assert cell == f"missed ({rows[1]['target_test']['p_adj']:.2g})"
+
+
+def test_ratio_of_one_round_has_no_interval(bench):
+    timing = bench('_timing')
+    r = timing.ratio(_stats([12.]), _stats([10.]))
+    assert r == dict(time_ratio=pytest.approx(1.2), time_ratio_low=None,
+                     time_ratio_high=None)
+    assert timing.format_ratio(r) == '1.200 [-]'
+    with pytest.raises(ValueError, match='without per-round times'):
+        timing.ratio(dict(step_ms=1.), _stats([1., 2.]))
 
 
 def test_vitdet_window_models_subset_sees_attention_matrices(bench, tmp_path):

@@ -40,6 +40,27 @@ def _num(value, fmt='{:.3f}'):
     return '' if value is None else fmt.format(value)
 
 
+def _time_ratio(row: dict) -> str:
+    """The time ratio with its 95 % interval: ``[-]`` with fewer than 2
+    rounds, ``[no rounds]`` for a result stored without its rounds."""
+    if row.get('time_ratio') is None:
+        return ''
+    if 'time_ratio_low' not in row:
+        return f"{row['time_ratio']:.3f} [no rounds]"
+    low, high = row['time_ratio_low'], row['time_ratio_high']
+    span = '[-]' if low is None else f'[{low:.3f}, {high:.3f}]'
+    return f"{row['time_ratio']:.3f} {span}"
+
+
+def _target(row: dict) -> str:
+    """The target and, where tested, its verdict and Holm-adjusted p."""
+    test = row.get('target_test')
+    if not test:
+        return row.get('target', '')
+    p = '' if test['p_adj'] is None else f", p {test['p_adj']:.2g}"
+    return f"{row['target']}: {row['target_verdict']}{p}"
+
+
 def _suite_table(name: str, data: dict) -> list:
     s = data['settings']
     date = str(s.get('provenance', s).get('date', ''))[:10]
@@ -61,8 +82,8 @@ def _suite_table(name: str, data: dict) -> list:
              f'`{cmd}` ({setup}' +
              (f'; code: {code}' if code and code != script else '') + ')',
              '',
-             '| date | machine | benchmark | ours | baseline | time ratio | '
-             'memory ratio | ours ms | baseline ms | target |',
+             '| date | machine | benchmark | ours | baseline | time ratio '
+             '[95% CI] | memory ratio | ours ms | baseline ms | target |',
              '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |']
     for r in data['rows']:
         if r.get('error'):
@@ -70,10 +91,10 @@ def _suite_table(name: str, data: dict) -> list:
         lines.append(
             f"| {date} | {machine} | {r.get('benchmark', '')} | "
             f"{r.get('ours', '')} | {r.get('baseline', '')} | "
-            f"{_num(r.get('time_ratio'))} | {_num(r.get('mem_ratio'))} | "
+            f"{_time_ratio(r)} | {_num(r.get('mem_ratio'))} | "
             f"{_num(r.get('ours_ms'), '{:.1f}')} | "
             f"{_num(r.get('baseline_ms'), '{:.1f}')} | "
-            f"{r.get('target', '')} |")
+            f'{_target(r)} |')
     return lines + ['']
 
 

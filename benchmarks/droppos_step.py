@@ -100,7 +100,7 @@ def summarize(result: dict) -> list:
     return [
         _timing.comparison('droppos_step', name, result[name],
                            'mmpretrain MAE', result['MAE'],
-                           target='<= 1.0' if name == VARIANTS[0] else None)
+                           target='<= 1.0' if name == 'DropPos' else None)
         for name in VARIANTS
     ]
 

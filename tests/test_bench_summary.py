@@ -131,6 +131,31 @@ def test_targets_are_tested_and_adjusted_as_one_family(bench):
     assert cell == f"missed ({rows[1]['target_test']['p_adj']:.2g})"
 
 
+def test_benchmarks_with_targets_judge_them(bench, tmp_path):
+    """The benchmarks whose rows carry a target, at quick size with 2
+    rounds: every row has its interval around its ratio, and every bounded
+    target a test and a verdict."""
+    run = bench('run')
+    names = ['droppos', 'icpf', 'online_probe', 'checkpointing',
+             'position_schemes']
+    assert run.main(['--only', *names, '--quick', '--iters', '2',
+                     '--warmup', '0', '--device', 'cpu', '--out',
+                     str(tmp_path), '--name', 'targets']) == 0
+    rows = json.loads((tmp_path / 'targets.json').read_text())['rows']
+    assert {r['benchmark'].split()[0] for r in rows} == {
+        'droppos_step', 'icpf_step', 'online_probe', 'checkpointing',
+        'position_schemes'}
+    for row in rows:
+        assert row['time_ratio_low'] <= row['time_ratio'] <= \
+            row['time_ratio_high']
+    bounded = [r for r in rows
+               if bench('_timing').time_bound(r.get('target'))]
+    assert len(bounded) == 5  # DropPos, N = 50, with_cp, ComRoPE, LieRE
+    for row in bounded:
+        assert row['target_test']['family_size'] == 5
+        assert row['target_verdict'] in ('met', 'missed', 'no verdict')
+
+
 def test_ratio_of_one_round_has_no_interval(bench):
     timing = bench('_timing')
     r = timing.ratio(_stats([12.]), _stats([10.]))

@@ -55,6 +55,52 @@ def test_benchmark_tables_are_rendered_from_the_result_files(site):
             assert f"{row['time_ratio']:.3f}" in html
 
 
+def _run(command, rows):
+    return dict(settings=dict(provenance=dict(command=command)), rows=[
+        dict(benchmark='b', ours=ours, baseline='base', time_ratio=ratio,
+             time_ratio_low=ratio / 2, time_ratio_high=ratio * 2,
+             target=target) for ours, ratio, target in rows])
+
+
+def test_between_runs_takes_the_runs_of_one_command_as_replicates():
+    """Runs of one command (whatever their ``--name``) are replicates: the
+    interval is scipy's one-sample t over the runs' log ratios, bounded
+    targets are tested against the log bound and adjusted together by
+    Holm (statsmodels); a command stored once and a row missing from a run
+    are left out."""
+    import numpy as np
+    from scipy import stats as scipy_stats
+    from statsmodels.stats.multitest import multipletests
+    cmd = 'python benchmarks/run.py --only position_schemes --iters 30'
+    fast, slow, free = [1.20, 1.25, 1.22], [1.61, 1.66, 1.58], [1.3, 1.6, 1.1]
+    results = {
+        f'r{i}.json': _run(f'{cmd} --name r{i}', [
+            ('fast', fast[i], '<= 1.5'), ('slow', slow[i], 'time < 1.5'),
+            ('free', free[i], '~1.0')] + ([('once', 1., None)] if i else []))
+        for i in range(3)}
+    results['other.json'] = _run('python benchmarks/run.py --only sdpa',
+                                 [('x', 1., '<= 2')])
+    rows = {r['ours']: r for r in mmpos_docs.between_runs(results)}
+    assert set(rows) == {'fast', 'slow', 'free'}
+    assert rows['fast']['command'] == cmd
+    p = []
+    for name, values in (('fast', fast), ('slow', slow), ('free', free)):
+        logs = np.log(values)
+        ci = scipy_stats.ttest_1samp(logs, 0.).confidence_interval()
+        assert rows[name]['ratios'] == pytest.approx(values)
+        assert rows[name]['ratio'] == pytest.approx(np.exp(logs.mean()))
+        assert (rows[name]['low'], rows[name]['high']) == pytest.approx(
+            (np.exp(ci.low), np.exp(ci.high)))
+        if name != 'free':
+            p.append(scipy_stats.ttest_1samp(logs, np.log(1.5)).pvalue)
+    holm = multipletests(p, method='holm')[1]
+    assert [rows['fast']['p_adj'], rows['slow']['p_adj']] == \
+        pytest.approx(list(holm))
+    assert (rows['fast']['verdict'], rows['slow']['verdict']) == ('met',
+                                                                  'missed')
+    assert 'verdict' not in rows['free']
+
+
 def test_method_pages_carry_the_papers_tables(site):
     html = (site / 'methods' / 'cr2pq.html').read_text()
     # a paper-only row of CR2PQ Table 1 (MoCo-v2, AP^bb 38.9) and its title

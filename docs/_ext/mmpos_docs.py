@@ -13,6 +13,7 @@
   missing one is a warning, i.e. an error under ``-W``.
 """
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -111,8 +112,100 @@ def _device_table(name: str, data: dict, mtime: str) -> list:
     return lines + ['']
 
 
+def _same_command(command: str) -> str:
+    """A ``run.py`` command without its ``--name``: runs of one command."""
+    words = command.split()
+    if '--name' in words:
+        del words[words.index('--name'):words.index('--name') + 2]
+    return ' '.join(words)
+
+
+def between_runs(results: dict) -> list:
+    """Rows measured by every run of a command stored more than once
+    (``results``: ``{file name: summary}``): the runs are the replicates.
+    Per row, each run's time ratio (the geometric mean of its rounds) is
+    one value; the interval is the one-sample t over the runs' log ratios
+    and a bounded target (``_timing.time_bound``) is tested against the log
+    bound, all such tests one family (Holm). Returns ``[{command, files,
+    benchmark, ours, baseline, ratios, ratio, low, high, target,
+    verdict, p_adj}]``."""
+    from mmpos.evaluation import stats
+    time_bound = _timing().time_bound
+    groups = {}
+    for name, data in results.items():
+        record = data.get('settings', {}).get('provenance')
+        if record and 'benchmarks/run.py' in record['command']:
+            groups.setdefault(_same_command(record['command']),
+                              []).append(name)
+    rows, tests = [], []
+    for command, files in groups.items():
+        if len(files) < 2:
+            continue
+        per_run = [{(r['benchmark'], r['ours'], r['baseline']): r
+                    for r in results[f]['rows'] if 'time_ratio_low' in r}
+                   for f in files]
+        for key in [k for k in per_run[0] if all(k in p for p in per_run)]:
+            logs = [math.log(p[key]['time_ratio']) for p in per_run]
+            test = stats.paired(logs, [0.] * len(logs))
+            target = per_run[0][key].get('target')
+            bound = time_bound(target)
+            rows.append(dict(
+                command=command, files=files, benchmark=key[0], ours=key[1],
+                baseline=key[2], ratios=[math.exp(x) for x in logs],
+                ratio=math.exp(test.difference),
+                low=None if test.low is None else math.exp(test.low),
+                high=None if test.high is None else math.exp(test.high),
+                target=target or ''))
+            if bound is not None:
+                tests.append((rows[-1], stats.paired(
+                    logs, [math.log(bound)] * len(logs))))
+    judged = stats.family([t for _, t in tests], stats.HOLM)
+    for (row, _), test in zip(tests, judged):
+        row.update(verdict={'lower': 'met', 'higher': 'missed'}.get(
+            test.verdict, test.verdict), p_adj=test.p_adj)
+    return rows
+
+
+def _between_runs_table(results: dict) -> list:
+    rows = between_runs(results)
+    if not rows:
+        return []
+    lines = ['### Between runs', '',
+             'Commands stored more than once: each run is one replicate '
+             '(its time ratio, the geometric mean of its rounds); the '
+             'interval is the t interval over the runs, and the bounded '
+             'targets of this table are one family (Holm).', '',
+             '| command | ours | baseline | per run | ratio [95% CI over runs] '
+             '| target |', '| --- | --- | --- | --- | --- | --- |']
+    for r in rows:
+        span = ('[-]' if r['low'] is None
+                else f"[{r['low']:.3f}, {r['high']:.3f}]")
+        target = r['target']
+        if 'verdict' in r:
+            p = '' if r['p_adj'] is None else f", p {r['p_adj']:.2g}"
+            target = f"{target}: {r['verdict']}{p}"
+        lines.append(
+            f"| `{r['command']}` | {r['ours']} | {r['baseline']} | "
+            + ', '.join(f'{x:.3f}' for x in r['ratios'])
+            + f" | {r['ratio']:.3f} {span} | {target} |")
+    return lines + ['']
+
+
+def _timing():
+    """``benchmarks/_timing.py`` (its target parser)."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[2] / 'benchmarks' / '_timing.py'
+    spec = importlib.util.spec_from_file_location('_bench_timing', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def benchmark_markdown(results_dir: Path) -> str:
-    out = []
+    out, results = [], {}
+    for path in sorted(results_dir.glob('*.json')):
+        results[path.name] = json.loads(path.read_text())
+    out += _between_runs_table(results)
     for path in sorted(results_dir.glob('*.json')):
         data = json.loads(path.read_text())
         rel = f'benchmarks/results/{path.name}'

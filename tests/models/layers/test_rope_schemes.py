@@ -13,9 +13,8 @@ from mmpos.models.layers.positions import (AxialRoPE, ComRoPE, LieRE,
                                            lookhere_bias, rope_angles,
                                            scale_frequencies,
                                            spiral_frequencies)
-from mmpos.models.layers.positions.linear import upper_skew
+from mmpos.models.layers.positions.linear import BasisRoPETable, upper_skew
 from mmpos.models.layers.positions.matrix import (BlockRotationTable,
-                                                  ConjugateRoPETable,
                                                   block_rotations,
                                                   exp_at_points)
 from mmpos.registry import POSITION_ENCODINGS
@@ -227,34 +226,41 @@ def test_exp_at_points_without_squaring_is_the_taylor_series():
 
 
 @pytest.mark.parametrize('variant', ['ld', 'ap'])
-def test_comrope_eigenbasis_table_is_the_per_token_exponential(variant):
-    """ComRoPE's table, O RoPE(r) O^T from one eigendecomposition per block,
-    equals exp(x A_x + y A_y) per token (prefix and NaN tokens: identity),
-    values and gradients (fp64, random loss), without the exponentials."""
+def test_comrope_eigenbasis_table_gives_the_exponentials_logits(variant):
+    """ComRoPE's table, RoPE(r) O^T from one eigendecomposition per block
+    (O^T on every token), gives the logits of exp(x A_x + y A_y) per token
+    (prefix and NaN tokens: identity) between all tokens, values and
+    gradients (fp64, random loss), without the exponentials; its rotated
+    vectors are R(r) x turned by the orthogonal O^T."""
     torch.manual_seed(0)
     scheme = ComRoPE(D, HEADS, 1, variant, block_size=4,
                      position_scale=0.5).double()
     coords = torch.rand(2, 12, 2, dtype=torch.float64) * 6 - 3
     coords[1, 4] = math.nan
-    x = torch.randn(2, HEADS, 14, D, dtype=torch.float64)  # 2 prefix tokens
-    weight = torch.randn_like(x)
-    grads = []
-    for table in (scheme.block_table(0, coords),
-                  BlockRotationTable(block_rotations(
-                      coords * 0.5, scheme.generators(0)))):
+    # 2 prefix tokens
+    q, k = (torch.randn(2, HEADS, 14, D, dtype=torch.float64)
+            for _ in range(2))
+    weight = torch.randn(2, HEADS, 14, 14, dtype=torch.float64)
+    exact = BlockRotationTable(block_rotations(coords * 0.5,
+                                               scheme.generators(0)))
+    fast = scheme.block_table(0, coords)
+    assert isinstance(fast, BasisRoPETable)
+    results = []
+    for table in (fast, exact):
         scheme.zero_grad()
-        out = table.rotate(x)
+        out = table.rotate(q) @ table.rotate(k).transpose(-1, -2)
         (out * weight).square().sum().backward()
-        grads.append([p.grad.clone() for p in scheme.parameters()])
-        if isinstance(table, BlockRotationTable):
-            assert torch.allclose(out, fast, atol=1e-10)
-        else:
-            assert isinstance(table, ConjugateRoPETable)
-            fast = out
-    assert torch.allclose(fast[..., :2, :], x[..., :2, :], atol=1e-12)
-    assert torch.allclose(fast[1, :, 6], x[1, :, 6], atol=1e-12)
-    for ours, ref in zip(*grads):
-        assert torch.allclose(ours, ref, rtol=1e-8, atol=1e-8)
+        results.append((out, [p.grad.clone() for p in scheme.parameters()]))
+    (ours, grads), (ref, ref_grads) = results
+    assert torch.allclose(ours, ref, atol=1e-10)
+    assert torch.allclose(ref[..., :2, :2], q[..., :2, :] @ k[..., :2, :].mT,
+                          atol=1e-12)
+    for g, r in zip(grads, ref_grads):
+        assert torch.allclose(g, r, rtol=1e-8, atol=1e-8)
+    with torch.no_grad():  # the vectors: R(r) x = O (RoPE(r) O^T x)
+        basis = fast.basis  # O^T, block-diagonal (heads, D, D)
+        assert torch.allclose(fast.rotate(q) @ basis, exact.rotate(q),
+                              atol=1e-10)
 
 
 def test_comrope_falls_back_to_exponentials_where_rates_meet():
@@ -336,11 +342,12 @@ def test_comrope_ld_with_2x2_blocks_is_rope_mixed():
     directions)."""
     scheme = ComRoPE(D, HEADS, 1, 'ld', block_size=2)
     coords = torch.rand(2, 12, 2) * 2
-    q, _ = qk()
+    q, k = qk()
     rate = skew(scheme.base[0])[..., 1, 0]  # (heads, D/2)
     freqs = scheme.scales[0][:, None, :] * rate[None]
-    assert torch.allclose(scheme.block_table(0, coords).rotate(q),
-                          rope_reference(freqs, coords, q), atol=1e-5)
+    assert torch.allclose(logits(scheme.block_table(0, coords), q, k),
+                          rope_reference(freqs, coords, q) @
+                          rope_reference(freqs, coords, k).mT, atol=1e-4)
 
 
 def test_comrope_ap_with_2x2_blocks_is_axial_style_rope():
@@ -348,12 +355,13 @@ def test_comrope_ap_with_2x2_blocks_is_axial_style_rope():
     (RoPE-Axial's structure with pairs alternating between the axes)."""
     scheme = ComRoPE(D, HEADS, 1, 'ap', block_size=2)
     coords = torch.rand(2, 12, 2) * 2
-    q, _ = qk()
+    q, k = qk()
     rate = skew(scheme.base[0])[..., 1, 0]
     even = (torch.arange(D // 2) % 2 == 0).float()
     freqs = torch.stack((rate * even, rate * (1 - even)))
-    assert torch.allclose(scheme.block_table(0, coords).rotate(q),
-                          rope_reference(freqs, coords, q), atol=1e-5)
+    assert torch.allclose(logits(scheme.block_table(0, coords), q, k),
+                          rope_reference(freqs, coords, q) @
+                          rope_reference(freqs, coords, k).mT, atol=1e-4)
 
 
 def test_liere_with_2x2_blocks_is_rope_mixed():
@@ -373,8 +381,8 @@ def test_nan_positions_are_not_rotated():
     coords[0, 3] = math.nan
     q, _ = qk(batch=1)
     for name, scheme in commuting_schemes().items():
-        if name == 'string':  # STRING's P applies to every token
-            continue
+        if name in ('string', 'comrope_ld', 'comrope_ap'):
+            continue  # an orthogonal basis applies to every token
         out = scheme.block_table(0, coords).rotate(q)
         assert torch.allclose(out[..., 3, :], q[..., 3, :], atol=1e-6), name
         assert torch.isfinite(out).all()

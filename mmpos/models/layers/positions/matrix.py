@@ -17,8 +17,11 @@ The ``x`` of a ``b``-block is channels ``b j .. b j + b - 1`` (for ``b =
 Cost: ComRoPE's block ``j`` turns with one skew matrix ``S_j`` (``R_j(r) =
 exp(t_j(r) S_j)``, ``t_j`` linear in ``r``), so once per forward and block
 ``S_j = O_j J_j O_j^T`` (real Schur form, :func:`skew_eigenbasis`) and
-``R(r) = O RoPE(r) O^T``: RoPE-Mixed between two block-diagonal basis
-changes, no per-token exponential (:class:`ConjugateRoPETable`). LieRE's
+``R(r) = O RoPE(r) O^T``. Attention reads rotated queries and keys only
+through their products ``(R(r_q) q)^T R(r_k) k = (RoPE(r_q) O^T q)^T
+RoPE(r_k) O^T k``, so the table is RoPE-Mixed after one block-diagonal
+basis change ``O^T`` on every token (STRING's
+:class:`~.linear.BasisRoPETable`), no per-token exponential. LieRE's
 generators do not commute: one ``b x b`` exponential per token, block and
 head (:func:`block_rotations`), whose Taylor terms all tokens share (only
 the squarings are per token, :func:`exp_at_points`), applied as one
@@ -33,8 +36,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .base import PositionScheme, PositionTable
-from .linear import (BasisRoPETable, RoPETable, change_basis, rope_angles,
-                     upper_skew)
+from .linear import BasisRoPETable, RoPETable, rope_angles, upper_skew
 
 
 def comrope_blocks(base: Tensor, scales: Optional[Tensor] = None
@@ -243,19 +245,6 @@ class BlockRotationTable(PositionTable):
         return out.permute(5, 0, 1, 2, 3, 4).to(x.dtype).reshape(x.shape)
 
 
-class ConjugateRoPETable(BasisRoPETable):
-    """``P^T RoPE(r) P x`` on every token (the identity on the prefix tokens
-    and those without position): ComRoPE's ``exp(t(r) S)`` with ``P = O^T``
-    of :func:`skew_eigenbasis` block-diagonal ``(heads, D, D)``."""
-
-    def rotate_tokens(self, x: Tensor) -> Tensor:
-        y = self.rope.rotate_tokens(change_basis(x, self.basis))
-        return change_basis(y, self.basis.transpose(-1, -2)).to(x.dtype)
-
-    def export(self) -> 'ConjugateRoPETable':
-        return ConjugateRoPETable(self.rope.export(), self.basis)
-
-
 class MatrixRoPE(PositionScheme):
     """Base of the matrix schemes: subclasses give block ``i``'s generators
     (:meth:`generators`); ``position_scale`` multiplies the positions
@@ -327,10 +316,13 @@ class ComRoPE(MatrixRoPE):
         return skew[:, None] * coef[None, :, :, None, None]
 
     def block_table(self, index, coords, hw=None) -> PositionTable:
-        """``O RoPE(r) O^T`` (:func:`skew_eigenbasis`): pair ``a`` of block
-        ``j`` turns by ``(c_j . r) w_ja``; where two rates meet (the
-        eigenbasis undefined) the per-token exponentials of
-        :class:`MatrixRoPE` (not checked while compiling)."""
+        """``RoPE(r) O^T`` (:func:`skew_eigenbasis`, ``O^T`` on every token,
+        prefix included): pair ``a`` of block ``j`` turns by ``(c_j . r)
+        w_ja``. Its query-key products are those of ``R(r) = O RoPE(r)
+        O^T`` (``O`` orthogonal); the rotated vectors differ from ``R(r)
+        x`` by ``O``. Where two rates meet (the eigenbasis undefined) the
+        per-token exponentials of :class:`MatrixRoPE` (not checked while
+        compiling)."""
         skew, coef = self.blocks(index)
         basis, rates, gap = skew_eigenbasis(skew)
         if not torch.compiler.is_compiling() and gap <= 1e-6:
@@ -340,7 +332,7 @@ class ComRoPE(MatrixRoPE):
         freqs = (coef[:, None, :, None].double() * rates).flatten(-2)
         xy = (coords.double() * self.position_scale).nan_to_num(0.)
         angles = rope_angles(xy, freqs).to(dtype)  # (n, heads, M, D/2)
-        return ConjugateRoPETable(
+        return BasisRoPETable(
             RoPETable(angles),
             block_diagonal(basis).transpose(-1, -2).to(dtype))
 

@@ -12,10 +12,13 @@
 * Checks every repository path a page mentions (:mod:`repo_paths`); a
   missing one is a warning, i.e. an error under ``-W``.
 """
+import functools
+import importlib
 import json
 import math
 import os
 import re
+import sys
 from pathlib import Path
 
 from sphinx.util import logging
@@ -42,15 +45,13 @@ def _num(value, fmt='{:.3f}'):
 
 
 def _time_ratio(row: dict) -> str:
-    """The time ratio with its 95 % interval: ``[-]`` with fewer than 2
-    rounds, ``[no rounds]`` for a result stored without its rounds."""
+    """The time ratio with its 95 % interval (``run.py``'s format; ``[no
+    rounds]`` for a result stored without its rounds)."""
     if row.get('time_ratio') is None:
         return ''
     if 'time_ratio_low' not in row:
         return f"{row['time_ratio']:.3f} [no rounds]"
-    low, high = row['time_ratio_low'], row['time_ratio_high']
-    span = '[-]' if low is None else f'[{low:.3f}, {high:.3f}]'
-    return f"{row['time_ratio']:.3f} {span}"
+    return _bench()._timing.format_ratio(row)
 
 
 def _target(row: dict) -> str:
@@ -126,18 +127,19 @@ def between_runs(results: dict) -> list:
     Per row, each run's time ratio (the geometric mean of its rounds) is
     one value; the interval is the one-sample t over the runs' log ratios
     and a bounded target (``_timing.time_bound``) is tested against the log
-    bound, all such tests one family (Holm). Returns ``[{command, files,
-    benchmark, ours, baseline, ratios, ratio, low, high, target,
-    verdict, p_adj}]``."""
+    bound, all such tests one family (``run.judge_targets``: Holm). Returns
+    ``[{command, files, benchmark, ours, baseline, ratios, time_ratio,
+    time_ratio_low, time_ratio_high, target[, target_test,
+    target_verdict]}]``."""
     from mmpos.evaluation import stats
-    time_bound = _timing().time_bound
+    bench = _bench()
     groups = {}
     for name, data in results.items():
         record = data.get('settings', {}).get('provenance')
         if record and 'benchmarks/run.py' in record['command']:
             groups.setdefault(_same_command(record['command']),
                               []).append(name)
-    rows, tests = [], []
+    rows = []
     for command, files in groups.items():
         if len(files) < 2:
             continue
@@ -148,21 +150,21 @@ def between_runs(results: dict) -> list:
             logs = [math.log(p[key]['time_ratio']) for p in per_run]
             test = stats.paired(logs, [0.] * len(logs))
             target = per_run[0][key].get('target')
-            bound = time_bound(target)
-            rows.append(dict(
+            row = dict(
                 command=command, files=files, benchmark=key[0], ours=key[1],
                 baseline=key[2], ratios=[math.exp(x) for x in logs],
-                ratio=math.exp(test.difference),
-                low=None if test.low is None else math.exp(test.low),
-                high=None if test.high is None else math.exp(test.high),
-                target=target or ''))
+                time_ratio=math.exp(test.difference),
+                time_ratio_low=None if test.low is None else math.exp(
+                    test.low),
+                time_ratio_high=None if test.high is None else math.exp(
+                    test.high),
+                target=target or '')
+            bound = bench._timing.time_bound(target)
             if bound is not None:
-                tests.append((rows[-1], stats.paired(
-                    logs, [math.log(bound)] * len(logs))))
-    judged = stats.family([t for _, t in tests], stats.HOLM)
-    for (row, _), test in zip(tests, judged):
-        row.update(verdict={'lower': 'met', 'higher': 'missed'}.get(
-            test.verdict, test.verdict), p_adj=test.p_adj)
+                row['target_test'] = stats.paired(
+                    logs, [math.log(bound)] * len(logs)).asdict()
+            rows.append(row)
+    bench.judge_targets(rows)
     return rows
 
 
@@ -178,37 +180,31 @@ def _between_runs_table(results: dict) -> list:
              '| command | ours | baseline | per run | ratio [95% CI over runs] '
              '| target |', '| --- | --- | --- | --- | --- | --- |']
     for r in rows:
-        span = ('[-]' if r['low'] is None
-                else f"[{r['low']:.3f}, {r['high']:.3f}]")
-        target = r['target']
-        if 'verdict' in r:
-            p = '' if r['p_adj'] is None else f", p {r['p_adj']:.2g}"
-            target = f"{target}: {r['verdict']}{p}"
         lines.append(
             f"| `{r['command']}` | {r['ours']} | {r['baseline']} | "
             + ', '.join(f'{x:.3f}' for x in r['ratios'])
-            + f" | {r['ratio']:.3f} {span} | {target} |")
+            + f' | {_time_ratio(r)} | {_target(r)} |')
     return lines + ['']
 
 
-def _timing():
-    """``benchmarks/_timing.py`` (its target parser)."""
-    import importlib.util
-    path = Path(__file__).resolve().parents[2] / 'benchmarks' / '_timing.py'
-    spec = importlib.util.spec_from_file_location('_bench_timing', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@functools.lru_cache(maxsize=None)
+def _bench():
+    """``benchmarks/run.py`` (its verdicts; ``run._timing``: the interval
+    format and the target parser), imported as the runner imports it."""
+    folder = str(Path(__file__).resolve().parents[2] / 'benchmarks')
+    sys.path.insert(0, folder)
+    try:
+        return importlib.import_module('run')
+    finally:
+        sys.path.remove(folder)
 
 
 def benchmark_markdown(results_dir: Path) -> str:
-    out, results = [], {}
-    for path in sorted(results_dir.glob('*.json')):
-        results[path.name] = json.loads(path.read_text())
-    out += _between_runs_table(results)
-    for path in sorted(results_dir.glob('*.json')):
-        data = json.loads(path.read_text())
-        rel = f'benchmarks/results/{path.name}'
+    results = {path.name: json.loads(path.read_text())
+               for path in sorted(results_dir.glob('*.json'))}
+    out = _between_runs_table(results)
+    for name, data in results.items():
+        rel = f'benchmarks/results/{name}'
         if 'settings' in data and 'rows' in data:
             out += _suite_table(rel, data)
         elif 'attention_fwd_bwd' in data:

@@ -26,6 +26,17 @@ standalone as ``python benchmarks/<script>.py``.
   against ``log x`` (``target_test``); ``run.py`` adjusts a run's target
   tests together (Holm) and reads the verdict: ``met`` (the ratio is below
   the bound), ``missed`` (above) or ``no verdict``.
+* **Memory reuse** (:func:`use_malloc`, ``--malloc``): ``reuse`` (the
+  scripts' default) makes glibc keep what torch frees and never hand a
+  tensor below 1 GiB its own fresh mapping, so a step reuses the memory of
+  the previous one, as a caching allocator does (PyTorch's CPU tuning guide:
+  jemalloc / tcmalloc; CUDA's caching allocator). ``system`` leaves glibc's
+  defaults: it returns freed memory to the OS and maps large tensors afresh,
+  so a step pays page faults that depend on what the process allocated
+  before. With ``reuse`` the heap grows during the first calls until a step
+  fits in what earlier steps freed (warm-up), then a step faults no pages.
+  The mode is recorded in the settings and every timed call's minor page
+  faults in ``faults`` (median per step).
 * **Peak memory** (:func:`peak_memory`), one extra call per step: on CUDA
   ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``,
   minus what was allocated before the call; on CPU the allocator events of
@@ -42,6 +53,7 @@ standalone as ``python benchmarks/<script>.py``.
 """
 import argparse
 import contextlib
+import ctypes
 import functools
 import importlib.util
 import math
@@ -54,7 +66,17 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+try:
+    import resource
+except ImportError:  # not on Windows: no page-fault counts
+    resource = None
+
 AMP_CHOICES = ('auto', 'off', 'bf16', 'fp16')
+MALLOC_CHOICES = ('reuse', 'system')
+# glibc's mallopt parameters and the 1 GiB that :func:`use_malloc` gives both
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, REUSE_BYTES = -1, -3, 1 << 30
+# the mode :func:`use_malloc` set in this process (recorded by settings)
+_malloc = 'system'
 # ``(flag, add_argument kwargs)`` for :func:`run_cli`.
 BATCH_SIZE = ('--batch-size', dict(type=int))
 
@@ -89,6 +111,44 @@ def setup(device: str = 'auto', amp: str = 'auto',
         torch.set_num_threads(threads)
     device = resolve_device(device)
     return device, resolve_amp(amp, device)
+
+
+def use_malloc(mode: str) -> None:
+    """Set this process's C allocator (see the module docstring):
+    ``'reuse'``: glibc's ``mallopt`` with ``M_TRIM_THRESHOLD`` and
+    ``M_MMAP_THRESHOLD`` at 1 GiB (freed memory stays with the process,
+    tensors below 1 GiB come from the heap; for the rest of the process);
+    ``'system'``: nothing changed (a process set to ``reuse`` stays so)."""
+    global _malloc
+    if mode not in MALLOC_CHOICES:
+        raise ValueError(f'--malloc must be one of {MALLOC_CHOICES}, got '
+                         f'{mode!r}')
+    if mode == 'system':
+        return
+    mallopt = getattr(ctypes.CDLL(None), 'mallopt', None)
+    if mallopt is None:
+        raise ValueError("--malloc reuse needs glibc's mallopt, which this "
+                         "C library lacks; pass --malloc system")
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    for option in (M_TRIM_THRESHOLD, M_MMAP_THRESHOLD):
+        if mallopt(option, REUSE_BYTES) != 1:
+            raise ValueError(f'--malloc reuse: mallopt({option}, '
+                             f'{REUSE_BYTES}) was refused; pass --malloc '
+                             'system')
+    _malloc = mode
+
+
+def parse_args(parser, argv=None) -> argparse.Namespace:
+    """``parser.parse_args(argv)`` of a parser with :func:`add_common_args`,
+    applying ``--malloc`` (:func:`use_malloc`) and removing it from the
+    result."""
+    args = parser.parse_args(argv)
+    try:
+        use_malloc(args.malloc)
+    except ValueError as exc:
+        parser.error(str(exc))
+    del args.malloc
+    return args
 
 
 def autocast(device: torch.device, dtype: Optional[torch.dtype]):
@@ -181,22 +241,34 @@ def peak_memory(step: Callable[[], None], device: torch.device) -> int:
     return peak
 
 
+def minor_faults() -> Optional[int]:
+    """This process's minor page faults so far (None without
+    ``resource``)."""
+    if resource is None:
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def time_steps(steps: Dict[str, Callable[[], None]], device: torch.device,
-               warmup: int, iters: int) -> Dict[str, list]:
-    """Seconds of each of ``iters`` interleaved calls per step, after
+               warmup: int, iters: int) -> Tuple[dict, dict]:
+    """Seconds and minor page faults (:func:`minor_faults`; None where
+    not counted) of each of ``iters`` interleaved calls per step, after
     ``warmup`` calls of each."""
     for step in steps.values():
         for _ in range(warmup):
             step()
     times = {name: [] for name in steps}
+    faults = {name: [] for name in steps}
     for _ in range(iters):
         for name, step in steps.items():
             synchronize(device)
-            start = time.perf_counter()
+            before, start = minor_faults(), time.perf_counter()
             step()
             synchronize(device)
             times[name].append(time.perf_counter() - start)
-    return times
+            after = minor_faults()
+            faults[name].append(None if after is None else after - before)
+    return times, faults
 
 
 def measure(steps: Dict[str, Callable[[], None]],
@@ -205,16 +277,19 @@ def measure(steps: Dict[str, Callable[[], None]],
             iters: int,
             batch_size: Optional[int] = None,
             memory: bool = True) -> Dict[str, dict]:
-    """``{name: {step_ms, times_ms, [peak_mib], [images_per_s]}}``: median
-    time of the interleaved calls and the time of every round
+    """``{name: {step_ms, times_ms, [faults], [peak_mib],
+    [images_per_s]}}``: median time of the interleaved calls, the time of
+    every round and the median minor page faults of a call
     (:func:`time_steps`), the peak memory of one more call
     (:func:`peak_memory`) and ``batch_size`` / median seconds."""
-    times = time_steps(steps, device, warmup, iters)
+    times, faults = time_steps(steps, device, warmup, iters)
     stats = {}
     for name, step in steps.items():
         seconds = statistics.median(times[name])
         stats[name] = dict(step_ms=1e3 * seconds,
                            times_ms=[1e3 * t for t in times[name]])
+        if None not in faults[name]:
+            stats[name]['faults'] = statistics.median(faults[name])
         if memory:
             stats[name]['peak_mib'] = peak_memory(step, device) / 2**20
         if batch_size:
@@ -223,7 +298,7 @@ def measure(steps: Dict[str, Callable[[], None]],
 
 
 @functools.lru_cache(maxsize=None)
-def _stats():
+def stats_module():
     """``mmpos/evaluation/stats.py`` loaded from its file (numpy, scipy)."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                         os.pardir, 'mmpos', 'evaluation', 'stats.py')
@@ -240,13 +315,15 @@ def _log_times(stats: dict, what: str) -> list:
     return [math.log(t) for t in stats['times_ms']]
 
 
-def ratio(ours: dict, base: dict, key: str = 'time_ratio') -> dict:
-    """``ours`` / ``base`` (:func:`measure` entries of one run):
-    ``{key: r, key_low, key_high}``, ``r`` the geometric mean of the
-    per-round time ratios, ``[key_low, key_high]`` its 95 % interval
-    ``exp(D -+ t SE)`` of the paired t on the per-round log times (None
-    with fewer than 2 rounds or equal per-round ratios)."""
-    test = _stats().paired(_log_times(ours, key), _log_times(base, key))
+def ratio(ours: dict, base: dict, key: str = 'time_ratio',
+          names: Tuple[str, str] = ('ours', 'baseline')) -> dict:
+    """``ours`` / ``base`` (:func:`measure` entries of one run, called
+    ``names`` in errors): ``{key: r, key_low, key_high}``, ``r`` the
+    geometric mean of the per-round time ratios, ``[key_low, key_high]``
+    its 95 % interval ``exp(D -+ t SE)`` of the paired t on the per-round
+    log times (None with fewer than 2 rounds or equal per-round ratios)."""
+    test = stats_module().paired(_log_times(ours, names[0]),
+                                 _log_times(base, names[1]))
     return {key: math.exp(test.difference),
             f'{key}_low': None if test.low is None else math.exp(test.low),
             f'{key}_high': None if test.high is None else math.exp(test.high)}
@@ -257,8 +334,8 @@ def add_ratios(stats: Dict[str, dict], base: str) -> None:
     ``mem_ratio`` against ``stats[base]`` to every entry of ``stats`` (1
     for ``base``)."""
     ref = dict(stats[base])
-    for entry in stats.values():
-        entry.update(ratio(entry, ref))
+    for name, entry in stats.items():
+        entry.update(ratio(entry, ref, names=(name, base)))
         if 'peak_mib' in entry and ref.get('peak_mib'):
             entry['mem_ratio'] = entry['peak_mib'] / ref['peak_mib']
 
@@ -294,6 +371,7 @@ def settings(device: torch.device, amp: Optional[torch.dtype],
                 if device.type == 'cuda' else 'cpu'),
         amp=str(amp).replace('torch.', '') if amp else 'off (fp32)',
         threads=torch.get_num_threads(),
+        malloc=_malloc,
         torch=torch.__version__)
 
 
@@ -333,19 +411,24 @@ def comparison(benchmark: str, ours: str, ours_stats: dict, baseline: str,
     """One summary row: ours against a baseline measured in the same run,
     ``time_ratio`` = ours / baseline with its interval (:func:`ratio`;
     below 1: ours is faster), ``mem_ratio`` and ``throughput_ratio`` (above
-    1: ours is faster) of the medians and peaks. A ``target`` that bounds
+    1: ours is faster) of the medians and peaks, and both median page
+    faults per call (``ours_faults``, ``baseline_faults``). A ``target``
+    that bounds
     the time (:func:`time_bound`) adds ``target_test``, the paired t of the
     per-round log ratios against the log bound (a ``stats.Comparison`` as a
     dict, adjusted by ``run.py``)."""
     row = dict(benchmark=benchmark, ours=ours, baseline=baseline,
                ours_ms=ours_stats['step_ms'],
                baseline_ms=base_stats['step_ms'])
-    row.update(ratio(ours_stats, base_stats))
+    row.update(ratio(ours_stats, base_stats, names=(ours, baseline)))
     if 'peak_mib' in ours_stats and 'peak_mib' in base_stats:
         row.update(ours_peak_mib=ours_stats['peak_mib'],
                    baseline_peak_mib=base_stats['peak_mib'])
         if base_stats['peak_mib'] > 0:
             row['mem_ratio'] = ours_stats['peak_mib'] / base_stats['peak_mib']
+    if 'faults' in ours_stats and 'faults' in base_stats:
+        row.update(ours_faults=ours_stats['faults'],
+                   baseline_faults=base_stats['faults'])
     if 'images_per_s' in ours_stats and 'images_per_s' in base_stats:
         row.update(ours_images_per_s=ours_stats['images_per_s'],
                    baseline_images_per_s=base_stats['images_per_s'],
@@ -357,14 +440,15 @@ def comparison(benchmark: str, ours: str, ours_stats: dict, baseline: str,
         if bound is not None:
             logs = [a - b for a, b in zip(_log_times(ours_stats, ours),
                                           _log_times(base_stats, baseline))]
-            row['target_test'] = _stats().paired(
+            row['target_test'] = stats_module().paired(
                 logs, [math.log(bound)] * len(logs)).asdict()
     row.update(extra)
     return row
 
 
 def add_common_args(parser) -> None:
-    """``--iters --warmup --threads --device --amp`` of every script."""
+    """``--iters --warmup --threads --device --amp --malloc`` of every
+    script (parse with :func:`parse_args`)."""
     parser.add_argument('--iters', type=int, help='timed rounds')
     parser.add_argument('--warmup', type=int, help='untimed calls per step')
     parser.add_argument('--threads', type=int,
@@ -374,6 +458,10 @@ def add_common_args(parser) -> None:
     parser.add_argument('--amp', default='auto', choices=AMP_CHOICES,
                         help="autocast dtype; 'auto': bf16/fp16 on CUDA, "
                         'fp32 on CPU')
+    parser.add_argument('--malloc', default='reuse', choices=MALLOC_CHOICES,
+                        help="C allocator: 'reuse' keeps freed memory for "
+                        "the next step, 'system' glibc's defaults (see "
+                        '_timing.use_malloc)')
 
 
 def run_cli(doc: str, run: Callable[..., dict],
@@ -387,7 +475,7 @@ def run_cli(doc: str, run: Callable[..., dict],
     for flag, kwargs in options:
         parser.add_argument(flag, **kwargs)
     add_common_args(parser)
-    result = run(**vars(parser.parse_args()))
+    result = run(**vars(parse_args(parser)))
     print('settings:', result['settings'])
     return result
 

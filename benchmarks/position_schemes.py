@@ -87,15 +87,17 @@ def summarize(result: dict) -> list:
 
 
 def markdown(result: dict) -> str:
-    """Per scheme: ms per step, peak MiB and both ratios to ``none``."""
-    lines = ['| scheme | ms | x none [95% CI] | peak MiB | mem x none |',
-             '|---|---|---|---|---|']
+    """Per scheme: ms per step, peak MiB, both ratios to ``none`` and the
+    median page faults of a step."""
+    lines = ['| scheme | ms | x none [95% CI] | peak MiB | mem x none | '
+             'page faults |', '|---|---|---|---|---|---|']
     for name, s in result.items():
         if name == 'settings':
             continue
         lines.append(f"| {name} | {s['step_ms']:.1f} | "
                      f"{_timing.format_ratio(s)} | {s['peak_mib']:.1f} | "
-                     f"{s.get('mem_ratio', float('nan')):.3f} |")
+                     f"{s.get('mem_ratio', float('nan')):.3f} | "
+                     f"{s.get('faults', '-')} |")
     return '\n'.join(lines)
 
 

@@ -131,7 +131,7 @@ def main():
     parser.add_argument('--arch', default='285m',
                         choices=['285m', '1.0g', '3.7g'])
     _timing.add_common_args(parser)
-    args = parser.parse_args()
+    args = _timing.parse_args(parser)
     result = run(args.quick, args.iters, args.warmup, args.threads,
                  args.device, args.batch_size, args.arch, args.amp)
     print(json.dumps(result, indent=2))

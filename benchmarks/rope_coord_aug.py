@@ -94,7 +94,7 @@ def main():
     parser.add_argument('--batch-size', type=int)
     parser.add_argument('--img-size', type=int, default=224)
     _timing.add_common_args(parser)
-    args = parser.parse_args()
+    args = _timing.parse_args(parser)
     results = run(args.quick, args.arch, args.batch_size, args.img_size,
                   args.iters, args.warmup, args.threads, args.device,
                   args.amp)

@@ -132,7 +132,7 @@ def main():
     parser.add_argument('--variants', nargs='+', default=['mixed'],
                         choices=['mixed', 'axial'])
     _timing.add_common_args(parser)
-    args = parser.parse_args()
+    args = _timing.parse_args(parser)
     print_table(
         run(args.quick, args.batch_size, args.img_size, args.iters,
             args.warmup, tuple(args.variants), args.threads, args.device,

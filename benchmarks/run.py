@@ -4,7 +4,9 @@ Each benchmark is a sibling script (also runnable on its own) measuring
 ours and a baseline in this process on the same input; the summary lists,
 per comparison, both times, both peak memories (where measured), images/s,
 and the ratios ours / baseline. The timing and memory protocol is
-``_timing.py``'s (interleaved median; allocator-level peak memory).
+``_timing.py``'s (interleaved median; allocator-level peak memory; the C
+allocator keeps freed memory, ``--malloc reuse``, unless ``--malloc
+system``).
 
 ====================  =====================================================
 ``droppos``           DropPos vs mmpretrain ``MAE`` train step
@@ -42,8 +44,8 @@ the same ``--out`` folder is refused while one runs
 
     python benchmarks/run.py [--quick] [--out DIR] [--name NAME]
         [--only NAME ...] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
-        [--threads N] [--iters N] [--warmup N] [--parts PART ...]
-        [--models NAME ...]
+        [--threads N] [--iters N] [--warmup N] [--malloc reuse|system]
+        [--parts PART ...] [--models NAME ...]
 """
 import argparse
 import ast
@@ -182,7 +184,7 @@ def judge_targets(rows: list) -> None:
     ``target_verdict``: ``met`` (the ratio is below the bound at adjusted
     p < 0.05), ``missed`` (above), ``no verdict`` or ``no test`` (fewer
     than 2 rounds)."""
-    stats = _timing._stats()
+    stats = _timing.stats_module()
     judged = [row for row in rows if row.get('target_test')]
     tests = stats.family([stats.Comparison.from_dict(row['target_test'])
                           for row in judged], stats.HOLM)
@@ -223,7 +225,10 @@ def summary_markdown(summary: dict) -> str:
         'adjusted together (Holm): met, missed or no verdict. Memory is the '
         'peak allocated during one call above what existed before it (CPU: '
         'torch profiler allocator events; CUDA: max_memory_allocated); '
-        'images/s = batch / median time. See benchmarks/README.md.', '',
+        'images/s = batch / median time. C allocator: '
+        f"{s.get('malloc', 'system')} (reuse: freed memory is kept for the "
+        'next step; system: glibc\'s defaults). See benchmarks/README.md.',
+        '',
         '| ' + ' | '.join(c[0] for c in ROW_COLUMNS) + ' |',
         '|' + '---|' * len(ROW_COLUMNS)
     ]
@@ -279,7 +284,7 @@ def main(argv=None) -> int:
                         '`run` takes `models` (vitdet_window: one pair of a '
                         'row, e.g. global windowed)')
     _timing.add_common_args(parser)
-    args = parser.parse_args(argv)
+    args = _timing.parse_args(parser, argv)
     try:
         device, amp = _timing.setup(args.device, args.amp, args.threads)
     except (ValueError, RuntimeError) as exc:

@@ -26,13 +26,17 @@ def bench(monkeypatch):
 
 def test_sdpa_summary_json_and_markdown(bench, tmp_path):
     run = bench('run')
+    # --malloc system: 'reuse' would change this test process's allocator
+    # for the rest of the suite (tested in a process of its own below)
     argv = ['--only', 'sdpa', '--quick', '--iters', '3', '--warmup', '0',
-            '--device', 'cpu', '--out', str(tmp_path), '--name', 'tiny']
+            '--device', 'cpu', '--malloc', 'system', '--out', str(tmp_path),
+            '--name', 'tiny']
     assert run.main(argv) == 0
     summary = json.loads((tmp_path / 'tiny.json').read_text())
     settings = summary['settings']
     assert settings['device'] == 'cpu' and settings['argv'] == argv
     assert settings['amp'] == 'off (fp32)' and settings['threads'] >= 1
+    assert settings['malloc'] == 'system'
     for key in ('torch', 'load_start', 'load_end', 'total_s'):
         assert key in settings
     # where it came from (mmpos_harness.provenance): the benchmark's own
@@ -139,8 +143,9 @@ def test_benchmarks_with_targets_judge_them(bench, tmp_path):
     names = ['droppos', 'icpf', 'online_probe', 'checkpointing',
              'position_schemes']
     assert run.main(['--only', *names, '--quick', '--iters', '2',
-                     '--warmup', '0', '--device', 'cpu', '--out',
-                     str(tmp_path), '--name', 'targets']) == 0
+                     '--warmup', '0', '--device', 'cpu', '--malloc',
+                     'system', '--out', str(tmp_path), '--name',
+                     'targets']) == 0
     rows = json.loads((tmp_path / 'targets.json').read_text())['rows']
     assert {r['benchmark'].split()[0] for r in rows} == {
         'droppos_step', 'icpf_step', 'online_probe', 'checkpointing',
@@ -174,7 +179,8 @@ def test_vitdet_window_models_subset_sees_attention_matrices(bench, tmp_path):
     4 windows of 196 tokens) need less."""
     run = bench('run')
     argv = ['--only', 'vitdet_window', '--quick', '--iters', '1', '--warmup',
-            '0', '--device', 'cpu', '--out', str(tmp_path), '--name', 'win',
+            '0', '--device', 'cpu', '--malloc', 'system', '--out',
+            str(tmp_path), '--name', 'win',
             '--models', 'global', 'global+math', 'windowed+math']
     assert run.main(argv) == 0
     summary = json.loads((tmp_path / 'win.json').read_text())
@@ -190,6 +196,50 @@ def test_vitdet_window_models_subset_sees_attention_matrices(bench, tmp_path):
     assert run.main(argv[:-3] + ['windowed', 'nope']) == 1
     failed = json.loads((tmp_path / 'win.json').read_text())
     assert 'unknown models' in failed['benchmarks']['vitdet_window']['error']
+
+
+MALLOC_PROBE = """
+import sys
+import torch
+import _timing
+_timing.use_malloc(sys.argv[1])
+def step():
+    torch.ones(16 << 20)  # 64 MiB, freed at once
+stats = _timing.measure(dict(step=step), torch.device('cpu'), 10, 5,
+                        memory=False)
+print(stats['step']['faults'],
+      _timing.settings(torch.device('cpu'), None)['malloc'])
+"""
+
+
+@pytest.mark.parametrize('mode', ['system', 'reuse'])
+def test_malloc_reuse_keeps_freed_memory(bench, mode):
+    """glibc maps a 64 MiB tensor afresh on every allocation by default
+    (above its largest dynamic threshold, 32 MiB), so each one faults in
+    all its pages; with ``--malloc reuse`` the freed memory stays with the
+    process and, after warm-up, a step faults none. ``measure`` counts a
+    step's faults and the settings record the mode (in a process of its
+    own: the mode holds for the rest of a process)."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, '-c', MALLOC_PROBE, mode],
+                         cwd=BENCH, capture_output=True, text=True,
+                         check=True).stdout.split()
+    faults, pages = float(out[0]), (64 << 20) // 4096
+    assert out[1] == mode
+    if mode == 'system':
+        assert faults >= 0.9 * pages
+    else:
+        assert faults < 0.01 * pages
+
+
+def test_malloc_mode_is_checked(bench, capsys):
+    timing = bench('_timing')
+    with pytest.raises(ValueError, match="got 'jemalloc'"):
+        timing.use_malloc('jemalloc')
+    with pytest.raises(SystemExit):
+        bench('run').main(['--malloc', 'jemalloc'])
+    assert "invalid choice: 'jemalloc'" in capsys.readouterr().err
 
 
 def test_failed_benchmark_is_recorded(bench, tmp_path):

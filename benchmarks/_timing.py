@@ -27,14 +27,16 @@ standalone as ``python benchmarks/<script>.py``.
   tests together (Holm) and reads the verdict: ``met`` (the ratio is below
   the bound), ``missed`` (above) or ``no verdict``.
 * **Memory reuse** (:func:`use_malloc`, ``--malloc``): ``reuse`` (the
-  scripts' default) makes glibc keep what torch frees and never hand a
-  tensor below 1 GiB its own fresh mapping, so a step reuses the memory of
-  the previous one, as a caching allocator does (PyTorch's CPU tuning guide:
-  jemalloc / tcmalloc; CUDA's caching allocator). ``system`` leaves glibc's
-  defaults: it returns freed memory to the OS and maps large tensors afresh,
-  so a step pays page faults that depend on what the process allocated
-  before. With ``reuse`` the heap grows during the first calls until a step
-  fits in what earlier steps freed (warm-up), then a step faults no pages.
+  scripts' default) makes glibc keep what torch frees and serve tensors up
+  to 32 MiB from that heap, so a step reuses the memory of the previous
+  one, as a caching allocator does (PyTorch's CPU tuning guide: jemalloc /
+  tcmalloc; CUDA's caching allocator). ``system`` leaves glibc's defaults:
+  it returns freed memory to the OS and maps tensors above a threshold
+  that moves with the process's history afresh, so a step pays page
+  faults that depend on what the process allocated before. With ``reuse``
+  the heap grows during the first calls until a step fits in what earlier
+  steps freed (warm-up), then a step faults no pages for its tensors up to
+  32 MiB; larger ones are mapped each time in both modes.
   The mode is recorded in the settings and every timed call's minor page
   faults in ``faults`` (median per step).
 * **Peak memory** (:func:`peak_memory`), one extra call per step: on CUDA
@@ -73,8 +75,11 @@ except ImportError:  # not on Windows: no page-fault counts
 
 AMP_CHOICES = ('auto', 'off', 'bf16', 'fp16')
 MALLOC_CHOICES = ('reuse', 'system')
-# glibc's mallopt parameters and the 1 GiB that :func:`use_malloc` gives both
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, REUSE_BYTES = -1, -3, 1 << 30
+# glibc's mallopt parameters and what :func:`use_malloc` sets them to: keep
+# up to 1 GiB of freed heap; tensors up to 32 MiB (glibc's largest dynamic
+# mmap threshold) from the heap, larger ones mapped (and unmapped) each time
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+REUSE = {M_TRIM_THRESHOLD: 1 << 30, M_MMAP_THRESHOLD: 32 << 20}
 # the mode :func:`use_malloc` set in this process (recorded by settings)
 _malloc = 'system'
 # ``(flag, add_argument kwargs)`` for :func:`run_cli`.
@@ -115,10 +120,13 @@ def setup(device: str = 'auto', amp: str = 'auto',
 
 def use_malloc(mode: str) -> None:
     """Set this process's C allocator (see the module docstring):
-    ``'reuse'``: glibc's ``mallopt`` with ``M_TRIM_THRESHOLD`` and
-    ``M_MMAP_THRESHOLD`` at 1 GiB (freed memory stays with the process,
-    tensors below 1 GiB come from the heap; for the rest of the process);
-    ``'system'``: nothing changed (a process set to ``reuse`` stays so)."""
+    ``'reuse'``: glibc's ``mallopt`` with ``M_TRIM_THRESHOLD`` at 1 GiB
+    (freed heap memory stays with the process) and ``M_MMAP_THRESHOLD``
+    fixed at 32 MiB, the largest value glibc's own threshold moves to
+    (tensors up to it come from the heap, larger ones get their own
+    mapping as before, so a step that needs many GiB does not pile them up
+    in a fragmented heap); for the rest of the process. ``'system'``:
+    nothing changed (a process set to ``reuse`` stays so)."""
     global _malloc
     if mode not in MALLOC_CHOICES:
         raise ValueError(f'--malloc must be one of {MALLOC_CHOICES}, got '
@@ -130,11 +138,10 @@ def use_malloc(mode: str) -> None:
         raise ValueError("--malloc reuse needs glibc's mallopt, which this "
                          "C library lacks; pass --malloc system")
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    for option in (M_TRIM_THRESHOLD, M_MMAP_THRESHOLD):
-        if mallopt(option, REUSE_BYTES) != 1:
-            raise ValueError(f'--malloc reuse: mallopt({option}, '
-                             f'{REUSE_BYTES}) was refused; pass --malloc '
-                             'system')
+    for option, value in REUSE.items():
+        if mallopt(option, value) != 1:
+            raise ValueError(f'--malloc reuse: mallopt({option}, {value}) '
+                             'was refused; pass --malloc system')
     _malloc = mode
 
 

@@ -10,10 +10,14 @@ models of ``compiled`` (default: APE, axial, mixed),
 ``torch.compile(model, fullgraph=True)`` (inductor; mmpretrain's APE ViT
 without ``fullgraph``: its drop-path rates are tensors, a data-dependent
 branch, so dynamo splits it into graphs; compiled in the
-warm-up calls, checked against eager within 1e-3 first), all timed
-interleaved in this process (``_timing.measure``). Ratios: every eager
-model against eager APE and eager ``none``; every compiled model against
-compiled APE and against itself eager. The load average is recorded at the
+warm-up calls, checked against eager within 1e-3 first), and STRING as
+deployed, ``string folded`` (its basis folded into the query / key
+projections, ``STRINGRoPE.fold_``; checked against the unfolded model
+first, both with the same non-zero basis), all timed interleaved in this
+process (``_timing.measure``). Ratios: every eager model against eager APE
+and eager ``none``, ``string folded`` also against eager ``mixed`` (the
+tables it keeps); every compiled model against compiled APE and against
+itself eager. The load average is recorded at the
 start and the end (a shared machine's load moves ratios).
 
 ``--quick``: 2 blocks, batch 2.
@@ -38,17 +42,28 @@ COMPILED = ('APE', 'axial', 'mixed')
 
 def build(name: str, arch: dict) -> torch.nn.Module:
     """``'APE'``: mmpretrain's ViT; else a RoPE ViT with scheme ``name``
-    (``'none'``: no positions)."""
+    (``'none'``: no positions; STRING's bases drawn ``N(0, 0.1)``, so that
+    its ``P`` is not the identity; ``'string folded'``: that model in eval
+    mode with ``P`` folded into the projections)."""
     from mmpretrain.models import VisionTransformer
 
     from mmpos.models.backbones import RoPEVisionTransformer
     torch.manual_seed(0)
     if name == 'APE':
         return VisionTransformer(arch=arch, img_size=224)
-    rope = None if name == 'none' else dict(type=name,
-                                            **OPTIONS.get(name, {}))
-    return RoPEVisionTransformer(arch=arch, img_size=224, rope=rope,
-                                 use_ape=False)
+    scheme = name.split()[0]
+    rope = None if name == 'none' else dict(type=scheme,
+                                            **OPTIONS.get(scheme, {}))
+    model = RoPEVisionTransformer(arch=arch, img_size=224, rope=rope,
+                                  use_ape=False)
+    if scheme == 'string':
+        with torch.no_grad():
+            for basis in model.rope.basis:
+                basis.normal_(0, .1)
+    if name == 'string folded':
+        model.eval()
+        model.rope.fold_([layer.attn.qkv for layer in model.layers])
+    return model
 
 
 def run(quick: bool = False, batch_size: int = None, iters: int = None,
@@ -68,7 +83,7 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
     load_start = _timing.load()
     images = torch.randn(batch_size, 3, 224, 224, device=device)
     models = {name: build(name, arch).to(device)
-              for name in ('APE', 'none') + SCHEMES}
+              for name in ('APE', 'none') + SCHEMES + ('string folded', )}
     for model in models.values():
         model.eval()  # mmpretrain's train() returns None
     steps = {}
@@ -83,6 +98,10 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
 
     for name, model in models.items():
         steps[name] = forward(model)
+    ref = steps['string']()[-1].float()
+    err = (steps['string folded']()[-1].float() - ref).abs().max().item()
+    if err > 1e-3 * max(1., ref.abs().max().item()):
+        raise RuntimeError(f'folded STRING differs from STRING by {err:.3g}')
     for name in compiled:
         # mmpretrain's ViT breaks the graph (its drop-path rates are
         # tensors: a data-dependent branch); ours are one graph
@@ -99,12 +118,17 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
     fast = {n[:-len(' compiled')]: s for n, s in stats.items()
             if n.endswith('compiled')}
     for name, entry in eager.items():
-        entry.update(_timing.ratio(entry, eager['none'], 'none_ratio'))
+        entry.update(_timing.ratio(entry, eager['none'], 'none_ratio',
+                                   (name, 'none')))
+    eager['string folded'].update(_timing.ratio(
+        eager['string folded'], eager['mixed'], 'mixed_ratio',
+        ('string folded', 'mixed')))
     _timing.add_ratios(eager, 'APE')
     if 'APE' in fast:
         _timing.add_ratios(fast, 'APE')
     for name, entry in fast.items():
-        entry.update(_timing.ratio(entry, eager[name], 'eager_ratio'))
+        entry.update(_timing.ratio(entry, eager[name], 'eager_ratio',
+                                   (f'{name} compiled', name)))
     return dict(
         settings=_timing.settings(
             device, amp, quick=quick, batch_size=batch_size, iters=iters,
@@ -116,7 +140,8 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
 
 def summarize(result: dict) -> list:
     """Summary rows: every eager model against eager APE (target 1.08x)
-    and ``none``; every compiled model against compiled APE and eager."""
+    and ``none``, folded STRING against ``mixed``; every compiled model
+    against compiled APE and eager."""
     vit = result['settings']['vit']
     eager, fast = result['eager'], result['compiled']
     rows = [
@@ -131,6 +156,9 @@ def summarize(result: dict) -> list:
                            eager['none'])
         for name, stats in eager.items() if name not in ('APE', 'none')
     ]
+    rows.append(_timing.comparison(
+        f'rope_compile {vit} 224px fwd eager', 'string folded',
+        eager['string folded'], 'RoPE-Mixed ViT', eager['mixed']))
     rows += [
         _timing.comparison(f'rope_compile {vit} 224px fwd compiled', name,
                            stats, 'compiled APE ViT', fast['APE'],
@@ -152,6 +180,7 @@ def markdown(result: dict) -> str:
              'interleaved rounds.', '',
              '| model | eager ms | x APE | x none | compiled ms | '
              'x compiled APE | x eager |', '|---|---|---|---|---|---|---|']
+    folded = result['eager']['string folded']
     for name, e in result['eager'].items():
         c = result['compiled'].get(name)
         tail = (f"{c['step_ms']:.1f} | {_timing.format_ratio(c)} | "
@@ -160,6 +189,8 @@ def markdown(result: dict) -> str:
         lines.append(f"| {name} | {e['step_ms']:.1f} | "
                      f"{_timing.format_ratio(e)} | "
                      f"{_timing.format_ratio(e, 'none_ratio')} | {tail} |")
+    lines += ['', 'string folded / mixed (eager): '
+              f"{_timing.format_ratio(folded, 'mixed_ratio')}"]
     return '\n'.join(lines)
 
 

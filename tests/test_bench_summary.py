@@ -203,8 +203,9 @@ import sys
 import torch
 import _timing
 _timing.use_malloc(sys.argv[1])
+size = int(sys.argv[2]) << 18  # MiB of fp32
 def step():
-    torch.ones(16 << 20)  # 64 MiB, freed at once
+    a, b, c = (torch.ones(size) for _ in range(3))
 stats = _timing.measure(dict(step=step), torch.device('cpu'), 10, 5,
                         memory=False)
 print(stats['step']['faults'],
@@ -212,25 +213,30 @@ print(stats['step']['faults'],
 """
 
 
-@pytest.mark.parametrize('mode', ['system', 'reuse'])
-def test_malloc_reuse_keeps_freed_memory(bench, mode):
-    """glibc maps a 64 MiB tensor afresh on every allocation by default
-    (above its largest dynamic threshold, 32 MiB), so each one faults in
-    all its pages; with ``--malloc reuse`` the freed memory stays with the
-    process and, after warm-up, a step faults none. ``measure`` counts a
-    step's faults and the settings record the mode (in a process of its
-    own: the mode holds for the rest of a process)."""
+def malloc_probe(mode: str, mib: int) -> tuple:
+    """Median page faults of a step that allocates three ``mib`` MiB
+    tensors, after 10 warm-up steps, and the recorded mode, in a process of
+    its own (the mode holds for the rest of a process)."""
     import subprocess
     import sys
-    out = subprocess.run([sys.executable, '-c', MALLOC_PROBE, mode],
-                         cwd=BENCH, capture_output=True, text=True,
-                         check=True).stdout.split()
-    faults, pages = float(out[0]), (64 << 20) // 4096
-    assert out[1] == mode
-    if mode == 'system':
-        assert faults >= 0.9 * pages
-    else:
-        assert faults < 0.01 * pages
+    out = subprocess.run([sys.executable, '-c', MALLOC_PROBE, mode,
+                          str(mib)], cwd=BENCH, capture_output=True,
+                         text=True, check=True).stdout.split()
+    return float(out[0]), out[1]
+
+
+def test_malloc_reuse_keeps_freed_memory(bench):
+    """glibc maps a tensor above 32 MiB (its largest dynamic threshold)
+    afresh on every allocation in both modes, so each faults in all its
+    pages, and ``measure`` counts them; below it, ``--malloc reuse`` keeps
+    the freed memory and, after warm-up, a step faults none (with glibc's
+    defaults such a step faults whenever the freed heap was trimmed)."""
+    pages = 3 * 40 * 256
+    for mode in ('system', 'reuse'):
+        faults, recorded = malloc_probe(mode, 40)
+        assert recorded == mode and faults >= 0.9 * pages
+    faults, recorded = malloc_probe('reuse', 24)
+    assert recorded == 'reuse' and faults < 0.01 * pages
 
 
 def test_malloc_mode_is_checked(bench, capsys):
@@ -315,6 +321,33 @@ def test_rope_scaling_result_structure(bench):
     # warm-up call are reused
     assert result['rope_tables']['RoPE-axial'] == dict(tables=0, forwards=4)
     assert '| RoPE-axial | 4 | 0 |' in bench('rope_scaling').markdown(result)
+
+
+def test_rope_compile_times_string_as_deployed(bench, monkeypatch):
+    """The inference benchmark times STRING folded into its projections
+    (checked against the unfolded model first) and compares it with
+    RoPE-Mixed, whose tables it keeps; a fold that misses the projections
+    is refused."""
+    rope_compile = bench('rope_compile')
+    result = rope_compile.run(quick=True, iters=2, warmup=0, device='cpu',
+                              compiled=())
+    folded = result['eager']['string folded']
+    assert folded['mixed_ratio_low'] <= folded['mixed_ratio'] <= \
+        folded['mixed_ratio_high']
+    rows = rope_compile.summarize(result)
+    assert ('string folded', 'RoPE-Mixed ViT') in [
+        (r['ours'], r['baseline']) for r in rows]
+    assert 'string folded / mixed (eager): ' in rope_compile.markdown(result)
+
+    from mmpos.models.layers.positions.linear import STRINGRoPE
+
+    def basis_dropped(self, qkv):  # P left out of the projections
+        self.folded = True
+
+    monkeypatch.setattr(STRINGRoPE, 'fold_', basis_dropped)
+    with pytest.raises(RuntimeError, match='folded STRING differs'):
+        rope_compile.run(quick=True, iters=1, warmup=0, device='cpu',
+                         compiled=())
 
 
 def test_pipelines_with_and_without_boxes_draw_the_same_views(bench):

@@ -66,6 +66,16 @@ def build(name: str, arch: dict) -> torch.nn.Module:
     return model
 
 
+def check_equal(step, ref, what: str) -> None:
+    """Refuse ``step`` (``RuntimeError``: ``what`` and the error) where
+    its last output differs from that of ``ref`` by more than 1e-3 of the
+    largest ``|ref|`` (at least 1)."""
+    expected = ref()[-1].float()
+    err = (step()[-1].float() - expected).abs().max().item()
+    if err > 1e-3 * max(1., expected.abs().max().item()):
+        raise RuntimeError(f'{what} by {err:.3g}')
+
+
 def run(quick: bool = False, batch_size: int = None, iters: int = None,
         warmup: int = None, threads: int = None, device: str = 'auto',
         amp: str = 'auto', compiled: Sequence[str] = COMPILED) -> dict:
@@ -98,20 +108,15 @@ def run(quick: bool = False, batch_size: int = None, iters: int = None,
 
     for name, model in models.items():
         steps[name] = forward(model)
-    ref = steps['string']()[-1].float()
-    err = (steps['string folded']()[-1].float() - ref).abs().max().item()
-    if err > 1e-3 * max(1., ref.abs().max().item()):
-        raise RuntimeError(f'folded STRING differs from STRING by {err:.3g}')
+    check_equal(steps['string folded'], steps['string'],
+                'folded STRING differs from STRING')
     for name in compiled:
         # mmpretrain's ViT breaks the graph (its drop-path rates are
         # tensors: a data-dependent branch); ours are one graph
         fast = forward(torch.compile(models[name],
                                      fullgraph=name != 'APE'))
-        ref = steps[name]()[-1].float()
-        err = (fast()[-1].float() - ref).abs().max().item()  # compiles
-        if err > 1e-3 * max(1., ref.abs().max().item()):
-            raise RuntimeError(f'compiled {name} differs from eager by '
-                               f'{err:.3g}')
+        check_equal(fast, steps[name],  # compiles
+                    f'compiled {name} differs from eager')
         steps[f'{name} compiled'] = fast
     stats = _timing.measure(steps, device, warmup, iters, batch_size)
     eager = {n: s for n, s in stats.items() if not n.endswith('compiled')}

@@ -5,8 +5,8 @@ stores a finished demo's ``results.json`` and its tables
 (:func:`~mmpos_harness.comparison.seeds.write`) in :data:`RESULTS` and
 rewrites the README's table between its markers from them
 (:func:`readme_block`); ``tests/test_results.py`` fails when the README
-differs from what the stored files render, or when the code the stored run
-measured (its provenance's ``depends``) changed since its commit.
+differs from what the stored files render (with the stale mark where the
+code the stored run measured computes something else now).
 """
 import json
 import os
@@ -23,7 +23,9 @@ BEGIN, END = '<!-- demo-output:begin -->', '<!-- demo-output:end -->'
 def readme_block(results_dir: str = RESULTS) -> str:
     """The README's demo table: ``seeds.md`` regenerated from the stored
     ``summary.json`` (:func:`~.comparison.seeds.render`) and where it was
-    measured, from ``results.json``'s provenance."""
+    measured, from ``results.json``'s provenance; under the stale mark
+    while ``results/status.json`` lists the stored demo."""
+    from .fingerprint import mark, read_marks
     with open(osp.join(results_dir, 'results.json')) as f:
         results = json.load(f)
     record = results['provenance']
@@ -37,7 +39,7 @@ def readme_block(results_dir: str = RESULTS) -> str:
     if osp.isfile(threads):
         with open(threads) as f:
             text += '\n' + thread_sentence(results, json.load(f)) + '\n'
-    return text
+    return mark(RESULTS, read_marks()) + text
 
 
 def _first_run(task: dict, init: str) -> float:

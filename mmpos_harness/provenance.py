@@ -139,9 +139,7 @@ def scheme_modules() -> 'MappingProxyType[str, str]':
     ``mmpos/models/layers/positions/matrix.py``). Found once per
     process."""
     from mmpos.models.layers import positions
-    from mmpos.registry import POSITION_ENCODINGS
-    files = {name: osp.relpath(inspect.getsourcefile(cls), ROOT)
-             for name, cls in POSITION_ENCODINGS.module_dict.items()}
+    files = scheme_files()
     init = osp.join(POSITIONS, '__init__.py')
     package = POSITIONS.replace('/', '.')
     # a name imported from the package: the file that defines it
@@ -157,6 +155,16 @@ def scheme_modules() -> 'MappingProxyType[str, str]':
                     imported |= _import_files(module, exported)
     return MappingProxyType({name: path for name, path in files.items()
                              if path not in imported})
+
+
+@functools.lru_cache(None)
+def scheme_files() -> 'MappingProxyType[str, str]':
+    """``{scheme name: file}`` of every registered position scheme."""
+    from mmpos.models.layers import positions  # noqa: F401 (registers)
+    from mmpos.registry import POSITION_ENCODINGS
+    return MappingProxyType({
+        name: osp.relpath(inspect.getsourcefile(cls), ROOT)
+        for name, cls in POSITION_ENCODINGS.module_dict.items()})
 
 
 @functools.lru_cache(None)
@@ -221,19 +229,19 @@ def _strings(path: str, root: str) -> frozenset:
                      and isinstance(node.value, str))
 
 
-def resolve(depends: Iterable[str], root: str = ROOT) -> List[str]:
-    """``depends`` (paths relative to ``root``) as a record stores it,
-    sorted:
+def built_schemes(depends: Iterable[str], root: str = ROOT) -> frozenset:
+    """The position schemes a result with these ``depends`` may build: the
+    ones a listed config sets (:func:`config_schemes`, model defaults
+    included) or a listed Python file (or one in a listed folder) other
+    than the positions package's own names as a string
+    (``dict(type='liere')``, a scheme table), and the configs that a listed
+    module outside ``mmpos/`` names (:func:`resolve`)."""
+    return _completed(depends, root)[1]
 
-    * with every config a listed module outside ``mmpos/`` names (a
-      string ``'configs/....py'``) and its :func:`config_sources`;
-    * without the :func:`scheme_modules` of schemes that nothing listed
-      builds (:func:`without_schemes`): a scheme is built when a listed
-      config sets it (:func:`config_schemes`, model defaults included) or
-      a listed Python file (or one in a listed folder) other than the
-      positions package's own names it as a string
-      (``dict(type='liere')``, a scheme table).
-    """
+
+@functools.lru_cache(None)
+def _completed_cached(depends: Tuple[str, ...], root: str
+                      ) -> Tuple[Tuple[str, ...], frozenset]:
     paths = set(depends)
     modules = [f for p in paths if not p.startswith(('configs/', POSITIONS))
                for f in files_under(p, root)
@@ -248,7 +256,26 @@ def resolve(depends: Iterable[str], root: str = ROOT) -> List[str]:
                and p.endswith('.py')]
     schemes = strings.union(default_schemes(),
                             *(config_schemes(c, root) for c in configs))
-    return sorted(without_schemes(sorted(paths), schemes, root))
+    return tuple(sorted(paths)), frozenset(schemes)
+
+
+def _completed(depends: Iterable[str], root: str = ROOT):
+    """``(paths, schemes)``: ``depends`` with the configs its modules name,
+    and :func:`built_schemes`."""
+    return _completed_cached(tuple(sorted(set(depends))), root)
+
+
+def resolve(depends: Iterable[str], root: str = ROOT) -> List[str]:
+    """``depends`` (paths relative to ``root``) as a record stores it,
+    sorted:
+
+    * with every config a listed module outside ``mmpos/`` names (a
+      string ``'configs/....py'``) and its :func:`config_sources`;
+    * without the :func:`scheme_modules` of schemes that nothing listed
+      builds (:func:`without_schemes`, :func:`built_schemes`).
+    """
+    paths, schemes = _completed(depends, root)
+    return sorted(without_schemes(paths, schemes, root))
 
 
 def record(command: str, depends: Sequence[str], root: str = ROOT) -> dict:
@@ -259,14 +286,24 @@ def record(command: str, depends: Sequence[str], root: str = ROOT) -> dict:
     if missing:
         raise ValueError(f'provenance: depends names paths that do not '
                          f'exist: {", ".join(missing)}')
+    from mmpos_harness import fingerprint
     depends = resolve(depends, root)
     dirty = _git('status', '--porcelain', '--', *depends, root=root)
-    return dict(command=command, commit=_git('rev-parse', 'HEAD', root=root),
+    return dict(command=command, commit=head(root),
                 dirty=[line[3:] for line in dirty.splitlines()],
-                date=time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
-                machine=machine(),
+                date=now(), machine=machine(),
                 load=[round(x, 2) for x in os.getloadavg()],
-                depends=list(depends))
+                depends=list(depends),
+                fingerprint=fingerprint.write(depends, root))
+
+
+def head(root: str = ROOT) -> str:
+    """The commit checked out at ``root``."""
+    return _git('rev-parse', 'HEAD', root=root)
+
+
+def now() -> str:
+    return time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
 
 
 def shallow(root: str = ROOT) -> bool:

@@ -1,12 +1,15 @@
-"""Numbers on pages come from committed result files, and those measure the
-current code.
+"""Numbers on pages come from committed result files, and a page marks the
+ones whose code computes something else now.
 
 Every provenance record in a result file (``mmpos_harness.provenance``: a
-dict with ``commit`` and ``depends``) must name a commit at which the
-paths it depends on held what they hold now, and must have run without
-uncommitted changes to them; the README's demo table must be what
-``mmpos_harness.demo_table.readme_block`` renders from the stored result
-files (re-run ``python tools/demo.py``, then
+dict with ``commit`` and ``depends``) carries a behavioural fingerprint
+(``mmpos_harness.fingerprint``) of the probes its ``depends`` call for;
+``results/status.json`` lists exactly the results that are stale now (a
+probe gives other outputs, or a file no probe reaches changed since the
+record's commit), and the pages mark those
+(``python tools/misc/results_status.py --write``). The README's demo
+table must be what ``mmpos_harness.demo_table.readme_block`` renders from
+the stored result files (re-run ``python tools/demo.py``, then
 ``python tools/paper_tables/gen_tables.py --demo work_dirs/demo/<run>``).
 """
 import functools
@@ -19,29 +22,15 @@ from pathlib import Path
 
 import pytest
 
-from mmpos_harness import (demo, demo_table, dense_probes, method_ranking,
-                           position_study, provenance)
+from mmpos_harness import (demo, demo_table, dense_probes, fingerprint,
+                           method_ranking, position_study, provenance)
 from mmpos_harness.comparison import seeds
 
 REPO = Path(__file__).resolve().parents[1]
-RESULT_FILES = sorted([*REPO.glob('docs/notes/results/**/*.json'),
-                       *REPO.glob('benchmarks/results/*.json')])
-
-
-def _records(node):
-    if isinstance(node, dict):
-        if 'commit' in node and 'depends' in node:
-            yield node
-        else:
-            for value in node.values():
-                yield from _records(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _records(value)
-
-
-RECORDS = [(path.relative_to(REPO), record) for path in RESULT_FILES
-           for record in _records(json.loads(path.read_text()))]
+RESULT_FILES = sorted({p for g in fingerprint.RESULT_GLOBS
+                       for p in REPO.glob(g)})
+RECORDS = [(Path(path), record)
+           for path, record in fingerprint.stored_records()]
 # Results measured before records existed, each with what regenerates it:
 # a result is a folder under docs/notes/results/ or a file there or in
 # benchmarks/results/. The list only shrinks; a new result has a record.
@@ -54,11 +43,7 @@ LEGACY = {
 
 def _result(path: Path) -> str:
     """The result ``path`` belongs to (module comment above LEGACY)."""
-    relative = path.relative_to(REPO)
-    if relative.parts[:3] == ('docs', 'notes', 'results') and \
-            len(relative.parts) > 4:
-        return '/'.join(relative.parts[:4])
-    return str(relative)
+    return fingerprint.result_of(str(path.relative_to(REPO)))
 
 
 def test_the_demo_result_records_its_provenance():
@@ -77,21 +62,45 @@ def test_every_result_records_its_provenance_or_is_listed_legacy():
         f'{sorted(set(LEGACY) - without)}')
 
 
-@pytest.mark.parametrize('path,record', RECORDS,
-                         ids=[str(p) for p, _ in RECORDS])
-def test_result_measures_the_current_code(path, record):
-    assert not record['dirty'], (
-        f'{path}: measured with uncommitted changes to {record["dirty"]}')
-    try:
-        changed = provenance.changed_since(record)
-    except LookupError as err:
-        if provenance.shallow():
-            pytest.skip(f'{err}: a shallow clone has no history to compare')
-        raise
-    assert not changed, (
-        f'{path} is stale: measured at {record["commit"][:10]}, and since '
-        f'then {len(changed)} commit(s) changed what it depends on: '
-        + '; '.join(changed[:5]) + f'. Re-run `{record["command"]}`.')
+def test_no_result_ran_with_uncommitted_changes():
+    dirty = {str(path): record['dirty'] for path, record in RECORDS
+             if record['dirty']}
+    assert not dirty, f'measured with uncommitted changes: {dirty}'
+
+
+def test_every_record_has_the_fingerprint_its_depends_call_for():
+    """Each record names a stored fingerprint holding exactly the probes
+    of its ``depends`` (``fingerprint.probes_for``)."""
+    wrong = {}
+    for path, record in RECORDS:
+        if 'fingerprint' not in record:
+            wrong[str(path)] = 'no fingerprint'
+            continue
+        stored = set(fingerprint.load(record['fingerprint'])['probes'])
+        wanted = set(fingerprint.probes_for(record['depends']))
+        if stored != wanted:
+            wrong[str(path)] = sorted(stored ^ wanted)[:3]
+    assert not wrong, (
+        f'records without the fingerprint of their depends: '
+        f'{dict(list(wrong.items())[:5])} ({len(wrong)} in all): python '
+        'tools/misc/results_status.py --refingerprint')
+
+
+def test_the_pages_mark_exactly_the_stale_results():
+    """``results/status.json`` (which the pages' marks come from) lists
+    the results that are stale now, each with the commit it was measured
+    at: a stale number without its mark, or a mark on a current one,
+    fails."""
+    status = fingerprint.results_status()
+    unknown = {r: e['reasons'] for r, e in status.items()
+               if e['state'] == 'unknown'}
+    if unknown and provenance.shallow():
+        pytest.skip(f'a shallow clone has no history to compare: {unknown}')
+    assert not unknown, f'results whose status is unknown: {unknown}'
+    assert fingerprint.stale_marks(status) == fingerprint.read_marks(), (
+        f'{fingerprint.STATUS} is not what the results show now: python '
+        'tools/misc/results_status.py --write (stale: '
+        f'{ {r: e["reasons"][:2] for r, e in status.items() if e["state"] == "stale"} })')
 
 
 def _producer_depends(path, record):

@@ -9,6 +9,9 @@
   both with the table tool (``mmpos_harness.paper_tables``) from the runs
   under ``mmpos_paper_work_root``, and ``faq.md``, one question per row of
   the failures page's tables (:func:`faq_markdown`).
+* Marks every stored result that ``results/status.json`` lists as stale
+  (``tools/misc/results_status.py --write``) where a page includes it
+  (:func:`mark_stale`) and on the benchmarks page.
 * Checks every repository path a page mentions (:mod:`repo_paths`); a
   missing one is a warning, i.e. an error under ``-W``.
 """
@@ -199,12 +202,24 @@ def _bench():
         sys.path.remove(folder)
 
 
-def benchmark_markdown(results_dir: Path) -> str:
+def benchmark_markdown(results_dir: Path, marks: dict) -> str:
+    """The benchmarks page's tables; a result stale by ``marks``
+    (``results/status.json``) under its mark, and the between-runs table
+    under one naming its stale inputs."""
+    from mmpos_harness.fingerprint import mark
     results = {path.name: json.loads(path.read_text())
                for path in sorted(results_dir.glob('*.json'))}
+    stale = [f'benchmarks/results/{name}' for name in results
+             if f'benchmarks/results/{name}' in marks]
     out = _between_runs_table(results)
+    if out and stale:
+        out = [f'> **Stale:** the runs of {", ".join(stale)} measured code '
+               'that has changed since (`python '
+               'tools/misc/results_status.py`).', ''] + out
     for name, data in results.items():
         rel = f'benchmarks/results/{name}'
+        if rel in marks:
+            out.append(mark(rel, marks))
         if 'settings' in data and 'rows' in data:
             out += _suite_table(rel, data)
         elif 'attention_fwd_bwd' in data:
@@ -294,8 +309,10 @@ def generate(app):
     root = Path(app.config.mmpos_repo_root)
     out_dir = Path(app.srcdir) / '_generated'
     out_dir.mkdir(exist_ok=True)
-    (out_dir / 'benchmarks.md').write_text(
-        benchmark_markdown(root / 'benchmarks' / 'results'))
+    from mmpos_harness.fingerprint import read_marks
+    app.env.mmpos_marks = read_marks(str(root))
+    (out_dir / 'benchmarks.md').write_text(benchmark_markdown(
+        root / 'benchmarks' / 'results', app.env.mmpos_marks))
     (out_dir / 'faq.md').write_text(faq_markdown(
         (Path(app.srcdir) / 'advanced' / 'failures.md').read_text()))
     cwd = os.getcwd()
@@ -315,10 +332,25 @@ def check_paths(app, docname, source):
                        location=(docname, lineno))
 
 
+def mark_stale(app, relative_path, parent_docname, content):
+    """An included stored result (``docs/notes/results/...``) that
+    ``results/status.json`` lists as stale starts with its mark."""
+    from mmpos_harness.fingerprint import mark, read_marks, result_of
+    marks = getattr(app.env, 'mmpos_marks', None)
+    if marks is None:
+        marks = read_marks(app.config.mmpos_repo_root)
+    path = Path(app.srcdir, relative_path).resolve()
+    root = Path(app.config.mmpos_repo_root).resolve()
+    if root in path.parents:
+        content[0] = mark(result_of(str(path.relative_to(root))),
+                          marks) + content[0]
+
+
 def setup(app):
     app.add_config_value('mmpos_repo_root', '..', 'env')
     app.add_config_value('mmpos_paper_work_root', 'work_dirs/paper_tables',
                          'env')
     app.connect('builder-inited', generate)
     app.connect('source-read', check_paths)
+    app.connect('include-read', mark_stale)
     return {'parallel_read_safe': True, 'parallel_write_safe': True}

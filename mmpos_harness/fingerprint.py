@@ -1,0 +1,707 @@
+"""Behavioural fingerprints: whether the code a result measured still
+computes what it computed then.
+
+A result's provenance record (:mod:`mmpos_harness.provenance`) lists the
+paths it depends on. Its fingerprint is what short, fixed-seed,
+single-threaded *probes* of those paths output, stored once per distinct
+set in ``results/fingerprints/<id>.json`` (the record keeps the id):
+
+* ``config:<path>``, for every config of ``depends`` outside ``_base_``:
+  the resolved config (``_base_`` chain applied; a digest) and, where it
+  has a model, that model shrunk as :mod:`mmpos_harness.tiny_models` does,
+  trained for :data:`STEPS` steps with the config's own optimizer wrapper
+  (AMP off; its :data:`MODEL_HOOKS` around the steps) on a batch of its
+  own train pipeline (pretraining and
+  classification) or tiny detection / segmentation inputs: the logged
+  losses of each step, three sums of the parameters after the steps and
+  the backbone's eval-mode outputs;
+* ``scheme:<name>``, for every position scheme the result builds
+  (:func:`mmpos_harness.provenance.built_schemes`): a 2-block RoPE ViT with
+  a register token on a non-square input, global and windowed, its outputs
+  and gradients, and its eval outputs at another size;
+* ``stats``, ``timing``, ``mini_data``, ``evaluation``: the statistics
+  module, the benchmarks' timing and summary helpers, the mini datasets and
+  the frozen evaluators (kNN, depth, correspondence, retrieval, token
+  health), on fixed inputs, for results whose ``depends`` hold them.
+
+While a probe runs, the repository files whose functions it calls are
+noted. The files of ``depends`` that the result's probes call are judged
+by behaviour; the rest of ``depends`` (files no probe reaches, e.g. a
+tool's command line) by text, as before: a commit that changed them.
+
+:func:`status`: a result is ``current`` when every probe gives its stored
+values again (numbers within :data:`RTOL`: the same computation in another
+order; digests equal) and no text-judged file changed, ``stale``
+otherwise (with the probes and files that changed), ``unknown`` when the
+record has no fingerprint or its commit is not in the clone.
+``tools/misc/results_status.py`` lists them; the pages mark a stale result
+(``results/status.json``).
+"""
+import copy
+import functools
+import hashlib
+import importlib
+import inspect
+import json
+import math
+import os
+import os.path as osp
+import random
+import sys
+import tempfile
+import threading
+from types import SimpleNamespace
+from typing import Callable, Dict, Iterable, List, Tuple
+
+import numpy as np
+import torch
+from mmengine.logging import MessageHub, MMLogger
+
+from mmpos_harness import provenance
+
+ROOT = provenance.ROOT
+STORE = 'results/fingerprints'
+STATUS = 'results/status.json'
+# the stored result files (their provenance records)
+RESULT_GLOBS = ('docs/notes/results/**/*.json', 'benchmarks/results/*.json')
+STEPS = 2
+RTOL, ATOL = 1e-4, 1e-6
+_LOCK = threading.RLock()
+
+
+def _summary(tensors: Iterable[torch.Tensor], prefix: str) -> dict:
+    """Three numbers that change with any entry of ``tensors``: their sum,
+    sum of squares and a sum weighted by ``cos(index)`` (float64)."""
+    flat = torch.cat([t.detach().double().flatten() for t in tensors])
+    weights = torch.cos(torch.arange(flat.numel(), dtype=torch.float64))
+    return {f'{prefix}.sum': flat.sum().item(),
+            f'{prefix}.sq': flat.square().sum().item(),
+            f'{prefix}.cos': (flat * weights).sum().item()}
+
+
+def _tensors(node) -> List[torch.Tensor]:
+    """Every tensor in nested tuples, lists and dicts, in order."""
+    if isinstance(node, torch.Tensor):
+        return [node]
+    if isinstance(node, dict):
+        node = [node[k] for k in sorted(node)]
+    if isinstance(node, (list, tuple)):
+        return [t for item in node for t in _tensors(item)]
+    return []
+
+
+def _digest(obj) -> str:
+    text = json.dumps(obj, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _seed(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+@functools.lru_cache(None)
+def _image() -> str:
+    """A fixed 160 x 120 RGB PNG (lossless: every reader decodes the same
+    pixels) for the pipelines."""
+    from PIL import Image
+    rng = np.random.default_rng(0)
+    y, x = np.mgrid[0:120, 0:160]
+    pixels = np.stack([x * 1.5, y * 2.0, (x + y) % 97 * 2.5], -1)
+    pixels = np.clip(pixels + rng.normal(0, 20, pixels.shape), 0, 255)
+    path = osp.join(tempfile.mkdtemp(prefix='mmpos_fingerprint_'),
+                    'probe.png')
+    Image.fromarray(pixels.astype(np.uint8)).save(path)
+    return path
+
+
+def _pipeline_batch(cfg, seed: int) -> dict:
+    """Two samples of ``cfg``'s train pipeline on :func:`_image`,
+    collated by its dataloader's ``collate_fn`` (mmengine's default:
+    ``pseudo_collate``)."""
+    from mmengine.dataset import Compose
+    from mmengine.registry import FUNCTIONS
+    collate = copy.deepcopy(cfg.train_dataloader.get(
+        'collate_fn', dict(type='pseudo_collate')))
+    collate = FUNCTIONS.get(collate.pop('type'))
+    pipeline = Compose(copy.deepcopy(cfg.train_dataloader.dataset.pipeline))
+    items = []
+    for k in range(2):
+        _seed(seed * 2 + k)
+        items.append(pipeline(dict(img_path=_image(), gt_label=k)))
+    return collate(items)
+
+
+def _optim_wrapper(cfg, model):
+    """``cfg.optim_wrapper`` built for ``model``, AMP wrappers as plain
+    fp32 ones (the probe runs on CPU)."""
+    from mmengine.optim import build_optim_wrapper
+    wrapper = copy.deepcopy(cfg.optim_wrapper)
+    if wrapper.get('type') == 'AmpOptimWrapper':
+        wrapper.type = 'OptimWrapper'
+        for key in ('loss_scale', 'dtype'):
+            wrapper.pop(key, None)
+    return build_optim_wrapper(model, wrapper)
+
+
+# the hooks of a config that change its model during training, run around
+# the probe's steps with a runner of model, iteration and schedule length
+MODEL_HOOKS = ('EMATeacherHook', 'DropPosSigmaHook')
+
+
+def _model_hooks(cfg, scope) -> list:
+    from mmpos_harness.tiny_models import registries
+    configured = [*(cfg.get('default_hooks') or {}).values(),
+                  *(cfg.get('custom_hooks') or [])]
+    return [registries(scope).HOOKS.build(copy.deepcopy(h))
+            for h in configured if h and h.get('type') in MODEL_HOOKS]
+
+
+def config_probe(config: str) -> dict:
+    """The probe of ``config`` (module docstring)."""
+    from mmpos_harness.tiny_models import build_tiny, load, tiny_inputs
+    cfg, scope = load(config)
+    values = {'resolved': _digest(cfg.to_dict())}
+    if not cfg.get('model'):
+        return values
+    _seed(0)
+    model, model_cfg = build_tiny(cfg, scope)
+
+    def batch(step):
+        if tiny_inputs(model_cfg, scope) is None:
+            return _pipeline_batch(cfg, step)
+        _seed(step)
+        return tiny_inputs(model_cfg, scope)
+
+    model.train()
+    if cfg.get('optim_wrapper'):
+        wrapper = _optim_wrapper(cfg, model)
+        hooks = _model_hooks(cfg, scope)
+        runner = SimpleNamespace(model=model, iter=0, epoch=0, max_iters=(
+            cfg.get('train_cfg') or {}).get('max_iters', 100))
+        MessageHub.get_current_instance().update_info('max_iters',
+                                                      runner.max_iters)
+        for hook in hooks:
+            hook.before_train(runner)
+        for step in range(STEPS):
+            runner.iter = step
+            MessageHub.get_current_instance().update_info('iter', step)
+            for hook in hooks:
+                hook.before_train_iter(runner, step)
+            _seed(100 + step)
+            log_vars = model.train_step(batch(step), wrapper)
+            for hook in hooks:
+                hook.after_train_iter(runner, step)
+            values.update({f'step{step}.{k}': float(v)
+                           for k, v in sorted(log_vars.items())})
+        values.update(_summary(model.parameters(), 'params'))
+    backbone = getattr(model, 'backbone', None)
+    if backbone is not None:
+        model.eval()
+        inputs = model.data_preprocessor(batch(STEPS), False)['inputs']
+        while isinstance(inputs, (list, tuple)):  # views: the first
+            inputs = inputs[0]
+        with torch.no_grad():
+            values.update(_summary(_tensors(backbone(inputs)), 'eval'))
+    return values
+
+
+def scheme_probe(name: str) -> dict:
+    """The probe of the position scheme ``name`` (module docstring)."""
+    from mmpos.models.backbones.rope_vit import RoPEVisionTransformer
+    values = {}
+    arch = dict(embed_dims=32, num_layers=2, num_heads=2,
+                feedforward_channels=64)
+    for variant, extra in (
+            ('global', dict(num_register_tokens=1)),
+            ('window', dict(window_size=2, global_attn_indexes=(1,),
+                            with_cls_token=False))):
+        _seed(0)
+        vit = RoPEVisionTransformer(
+            arch=arch, img_size=32, patch_size=8, rope=dict(type=name),
+            out_type='featmap', **extra)
+        x = torch.randn(2, 3, 32, 48)
+        out = _tensors(vit(x))
+        sum(o.square().mean() for o in out).backward()
+        values.update(_summary(out, f'{variant}.out'))
+        values.update(_summary([p.grad for p in vit.parameters()
+                                if p.grad is not None], f'{variant}.grad'))
+        vit.eval()
+        with torch.no_grad():
+            values.update(_summary(_tensors(vit(torch.randn(1, 3, 48, 32))),
+                                   f'{variant}.eval'))
+    return values
+
+
+def stats_probe() -> dict:
+    """The statistics module on fixed two-level samples."""
+    from mmpos.evaluation import stats
+    a = [[71.2, 70.8], [69.9, 70.4], [72.0, 71.1]]
+    b = [[68.5, 69.0], [70.1, 69.2], [68.0, 68.8]]
+    c = [[70.0, 70.6], [71.5, 70.9], [69.2, 69.9]]
+    tests = [stats.welch(a, b), stats.welch(a, c),
+             stats.paired([1.0, 2.5, 1.7, 2.2], [0.4, 1.9, 1.6, 1.1])]
+    adjusted = stats.family(tests, stats.HOLM) + stats.family(
+        tests, stats.BH)
+    boot = stats.bootstrap_interval(a, b, draws=500)
+    intervals = stats.rank_intervals({'a': [a, b], 'b': [b, c],
+                                      'c': [c, a]}, draws=200)
+    values = {'tests': _digest([t.asdict() for t in adjusted]),
+              'bootstrap': _digest(boot), 'ranks': _digest(intervals),
+              'mdd': stats.minimum_detectable_difference(0.8, 4.0),
+              'runs': stats.runs_for_difference(1.2, 2.0),
+              'pooled': _digest(stats.pooled_sd([[1.0, 2.0, 4.0],
+                                                  [3.0, 3.5]])),
+              'describe': _digest(stats.describe({'x': adjusted[:3]}))}
+    return values
+
+
+def evaluation_probe() -> dict:
+    """The frozen evaluators on features of a fixed 2-block RoPE ViT:
+    kNN and its image-free baseline, the linear depth probe and its
+    metrics, keypoint matching and PCK, dense retrieval (Hummingbird)
+    mIoU and token health."""
+    from mmpos.evaluation import (correspondence, dense, dense_retrieval,
+                                  depth_probe, health, knn)
+    from mmpos.models.backbones.rope_vit import RoPEVisionTransformer
+    _seed(0)
+    vit = RoPEVisionTransformer(
+        arch=dict(embed_dims=32, num_layers=2, num_heads=2,
+                  feedforward_channels=64), img_size=32, patch_size=8,
+        out_type='featmap', out_indices=(0, 1)).eval()
+    images = torch.randn(12, 3, 32, 32)
+    labels = torch.arange(12) % 3
+    feats = dense.dense_features(vit, images, batch_size=5)
+    pooled = feats['patch'][-1].mean((2, 3))
+    values = {f'knn.{k}': v for k, v in knn.knn_accuracy(
+        pooled[:8], labels[:8], pooled[8:], labels[8:], 3, k=3).items()}
+    values.update({f'prior.{k}': v for k, v in knn.class_prior_accuracy(
+        labels[:8], labels[8:], 3).items()})
+    depths = torch.rand(12, 32, 32, generator=torch.Generator(
+    ).manual_seed(1)) * 5 + 0.5
+    train = {k: [t[:8] if t is not None else None for t in v]
+             for k, v in feats.items()}
+    test = {k: [t[8:] if t is not None else None for t in v]
+            for k, v in feats.items()}
+    head = depth_probe.fit_depth_probe(train, depths[:8], cls_token=False,
+                                       iters=5, batch_size=4)
+    pred = depth_probe.predict_depth(head, test, (32, 32), cls_token=False)
+    values.update({f'depth.{k}': v for k, v in depth_probe.depth_metrics(
+        pred, depths[8:]).items()})
+    grid = feats['patch'][-1]
+    kps = torch.tensor([[4.0, 4.0], [20.0, 12.0], [28.0, 30.0]])
+    match = correspondence.match_keypoints(grid[0], grid[1], kps, (32, 32),
+                                           (32, 32))
+    values.update({f'pck.{k}': v for k, v in correspondence.pck(
+        [correspondence.pck_hits(match, kps, 16.0)]).items()})
+    seg = (torch.arange(32 * 32).reshape(32, 32) // 300 % 3).expand(12, -1, -1)
+    values.update({f'hummingbird.{k}': v for k, v in
+                   dense_retrieval.hummingbird_miou(
+                       grid[:8], seg[:8], grid[8:], seg[8:], ['a', 'b', 'c'],
+                       k=5).items()})
+    values.update({f'health.{k}': v for k, v in health.token_health(
+        grid.flatten(2).transpose(1, 2)).items()})
+    return values
+
+
+def _benchmarks():
+    """``benchmarks/_timing.py`` and ``benchmarks/run.py`` as modules."""
+    sys.path.insert(0, osp.join(ROOT, 'benchmarks'))
+    try:
+        import _timing
+        import run
+    finally:
+        sys.path.remove(osp.join(ROOT, 'benchmarks'))
+    return _timing, run
+
+
+def timing_probe() -> dict:
+    """The benchmarks' ratios, target tests, verdicts and summary page on
+    fixed per-round times."""
+    _timing, run = _benchmarks()
+    rounds = np.random.default_rng(0).normal(0, 0.02, (3, 8))
+    entries = {name: dict(times_ms=list(10 * scale * np.exp(noise)),
+                          step_ms=10 * scale, peak_mib=5 * scale, faults=0,
+                          images_per_s=8 / scale)
+               for name, scale, noise in zip(('none', 'mixed', 'liere'),
+                                             (1.0, 1.05, 1.4), rounds)}
+    _timing.add_ratios(entries, 'none')
+    rows = [_timing.comparison('layer', name, entries[name], 'none',
+                               entries['none'], target=target)
+            for name, target in (('mixed', '<= 1.1'), ('liere', '<= 1.5'),
+                                 ('liere', '~1.4 (paper)'))]
+    run.judge_targets(rows)
+    provenance_ = dict(command='probe', commit='0' * 40, machine='probe',
+                       date='probe')
+    summary = dict(rows=rows, benchmarks={'layer': dict(seconds=1.0)},
+                   settings=dict(provenance=provenance_, device='cpu',
+                                 threads=1, amp='off', load_start=[0.0],
+                                 load_end=[0.0], total_s=1.0,
+                                 malloc='reuse'))
+    return {'entries': _digest(entries), 'rows': _digest(rows),
+            'format': _digest([_timing.format_ratio(r) for r in rows]),
+            'summary': _digest(run.summary_markdown(summary))}
+
+
+def mini_data_probe() -> dict:
+    """A digest of every file of small mini datasets of each kind (their
+    generators draw from seeded numpy generators)."""
+    from mmpos_harness import mini_data
+    values = {}
+    with tempfile.TemporaryDirectory() as root:
+        mini_data.make_all(root, ('coco', 'ade', 'unlabeled', 'cls'),
+                           num_train=4, num_val=2, num_unlabeled=4,
+                           img_size=32, seed=0)
+        mini_data.make_mini_stuff(osp.join(root, 'stuff'), num_train=2,
+                                  num_val=1, img_size=32)
+        mini_data.make_mini_nyu(osp.join(root, 'nyu'), num_train=2,
+                                num_val=1, img_size=32)
+        mini_data.make_mini_spair(osp.join(root, 'spair'), num_train=1,
+                                  num_val=1, img_size=32)
+        for kind in sorted(os.listdir(root)):
+            digest = hashlib.sha256()
+            for folder, dirs, files in sorted(os.walk(osp.join(root, kind))):
+                dirs.sort()
+                for name in sorted(files):
+                    path = osp.join(folder, name)
+                    digest.update(osp.relpath(path, root).encode())
+                    with open(path, 'rb') as f:
+                        digest.update(f.read())
+            values[kind] = digest.hexdigest()[:16]
+    return values
+
+
+FIXED_PROBES: Dict[str, Tuple[Callable[[], dict], str]] = {
+    # name: (probe, the path whose presence in depends calls for it)
+    'stats': (stats_probe, 'mmpos/evaluation/stats.py'),
+    'timing': (timing_probe, 'benchmarks/_timing.py'),
+    'mini_data': (mini_data_probe, 'mmpos_harness/mini_data'),
+    'evaluation': (evaluation_probe, 'mmpos/evaluation/knn.py'),
+}
+
+
+def _files(depends: Iterable[str]) -> List[str]:
+    return sorted({f for p in depends for f in provenance.files_under(p)})
+
+
+def probes_for(depends: Iterable[str]) -> List[str]:
+    """The probe names of a result with these ``depends`` (module
+    docstring)."""
+    depends = list(depends)
+    files = _files(depends)
+    names = [f'config:{f}' for f in files if f.startswith('configs/')
+             and f.endswith('.py') and '_base_' not in f.split('/')]
+    modules = provenance.scheme_files()
+    names += [f'scheme:{s}' for s in sorted(provenance.built_schemes(
+        depends)) if modules.get(s) in files]
+    names += [name for name, (_, path) in FIXED_PROBES.items()
+              if any(f == path or f.startswith(path + '/') for f in files)]
+    return names
+
+
+def _run_traced(probe: Callable[[], dict]) -> Tuple[dict, List[str]]:
+    """``probe()`` in one thread, and the repository files whose functions
+    it called (not module or class bodies; :data:`IMPORTS` are imported
+    before, so that no registration at import counts)."""
+    called = set()
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_flags & inspect.CO_OPTIMIZED:  # functions only
+            called.add(frame.f_code.co_filename)
+
+    threads = torch.get_num_threads()
+    logger = MMLogger.get_current_instance()
+    level = logger.level
+    torch.set_num_threads(1)
+    logger.setLevel('ERROR')  # the optimizer's paramwise lines
+    sys.settrace(tracer)
+    try:
+        values = probe()
+    finally:
+        sys.settrace(None)
+        torch.set_num_threads(threads)
+        logger.setLevel(level)
+    files = sorted(osp.relpath(f, ROOT) for f in called
+                   if f.startswith(ROOT + os.sep)
+                   and not osp.relpath(f, ROOT).startswith(('.venv', 'tests')))
+    return values, files
+
+
+# imported before a probe is traced
+IMPORTS = ('mmpos.models', 'mmpos.engine', 'mmpos.datasets', 'mmpos.evaluation',
+           'mmpos.evaluation.correspondence', 'mmpos.evaluation.dense',
+           'mmpos.evaluation.dense_retrieval', 'mmpos.evaluation.depth_probe',
+           'mmpos.evaluation.health', 'mmpos.evaluation.knn',
+           'mmpos.evaluation.stats', 'mmpos_harness.mini_data',
+           'mmpos_harness.tiny_models', 'mmdet.models', 'mmseg.models',
+           'mmpretrain.models')
+
+
+@functools.lru_cache(None)
+def run_probe(name: str) -> Tuple[Tuple[Tuple[str, object], ...],
+                                  Tuple[str, ...]]:
+    """``(values, files)`` of the probe ``name`` on the code now, once per
+    process: its outputs as sorted ``(key, value)`` pairs and the files it
+    called."""
+    kind, _, arg = name.partition(':')
+    probe = {'config': lambda: config_probe(arg),
+             'scheme': lambda: scheme_probe(arg)}.get(kind)
+    if probe is None:
+        if name not in FIXED_PROBES:
+            raise KeyError(f'fingerprint: no probe named {name!r}')
+        probe = FIXED_PROBES[name][0]
+    with _LOCK:
+        for module in IMPORTS:
+            importlib.import_module(module)
+        _benchmarks()
+        values, files = _run_traced(probe)
+    values = {k: v if isinstance(v, str) else float(v)
+              for k, v in values.items()}
+    for key, value in values.items():
+        if not isinstance(value, str) and not math.isfinite(value):
+            raise ValueError(f'fingerprint: probe {name} gives {key} = '
+                             f'{value}')
+    return tuple(sorted(values.items())), tuple(files)
+
+
+def compute(depends: Iterable[str]) -> dict:
+    """The fingerprint of a result with these ``depends``: ``{probe:
+    {values, files}}``."""
+    found = {}
+    for name in probes_for(depends):
+        values, files = run_probe(name)
+        found[name] = dict(values=dict(values), files=list(files))
+    return found
+
+
+def write(depends: Iterable[str], root: str = ROOT) -> str:
+    """Compute the fingerprint of ``depends``, store it under
+    :data:`STORE` and return its id."""
+    probes = compute(depends)
+    fid = _digest(probes)
+    path = osp.join(root, STORE, f'{fid}.json')
+    if not osp.isfile(path):
+        os.makedirs(osp.dirname(path), exist_ok=True)
+        data = dict(commit=provenance.head(root), date=provenance.now(),
+                    machine=provenance.machine(), probes=probes)
+        with open(path + '.tmp', 'w') as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+            f.write('\n')
+        os.replace(path + '.tmp', path)
+    return fid
+
+
+def load(fid: str, root: str = ROOT) -> dict:
+    """The stored fingerprint ``fid``."""
+    path = osp.join(root, STORE, f'{fid}.json')
+    if not osp.isfile(path):
+        raise FileNotFoundError(f'fingerprint {fid}: no file {path}')
+    with open(path) as f:
+        return json.load(f)
+
+
+def same(stored, now) -> bool:
+    """Whether a probe value is what was stored: digests equal, numbers
+    within :data:`RTOL` / :data:`ATOL`."""
+    if isinstance(stored, str) or isinstance(now, str):
+        return stored == now
+    return math.isclose(stored, now, rel_tol=RTOL, abs_tol=ATOL)
+
+
+def changed_probes(fingerprint: dict) -> List[str]:
+    """The probes of a stored fingerprint whose outputs differ now (a
+    config that no longer exists: its probe, changed)."""
+    changed = []
+    for name, stored in sorted(fingerprint['probes'].items()):
+        if name.startswith('config:') and not osp.isfile(
+                osp.join(ROOT, name.partition(':')[2])):
+            changed.append(f'{name} (gone)')
+            continue
+        values = dict(run_probe(name)[0])
+        diff = [k for k in sorted(set(stored['values']) | set(values))
+                if k not in values or k not in stored['values']
+                or not same(stored['values'][k], values[k])]
+        if diff:
+            changed.append(f'{name} ({", ".join(diff[:3])}'
+                           f'{", ..." if len(diff) > 3 else ""})')
+    return changed
+
+
+def text_judged(record: dict, fingerprint: dict) -> List[str]:
+    """The files of the record's ``depends`` that none of its probes calls
+    (configs of a probed config's ``_base_`` chain are judged by its
+    resolved digest)."""
+    covered = {f for probe in fingerprint['probes'].values()
+               for f in probe['files']}
+    for name in fingerprint['probes']:
+        if name.startswith('config:'):
+            config = name.partition(':')[2]
+            if osp.isfile(osp.join(ROOT, config)):
+                covered.update(provenance.config_sources(config))
+            else:
+                covered.add(config)
+    return [f for f in _files(record['depends']) if f not in covered]
+
+
+def status(record: dict) -> dict:
+    """``{state, reasons}`` of a provenance record (module docstring):
+    ``state`` is ``current``, ``stale`` or ``unknown``."""
+    if record.get('dirty'):
+        return dict(state='stale', reasons=[
+            f'measured with uncommitted changes to {record["dirty"]}'])
+    if 'fingerprint' not in record:
+        return dict(state='unknown', reasons=['no fingerprint'])
+    fingerprint = load(record['fingerprint'])
+    reasons = [f'probe {p}' for p in changed_probes(fingerprint)]
+    text = text_judged(record, fingerprint)
+    try:
+        changed = provenance.changed_since(dict(record, depends=text)) \
+            if text else []
+    except LookupError as err:
+        return dict(state='unknown', reasons=[str(err)])
+    reasons += [f'commit {c}' for c in changed]
+    return dict(state='stale' if reasons else 'current', reasons=reasons)
+
+
+def stored_records(root: str = ROOT) -> List[Tuple[str, dict]]:
+    """``(result file, record)`` of every provenance record (a dict with
+    ``commit`` and ``depends``) stored under :data:`RESULT_GLOBS`, paths
+    relative to ``root``, in file order."""
+    import glob
+    found = []
+    for path in sorted({p for pattern in RESULT_GLOBS for p in glob.glob(
+            osp.join(root, pattern), recursive=True)}):
+        with open(path) as f:
+            found += [(osp.relpath(path, root), r)
+                      for r in _walk_records(json.load(f))]
+    return found
+
+
+def _walk_records(node):
+    """The provenance records in parsed JSON, outermost first."""
+    if isinstance(node, dict):
+        if 'commit' in node and 'depends' in node:
+            yield node
+        else:
+            for value in node.values():
+                yield from _walk_records(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk_records(value)
+
+
+def result_of(path: str) -> str:
+    """The result a stored file belongs to: its folder directly under
+    ``docs/notes/results/``, else the file itself."""
+    parts = path.split('/')
+    if parts[:3] == ['docs', 'notes', 'results'] and len(parts) > 4:
+        return '/'.join(parts[:4])
+    return path
+
+
+def results_status(root: str = ROOT) -> Dict[str, dict]:
+    """``{result: {state, commit, reasons}}`` of every stored result
+    (:func:`result_of`): ``stale`` when one of its records is, else
+    ``unknown`` when one is, else ``current``; ``commit`` the oldest
+    commit its records were measured at."""
+    cache, found = {}, {}
+    for path, record in stored_records(root):
+        key = (record.get('fingerprint'), record['commit'],
+               tuple(record['depends']), tuple(record.get('dirty', ())))
+        if key not in cache:
+            cache[key] = status(record)
+        state = cache[key]
+        entry = found.setdefault(result_of(path), dict(
+            state='current', commit=record['commit'], reasons=[]))
+        entry['reasons'] += [r for r in state['reasons']
+                             if r not in entry['reasons']]
+        order = ('current', 'unknown', 'stale')
+        if order.index(state['state']) > order.index(entry['state']):
+            entry['state'] = state['state']
+        if record['commit'] != entry['commit'] and _older(
+                record['commit'], entry['commit'], root):
+            entry['commit'] = record['commit']
+    return found
+
+
+def _older(a: str, b: str, root: str) -> bool:
+    """Whether commit ``a`` is an ancestor of ``b``."""
+    import subprocess
+    return subprocess.run(['git', '-C', root, 'merge-base', '--is-ancestor',
+                           a, b], capture_output=True).returncode == 0
+
+
+def stale_marks(status: Dict[str, dict]) -> Dict[str, dict]:
+    """The content of :data:`STATUS` for a :func:`results_status`:
+    ``{result: {commit, reasons}}`` of the stale results, which the pages
+    mark."""
+    return {result: dict(commit=entry['commit'], reasons=entry['reasons'])
+            for result, entry in sorted(status.items())
+            if entry['state'] == 'stale'}
+
+
+def read_marks(root: str = ROOT) -> Dict[str, dict]:
+    """The stale results as :data:`STATUS` stores them (none without the
+    file)."""
+    path = osp.join(root, STATUS)
+    if not osp.isfile(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
+def mark(result: str, marks: Dict[str, dict]) -> str:
+    """The line a page shows above a stale result's numbers ('' when
+    ``result`` is not in ``marks``)."""
+    if result not in marks:
+        return ''
+    return (f'> **Stale:** measured at {marks[result]["commit"][:10]}; the '
+            'code it measured has changed since '
+            '(`python tools/misc/results_status.py`).\n\n')
+
+
+def _dump_like(text: str, data) -> str:
+    """``data`` as JSON in the layout of ``text`` (indent, ASCII escapes,
+    final newline), which it was read from."""
+    loaded = json.loads(text)
+    for indent in (2, 1, 4, None):
+        for ascii_ in (False, True):
+            for end in ('', '\n'):
+                if json.dumps(loaded, indent=indent,
+                              ensure_ascii=ascii_) + end == text:
+                    return json.dumps(data, indent=indent,
+                                      ensure_ascii=ascii_) + end
+    raise ValueError('fingerprint: a result file in a layout json.dumps '
+                     'does not write')
+
+
+def refingerprint(root: str = ROOT) -> List[str]:
+    """Give every stored record that the text rule finds current (no
+    commit since its own changed its ``depends``, none dirty) a
+    fingerprint computed now: the code it measured is the code here. Run
+    it after a change of the probes themselves, in a commit that changes
+    nothing else (a record whose code changed in text since keeps its
+    fingerprint). Fingerprints no record names any more are removed.
+    Returns the files rewritten."""
+    rewritten = []
+    for path in sorted({p for p, _ in stored_records(root)}):
+        full = osp.join(root, path)
+        with open(full) as f:
+            text = f.read()
+        data, changed = json.loads(text), False
+        for record in _walk_records(data):
+            if record.get('dirty') or provenance.changed_since(record, root):
+                continue
+            fid = write(record['depends'], root)
+            changed |= record.get('fingerprint') != fid
+            record['fingerprint'] = fid
+        if changed:
+            with open(full, 'w') as f:
+                f.write(_dump_like(text, data))
+            rewritten.append(path)
+    named = {r.get('fingerprint') for _, r in stored_records(root)}
+    for name in os.listdir(osp.join(root, STORE)):
+        if name.endswith('.json') and name[:-len('.json')] not in named:
+            os.remove(osp.join(root, STORE, name))
+    return rewritten

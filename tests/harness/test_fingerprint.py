@@ -1,0 +1,164 @@
+"""Behavioural fingerprints (``mmpos_harness.fingerprint``): a probe sees a
+change of what the code computes and not a change of how it is written;
+a refactor of the position and attention files leaves every stored result
+current, and a behaviour change marks exactly the results that ran it."""
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from mmpos_harness import fingerprint, provenance
+
+REPO = provenance.ROOT
+
+
+def _changed(before: dict, after: dict) -> list:
+    return [k for k in before if not fingerprint.same(before[k], after[k])]
+
+
+def test_a_scheme_probe_sees_a_changed_frequency_and_not_a_rewrite(
+        monkeypatch):
+    from mmpos.models.layers.positions import linear
+    before = fingerprint.scheme_probe('mixed')
+    assert fingerprint.scheme_probe('mixed') == before  # deterministic
+
+    original = linear.MixedRoPE.forward
+
+    def rewritten(self, *args, **kwargs):  # the same computation, rewritten
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(linear.MixedRoPE, 'forward', rewritten)
+    assert not _changed(before, fingerprint.scheme_probe('mixed'))
+    init = linear.MixedRoPE.__init__
+
+    def slower(self, *args, **kwargs):  # one frequency 1 % lower
+        init(self, *args, **kwargs)
+        with torch.no_grad():
+            next(p for p in self.parameters())[..., 0].mul_(0.99)
+
+    monkeypatch.setattr(linear.MixedRoPE, '__init__', slower)
+    assert _changed(before, fingerprint.scheme_probe('mixed'))
+    # another scheme's probe does not run that code
+    assert 'mmpos/models/layers/positions/lookhere.py' not in \
+        fingerprint.run_probe('scheme:mixed')[1]
+
+
+def test_a_config_probe_trains_the_config_and_sees_its_loss_weight(
+        monkeypatch):
+    config = 'configs/droppos/droppos_vit-tiny_mini.py'
+    values, files = fingerprint.run_probe(f'config:{config}')
+    values = dict(values)
+    assert values['step0.loss'] > 0 and values['step1.loss'] > 0
+    assert 'mmpos/models/selfsup/droppos/droppos_head.py' in files
+    from mmpos.models.selfsup.droppos import droppos_head
+    loss = droppos_head.DropPosHead.loss
+
+    def doubled(self, *args, **kwargs):
+        return {k: 2 * v for k, v in loss(self, *args, **kwargs).items()}
+
+    monkeypatch.setattr(droppos_head.DropPosHead, 'loss', doubled)
+    assert 'step0.loss' in _changed(values,
+                                    fingerprint.config_probe(config))
+
+
+def test_probes_for_follow_the_depends():
+    names = fingerprint.probes_for(['mmpos/models', 'benchmarks/_timing.py',
+                                    'mmpos/evaluation/stats.py'])
+    assert {'timing', 'stats', 'scheme:mixed'} <= set(names)
+    assert not any(n.startswith('config:') for n in names)
+    configs = fingerprint.probes_for(
+        provenance.config_sources('configs/demo/droppos_vit-tiny-rope-mixed_mini.py'))
+    assert 'config:configs/demo/droppos_vit-tiny-rope-mixed_mini.py' in configs
+    assert not any('_base_' in n for n in configs)
+    with pytest.raises(KeyError, match='no probe named'):
+        fingerprint.run_probe('nonsense')
+
+
+def test_text_judged_files_are_those_no_probe_reaches():
+    path, record = next((p, r) for p, r in fingerprint.stored_records()
+                        if 'method_ranking.py' in r['command'])
+    stored = fingerprint.load(record['fingerprint'])
+    text = fingerprint.text_judged(record, stored)
+    for frozen in ('mmpos/models/layers/attention.py',
+                   'mmpos/models/layers/positions/base.py',
+                   'mmpos/models/layers/positions/linear.py',
+                   'mmpos/models/backbones/rope_vit.py'):
+        assert frozen not in text, frozen
+    assert 'tools/train.py' in text  # no probe runs the command line
+
+
+def test_json_is_rewritten_in_its_own_layout():
+    data = {'b': [1, 2], 'a': 'é'}
+    for indent in (1, 2):
+        text = json.dumps(data, indent=indent, ensure_ascii=False)
+        assert fingerprint._dump_like(text, data) == text
+    assert fingerprint._dump_like(json.dumps(data, indent=2) + '\n', data) \
+        == json.dumps(data, indent=2) + '\n'
+
+
+def test_marks_name_the_commit():
+    marks = {'docs/notes/results/demo': dict(commit='abcdef0123456789',
+                                             reasons=['probe x'])}
+    assert 'measured at abcdef0123' in fingerprint.mark(
+        'docs/notes/results/demo', marks)
+    assert fingerprint.mark('docs/notes/results/other', marks) == ''
+    assert fingerprint.result_of(
+        'docs/notes/results/demo/results.json') == 'docs/notes/results/demo'
+    assert fingerprint.result_of('benchmarks/results/cpu_quick.json') == \
+        'benchmarks/results/cpu_quick.json'
+
+
+CHECK = '''
+import json, sys
+from mmpos_harness import fingerprint
+out = {}
+for path, record in fingerprint.stored_records():
+    state = fingerprint.status(record)['state']
+    out[path] = 'stale' if 'stale' in (out.get(path), state) else state
+json.dump(out, sys.stdout)
+'''
+
+
+@pytest.mark.slow
+def test_refactor_keeps_results_current_and_a_behaviour_change_marks_its_own(
+        tmp_path):
+    """In a clone of HEAD, one commit rewrites the position and attention
+    files without changing what they compute (comments, a renamed local)
+    and changes LieRE's default initial range: exactly the records whose
+    fingerprint probes LieRE go stale."""
+    clone = tmp_path / 'clone'
+    subprocess.run(['git', 'clone', '-q', '--shared', REPO, str(clone)],
+                   check=True)
+    positions = clone / 'mmpos/models/layers/positions'
+    for path in (positions / 'base.py', positions / 'linear.py',
+                 clone / 'mmpos/models/layers/attention.py'):
+        path.write_text('# rewritten without a change of behaviour\n'
+                        + path.read_text())
+    matrix = positions / 'matrix.py'
+    text = matrix.read_text()
+    assert 'init_range=2 * math.pi, position_scale=1.' in text
+    matrix.write_text(text.replace('init_range=2 * math.pi, position_scale=1.',
+                                   'init_range=math.pi, position_scale=1.'))
+    git = ['git', '-C', str(clone), '-c', 'user.name=t', '-c',
+           'user.email=t@t']
+    subprocess.run([*git, 'commit', '-qam', 'refactor, LieRE init'],
+                   check=True)
+    proc = subprocess.run([sys.executable, '-c', CHECK], cwd=clone,
+                          capture_output=True, text=True, timeout=900,
+                          env={**__import__('os').environ,
+                               'PYTHONPATH': str(clone),
+                               'OMP_NUM_THREADS': '1'})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    states = json.loads(proc.stdout)
+    expected = {}
+    for path, record in fingerprint.stored_records():
+        liere = 'scheme:liere' in fingerprint.load(
+            record['fingerprint'])['probes']
+        if liere or expected.get(path) != 'stale':
+            expected[path] = 'stale' if liere else 'current'
+    assert states == expected
+    stale = {p for p, s in states.items() if s == 'stale'}
+    assert 'benchmarks/results/cpu_position_schemes.json' in stale
+    assert not any('method_ranking' in p or '/demo/' in p for p in stale)

@@ -117,7 +117,8 @@ out = {}
 for path, record in fingerprint.stored_records():
     state = fingerprint.status(record)['state']
     out[path] = 'stale' if 'stale' in (out.get(path), state) else state
-json.dump(out, sys.stdout)
+with open(sys.argv[1], 'w') as f:
+    json.dump(out, f)
 '''
 
 
@@ -145,13 +146,14 @@ def test_refactor_keeps_results_current_and_a_behaviour_change_marks_its_own(
            'user.email=t@t']
     subprocess.run([*git, 'commit', '-qam', 'refactor, LieRE init'],
                    check=True)
-    proc = subprocess.run([sys.executable, '-c', CHECK], cwd=clone,
+    out = tmp_path / 'states.json'
+    proc = subprocess.run([sys.executable, '-c', CHECK, str(out)], cwd=clone,
                           capture_output=True, text=True, timeout=900,
                           env={**__import__('os').environ,
                                'PYTHONPATH': str(clone),
                                'OMP_NUM_THREADS': '1'})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    states = json.loads(proc.stdout)
+    states = json.loads(out.read_text())
     expected = {}
     for path, record in fingerprint.stored_records():
         liere = 'scheme:liere' in fingerprint.load(

@@ -411,10 +411,12 @@ def _run_traced(probe: Callable[[], dict]) -> Tuple[dict, List[str]]:
             called.add(frame.f_code.co_filename)
 
     threads = torch.get_num_threads()
-    logger = MMLogger.get_current_instance()
+    # the optimizer's paramwise lines and the evaluators' tables: mmpos'
+    # logger, which they make the current one
+    logger = MMLogger.get_instance('mmpos')
     level = logger.level
     torch.set_num_threads(1)
-    logger.setLevel('ERROR')  # the optimizer's paramwise lines
+    logger.setLevel('ERROR')
     sys.settrace(tracer)
     try:
         values = probe()

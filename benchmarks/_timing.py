@@ -322,18 +322,40 @@ def _log_times(stats: dict, what: str) -> list:
     return [math.log(t) for t in stats['times_ms']]
 
 
+def log_ratios(ours: dict, base: dict,
+               names: Tuple[str, str] = ('ours', 'baseline')) -> list:
+    """The per-round ``log(ours / base)`` of two :func:`measure` entries of
+    one run (called ``names`` in errors)."""
+    return [a - b for a, b in zip(_log_times(ours, names[0]),
+                                  _log_times(base, names[1]))]
+
+
+def ratio_of_logs(logs: Sequence[float], key: str = 'time_ratio',
+                  target: Optional[str] = None) -> dict:
+    """From replicate log ratios (a run's rounds, or the runs of one
+    command): ``{key: r, key_low, key_high}``, ``r`` their geometric mean
+    and ``[key_low, key_high]`` its 95 % interval ``exp(D -+ t SE)`` of the
+    one-sample t (None with fewer than 2 replicates or equal ratios); with
+    a ``target`` that bounds the time (:func:`time_bound`),
+    ``target_test``: the one-sample t of the log ratios against the log
+    bound (a ``stats.Comparison`` as a dict, adjusted by ``run.py``)."""
+    stats = stats_module()
+    test = stats.paired(logs, [0.] * len(logs))
+    out = {key: math.exp(test.difference),
+           f'{key}_low': None if test.low is None else math.exp(test.low),
+           f'{key}_high': None if test.high is None else math.exp(test.high)}
+    bound = time_bound(target)
+    if bound is not None:
+        out['target_test'] = stats.paired(
+            logs, [math.log(bound)] * len(logs)).asdict()
+    return out
+
+
 def ratio(ours: dict, base: dict, key: str = 'time_ratio',
           names: Tuple[str, str] = ('ours', 'baseline')) -> dict:
     """``ours`` / ``base`` (:func:`measure` entries of one run, called
-    ``names`` in errors): ``{key: r, key_low, key_high}``, ``r`` the
-    geometric mean of the per-round time ratios, ``[key_low, key_high]``
-    its 95 % interval ``exp(D -+ t SE)`` of the paired t on the per-round
-    log times (None with fewer than 2 rounds or equal per-round ratios)."""
-    test = stats_module().paired(_log_times(ours, names[0]),
-                                 _log_times(base, names[1]))
-    return {key: math.exp(test.difference),
-            f'{key}_low': None if test.low is None else math.exp(test.low),
-            f'{key}_high': None if test.high is None else math.exp(test.high)}
+    ``names`` in errors) by :func:`ratio_of_logs` over the rounds."""
+    return ratio_of_logs(log_ratios(ours, base, names), key)
 
 
 def add_ratios(stats: Dict[str, dict], base: str) -> None:
@@ -420,14 +442,14 @@ def comparison(benchmark: str, ours: str, ours_stats: dict, baseline: str,
     below 1: ours is faster), ``mem_ratio`` and ``throughput_ratio`` (above
     1: ours is faster) of the medians and peaks, and both median page
     faults per call (``ours_faults``, ``baseline_faults``). A ``target``
-    that bounds
-    the time (:func:`time_bound`) adds ``target_test``, the paired t of the
-    per-round log ratios against the log bound (a ``stats.Comparison`` as a
-    dict, adjusted by ``run.py``)."""
+    that bounds the time adds ``target_test`` (:func:`ratio_of_logs`)."""
     row = dict(benchmark=benchmark, ours=ours, baseline=baseline,
                ours_ms=ours_stats['step_ms'],
                baseline_ms=base_stats['step_ms'])
-    row.update(ratio(ours_stats, base_stats, names=(ours, baseline)))
+    if target is not None:
+        row['target'] = target
+    row.update(ratio_of_logs(
+        log_ratios(ours_stats, base_stats, (ours, baseline)), target=target))
     if 'peak_mib' in ours_stats and 'peak_mib' in base_stats:
         row.update(ours_peak_mib=ours_stats['peak_mib'],
                    baseline_peak_mib=base_stats['peak_mib'])
@@ -441,14 +463,6 @@ def comparison(benchmark: str, ours: str, ours_stats: dict, baseline: str,
                    baseline_images_per_s=base_stats['images_per_s'],
                    throughput_ratio=ours_stats['images_per_s'] /
                    base_stats['images_per_s'])
-    if target is not None:
-        row['target'] = target
-        bound = time_bound(target)
-        if bound is not None:
-            logs = [a - b for a, b in zip(_log_times(ours_stats, ours),
-                                          _log_times(base_stats, baseline))]
-            row['target_test'] = stats_module().paired(
-                logs, [math.log(bound)] * len(logs)).asdict()
     row.update(extra)
     return row
 

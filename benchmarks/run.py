@@ -226,7 +226,7 @@ def summary_markdown(summary: dict) -> str:
         'peak allocated during one call above what existed before it (CPU: '
         'torch profiler allocator events; CUDA: max_memory_allocated); '
         'images/s = batch / median time. C allocator: '
-        f"{s.get('malloc', 'system')} (reuse: freed memory is kept for the "
+        f"{s['malloc']} (reuse: freed memory is kept for the "
         'next step; system: glibc\'s defaults). See benchmarks/README.md.',
         '',
         '| ' + ' | '.join(c[0] for c in ROW_COLUMNS) + ' |',

@@ -134,7 +134,6 @@ def between_runs(results: dict) -> list:
     ``[{command, files, benchmark, ours, baseline, ratios, time_ratio,
     time_ratio_low, time_ratio_high, target[, target_test,
     target_verdict]}]``."""
-    from mmpos.evaluation import stats
     bench = _bench()
     groups = {}
     for name, data in results.items():
@@ -151,22 +150,12 @@ def between_runs(results: dict) -> list:
                    for f in files]
         for key in [k for k in per_run[0] if all(k in p for p in per_run)]:
             logs = [math.log(p[key]['time_ratio']) for p in per_run]
-            test = stats.paired(logs, [0.] * len(logs))
             target = per_run[0][key].get('target')
-            row = dict(
+            rows.append(dict(
                 command=command, files=files, benchmark=key[0], ours=key[1],
                 baseline=key[2], ratios=[math.exp(x) for x in logs],
-                time_ratio=math.exp(test.difference),
-                time_ratio_low=None if test.low is None else math.exp(
-                    test.low),
-                time_ratio_high=None if test.high is None else math.exp(
-                    test.high),
-                target=target or '')
-            bound = bench._timing.time_bound(target)
-            if bound is not None:
-                row['target_test'] = stats.paired(
-                    logs, [math.log(bound)] * len(logs)).asdict()
-            rows.append(row)
+                target=target or '',
+                **bench._timing.ratio_of_logs(logs, target=target)))
     bench.judge_targets(rows)
     return rows
 

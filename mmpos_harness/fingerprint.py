@@ -19,10 +19,12 @@ set in ``results/fingerprints/<id>.json`` (the record keeps the id):
   (:func:`mmpos_harness.provenance.built_schemes`): a 2-block RoPE ViT with
   a register token on a non-square input, global and windowed, its outputs
   and gradients, and its eval outputs at another size;
-* ``stats``, ``timing``, ``mini_data``, ``evaluation``: the statistics
-  module, the benchmarks' timing and summary helpers, the mini datasets and
-  the frozen evaluators (kNN, depth, correspondence, retrieval, token
-  health), on fixed inputs, for results whose ``depends`` hold them.
+* ``stats``, ``timing``, ``mini_data``, ``evaluation``,
+  ``position_study``: the statistics module, the benchmarks' timing and
+  summary helpers, the mini datasets, the frozen evaluators (kNN, depth,
+  correspondence, retrieval, token health) and the resolution study's
+  harness (without positions and APE: a scheme is its own probe), on fixed
+  inputs, for results whose ``depends`` hold them.
 
 While a probe runs, the repository files whose functions it calls are
 noted. The files of ``depends`` that the result's probes call are judged
@@ -88,6 +90,22 @@ def _tensors(node) -> List[torch.Tensor]:
     if isinstance(node, (list, tuple)):
         return [t for item in node for t in _tensors(item)]
     return []
+
+
+def _numbers(node, prefix: str) -> dict:
+    """The numbers in nested dicts and lists as ``{path: float}`` (compared
+    within :data:`RTOL`, not as a digest: the same computation in another
+    order stays equal); strings and None are left out."""
+    if isinstance(node, dict):
+        return {k: v for key in sorted(node, key=str)
+                for k, v in _numbers(node[key], f'{prefix}.{key}').items()}
+    if isinstance(node, (list, tuple)):
+        return {k: v for i, item in enumerate(node)
+                for k, v in _numbers(item, f'{prefix}.{i}').items()}
+    if isinstance(node, (int, float, np.number)) and not isinstance(
+            node, bool):
+        return {prefix: float(node)}
+    return {}
 
 
 def _digest(obj) -> str:
@@ -305,6 +323,34 @@ def evaluation_probe() -> dict:
     return values
 
 
+def position_study_probe() -> dict:
+    """The resolution study's harness at a tiny size: its images, two
+    seeds of the models without positions and with APE trained for two
+    steps and evaluated (resize, canvas, shuffled), its scheme table and
+    its analysed, rendered tables."""
+    from mmpos_harness import position_study as study
+    sizes = [16, 24]
+    runs = {}
+    with tempfile.TemporaryDirectory() as root:
+        data = study.make_data(root, 6, 4, 16, sizes)
+        for name in ('none', 'APE'):
+            kwargs = study.schemes(16 // study.PATCH)[name]
+            for seed in (0, 1):
+                model, loss = study.train(kwargs, *data['train'], seed, 2,
+                                          16, 4, 1e-3, study.LAYER_SCALE)
+                runs.setdefault(name, {})[seed] = dict(
+                    study.evaluate(model, kwargs, data, 16, sizes,
+                                   study.LAYER_SCALE), loss=loss)
+    tables = {factor: study.analyse(study.factor_table(runs, factor, 16,
+                                                       sizes))
+              for factor in study.FACTORS}
+    tables['shuffled'] = study.analyse(study.shuffle_table(runs, 16))
+    return {'schemes': _digest(study.schemes(16 // study.PATCH)),
+            **_numbers(runs, 'runs'), **_numbers(tables, 'tables'),
+            'markdown': _digest([study.table_markdown(t)
+                                 for t in tables.values()])}
+
+
 def _benchmarks():
     """``benchmarks/_timing.py`` and ``benchmarks/run.py`` as modules."""
     sys.path.insert(0, osp.join(ROOT, 'benchmarks'))
@@ -378,6 +424,8 @@ FIXED_PROBES: Dict[str, Tuple[Callable[[], dict], str]] = {
     'timing': (timing_probe, 'benchmarks/_timing.py'),
     'mini_data': (mini_data_probe, 'mmpos_harness/mini_data'),
     'evaluation': (evaluation_probe, 'mmpos/evaluation/knn.py'),
+    'position_study': (position_study_probe,
+                       'mmpos_harness/position_study.py'),
 }
 
 

@@ -108,13 +108,9 @@ DEFAULT_SCHEMES = ('none', 'APE', 'RoPE-Axial', 'RoPE-Mixed', 'DINOv3',
 SHUFFLE_SEED = 2024  # the patch permutations: the same for every model
 EVAL_BATCH = 200
 TOOL = 'tools/paper_tables/position_study.py'
-# the code every run goes through (mmpos_harness.provenance), and of the
-# position modules that only some schemes run, which module each needs
+# the code every run goes through (mmpos_harness.provenance)
 CODE = ('mmpos_harness/position_study.py', 'mmpos/models/backbones',
         'mmpos/models/layers', 'mmpos_harness/mini_data', TOOL)
-SCHEME_MODULES = {'comrope': 'mmpos/models/layers/positions/matrix.py',
-                  'liere': 'mmpos/models/layers/positions/matrix.py',
-                  'lookhere': 'mmpos/models/layers/positions/lookhere.py'}
 
 
 def schemes(train_grid: int) -> dict:
@@ -435,20 +431,11 @@ def evaluate(model: nn.Module, kwargs: dict, data: dict, train_size: int,
 def code(names) -> list:
     """The paths runs of the schemes ``names`` go through: :data:`CODE`
     without the position modules of schemes not among them
-    (:data:`SCHEME_MODULES`), so that a change to LieRE does not make an
-    APE run stale."""
+    (:func:`mmpos_harness.provenance.without_schemes`), so that a change to
+    LieRE does not make an APE run stale."""
     table = schemes(2)  # the grid does not change which modules run
-    used = {SCHEME_MODULES.get((table[n].get('rope') or {}).get('type'))
-            for n in names}
-    unused = set(SCHEME_MODULES.values()) - used
-    paths = []
-    for path in CODE:
-        if any(u.startswith(path + '/') for u in unused):
-            paths += sorted(p for p in provenance.files_under(path)
-                            if p not in unused)
-        else:
-            paths.append(path)
-    return paths
+    return provenance.without_schemes(
+        CODE, {(table[n].get('rope') or {}).get('type') for n in names})
 
 
 def run_record(args, names) -> dict:

@@ -22,6 +22,7 @@ from statsmodels.stats.multitest import multipletests
 
 from conftest import REPO
 from mmpos_harness import position_study as study
+from mmpos_harness import provenance
 from mmpos_harness.mini_data.cls import _class_image
 
 TINY = ['--iters', '2', '--train-size', '16', '--sizes', '24', '32',
@@ -235,13 +236,14 @@ def test_tables_test_each_cell_paired_over_seeds(tmp_path):
 def test_a_run_depends_on_its_own_scheme_module_only():
     """An APE or RoPE-Mixed run does not go stale when LieRE's module
     changes; a LieRE run does, and a study of both depends on both."""
-    matrix = study.SCHEME_MODULES['liere']
+    modules = provenance.scheme_modules()
+    matrix = modules['liere']
     ape, liere = study.code(['APE', 'RoPE-Mixed']), study.code(['LieRE'])
     assert matrix not in ape and matrix in liere
     assert 'mmpos/models/layers/positions/linear.py' in ape
     assert 'mmpos/models/layers/attention.py' in liere
     assert set(study.code(['APE', 'LieRE'])) == set(ape) | set(liere)
-    for path in set(study.SCHEME_MODULES.values()) - {matrix}:
+    for path in set(modules.values()) - {matrix}:
         assert path not in liere
 
 
@@ -265,7 +267,7 @@ def test_tiny_study_runs_resumes_retables_and_plots(tmp_path, capfd):
     run = json.loads((tmp_path / 'runs' / 'APE' / 'seed0.json').read_text())
     assert run['cpu_seconds'] > 0 and 'position_study' in run['command']
     assert run['machine'] and run['date']
-    assert study.SCHEME_MODULES['liere'] not in run['depends']
+    assert provenance.scheme_modules()['liere'] not in run['depends']
     assert summary['num_runs'] == 6
     md = (tmp_path / 'position_study.md').read_text()
     assert '32 px (canvas x2)' in md and 'shuffled (16 px)' in md

@@ -19,6 +19,10 @@ set in ``results/fingerprints/<id>.json`` (the record keeps the id):
   (:func:`mmpos_harness.provenance.built_schemes`): a 2-block RoPE ViT with
   a register token on a non-square input, global and windowed, its outputs
   and gradients, and its eval outputs at another size;
+* ``bench:<module>:<quick|full>``, for the benchmark modules of
+  :data:`BENCH_PROBES` in ``depends``: the module run as ``run.py`` runs
+  it at the command's sizes, each timed step called once (its modules'
+  outputs) and its rows from stand-in times (:func:`bench_probe`);
 * ``stats``, ``timing``, ``mini_data``, ``evaluation``,
   ``position_study``: the statistics module, the benchmarks' timing and
   summary helpers, the mini datasets, the frozen evaluators (kNN, depth,
@@ -49,6 +53,7 @@ import math
 import os
 import os.path as osp
 import random
+import subprocess
 import sys
 import tempfile
 import threading
@@ -351,6 +356,55 @@ def position_study_probe() -> dict:
                                  for t in tables.values()])}
 
 
+def bench_probe(name: str, mode: str) -> dict:
+    """The benchmark module ``benchmarks/<name>.py`` run as ``run.py``
+    runs it (``mode``: ``quick`` or ``full`` sizes), each timed step called once
+    instead of timed: every module's outputs on the way (a global forward
+    hook: their sums) and the rows it summarises from fixed stand-in
+    times, i.e. what it computes, compares and reports, not how long it
+    takes."""
+    _timing, run = _benchmarks()
+    outputs = []
+
+    def record(module, args, output):
+        outputs.extend(t.detach() for t in _tensors(output)
+                       if t.is_floating_point())
+
+    def once(steps, device, warmup, iters, batch_size=None, memory=True):
+        stats = {}
+        for k, (step_name, step) in enumerate(steps.items()):
+            step()
+            times = [10. * (1 + 0.1 * k) * (1 + 0.01 * r) for r in range(3)]
+            stats[step_name] = dict(step_ms=times[1], times_ms=times,
+                                    faults=0)
+            if memory:
+                stats[step_name]['peak_mib'] = 1. + k
+            if batch_size:
+                stats[step_name]['images_per_s'] = batch_size / times[1]
+        return stats
+
+    def peak(step, device):
+        step()
+        return 2**20
+
+    saved = _timing.measure, _timing.peak_memory
+    _timing.measure, _timing.peak_memory = once, peak
+    hook = torch.nn.modules.module.register_module_forward_hook(record)
+    sys.path.insert(0, osp.join(ROOT, 'benchmarks'))
+    try:
+        _seed(0)
+        entry = run.run_one(name, dict(quick=mode == 'quick', iters=1,
+                                       warmup=0, device='cpu', amp='off'))
+    finally:
+        sys.path.remove(osp.join(ROOT, 'benchmarks'))
+        hook.remove()
+        _timing.measure, _timing.peak_memory = saved
+    values = _summary(outputs, 'outputs') if outputs else {}
+    values.update(rows=_digest(entry['rows']),
+                  markdown=_digest(entry.get('markdown')))
+    return values
+
+
 def _benchmarks():
     """``benchmarks/_timing.py`` and ``benchmarks/run.py`` as modules."""
     sys.path.insert(0, osp.join(ROOT, 'benchmarks'))
@@ -418,6 +472,9 @@ def mini_data_probe() -> dict:
     return values
 
 
+# the benchmark modules with a probe (bench_probe): those whose step at full
+# size costs seconds; the other modules' files are judged by text
+BENCH_PROBES = ('position_schemes',)
 FIXED_PROBES: Dict[str, Tuple[Callable[[], dict], str]] = {
     # name: (probe, the path whose presence in depends calls for it)
     'stats': (stats_probe, 'mmpos/evaluation/stats.py'),
@@ -433,13 +490,17 @@ def _files(depends: Iterable[str]) -> List[str]:
     return sorted({f for p in depends for f in provenance.files_under(p)})
 
 
-def probes_for(depends: Iterable[str]) -> List[str]:
-    """The probe names of a result with these ``depends`` (module
-    docstring)."""
+def probes_for(depends: Iterable[str], command: str = '') -> List[str]:
+    """The probe names of a result with these ``depends`` produced by
+    ``command`` (module docstring; a benchmark's probe runs at the sizes
+    of the command: ``--quick`` or full)."""
     depends = list(depends)
     files = _files(depends)
-    names = [f'config:{f}' for f in files if f.startswith('configs/')
-             and f.endswith('.py') and '_base_' not in f.split('/')]
+    mode = 'quick' if '--quick' in command.split() else 'full'
+    names = [f'bench:{b}:{mode}' for b in BENCH_PROBES
+             if f'benchmarks/{b}.py' in files]
+    names += [f'config:{f}' for f in files if f.startswith('configs/')
+              and f.endswith('.py') and '_base_' not in f.split('/')]
     modules = provenance.scheme_files()
     names += [f'scheme:{s}' for s in sorted(provenance.built_schemes(
         depends)) if modules.get(s) in files]
@@ -496,7 +557,8 @@ def run_probe(name: str) -> Tuple[Tuple[Tuple[str, object], ...],
     called."""
     kind, _, arg = name.partition(':')
     probe = {'config': lambda: config_probe(arg),
-             'scheme': lambda: scheme_probe(arg)}.get(kind)
+             'scheme': lambda: scheme_probe(arg),
+             'bench': lambda: bench_probe(*arg.split(':'))}.get(kind)
     if probe is None:
         if name not in FIXED_PROBES:
             raise KeyError(f'fingerprint: no probe named {name!r}')
@@ -515,20 +577,21 @@ def run_probe(name: str) -> Tuple[Tuple[Tuple[str, object], ...],
     return tuple(sorted(values.items())), tuple(files)
 
 
-def compute(depends: Iterable[str]) -> dict:
-    """The fingerprint of a result with these ``depends``: ``{probe:
-    {values, files}}``."""
+def compute(depends: Iterable[str], command: str = '') -> dict:
+    """The fingerprint of a result with these ``depends`` produced by
+    ``command``: ``{probe: {values, files}}``."""
     found = {}
-    for name in probes_for(depends):
+    for name in probes_for(depends, command):
         values, files = run_probe(name)
         found[name] = dict(values=dict(values), files=list(files))
     return found
 
 
-def write(depends: Iterable[str], root: str = ROOT) -> str:
-    """Compute the fingerprint of ``depends``, store it under
-    :data:`STORE` and return its id."""
-    probes = compute(depends)
+def write(depends: Iterable[str], command: str = '',
+          root: str = ROOT) -> str:
+    """Compute the fingerprint of ``depends`` and ``command``
+    (:func:`compute`), store it under :data:`STORE` and return its id."""
+    probes = compute(depends, command)
     fid = _digest(probes)
     path = osp.join(root, STORE, f'{fid}.json')
     if not osp.isfile(path):
@@ -579,19 +642,22 @@ def changed_probes(fingerprint: dict) -> List[str]:
 
 
 def text_judged(record: dict, fingerprint: dict) -> List[str]:
-    """The files of the record's ``depends`` that none of its probes calls
-    (configs of a probed config's ``_base_`` chain are judged by its
-    resolved digest)."""
+    """The files of the record's ``depends`` that none of its probes calls.
+    Config files (``configs/**.py``) of a record with config probes are
+    judged by those probes' resolved configs: a ``_base_`` file that a
+    refactor empties, moves or deletes while every probed config resolves
+    to the same dict changed nothing the result ran."""
     covered = {f for probe in fingerprint['probes'].values()
                for f in probe['files']}
-    for name in fingerprint['probes']:
-        if name.startswith('config:'):
-            config = name.partition(':')[2]
-            if osp.isfile(osp.join(ROOT, config)):
-                covered.update(provenance.config_sources(config))
-            else:
-                covered.add(config)
-    return [f for f in _files(record['depends']) if f not in covered]
+    configs = any(name.startswith('config:')
+                  for name in fingerprint['probes'])
+    # the files of depends now and at the record's commit (a deleted one
+    # changed too)
+    files = set(_files(record['depends'])) | set(provenance._git(
+        'ls-tree', '-r', '--name-only', record['commit'], '--',
+        *record['depends']).splitlines())
+    return sorted(f for f in files if f not in covered and not (
+        configs and f.startswith('configs/') and f.endswith('.py')))
 
 
 def status(record: dict) -> dict:
@@ -604,11 +670,11 @@ def status(record: dict) -> dict:
         return dict(state='unknown', reasons=['no fingerprint'])
     fingerprint = load(record['fingerprint'])
     reasons = [f'probe {p}' for p in changed_probes(fingerprint)]
-    text = text_judged(record, fingerprint)
     try:
+        text = text_judged(record, fingerprint)
         changed = provenance.changed_since(dict(record, depends=text)) \
             if text else []
-    except LookupError as err:
+    except (LookupError, subprocess.CalledProcessError) as err:
         return dict(state='unknown', reasons=[str(err)])
     reasons += [f'commit {c}' for c in changed]
     return dict(state='stale' if reasons else 'current', reasons=reasons)
@@ -677,7 +743,6 @@ def results_status(root: str = ROOT) -> Dict[str, dict]:
 
 def _older(a: str, b: str, root: str) -> bool:
     """Whether commit ``a`` is an ancestor of ``b``."""
-    import subprocess
     return subprocess.run(['git', '-C', root, 'merge-base', '--is-ancestor',
                            a, b], capture_output=True).returncode == 0
 
@@ -726,14 +791,25 @@ def _dump_like(text: str, data) -> str:
                      'does not write')
 
 
+def _current(record: dict, root: str) -> bool:
+    """Whether the code ``record`` measured computes what it computes now:
+    its stored fingerprint says so (:func:`status`), or, where that cannot
+    (none stored, or a probe whose own definition changed), no commit
+    since its own changed its ``depends``."""
+    if 'fingerprint' in record and osp.isfile(osp.join(
+            root, STORE, f'{record["fingerprint"]}.json')) and \
+            status(record)['state'] == 'current':
+        return True
+    return not provenance.changed_since(record, root)
+
+
 def refingerprint(root: str = ROOT) -> List[str]:
-    """Give every stored record that the text rule finds current (no
-    commit since its own changed its ``depends``, none dirty) a
-    fingerprint computed now: the code it measured is the code here. Run
-    it after a change of the probes themselves, in a commit that changes
-    nothing else (a record whose code changed in text since keeps its
-    fingerprint). Fingerprints no record names any more are removed.
-    Returns the files rewritten."""
+    """Give every stored record whose code computes what it computes now
+    (:func:`_current`; none dirty) a fingerprint computed now, with the
+    probes its ``depends`` call for now: run it after a probe is added or
+    changed, in a commit that changes nothing else (a record current by
+    neither rule keeps its fingerprint). Fingerprints no record names any
+    more are removed. Returns the files rewritten."""
     rewritten = []
     for path in sorted({p for p, _ in stored_records(root)}):
         full = osp.join(root, path)
@@ -741,9 +817,9 @@ def refingerprint(root: str = ROOT) -> List[str]:
             text = f.read()
         data, changed = json.loads(text), False
         for record in _walk_records(data):
-            if record.get('dirty') or provenance.changed_since(record, root):
+            if record.get('dirty') or not _current(record, root):
                 continue
-            fid = write(record['depends'], root)
+            fid = write(record['depends'], record['command'], root)
             changed |= record.get('fingerprint') != fid
             record['fingerprint'] = fid
         if changed:

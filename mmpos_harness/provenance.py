@@ -294,7 +294,7 @@ def record(command: str, depends: Sequence[str], root: str = ROOT) -> dict:
                 date=now(), machine=machine(),
                 load=[round(x, 2) for x in os.getloadavg()],
                 depends=list(depends),
-                fingerprint=fingerprint.write(depends, root))
+                fingerprint=fingerprint.write(depends, command, root))
 
 
 def head(root: str = ROOT) -> str:

@@ -77,7 +77,8 @@ def test_every_record_has_the_fingerprint_its_depends_call_for():
             wrong[str(path)] = 'no fingerprint'
             continue
         stored = set(fingerprint.load(record['fingerprint'])['probes'])
-        wanted = set(fingerprint.probes_for(record['depends']))
+        wanted = set(fingerprint.probes_for(record['depends'],
+                                            record['command']))
         if stored != wanted:
             wrong[str(path)] = sorted(stored ^ wanted)[:3]
     assert not wrong, (

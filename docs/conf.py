@@ -18,8 +18,7 @@ author = 'mmpos contributors'
 extensions = ['myst_parser', 'mmpos_docs']
 source_suffix = {'.md': 'markdown'}
 root_doc = 'index'
-# notes/results: measured tables, included by the pages that show them
-exclude_patterns = ['_build', '_generated', 'README.md', 'notes/results']
+exclude_patterns = ['_build', '_generated', 'README.md']
 
 myst_enable_extensions = ['colon_fence', 'dollarmath']
 myst_heading_anchors = 4

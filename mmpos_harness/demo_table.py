@@ -14,7 +14,7 @@ import os.path as osp
 
 from .comparison import seeds
 
-RESULTS = 'docs/notes/results/demo'
+RESULTS = 'results/demo'
 THREADS = 'threads.json'  # the thread-count check's results.json
 README = 'README.md'
 BEGIN, END = '<!-- demo-output:begin -->', '<!-- demo-output:end -->'

@@ -42,7 +42,7 @@ from mmpos.guardrails.launch import work_dir_lock
 from . import provenance
 from .comparison import runs
 
-RESULTS = 'docs/notes/results/dense_probes_mini'
+RESULTS = 'results/dense_probes_mini'
 PRETRAIN = 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'
 METHOD = 'DropPos'
 SUITE = 'tools/analysis_tools/dense_probe_suite.py'

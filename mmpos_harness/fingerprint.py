@@ -70,7 +70,7 @@ ROOT = provenance.ROOT
 STORE = 'results/fingerprints'
 STATUS = 'results/status.json'
 # the stored result files (their provenance records)
-RESULT_GLOBS = ('docs/notes/results/**/*.json', 'benchmarks/results/*.json')
+RESULT_GLOBS = ('results/**/*.json', 'benchmarks/results/*.json')
 STEPS = 2
 RTOL, ATOL = 1e-4, 1e-6
 _LOCK = threading.RLock()
@@ -501,9 +501,8 @@ def probes_for(depends: Iterable[str], command: str = '') -> List[str]:
              if f'benchmarks/{b}.py' in files]
     names += [f'config:{f}' for f in files if f.startswith('configs/')
               and f.endswith('.py') and '_base_' not in f.split('/')]
-    modules = provenance.scheme_files()
     names += [f'scheme:{s}' for s in sorted(provenance.built_schemes(
-        depends)) if modules.get(s) in files]
+        depends)) if s in provenance.scheme_files()]
     names += [name for name, (_, path) in FIXED_PROBES.items()
               if any(f == path or f.startswith(path + '/') for f in files)]
     return names
@@ -680,14 +679,22 @@ def status(record: dict) -> dict:
     return dict(state='stale' if reasons else 'current', reasons=reasons)
 
 
+def result_files(root: str = ROOT) -> List[str]:
+    """The stored result files (:data:`RESULT_GLOBS`; not the fingerprints
+    and the status file), absolute, sorted."""
+    import glob
+    own = (osp.join(root, STORE) + os.sep, osp.join(root, STATUS))
+    return sorted({p for pattern in RESULT_GLOBS for p in glob.glob(
+        osp.join(root, pattern), recursive=True)
+        if not p.startswith(own[0]) and p != own[1]})
+
+
 def stored_records(root: str = ROOT) -> List[Tuple[str, dict]]:
     """``(result file, record)`` of every provenance record (a dict with
     ``commit`` and ``depends``) stored under :data:`RESULT_GLOBS`, paths
     relative to ``root``, in file order."""
-    import glob
     found = []
-    for path in sorted({p for pattern in RESULT_GLOBS for p in glob.glob(
-            osp.join(root, pattern), recursive=True)}):
+    for path in result_files(root):
         with open(path) as f:
             found += [(osp.relpath(path, root), r)
                       for r in _walk_records(json.load(f))]
@@ -709,10 +716,10 @@ def _walk_records(node):
 
 def result_of(path: str) -> str:
     """The result a stored file belongs to: its folder directly under
-    ``docs/notes/results/``, else the file itself."""
+    ``results/``, else the file itself."""
     parts = path.split('/')
-    if parts[:3] == ['docs', 'notes', 'results'] and len(parts) > 4:
-        return '/'.join(parts[:4])
+    if parts[0] == 'results' and len(parts) > 2:
+        return '/'.join(parts[:2])
     return path
 
 

@@ -27,12 +27,11 @@ from mmpos_harness import (demo, demo_table, dense_probes, fingerprint,
 from mmpos_harness.comparison import seeds
 
 REPO = Path(__file__).resolve().parents[1]
-RESULT_FILES = sorted({p for g in fingerprint.RESULT_GLOBS
-                       for p in REPO.glob(g)})
+RESULT_FILES = [Path(p) for p in fingerprint.result_files()]
 RECORDS = [(Path(path), record)
            for path, record in fingerprint.stored_records()]
 # Results measured before records existed, each with what regenerates it:
-# a result is a folder under docs/notes/results/ or a file there or in
+# a result is a folder under results/ or a file there or in
 # benchmarks/results/. The list only shrinks; a new result has a record.
 _BENCHMARK = 'its `python benchmarks/run.py` command (settings.argv)'
 LEGACY = {
@@ -166,13 +165,13 @@ def test_readme_demo_table_is_the_stored_result():
     text = (REPO / demo_table.README).read_text()
     block = text.split(demo_table.BEGIN)[1].split(demo_table.END)[0]
     assert block == '\n' + demo_table.readme_block(str(REPO / demo_table.RESULTS)), (
-        'README.md\'s demo table differs from docs/notes/results/demo/: '
+        'README.md\'s demo table differs from results/demo/: '
         'python tools/paper_tables/gen_tables.py --demo <run dir> regenerates it')
 
 
 # stored seed comparisons (gen_tables.py --seeds): every table file beside
 # a summary.json, outside LEGACY
-SUMMARIES = sorted(p for p in REPO.glob('docs/notes/results/*/summary.json')
+SUMMARIES = sorted(p for p in REPO.glob('results/*/summary.json')
                    if _result(p) not in LEGACY)
 
 
@@ -201,7 +200,7 @@ def test_stored_tuning_table_regenerates_from_its_log():
     """The method ranking's ``tuning.md`` is what the tuning renders from
     the stored ``tuning.json``."""
     from mmpos_harness import method_ranking
-    stored = REPO / 'docs/notes/results/method_ranking_tuning'
+    stored = REPO / 'results/method_ranking_tuning'
     log = json.loads((stored / method_ranking.TUNING).read_text())
     assert (stored / 'tuning.md').read_text() == \
         method_ranking.tuning_markdown(log)
@@ -233,7 +232,7 @@ def test_position_study_tables_are_the_stored_result():
     import copy
 
     from mmpos_harness import position_study
-    stored = REPO / 'docs/notes/results/position_study'
+    stored = REPO / 'results/position_study'
     summary = json.loads((stored / 'position_study.json').read_text())
     fresh = copy.deepcopy(summary)
     for table in fresh['tables'].values():
@@ -252,5 +251,5 @@ def test_position_study_tables_are_the_stored_result():
         assert cell['values'][summary['seeds'].index(seed)] == json.loads(
             path.read_text())['resize'][train]
     page = (REPO / 'docs/positions.md').read_text()
-    assert '```{include} notes/results/position_study/position_study.md' \
+    assert '```{include} ../results/position_study/position_study.md' \
         in page

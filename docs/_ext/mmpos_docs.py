@@ -322,7 +322,7 @@ def check_paths(app, docname, source):
 
 
 def mark_stale(app, relative_path, parent_docname, content):
-    """An included stored result (``docs/notes/results/...``) that
+    """An included stored result (``results/...``) that
     ``results/status.json`` lists as stale starts with its mark."""
     from mmpos_harness.fingerprint import mark, read_marks, result_of
     marks = getattr(app.env, 'mmpos_marks', None)

@@ -99,13 +99,13 @@ def test_json_is_rewritten_in_its_own_layout():
 
 
 def test_marks_name_the_commit():
-    marks = {'docs/notes/results/demo': dict(commit='abcdef0123456789',
+    marks = {'results/demo': dict(commit='abcdef0123456789',
                                              reasons=['probe x'])}
     assert 'measured at abcdef0123' in fingerprint.mark(
-        'docs/notes/results/demo', marks)
-    assert fingerprint.mark('docs/notes/results/other', marks) == ''
+        'results/demo', marks)
+    assert fingerprint.mark('results/other', marks) == ''
     assert fingerprint.result_of(
-        'docs/notes/results/demo/results.json') == 'docs/notes/results/demo'
+        'results/demo/results.json') == 'results/demo'
     assert fingerprint.result_of('benchmarks/results/cpu_quick.json') == \
         'benchmarks/results/cpu_quick.json'
 

@@ -44,7 +44,7 @@ every table:
   ``no verdict`` is exactly "the design cannot detect a difference of this
   size", never "no difference". Zero variance (both arms' run means each
   all equal, or every paired difference equal; equal to 12 significant
-  digits) has no p and is ``no verdict``, never a verdict; fewer than 2
+  digits of the largest value compared, in whatever unit) has no p and is ``no verdict``, never a verdict; fewer than 2
   runs on a side (2 pairs) is ``no test``.
 * **Minimum detectable difference** (:func:`minimum_detectable_difference`)
   of a cell: the ``delta`` at which its test rejects with power 0.8,
@@ -68,8 +68,8 @@ every table:
   plug-in variance and no small-sample correction), so verdicts use the
   test.
 * **Rankings** (:func:`ranks`, :func:`rank_intervals`): per task the
-  arms' means are ranked (1 = highest, ties share their average rank), an
-  arm's score is its mean rank over the tasks, and its rank the rank of
+  arms' means are ranked (1 = highest; ties, equal to 12 significant
+  digits, share their average rank), an arm's score is its mean rank over the tasks, and its rank the rank of
   that score (ties averaged). The 95 % interval of each arm's rank is the
   2.5 / 97.5 percentile (lower / higher order statistic) of its rank over
   2,000 hierarchical bootstrap draws of every arm and task (seed 0).
@@ -212,10 +212,23 @@ def _runs(name: str, sample: Sample) -> List[np.ndarray]:
     return out
 
 
-def _constant(x: np.ndarray) -> bool:
-    """All equal to 12 significant digits (float noise of a mean or a
-    difference is not variance)."""
-    return float(np.ptp(x)) <= 1e-12 * max(1.0, float(np.abs(x).max()))
+def _constant(x: np.ndarray, scale: float) -> bool:
+    """All equal to 12 significant digits of the data's ``scale`` (the
+    largest magnitude of the values the means or differences ``x`` come
+    from): float noise of a mean or a difference is not variance, in any
+    unit."""
+    return float(np.ptp(x)) <= 1e-12 * scale
+
+
+def _snap(x: np.ndarray) -> np.ndarray:
+    """``x`` rounded to 12 significant digits of its largest magnitude, so
+    that values equal but for float noise (``0.1 + 0.2`` and ``0.3``) tie
+    in a ranking."""
+    scale = float(np.abs(x).max()) if x.size else 0.
+    if scale == 0 or not math.isfinite(scale):
+        return x
+    quantum = 10.0**(math.floor(math.log10(scale)) - 11)
+    return np.round(x / quantum) * quantum
 
 
 # -------------------------------------------------------------------- tests
@@ -306,15 +319,16 @@ def welch(a: Sample, b: Sample) -> Comparison:
     Example: ``welch([[28.7, 29.5], [26.1, 26.6]], [[18.6, 18.1],
     [19.0, 18.0]]).pvalue``.
     """
-    means = [np.array([r.mean() for r in _runs(name, s)])
-             for name, s in (('a', a), ('b', b))]
+    runs = [_runs(name, s) for name, s in (('a', a), ('b', b))]
+    means = [np.array([r.mean() for r in side]) for side in runs]
+    scale = max(float(np.abs(r).max()) for side in runs for r in side)
     (ma, mb), (na, nb) = means, (len(means[0]), len(means[1]))
     diff = float(ma.mean() - mb.mean())
     if min(na, nb) < 2:
         return Comparison('welch', diff, na, nb,
                           reason=f'runs {na} vs {nb}, fewer than 2 on a '
                           'side')
-    va, vb = (0.0 if _constant(m) else float(m.var(ddof=1)) / len(m)
+    va, vb = (0.0 if _constant(m, scale) else float(m.var(ddof=1)) / len(m)
               for m in (ma, mb))
     if va + vb == 0:
         return Comparison('welch', diff, na, nb,
@@ -338,7 +352,7 @@ def paired(a: Sequence[float], b: Sequence[float]) -> Comparison:
     if n < 2:
         return Comparison('paired', diff, n, n,
                           reason='1 seed, fewer than 2 pairs')
-    if _constant(d):
+    if _constant(d, float(max(np.abs(xa).max(), np.abs(xb).max()))):
         return Comparison('paired', diff, n, n,
                           reason='zero variance of the paired differences')
     return _t_test('paired', diff, n, n, float(d.std(ddof=1)) / math.sqrt(n),
@@ -389,9 +403,11 @@ def adjust(pvalues: Sequence[Optional[float]], method: str) -> List[
         raise ValueError(f'adjust: method must be one of {list(CORRECTIONS)},'
                          f' got {method!r}')
     for i, p in enumerate(pvalues):
-        if p is not None and not (isinstance(p, (int, float)) and 0 <= p <= 1):
+        if p is not None and (isinstance(p, (bool, np.bool_)) or not (
+                isinstance(p, (int, float, np.integer, np.floating))
+                and 0 <= p <= 1)):
             raise ValueError(f'adjust: p value {i} is {p!r}; p values must be '
-                             'in [0, 1] (or None: no test)')
+                             'numbers in [0, 1] (or None: no test)')
     index = [i for i, p in enumerate(pvalues) if p is not None]
     p = np.array([pvalues[i] for i in index], dtype=float)
     m = len(p)
@@ -423,8 +439,8 @@ def _rank_scores(means: np.ndarray) -> np.ndarray:
     """``(..., arms, tasks)`` means -> ``(..., arms)`` ranks (module
     docstring)."""
     from scipy.stats import rankdata
-    per_task = rankdata(-means, axis=-2, method='average')
-    return rankdata(per_task.mean(-1), axis=-1, method='average')
+    per_task = rankdata(-_snap(means), axis=-2, method='average')
+    return rankdata(_snap(per_task.mean(-1)), axis=-1, method='average')
 
 
 def ranks(means: Mapping[str, Sequence[float]]) -> Dict[str, float]:

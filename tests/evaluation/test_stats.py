@@ -325,3 +325,38 @@ def test_describe_states_the_family_and_the_mdd_per_column():
     assert f'mIoU {cells[1].mdd:.1f} (' in text
     with pytest.raises(ValueError, match='one family'):
         stats.describe({'AP': [stats.welch(A, B)], 'mIoU': cells[1:]})
+
+
+@pytest.mark.parametrize('unit', [1e-13, 1e-9, 1.0, 1e6])
+def test_constant_detection_is_relative_to_the_data_scale(unit):
+    """The referee's input: runs 1-3 against 4-6 in any unit is Welch's
+    test of scipy (p 0.021 at every scale), never "zero variance"."""
+    a, b = [1 * unit, 2 * unit, 3 * unit], [4 * unit, 5 * unit, 6 * unit]
+    got = stats.welch(a, b)
+    ref = sps.ttest_ind(a, b, equal_var=False)
+    assert got.pvalue == pytest.approx(ref.pvalue, rel=1e-9)
+    assert got.pvalue == pytest.approx(0.0213, abs=1e-4)
+    assert got.verdict == 'lower'
+    paired = stats.paired(a, [x - 0.5 * unit for x in reversed(b)])
+    assert paired.pvalue == pytest.approx(sps.ttest_rel(
+        a, [x - 0.5 * unit for x in reversed(b)]).pvalue, rel=1e-9)
+    # float noise relative to the data stays no verdict at every scale
+    noise = stats.paired([45.1 * unit, 44.9 * unit, 46.3 * unit],
+                         [40.1 * unit, 39.9 * unit, 41.3 * unit])
+    assert noise.pvalue is None
+
+
+def test_adjust_takes_numpy_floats_and_refuses_booleans():
+    assert stats.adjust([np.float32(0.01), np.float64(0.04)], 'holm') == \
+        pytest.approx(list(multipletests([0.01, 0.04], method='holm')[1]))
+    with pytest.raises(ValueError, match=r'p value 0 is True; p values must '
+                       r'be numbers in \[0, 1\]'):
+        stats.adjust([True, 0.5], 'holm')
+
+
+def test_ranks_tie_values_equal_but_for_float_noise():
+    assert stats.ranks({'A': [0.1 + 0.2], 'B': [0.3]}) == {'A': 1.5,
+                                                           'B': 1.5}
+    # a real difference at the 12th digit's scale apart is still ranked
+    assert stats.ranks({'A': [0.3 + 1e-9], 'B': [0.3]}) == {'A': 1.0,
+                                                            'B': 2.0}

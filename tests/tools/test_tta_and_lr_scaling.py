@@ -69,17 +69,41 @@ def test_test_py_tta_scores_a_checkpoint_with_multi_scale_flip(
     assert "type='TestTimeAug'" in dumped.read_text()
 
 
-@pytest.mark.slow
-def test_auto_scale_lr_scales_by_the_real_batch(tmp_path, mini_data):
-    """The mini config's lr is set for its batch of 4; with base 16 the
-    runner scales it by 4 / 16."""
-    result = run_tool(
-        'tools/train.py', SEG_CONFIG, '--auto-scale-lr', '--work-dir',
-        tmp_path / 'run', '--cfg-options', *data_root_options(mini_data, 'ade'),
-        'auto_scale_lr.base_batch_size=16', 'train_cfg.max_iters=1',
-        'train_cfg.val_interval=100', timeout=900)
-    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
-    assert 'Scaling the original LR by 0.25' in result.stdout + result.stderr
+def test_auto_scale_lr_scales_by_the_real_batch(tmp_path):
+    """The mini config's lr is set for its batch of 4; with base 16,
+    tools/train.py's --auto-scale-lr makes mmengine's ``Runner.scale_lr``
+    (called by ``Runner.train`` on the built optimizer, before the
+    schedulers) scale every parameter group's lr by 4 / 16. The runner is
+    stood in for by what ``scale_lr`` reads of it: the config's train
+    dataloader, one process, unbuilt schedulers and a logger."""
+    from types import SimpleNamespace
+
+    from mmengine.optim import build_optim_wrapper
+    from mmengine.registry import DefaultScope
+    from mmengine.runner import Runner
+    from mmseg.registry import MODELS
+    train = tool('train')
+    args = train.parse_args([
+        SEG_CONFIG, '--auto-scale-lr', '--work-dir', str(tmp_path / 'run'),
+        '--skip-data-check', '--cfg-options',
+        'auto_scale_lr.base_batch_size=16'])
+    cfg = ready_config(SEG_CONFIG, args, 'train')
+    assert cfg.auto_scale_lr.enable
+    with DefaultScope.overwrite_default_scope('mmseg'):
+        optim_wrapper = build_optim_wrapper(MODELS.build(cfg.model),
+                                            cfg.optim_wrapper)
+    groups = optim_wrapper.optimizer.param_groups
+    base = [g['lr'] for g in groups]
+    assert base[0] == cfg.optim_wrapper.optimizer.lr
+    logs = []
+    runner = SimpleNamespace(
+        _train_dataloader=cfg.train_dataloader, world_size=1,
+        param_schedulers=cfg.param_scheduler,
+        logger=SimpleNamespace(info=logs.append))
+    Runner.scale_lr(runner, optim_wrapper, cfg.auto_scale_lr)
+    assert [g['lr'] for g in groups] == pytest.approx(
+        [lr * 4 / 16 for lr in base])
+    assert logs[0].endswith('Scaling the original LR by 0.25.')
 
 
 def test_auto_scale_lr_needs_a_base_batch(tmp_path):

@@ -23,10 +23,11 @@ set in ``results/fingerprints/<id>.json`` (the record keeps the id):
   :data:`BENCH_PROBES` in ``depends``: the module run as ``run.py`` runs
   it at the command's sizes, each timed step called once (its modules'
   outputs) and its rows from stand-in times (:func:`bench_probe`);
-* ``stats``, ``timing``, ``mini_data``, ``evaluation``,
+* ``stats``, ``timing``, ``mini_data``, ``evaluation``, ``dense_suite``,
   ``position_study``: the statistics module, the benchmarks' timing and
   summary helpers, the mini datasets, the frozen evaluators (kNN, depth,
-  correspondence, retrieval, token health) and the resolution study's
+  correspondence, retrieval, token health), the dense-probe suite at a
+  tiny size and the resolution study's
   harness (without positions and APE: a scheme is its own probe), on fixed
   inputs, for results whose ``depends`` hold them.
 
@@ -328,6 +329,51 @@ def evaluation_probe() -> dict:
     return values
 
 
+def dense_suite_probe() -> dict:
+    """The dense-probe suite (:mod:`mmpos.evaluation.dense_suite`) at a
+    tiny size: tiny mini-NYU, mini-SPair and mini-scenes, each probe of
+    ``MINI_PROBES`` run (32 px, 5 depth iterations, one retrieval
+    augmentation epoch) on a random-init ViT-tiny and on the raw pixels,
+    its image-free baseline, and the informativeness test of the two."""
+    from mmpos.apis.features import data_mean_std, load_config
+    from mmpos.evaluation import dense_suite as suite
+    from mmpos_harness import mini_data
+    config = 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'
+    fast = dict(depth=dict(size=32, iters=5), correspondence=dict(size=32),
+                retrieval=dict(size=32, augment_epochs=1))
+    values, runs = {}, {}
+    mean, std = data_mean_std(config)
+    with tempfile.TemporaryDirectory() as root:
+        roots = dict(depth=osp.join(root, 'nyu'),
+                     correspondence=osp.join(root, 'spair'),
+                     retrieval=osp.join(root, 'scenes'))
+        mini_data.make_mini_nyu(roots['depth'], num_train=4, num_val=2,
+                                img_size=32)
+        mini_data.make_mini_spair(roots['correspondence'], num_train=1,
+                                  num_val=2, img_size=32)
+        mini_data.make_mini_scenes(roots['retrieval'], num_train=4,
+                                   num_val=2, img_size=32)
+        for name, path in suite.MINI_PROBES.items():
+            cfg = load_config(path)
+            extra = dict(seed=0) if name in suite.SEEDED else {}
+            for init in (None, suite.RAW_PIXELS):
+                backbone = suite.probed_backbone(name, cfg, config, init)
+                metrics, _ = suite.RUNS[name](
+                    cfg, backbone, mean, std, data_root=roots[name],
+                    **extra, **fast[name])
+                runs.setdefault(init or 'random', {}).update(
+                    {f'{name}/{k}': float(v) for k, v in metrics.items()})
+        free = suite.image_free_probes(data_roots=roots)
+    found = suite.informative({'random': [runs['random']],
+                               'pixels': [runs[suite.RAW_PIXELS]]}, free)
+    values.update(_numbers(runs, 'runs'))
+    values.update(_numbers(free, 'image_free'))
+    values['informative'] = _digest({k: (v[0], v[1]) for k, v in
+                                     found.items()})
+    values['headline'] = _digest(suite.HEADLINE)
+    return values
+
+
 def position_study_probe() -> dict:
     """The resolution study's harness at a tiny size: its images, two
     seeds of the models without positions and with APE trained for two
@@ -481,6 +527,7 @@ FIXED_PROBES: Dict[str, Tuple[Callable[[], dict], str]] = {
     'timing': (timing_probe, 'benchmarks/_timing.py'),
     'mini_data': (mini_data_probe, 'mmpos_harness/mini_data'),
     'evaluation': (evaluation_probe, 'mmpos/evaluation/knn.py'),
+    'dense_suite': (dense_suite_probe, 'mmpos/evaluation/dense_suite.py'),
     'position_study': (position_study_probe,
                        'mmpos_harness/position_study.py'),
 }

@@ -21,4 +21,4 @@ model = dict(
         patch_size=8,
         frozen_stages=4),
     decode_head=dict(in_channels=embed_dims, channels=embed_dims),
-    test_cfg=dict(mode='whole'))
+    test_cfg=dict(_delete_=True, mode='whole'))

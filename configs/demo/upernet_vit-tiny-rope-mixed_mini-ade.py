@@ -26,4 +26,4 @@ model = dict(
         norm_cfg=norm_cfg),
     auxiliary_head=dict(in_channels=embed_dims, channels=32, num_classes=6,
                         norm_cfg=norm_cfg),
-    test_cfg=dict(mode='whole'))
+    test_cfg=dict(_delete_=True, mode='whole'))

@@ -24,4 +24,4 @@ model = dict(
         frozen_stages=4),
     decode_head=dict(in_channels=embed_dims, channels=embed_dims,
                      num_classes=8),
-    test_cfg=dict(mode='whole'))
+    test_cfg=dict(_delete_=True, mode='whole'))

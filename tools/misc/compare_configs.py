@@ -110,8 +110,10 @@ def compare(root, rev):
                 differences.append((config, f'only at {rev}, not in the '
                                     'working tree'))
                 continue
-            path = first_difference(load(osp.join(root, config)),
-                                    load(osp.join(tmp, config)))
+            cfg_new = load(osp.join(root, config))
+            path = first_difference(cfg_new, load(osp.join(tmp, config)))
+            if path == '<load error>':
+                path += f" ({cfg_new.get(path, 'at ' + rev)})"
             if path is not None:
                 differences.append((config, f'differs at {path}'))
     finally:

@@ -9,4 +9,7 @@ model = dict(
         dict(type='mmpretrain.DeconvMultiLevelNeck', in_channels=768),
         dict(type='FPN', in_channels=[768] * 4, out_channels=256, num_outs=4)
     ],
-    decode_head=dict(num_classes=150))
+    decode_head=dict(num_classes=150),
+    # ADE20K 512x512: padded to 512, evaluated with 512 sliding windows
+    data_preprocessor=dict(size=(512, 512)),
+    test_cfg=dict(mode='slide', crop_size=(512, 512), stride=(341, 341)))

@@ -20,4 +20,7 @@ model = dict(
         num_classes=150,
         align_corners=False,
         loss_decode=dict(
-            type='CrossEntropyLoss', use_sigmoid=False, loss_weight=1.0)))
+            type='CrossEntropyLoss', use_sigmoid=False, loss_weight=1.0)),
+    # ADE20K 512x512: padded to 512, evaluated with 512 sliding windows
+    data_preprocessor=dict(size=(512, 512)),
+    test_cfg=dict(mode='slide', crop_size=(512, 512), stride=(341, 341)))

@@ -11,4 +11,7 @@ model = dict(
         in_channels=768,
         norm_cfg=dict(type='SyncBN', requires_grad=True)),
     decode_head=dict(in_channels=[768] * 4, channels=512, num_classes=150),
-    auxiliary_head=dict(in_channels=768, num_classes=150))
+    auxiliary_head=dict(in_channels=768, num_classes=150),
+    # ADE20K 512x512: padded to 512, evaluated with 512 sliding windows
+    data_preprocessor=dict(size=(512, 512)),
+    test_cfg=dict(mode='slide', crop_size=(512, 512), stride=(341, 341)))

@@ -12,14 +12,8 @@ _base_ = [
     './_base_/mobileformer-285m-frozen_cls.py',
 ]
 
+# the backbone and its checkpoint: ./_base_/mobileformer-285m-frozen_cls.py
 model = dict(
-    backbone=dict(
-        init_cfg=dict(
-            type='Pretrained',
-            checkpoint=(
-                'work_dirs/qbheat_mobileformer-285m_8xb128-coslr-800e_in1k/'
-                'epoch_800.pth'),
-            prefix='backbone.')),
     head=dict(
         type='TransformerClsHead',
         num_classes=1000,

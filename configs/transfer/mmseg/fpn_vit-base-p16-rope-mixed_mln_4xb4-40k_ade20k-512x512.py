@@ -9,10 +9,7 @@ _base_ = [
     'mmseg::_base_/default_runtime.py'
 ]
 
-# padded to 512, evaluated with 512 sliding windows (stride 341)
-model = dict(
-    data_preprocessor=dict(size=(512, 512)),
-    test_cfg=dict(mode='slide', crop_size=(512, 512), stride=(341, 341)))
+# (padded to 512, 512 sliding windows at test: the model base)
 # Semantic FPN on ADE20K with a ViT (the XCiT / SelfPatch protocol CR2PQ
 # Table 2 follows): 40k iterations, AdamW lr 1e-4 wd 1e-4, poly (power 0.9),
 # no layer-wise decay.

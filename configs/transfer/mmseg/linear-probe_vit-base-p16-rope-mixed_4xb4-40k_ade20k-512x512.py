@@ -10,10 +10,7 @@ _base_ = [
     'mmseg::_base_/default_runtime.py'
 ]
 
-# padded to 512, evaluated with 512 sliding windows (stride 341)
-model = dict(
-    data_preprocessor=dict(size=(512, 512)),
-    test_cfg=dict(mode='slide', crop_size=(512, 512), stride=(341, 341)))
+# (padded to 512, 512 sliding windows at test: the model base)
 # Linear probe schedule: 40k iterations (DINOv2 §7.3), AdamW lr 1e-3, wd
 # 1e-4, 1.5k linear warm-up then poly to 0, no layer-wise decay (only the
 # head has gradients). The lr / wd are our choice (not checked against the

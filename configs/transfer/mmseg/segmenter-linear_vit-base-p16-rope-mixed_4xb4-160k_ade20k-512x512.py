@@ -9,10 +9,7 @@ _base_ = [
     'mmseg::_base_/default_runtime.py'
 ]
 
-# padded to 512, evaluated with 512 sliding windows (stride 341)
-model = dict(
-    data_preprocessor=dict(size=(512, 512)),
-    test_cfg=dict(mode='slide', crop_size=(512, 512), stride=(341, 341)))
+# (padded to 512, 512 sliding windows at test: the model base)
 # Segmenter linear decoder on ADE20K (ICPF B.3, after LOCA): 160k iterations
 # at batch 16, AdamW, poly decay to min_lr = 0.1 x lr. ICPF sweeps lr in
 # {8e-5, 3e-5, 1e-5, 8e-6} and weight decay in {1e-2, 1e-4}; the default is

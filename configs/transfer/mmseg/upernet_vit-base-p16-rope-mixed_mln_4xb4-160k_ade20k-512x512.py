@@ -9,7 +9,4 @@ _base_ = [
     'mmseg::_base_/default_runtime.py'
 ]
 
-# padded to 512, evaluated with 512 sliding windows (stride 341)
-model = dict(
-    data_preprocessor=dict(size=(512, 512)),
-    test_cfg=dict(mode='slide', crop_size=(512, 512), stride=(341, 341)))
+# (padded to 512, 512 sliding windows at test: the model base)

@@ -9,10 +9,7 @@ _base_ = [
     'mmseg::_base_/default_runtime.py'
 ]
 
-# padded to 512, evaluated with 512 sliding windows (stride 341)
-model = dict(
-    data_preprocessor=dict(size=(512, 512)),
-    test_cfg=dict(mode='slide', crop_size=(512, 512), stride=(341, 341)))
+# (padded to 512, 512 sliding windows at test: the model base)
 # The 160k recipe shortened to 80k iterations (DropPos A.3: UperNet 80k,
 # ViT-B lr 1e-4 for MAE-like encoders, searched up to 7e-4).
 train_cfg = dict(max_iters=80000, val_interval=8000)

@@ -22,13 +22,9 @@ mini_cls_train_dataloader = dict(
             dict(type='PackInputs'),
         ]))
 mini_cls_val_dataloader = dict(
-    batch_size=16,
-    num_workers=0,
-    persistent_workers=False,
+    mini_cls_train_dataloader,
     dataset=dict(
-        _delete_=True,
-        type='CustomDataset',
-        data_root='data/mini/cls/',
+        mini_cls_train_dataloader['dataset'],
         data_prefix='val',
         pipeline=[
             dict(type='LoadImageFromFile'),

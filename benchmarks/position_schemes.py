@@ -13,7 +13,7 @@ positions (``none``).
 
 Schemes: ``axial``, ``mixed``, ``dinov3`` (mmpos' RoPE), ``spiral``,
 ``string``, ``comrope`` (LD, 8 x 8 blocks), ``liere`` (8 x 8 blocks),
-``lookhere`` (LH-180); see :mod:`mmpos.models.layers.positions`. Target:
+``lookhere`` (LH-180): every scheme of :data:`mmpos_positions.SCHEMES`. Target:
 the matrix schemes (ComRoPE, LieRE) at most 1.5x the layer without
 positions (:data:`TARGETS`).
 ``--quick``: batch 2, 3 rounds.
@@ -22,21 +22,17 @@ positions (:data:`TARGETS`).
         [--iters 10] [--warmup 2] [--threads 1] [--device cpu]
 """
 import _timing
+import mmpos_positions
 import torch
 import torch.nn as nn
 
 WIDTH, HEADS, GRID = 384, 6, (14, 14)
-SCHEMES = {
-    'none': None,
-    'axial': dict(type='axial'),
-    'mixed': dict(type='mixed'),
-    'dinov3': dict(type='dinov3'),
-    'spiral': dict(type='spiral'),
-    'string': dict(type='string'),
-    'comrope': dict(type='comrope', position_scale=1 / GRID[0]),
-    'liere': dict(type='liere', position_scale=1 / (GRID[0] - 1)),
-    'lookhere': dict(type='lookhere'),
-}
+# the matrix schemes' codes span the training grid by [0, 1]
+OPTIONS = dict(comrope=dict(position_scale=1 / GRID[0]),
+               liere=dict(position_scale=1 / (GRID[0] - 1)))
+#: ``none`` and every registered scheme, in registration order
+SCHEMES = {'none': None, **{name: dict(type=name, **OPTIONS.get(name, {}))
+                            for name in mmpos_positions.SCHEMES}}
 TARGETS = dict(comrope='<= 1.5', liere='<= 1.5')
 
 

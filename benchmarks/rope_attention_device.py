@@ -1,26 +1,25 @@
 """RoPE attention on whatever device is present (CUDA when available).
 
-Loads mmpos' position schemes (``mmpos/models/layers/positions/linear.py``
-and ``matrix.py`` with the torch-only files they import: ``base.py``,
-``../window.py``) by path, without the packages' ``__init__`` files, so that
-it runs where only torch is installed (e.g. a GPU machine without the
-OpenMMLab stack).
+Imports the torch-only position schemes (:mod:`mmpos_positions`, from the
+repository), so that it runs where only torch is installed (e.g. a GPU
+machine without the OpenMMLab stack).
 
 * Checks on the device, per autocast dtype: q.k logits between patch tokens
   are unchanged by a common shift of all coordinates (integer and
   fractional), axial and mixed; outputs finite.
 * Measures one attention layer (qkv -> the scheme's table ``.rotate`` on
-  q and k -> SDPA -> proj; one block, ``depth=1``) per position scheme:
-  ``none`` (no positions), ``axial``, ``mixed``, ``dinov3``, ``comrope``
-  (LD, 8x8 blocks), ``liere`` (8x8 blocks), with default constructor
-  arguments. Width: ViT-B (dim 768, 12 heads); ``--quick`` on CPU: dim 128,
+  q and k -> SDPA, with the table's bias as its mask -> proj; one block,
+  ``depth=1``) per position scheme: ``none`` (no positions) and every
+  scheme of :data:`mmpos_positions.SCHEMES` (ComRoPE LD and LieRE with 8x8
+  blocks, LookHere LH-180), with default constructor arguments. Width: ViT-B (dim 768, 12 heads); ``--quick`` on CPU: dim 128,
   2 heads. For each case (autocast dtype x mode x token count), every
   scheme's
 
   - training step (forward + backward of ``out.float().sum()``, train
     mode; gradients released after each step): median ms;
   - inference forward (``torch.no_grad``, eval mode: the grid's tables
-    cached by eager schemes): images/s;
+    cached in eager mode, :class:`~mmpos_positions.CachedTables`):
+    images/s;
   - peak memory each call adds (``_timing.peak_memory``: CUDA
     ``max_memory_allocated``, CPU profiler allocator events),
 
@@ -51,7 +50,7 @@ only).
 
     python benchmarks/rope_attention_device.py [--quick] [--device auto]
         [--amp auto|off|bf16|fp16 ...] [--modes eager compiled]
-        [--schemes none axial mixed dinov3 comrope liere]
+        [--schemes none axial mixed ...]
         [--iters 20] [--warmup 5] [--compile-all-tokens] [--out DIR]
         [--provenance RECORD.json]
 
@@ -66,14 +65,12 @@ fp32 on CPU.
 """
 import argparse
 import datetime
-import importlib
 import json
 import os
 import re
 import sys
 import time
 import traceback
-import types
 from pathlib import Path
 
 import torch
@@ -82,30 +79,18 @@ import torch.nn.functional as F
 
 import _timing
 
-_LAYERS = Path(__file__).resolve().parents[1] / 'mmpos' / 'models' / 'layers'
-SCHEMES = ('none', 'axial', 'mixed', 'dinov3', 'comrope', 'liere')
+# the torch-only schemes, imported from the repository (no install needed)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import mmpos_positions  # noqa: E402
+
+#: ``none`` and every registered scheme
+SCHEMES = ('none', *mmpos_positions.SCHEMES)
 MODES = ('eager', 'compiled')
-
-
-def load_rope_module(name='linear'):
-    """``mmpos.models.layers.positions.<name>`` (``linear`` / ``matrix``)
-    as ``mmpos_layers.positions.<name>``: its package and the parent package
-    are stood in by empty modules, so only the torch-only files themselves
-    run."""
-    for pkg, path in (('mmpos_layers', _LAYERS),
-                      ('mmpos_layers.positions', _LAYERS / 'positions')):
-        package = types.ModuleType(pkg)
-        package.__path__ = [str(path)]
-        sys.modules.setdefault(pkg, package)
-    return importlib.import_module(f'mmpos_layers.positions.{name}')
 
 
 def scheme_classes():
     """``{scheme: class}`` of the schemes measured (``none``: ``None``)."""
-    linear, matrix = load_rope_module('linear'), load_rope_module('matrix')
-    return dict(none=None, axial=linear.AxialRoPE, mixed=linear.MixedRoPE,
-                dinov3=linear.DINOv3RoPE, comrope=matrix.ComRoPE,
-                liere=matrix.LieRE)
+    return dict(none=None, **mmpos_positions.SCHEMES)
 
 
 def scheme(classes, rope_type, head_dim, heads):
@@ -125,16 +110,20 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(dim, dim * 3)
         self.proj = nn.Linear(dim, dim)
         self.rope = scheme(classes, rope_type, dim // heads, heads)
+        self.tables = mmpos_positions.CachedTables()  # eval: one per grid
 
     def forward(self, x, hw):
         B, N, C = x.shape
         qkv = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads)
         qkv = qkv.permute(2, 0, 3, 1, 4)
         qk, v = qkv[:2], qkv[2]  # q and k rotated in one call, no copy
+        bias = None
         if self.rope is not None:  # the table, as a backbone computes it
-            qk = self.rope(None, hw, B, device=x.device)[0].rotate(qk)
+            table = self.tables(self.rope, None, hw, B, device=x.device)[0]
+            qk, bias = table.rotate(qk), table.attn_bias  # bias: LookHere
         q, k = qk.unbind(0)
-        out = F.scaled_dot_product_attention(q, k, v)
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=None if bias is None else bias.to(q.dtype))
         return self.proj(out.transpose(1, 2).reshape(B, N, C))
 
 

@@ -4,8 +4,9 @@
 One ViT-S forward at 224 px (eval mode, ``torch.no_grad``; autocast on
 CUDA), batch 8: mmpretrain's ``VisionTransformer`` (APE) and
 ``RoPEVisionTransformer`` without positions (``none``) and with each scheme
-of :mod:`mmpos.models.layers.positions` (eval tables cached per grid: a
-forward after the first only rotates). Every model eager and, for the
+of :data:`mmpos_positions.SCHEMES` (eval tables cached per grid,
+:class:`~mmpos_positions.CachedTables`: a forward after the first only
+rotates). Every model eager and, for the
 models of ``compiled`` (default: APE, axial, mixed),
 ``torch.compile(model, fullgraph=True)`` (inductor; mmpretrain's APE ViT
 without ``fullgraph``: its drop-path rates are tensors, a data-dependent
@@ -29,12 +30,12 @@ start and the end (a shared machine's load moves ratios).
 from typing import Sequence
 
 import _timing
+import mmpos_positions
 import torch
 
 from rope_overhead import ARCHS
 
-SCHEMES = ('axial', 'mixed', 'dinov3', 'spiral', 'string', 'comrope',
-           'liere', 'lookhere')
+SCHEMES = tuple(mmpos_positions.SCHEMES)
 OPTIONS = dict(comrope=dict(position_scale=1 / 14),
                liere=dict(position_scale=1 / 13))
 COMPILED = ('APE', 'axial', 'mixed')
@@ -62,7 +63,8 @@ def build(name: str, arch: dict) -> torch.nn.Module:
                 basis.normal_(0, .1)
     if name == 'string folded':
         model.eval()
-        model.rope.fold_([layer.attn.qkv for layer in model.layers])
+        model.rope = model.rope.fold_([layer.attn.qkv
+                                       for layer in model.layers])
     return model
 
 

@@ -143,9 +143,12 @@ def schemes(train_grid: int) -> dict:
 def scalable(kwargs: dict) -> bool:
     """Whether test-time frequency scaling applies: linear-angle RoPE in
     the patch frame (DINOv3's normalised frame keeps the extent)."""
+    from mmpos_positions import SCHEMES
+    from mmpos_positions.linear import DINOv3RoPE, LinearAngleRoPE
     rope = kwargs.get('rope')
-    return rope is not None and rope['type'] in ('axial', 'mixed', 'spiral',
-                                                 'string')
+    cls = SCHEMES.get(rope['type']) if rope is not None else None
+    return cls is not None and issubclass(cls, LinearAngleRoPE) and \
+        not issubclass(cls, DINOv3RoPE)
 
 
 def with_scaling(kwargs: dict, method: str, train_grid: int) -> dict:

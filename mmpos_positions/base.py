@@ -1,7 +1,7 @@
 """The position-scheme interface and the patch coordinates it reads.
 
 A backbone owns one :class:`PositionScheme` (``rope=dict(type=...)``,
-:data:`mmpos.registry.POSITION_ENCODINGS`) and asks it once per forward for
+:data:`~mmpos_positions.SCHEMES`) and asks it once per forward for
 every block's :class:`PositionTable`: ``tables = self.rope(coords, hw,
 batch_size, windows)``; block ``i`` then runs ``layer(x, rope=tables[i])``
 (as timm's Eva and DINOv3 compute their RoPE once per forward).
@@ -21,11 +21,8 @@ Under bf16 / fp16 autocast (CPU or CUDA) only the attention's matmuls run in
 low precision, as torchtitan keeps RoPE in fp32: an angle ``a_t = f_t . r``
 at ``r = 63`` patches rounded to bf16 is off by up to 0.125 rad.
 
-Eval-mode tables of a grid are cached (:meth:`PositionScheme.forward`):
-every scheme gets it from the base class.
-
-Torch only: ``benchmarks/rope_attention_device.py`` loads these files
-without OpenMMLab; the registry binding is the package's ``__init__``.
+A scheme keeps no state between forwards: caching the eval tables of a
+grid and freezing them for export are opt-in wrappers (:mod:`.wrappers`).
 """
 import contextlib
 import math
@@ -35,7 +32,7 @@ import torch
 import torch.nn as nn
 from torch import Tensor
 
-from ..window import padded_hw, window_partition
+from .window import padded_hw, window_partition
 
 COORD_FRAMES = ('patch', 'separate', 'max', 'min')
 DRAWS = ('per_forward', 'per_block')
@@ -231,7 +228,7 @@ class PatchCoords(nn.Module):
 def per_window(x: Tensor, n: int) -> Tensor:
     """``x`` ``(..., n', heads, M, D)`` viewed ``(..., n' / n, n, heads, M,
     D)`` when a table of ``n`` windows serves ``n' = B n`` windows
-    (batch-major, as :func:`~..window.window_partition` orders them); ``x``
+    (batch-major, as :func:`~.window.window_partition` orders them); ``x``
     itself when ``n`` is 1 or ``n'``."""
     if n in (1, x.shape[-4]):
         return x
@@ -305,8 +302,6 @@ class PositionScheme(nn.Module):
         super().__init__()
         self.head_dim, self.num_heads, self.depth = head_dim, num_heads, depth
         self.coords = PatchCoords(**(coords or {}))
-        self.frozen = None  # (hw, tables) while frozen for export
-        self._cache = None  # (key, parameter copies, tables): forward
 
     def block_table(self, index: int, coords: Tensor,
                     hw: Optional[Sequence[int]] = None) -> PositionTable:
@@ -330,7 +325,8 @@ class PositionScheme(nn.Module):
                 batch_size: int = 1, windows: Sequence[int] = (),
                 device=None, dtype: Optional[torch.dtype] = None
                 ) -> List[PositionTable]:
-        """Every block's table.
+        """Every block's table, computed (eager, compiled and exported
+        alike).
 
         Args:
             coords: ``(M, 2)`` / ``(B, M, 2)`` patch-unit coordinates, or
@@ -340,114 +336,54 @@ class PositionScheme(nn.Module):
             windows: per block, the side ``ws`` of its attention windows
                 (``0``: global; default all global). A windowed block's
                 table positions its ``(ws * ws)``-token windows of the
-                padded grid (:func:`~..window.window_partition`); the
+                padded grid (:func:`~.window.window_partition`); the
                 padding continues the integer grid when the coordinates are
                 the grid in the patch frame, unaugmented, else it has no
                 position (``NaN``).
             device, dtype: of the coordinates and tables (default: those
                 of ``coords``; fp32 for the grid); fp32 at least, computed
                 outside autocast (:func:`full_precision`).
-
-        In eval mode the tables of the grid (``coords=None``) are cached:
-        the last grid's tables are reused while ``hw``, ``windows``,
-        ``device``, ``dtype`` and the scheme's parameters and buffers
-        (compared with a copy taken with the tables: an optimizer step, an
-        EMA update or a loaded checkpoint recomputes) are the same. Not
-        cached: training mode, given coordinates, tables that need a
-        gradient, and compiled or exported forwards (there the tables are
-        part of the graph). In an exported graph the tables are real
-        (:meth:`PositionTable.export`).
         """
-        if self.frozen is not None:
-            if coords is not None or tuple(hw) != self.frozen[0]:
-                raise ValueError(f'positions frozen for the {self.frozen[0]} '
-                                 f'grid (export), got hw={hw}, coords given: '
-                                 f'{coords is not None}')
-            return self.frozen[1]
-        dtype = torch.promote_types(
-            dtype or (torch.float32 if coords is None else coords.dtype),
-            torch.float32)
-        device = torch.device(device if device is not None else
-                              'cpu' if coords is None else coords.device)
-        key = self._cache_key(coords, hw, windows, device, dtype)
-        if key is not None and self._cache is not None and \
-                self._cache[0] == key and self._cache_valid(self._cache[1]):
-            return self._cache[2]
-        with full_precision(device.type):
-            tables = self.compute_tables(coords, hw, batch_size, windows,
-                                         device, dtype)
-        if torch.compiler.is_exporting():
-            return [table.export() for table in tables]
-        if key is not None:
-            self._cache = (key, [t.detach().clone()
-                                 for t in self._cache_state()], tables)
-        return tables
-
-    def _cache_state(self) -> List[Tensor]:
-        return [*self.parameters(), *self.buffers()]
-
-    def _cache_key(self, coords, hw, windows, device,
-                   dtype) -> Optional[tuple]:
-        """The cache key of a forward, ``None`` when it is not cached."""
-        if coords is not None or self.training or \
-                torch.compiler.is_compiling() or (
-                    torch.is_grad_enabled() and
-                    any(p.requires_grad for p in self.parameters())):
-            return None
-        return (tuple(int(s) for s in hw), tuple(windows), device, dtype)
-
-    def _cache_valid(self, copies: List[Tensor]) -> bool:
-        state = self._cache_state()
-        return len(state) == len(copies) and all(
-            t.dtype == c.dtype and t.device == c.device
-            and t.shape == c.shape and torch.equal(t, c)
-            for t, c in zip(state, copies))
-
-    def compute_tables(self, coords: Optional[Tensor],
-                       hw: Optional[Sequence[int]], batch_size: int,
-                       windows: Sequence[int], device: torch.device,
-                       dtype: torch.dtype) -> List[PositionTable]:
-        """:meth:`forward`'s tables, computed (arguments as there)."""
+        device, dtype = table_device_dtype(coords, device, dtype)
         windows = list(windows) or [0] * self.depth
         if any(windows) and hw is None:
             raise ValueError('window attention needs the patch grid `hw`')
         grid = coords is None
-        if grid:
-            coords = grid_coords(*hw, device=device, dtype=dtype)
-        coords = coords.to(device, dtype)
-        coords = coords if coords.dim() == 3 else coords[None]  # (1|B, M, 2)
-        drawn = self.coords(coords, hw, batch_size, self.depth)
-        out = [None] * self.depth
-        for ws in sorted(set(windows)):
-            blocks = [i for i, w in enumerate(windows) if w == ws]
-            if not ws:
-                block_coords = drawn
-            elif grid and self.coords.is_identity:
-                padded = padded_hw(hw, ws)  # (nW, ws * ws, 2)
-                block_coords = window_partition(grid_coords(
-                    *padded, device=coords.device, dtype=coords.dtype)[None],
-                    padded, ws)
-            elif isinstance(drawn, Tensor):  # (n nW, ws * ws, 2)
-                block_coords = window_partition(drawn, hw, ws, math.nan)
-            else:
-                block_coords = {i: window_partition(drawn[i], hw, ws, math.nan)
-                                for i in blocks}
-            for i, table in zip(blocks, self.tables(block_coords, hw, blocks)):
-                out[i] = table
+        with full_precision(device.type):
+            if grid:
+                coords = grid_coords(*hw, device=device, dtype=dtype)
+            coords = coords.to(device, dtype)
+            coords = coords if coords.dim() == 3 else coords[None]  # (1|B,M,2)
+            drawn = self.coords(coords, hw, batch_size, self.depth)
+            out = [None] * self.depth
+            for ws in sorted(set(windows)):
+                blocks = [i for i, w in enumerate(windows) if w == ws]
+                if not ws:
+                    block_coords = drawn
+                elif grid and self.coords.is_identity:
+                    padded = padded_hw(hw, ws)  # (nW, ws * ws, 2)
+                    block_coords = window_partition(grid_coords(
+                        *padded, device=device, dtype=dtype)[None], padded, ws)
+                elif isinstance(drawn, Tensor):  # (n nW, ws * ws, 2)
+                    block_coords = window_partition(drawn, hw, ws, math.nan)
+                else:
+                    block_coords = {i: window_partition(drawn[i], hw, ws,
+                                                        math.nan)
+                                    for i in blocks}
+                tables = self.tables(block_coords, hw, blocks)
+                for i, table in zip(blocks, tables):
+                    out[i] = table
         return out
 
-    def freeze(self, hw: Optional[Sequence[int]], windows: Sequence[int] = (),
-               device=None) -> None:
-        """Compute the eval-mode tables of the ``hw`` grid once, as
-        :meth:`PositionTable.export` gives them, and return them from every
-        later :meth:`forward` (ONNX: constants in the traced graph);
-        ``hw=None`` unfreezes."""
-        self.frozen = None
-        if hw is None:
-            return
-        was_training = self.training
-        self.eval()
-        with torch.no_grad():
-            tables = self(None, hw, 1, windows, device=device)
-        self.train(was_training)
-        self.frozen = (tuple(hw), [t.export() for t in tables])
+
+def table_device_dtype(coords: Optional[Tensor], device=None,
+                       dtype: Optional[torch.dtype] = None) -> tuple:
+    """``(device, dtype)`` of :meth:`PositionScheme.forward`'s tables: the
+    given ones, else those of ``coords`` (CPU fp32 for the grid), the dtype
+    fp32 at least."""
+    dtype = torch.promote_types(
+        dtype or (torch.float32 if coords is None else coords.dtype),
+        torch.float32)
+    device = torch.device(device if device is not None else
+                          'cpu' if coords is None else coords.device)
+    return device, dtype

@@ -20,6 +20,7 @@ each pair, read as the complex number ``x_r + i x_i``, by ``exp(i a_t)``
 real cos / sin tables (:func:`apply_rope`; ONNX has no complex tensors).
 Prefix tokens (class, registers) and ``NaN`` positions get angle 0.
 """
+import copy
 import math
 from typing import Optional, Sequence, Union
 
@@ -157,6 +158,7 @@ def _complex_view(y: Tensor) -> Tensor:
     where the strides allow, else of a contiguous copy (always when
     compiling, where the compiler picks the layout and fuses the copy)."""
     pairs = y.unflatten(-1, (y.shape[-1] // 2, 2))
+    # compiled: the compiler picks the layout and fuses the copy
     if torch.compiler.is_compiling() or pairs.storage_offset() % 2 or any(
             st % 2 for st in pairs.stride()[:-1]):
         pairs = pairs.contiguous()
@@ -222,14 +224,16 @@ class RoPETable(PositionTable):
                  magnitude: float = 1.):
         self.num_tokens, self.layout = angles.shape[-2], layout
         self.angles, self.magnitude = angles, float(magnitude)
-        # (n, heads | 1, M, D/2) complex; not in an exported graph (ONNX has
-        # no complex tensors: the scheme hands export() tables there)
+        # (n, heads | 1, M, D/2) complex; ONNX has no complex tensors, so an
+        # exported graph rotates with export()'s real cos / sin
         self.phasors = None if torch.compiler.is_exporting() else torch.polar(
             torch.full_like(angles, self.magnitude), angles)
 
     def rotate_tokens(self, x: Tensor) -> Tensor:
         """``x`` ``(..., n', heads, N, D)``; the ``N - M`` leading tokens
         turn by angle 0."""
+        if self.phasors is None:
+            return self.export().rotate_tokens(x)
         phasors = _prefixed(self.phasors, self.num_prefix(x), self.magnitude)
         y = per_window(x, phasors.shape[-4])
         return apply_rope_phasors(y, phasors, self.layout).reshape(x.shape)
@@ -550,7 +554,6 @@ class STRINGRoPE(LinearAngleRoPE):
         self.basis = nn.ParameterList(
             nn.Parameter(torch.zeros(num_heads, head_dim, head_dim))
             for _ in range(depth))
-        self.folded = False  # fold_: P lives in the projections
 
     def extra_repr(self) -> str:
         return f'theta={self.theta}'
@@ -565,23 +568,19 @@ class STRINGRoPE(LinearAngleRoPE):
         return self.freqs[index]
 
     def block_table(self, index, coords, hw=None) -> PositionTable:
-        rope = super().block_table(index, coords, hw)
-        return rope if self.folded else BasisRoPETable(
-            rope, self.folded_basis(index))
+        return BasisRoPETable(super().block_table(index, coords, hw),
+                              self.folded_basis(index))
 
     @torch.no_grad()
-    def fold_(self, qkv: Sequence[nn.Linear]) -> None:
-        """Fold every block's ``P`` into its query / key projection for
-        inference: ``qkv[i]`` (``(3 C, C)``, rows ``q, k, v`` by head, as
+    def fold_(self, qkv: Sequence[nn.Linear]) -> MixedRoPE:
+        """Fold every block's ``P`` into its query / key projection:
+        ``qkv[i]`` (``(3 C, C)``, rows ``q, k, v`` by head, as
         :class:`~mmpos.models.layers.RoPEAttention`) gets ``P`` on its query
-        and key rows, ``basis.<i>`` is zeroed (``P = I``: the state dict
-        stays a valid STRING checkpoint with equal outputs) and the tables
-        are RoPE-Mixed's (the cost of RoPE-Mixed). :meth:`train` mode ends
-        the folding: training goes on from ``P = I``.
-
-        Usage: ``backbone.rope.fold_([l.attn.qkv for l in
-        backbone.layers])`` after ``backbone.eval()``.
-        """
+        and key rows, in place, and ``basis.<i>`` is zeroed (``P = I``).
+        Returns the RoPE-Mixed scheme of the folded model (these
+        frequencies, coordinates and frequency scaling; the cost of
+        RoPE-Mixed), which replaces this one: ``backbone.rope =
+        backbone.rope.fold_([l.attn.qkv for l in backbone.layers])``."""
         if len(qkv) != self.depth:
             raise ValueError(f'STRING fold_ needs the qkv projection of each '
                              f'of its {self.depth} blocks, got {len(qkv)}')
@@ -601,8 +600,10 @@ class STRINGRoPE(LinearAngleRoPE):
                                       qk[..., None]).reshape(qk.shape)
                 rows[:2] = folded.to(param.dtype)
             self.basis[i].zero_()
-        self.folded = True
-
-    def train(self, mode: bool = True) -> 'STRINGRoPE':
-        self.folded = self.folded and not mode
-        return super().train(mode)
+        mixed = MixedRoPE(dim, heads, self.depth, self.theta,
+                          rotate_init=False, freq_scaling=self.freq_scaling)
+        mixed.coords = copy.deepcopy(self.coords)
+        mixed.to(self.freqs[0].device, self.freqs[0].dtype)
+        for src, dst in zip(self.freqs, mixed.freqs):
+            dst.copy_(src)
+        return mixed.train(self.training)

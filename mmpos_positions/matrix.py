@@ -108,8 +108,8 @@ def _products(a: Tensor, b: Tensor, out: Optional[Tensor] = None
 class _Squarings(torch.autograd.Function):
     """``M^(2^s)`` of batch-last ``(b, b, K)`` matrices ``M``: ``count``
     squarings (:func:`_products`), step ``j`` kept where ``steps > j``
-    (eager: ``count = steps``, every step; compiling: ``count =``
-    :data:`MAX_SQUARINGS`, a static loop). Only ``M`` is saved: the
+    (``masked``; eager: ``count = steps``, every step; compiling: ``count
+    =`` :data:`MAX_SQUARINGS`, a static loop). Only ``M`` is saved: the
     adjoint of ``G``, ``sum_{k < 2^s} (M^T)^k G (M^T)^(2^s - 1 - k)``, is
     ``X_s`` of ``X_0 = G``, ``X_{j+1} = X_j N_j + N_j X_j`` (doubling the
     sum) with ``N_j = (M^T)^(2^j)`` squared again in increasing order:
@@ -117,9 +117,10 @@ class _Squarings(torch.autograd.Function):
     ``(b, b, K)`` tensors kept from forward to backward."""
 
     @staticmethod
-    def forward(ctx, m: Tensor, steps: Tensor, count: int) -> Tensor:
+    def forward(ctx, m: Tensor, steps: Tensor, count: int,
+                masked: bool) -> Tensor:
         ctx.save_for_backward(m, steps)
-        ctx.count, ctx.masked = count, torch.compiler.is_compiling()
+        ctx.count, ctx.masked = count, masked
         for j in range(count):
             m = _kept(_products(m, m), m, steps, j, ctx.masked)
         return m
@@ -135,7 +136,7 @@ class _Squarings(torch.autograd.Function):
             if j + 1 < ctx.count:
                 power = _kept(_products(power, power), power, steps, j + 1,
                               ctx.masked)
-        return adj, None, None
+        return adj, None, None, None
 
 
 def _kept(new: Tensor, old: Tensor, steps: Tensor, j: int,
@@ -183,6 +184,7 @@ def exp_at_points(points: Tensor, generators: Tensor,
         norms = torch.linalg.matrix_norm(generators, ord=2) * span[:, None]
         bound = (unit.abs() @ norms).amax()
         steps = torch.ceil(torch.log2(bound / max_norm)).clamp_min(0)
+    # dynamo cannot trace a data-dependent loop: compiled, a static one
     compiling = torch.compiler.is_compiling()
     # eager: the squarings and the largest scaled bound, in one sync
     count, theta = ((MAX_SQUARINGS, max_norm) if compiling else
@@ -208,7 +210,7 @@ def exp_at_points(points: Tensor, generators: Tensor,
     flat = terms.permute(2, 0, 1, 3).flatten(1)  # (T, P b b)
     # (N P, b b) -> (b, b, N P): batch-last (a 2-d transpose, as below)
     out = (powers @ flat).view(-1, b * b).T.contiguous().view(b, b, -1)
-    out = _Squarings.apply(out, steps, int(count))
+    out = _Squarings.apply(out, steps, int(count), compiling)
     # (b b, N P) -> (N, P, b, b)
     return out.view(b * b, -1).T.contiguous().view(len(points), -1, b, b)
 
@@ -325,6 +327,7 @@ class ComRoPE(MatrixRoPE):
         compiling)."""
         skew, coef = self.blocks(index)
         basis, rates, gap = skew_eigenbasis(skew)
+        # dynamo cannot branch on a tensor's value: compiled, no fallback
         if not torch.compiler.is_compiling() and gap <= 1e-6:
             return super().block_table(index, coords, hw)
         dtype = torch.promote_types(skew.dtype, torch.float32)

@@ -2,6 +2,7 @@
 of a tiny run, failure recording, and the measurement claims the benchmarks
 rest on (memory is really measured, RoPE tables are built once, both
 pipelines draw the same crops). Nothing here asserts a time."""
+import copy
 import importlib
 import json
 import math
@@ -343,10 +344,11 @@ def test_rope_compile_times_string_as_deployed(bench, monkeypatch):
         (r['ours'], r['baseline']) for r in rows]
     assert 'string folded / mixed (eager): ' in rope_compile.markdown(result)
 
-    from mmpos.models.layers.positions.linear import STRINGRoPE
+    from mmpos_positions import STRINGRoPE
+    fold = STRINGRoPE.fold_
 
     def basis_dropped(self, qkv):  # P left out of the projections
-        self.folded = True
+        return fold(self, [copy.deepcopy(layer) for layer in qkv])
 
     monkeypatch.setattr(STRINGRoPE, 'fold_', basis_dropped)
     with pytest.raises(RuntimeError, match='folded STRING differs'):

@@ -6,7 +6,14 @@ the package root (``import mmpos``) from inside it imports every layer, so
 it counts as the top. mmpos' registries live in :mod:`mmpos.registry`
 (layer 0); a function that needs registered classes imports the layer that
 registers them (``import mmpos.models``), never the whole package.
+
+Below every layer, outside ``mmpos``: the position schemes
+(``mmpos_positions``), which import torch and themselves only, so that
+they run without the OpenMMLab stack.
 """
+import subprocess
+import sys
+
 import pytest
 
 from conftest import REPO
@@ -92,3 +99,33 @@ def test_finder_sees_hidden_and_relative_upward_imports(tmp_path, source,
     monkeypatch.setitem(globals(), 'REPO', fake_repo)
     offenders = upward_imports([path])
     assert len(offenders) == 1 and 'mmpos/models/probe.py:' in offenders[0]
+
+
+#: what ``mmpos_positions`` may import besides itself
+TORCH_ONLY = ('torch', 'contextlib', 'copy', 'math', 'typing')
+
+
+def test_positions_import_torch_only():
+    """Every import of ``mmpos_positions`` is torch, the standard library
+    modules of :data:`TORCH_ONLY` or the package itself."""
+    offenders = [
+        f'{path.relative_to(REPO)}:{line}: {name}'
+        for path in sorted((REPO / 'mmpos_positions').glob('*.py'))
+        for line, name in provenance.imported_modules(
+            str(path.relative_to(REPO)), str(REPO))
+        if name.split('.')[0] not in TORCH_ONLY + ('mmpos_positions', )]
+    assert not offenders, '\n'.join(offenders)
+
+
+def test_positions_and_the_device_benchmark_run_without_openmmlab():
+    """Importing the positions, and the device benchmark that imports them
+    from the repository, loads no OpenMMLab package and no ``mmpos``."""
+    code = ('import sys; sys.path.insert(0, "benchmarks"); '
+            'import mmpos_positions, rope_attention_device; '
+            'print(sorted({m.split(".")[0] for m in sys.modules}))')
+    out = subprocess.run([sys.executable, '-c', code], cwd=REPO, check=True,
+                         capture_output=True, text=True).stdout
+    loaded = set(eval(out))
+    assert 'mmpos_positions' in loaded
+    assert not loaded & {'mmpos', 'mmengine', 'mmpretrain', 'mmcv', 'mmdet',
+                         'mmseg'}

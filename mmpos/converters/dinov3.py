@@ -7,7 +7,7 @@ import torch
 from torch import Tensor
 
 from mmpos.errors import ConversionError
-from mmpos.models.layers.positions import frequency_magnitudes
+from mmpos_positions import frequency_magnitudes
 from .vit import StateDict, classifier_key, rename_key
 
 

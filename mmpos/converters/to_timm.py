@@ -52,7 +52,7 @@ def scheme_name(backbone: nn.Module) -> str:
     """The backbone's position scheme by its registered name, ``'none'``
     without one and ``'dinov3'`` for axial RoPE in the rotate-half layout
     (:data:`~.vit.DINOV3_BACKBONE`)."""
-    from mmpos.models.layers.positions import SCHEMES
+    from mmpos_positions import SCHEMES
     rope = backbone.rope
     if rope is None:
         return 'none'

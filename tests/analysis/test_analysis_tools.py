@@ -20,7 +20,7 @@ from mmpos.analysis.metrics import (attention_distance, attention_entropy,
                                     attention_nmi)
 from mmpos_harness.mini_data import make_unlabeled_images
 from mmpos.models.backbones.rope_vit import RoPEVisionTransformer
-from mmpos.models.layers.positions import AxialRoPE, mixed_frequencies
+from mmpos_positions import AxialRoPE, mixed_frequencies
 
 ARCH = dict(embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64)
 CONFIG = f"""model = dict(backbone=dict(type='RoPEVisionTransformer',

@@ -11,8 +11,9 @@ from mmengine.registry import DefaultScope
 
 import mmpos  # noqa: F401
 from conftest import data_root_options, finetune, read_scalars, run_tool
-from mmpos.models.layers.positions import (box_coords, build_position_scheme,
-                                           frame_coords, grid_coords)
+from mmpos_positions import box_coords, frame_coords, grid_coords
+
+from mmpos.models.layers.positions import build_position_scheme
 from mmpos.registry import MODELS
 
 DROPPOS = 'configs/droppos/droppos_vit-tiny-dinov3pos_mini.py'

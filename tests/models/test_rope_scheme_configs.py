@@ -9,12 +9,17 @@ import pytest
 import torch
 from mmengine.config import Config
 
+import mmpos_positions
+
 import mmpos  # noqa: F401
 from conftest import read_scalars, run_tool
 from mmpos.models.backbones import RoPEVisionTransformer
 from mmpos.models.utils.pretrained import load_pretrained
 
-SCHEMES = ('comrope', 'liere', 'string', 'spiral', 'lookhere')
+# every registered scheme but the paper's own (their configs are the
+# methods' defaults) has a DropPos and a DINOv2 config
+SCHEMES = tuple(n for n in mmpos_positions.SCHEMES
+                if n not in ('axial', 'mixed', 'dinov3'))
 METHODS = ('droppos', 'dinov2')
 CONFIGS = Path('configs/position_schemes')
 ARCH = dict(embed_dims=96, num_layers=4, num_heads=3,

@@ -14,6 +14,8 @@ import sys
 import pytest
 import torch
 
+import mmpos_positions
+
 onnx = pytest.importorskip('onnx')
 pytest.importorskip('onnxruntime')
 
@@ -94,9 +96,9 @@ DYNAMIC_OPS = STATIC_OPS | {
     'Shape', 'Range', 'Expand', 'Sin', 'Cos', 'Where', 'IsNaN', 'IsInf',
     'Greater', 'Less', 'And'
 }
-SCHEMES = dict(axial={}, mixed={}, dinov3={}, spiral={}, string={},
-               comrope=dict(block_size=8), liere=dict(block_size=8),
-               lookhere={})
+OPTIONS = dict(comrope=dict(block_size=8), liere=dict(block_size=8))
+#: every registered scheme, with the options of this test
+SCHEMES = {name: OPTIONS.get(name, {}) for name in mmpos_positions.SCHEMES}
 
 
 def op_types(path):

@@ -28,8 +28,8 @@ from mmpos.analysis.pictures import save_figure  # noqa: E402
 from mmpos.checkpoint import write_atomically  # noqa: E402
 from mmpos.analysis.fourier import (frequency_mask, point_target,  # noqa
                                     reconstruct, reconstruction_error)
-from mmpos.models.layers.positions import (AxialRoPE,  # noqa: E402
-                                           MixedRoPE, mixed_frequencies)
+from mmpos_positions import (AxialRoPE, MixedRoPE,  # noqa: E402
+                             mixed_frequencies)
 from mmpos.guardrails.cli import cli_main  # noqa: E402
 
 

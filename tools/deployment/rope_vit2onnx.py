@@ -111,8 +111,7 @@ def check_dynamic(backbone):
     computed in the graph from the input's grid, without frequency
     scaling (its factor depends on the grid), APE (resized per size) or
     window attention (padding per size)."""
-    from mmpos.models.layers.positions.linear import (LinearAngleRoPE,
-                                                      STRINGRoPE)
+    from mmpos_positions.linear import LinearAngleRoPE, STRINGRoPE
     rope = backbone.rope
     reason = (
         'it has no RoPE' if rope is None else

@@ -36,6 +36,7 @@ import os.path as osp
 import sys
 from pathlib import Path
 
+import mmpos_positions
 import torch
 from mmengine.registry import init_default_scope
 
@@ -194,12 +195,11 @@ def collect(config):
 TINY_VIT = dict(type='RoPEVisionTransformer', img_size=32, patch_size=16,
                 arch=dict(embed_dims=32, num_layers=3, num_heads=2,
                           feedforward_channels=64))
-SCHEMES = dict(
-    axial=dict(type='axial'), mixed=dict(type='mixed'),
-    dinov3=dict(type='dinov3'), spiral=dict(type='spiral'),
-    string=dict(type='string'), comrope=dict(type='comrope'),
-    comrope_ap=dict(type='comrope', variant='ap'),
-    liere=dict(type='liere'), lookhere=dict(type='lookhere', fov=90))
+#: every registered scheme (LookHere's LH-90) and ComRoPE-AP
+SCHEMES = {name: dict(type=name, **(dict(fov=90) if name == 'lookhere' else
+                                    {}))
+           for name in mmpos_positions.SCHEMES}
+SCHEMES['comrope_ap'] = dict(type='comrope', variant='ap')
 COORDS = dict(
     dinov3_per_forward_sample=dict(type='dinov3', coords=dict(
         draw='per_forward', per='sample', shift=0.1, jitter=1.2)),
@@ -229,7 +229,9 @@ def extra_cases():
         TINY_VIT, rope=None, use_ape=True, with_cls_token=False,
         out_type='featmap', window_size=2, global_attn_indexes=(1, ),
         use_rel_pos=True)
-    for name in ('axial', 'mixed', 'spiral', 'string', 'comrope', 'liere'):
+    # Swin: the schemes of the patch frame with a table per window
+    for name in [n for n in mmpos_positions.SCHEMES
+                 if n not in ('dinov3', 'lookhere')]:
         cases[f'extra/swin_{name}'] = dict(
             type='RoPESwinTransformer', img_size=64, window_size=2,
             arch=dict(embed_dims=16, depths=[2, 2, 2, 2],

@@ -30,12 +30,14 @@ from mmpretrain.models.utils import (build_norm_layer, resize_pos_embed,
                                      to_2tuple)
 from torch import Tensor
 
+from mmpos_positions import (CachedTables, FrozenTables, PositionTable,
+                             grid_coords, sincos_pos_embed_2d)
+from mmpos_positions.window import window_partition, window_unpartition
+
 from mmpos.registry import MODELS
 from ..layers.attention import RoPEAttention
 from ..layers.masking import gather_tokens
-from ..layers.positions import (PositionTable, build_position_scheme,
-                                grid_coords, sincos_pos_embed_2d)
-from ..layers.window import window_partition, window_unpartition
+from ..layers.positions import build_position_scheme
 from ..utils.pretrained import load_pretrained, split_pretrained_cfg
 
 DEFAULT_ROPE = dict(type='mixed')
@@ -55,7 +57,7 @@ class RoPETransformerEncoderLayer(BaseModule):
     ``window_size``: ``0`` attends globally; ``ws > 0`` attends inside the
     ``ws x ws`` windows of the zero-padded patch grid (ViTDet), its table
     then positions the tokens of every window
-    (:meth:`~mmpos.models.layers.positions.PositionScheme.forward`).
+    (:meth:`~mmpos_positions.PositionScheme.forward`).
     Drop-path then acts on whole images after the windows are merged, as in
     ViTDet.
     ``rel_pos_size``: ViTDet's decomposed relative position bias (see
@@ -294,6 +296,8 @@ class RoPEVisionTransformer(BaseBackbone):
             drop_rate=drop_rate, qkv_bias=qkv_bias, norm_cfg=norm_cfg)
         self.rope = build_position_scheme(rope, self.embed_dims // num_heads,
                                           num_heads, self.num_layers)
+        # opt-in: eval forwards on one grid reuse its tables
+        self.table_cache = CachedTables()
         self.pre_norm = (build_norm_layer(norm_cfg, self.embed_dims)
                          if pre_norm else nn.Identity())
         if final_norm:
@@ -561,21 +565,27 @@ class RoPEVisionTransformer(BaseBackbone):
         """One table per block from :attr:`rope` (``None`` without RoPE):
         ``coords`` ``(M, 2)`` / ``(B, M, 2)`` or ``None`` for the ``hw``
         grid; windowed blocks get their windows' tables
-        (:meth:`~mmpos.models.layers.positions.PositionScheme.forward`)."""
+        (:meth:`~mmpos_positions.PositionScheme.forward`). Eval-mode tables
+        of a grid come from :attr:`table_cache`
+        (:class:`~mmpos_positions.CachedTables`)."""
         if self.rope is None:
             return [None] * self.num_layers
         windows = [layer.window_size for layer in self.layers]
-        return self.rope(coords, hw, batch_size, windows, device=device,
-                         dtype=dtype)
+        return self.table_cache(self.rope, coords, hw, batch_size, windows,
+                                device=device, dtype=dtype)
 
     def freeze_positions(self, hw: Optional[Sequence[int]],
                          device=None) -> None:
-        """Use the eval-mode tables of the ``hw`` grid, computed once on
-        the real cos / sin path, in every later forward (export: the traced
-        graph holds them as constants); ``hw=None`` unfreezes."""
-        if self.rope is not None:
-            self.rope.freeze(hw, [layer.window_size for layer in self.layers],
-                             device)
+        """Wrap :attr:`rope` in :class:`~mmpos_positions.FrozenTables`: the
+        eval-mode tables of the ``hw`` grid, computed once on the real cos /
+        sin path, in every later forward (export: the traced graph holds
+        them as constants); ``hw=None`` unwraps it."""
+        if isinstance(self.rope, FrozenTables):
+            self.rope = self.rope.scheme
+        if self.rope is not None and hw is not None:
+            self.rope = FrozenTables(
+                self.rope, hw, [layer.window_size for layer in self.layers],
+                device)
 
     def forward(self, x: Tensor) -> tuple:
         """``x``: images ``(B, in_channels, H, W)`` (padded to a multiple of

@@ -9,7 +9,7 @@ from mmengine.model import BaseModule
 from mmpretrain.models.utils import LayerScale
 from torch import Tensor
 
-from .positions import PositionTable
+from mmpos_positions import PositionTable
 
 
 def head_dims(embed_dims: int, num_heads: int) -> int:
@@ -70,8 +70,8 @@ class RoPEAttention(BaseModule):
     Parameter names follow mmpretrain's ``MultiheadAttention`` (``qkv``,
     ``proj``, ``gamma1``), so ViT checkpoints load unchanged. The position
     scheme and its parameters live in the backbone
-    (:mod:`mmpos.models.layers.positions`), which hands :meth:`forward` a
-    :class:`~mmpos.models.layers.positions.PositionTable`.
+    (:mod:`mmpos_positions`), which hands :meth:`forward` a
+    :class:`~mmpos_positions.PositionTable`.
 
     Args:
         embed_dims: channels ``C``.

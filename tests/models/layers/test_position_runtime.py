@@ -14,7 +14,7 @@ import torch
 import torch._dynamo as dynamo
 
 from mmpos.models.backbones import RoPEVisionTransformer
-from mmpos.models.layers.positions import SCHEMES
+from mmpos_positions import SCHEMES
 
 OPTIONS = dict(comrope=dict(block_size=8), liere=dict(block_size=8))
 WINDOWED = dict(window_size=3, global_attn_indexes=(1, ),

@@ -8,9 +8,10 @@ import torch
 import torch.nn.functional as F
 
 from mmpos.models.layers import RoPEAttention
-from mmpos.models.layers.positions import (RoPETable, build_position_scheme,
-                                           grid_coords, mixed_frequencies,
-                                           rope_angles, sincos_pos_embed_2d)
+from mmpos_positions import (RoPETable, grid_coords, mixed_frequencies,
+                             rope_angles, sincos_pos_embed_2d)
+
+from mmpos.models.layers.positions import build_position_scheme
 
 HEAD_DIM, HEADS = 16, 2
 

@@ -9,10 +9,10 @@ import torch
 
 import mmpos  # noqa: F401
 from mmpos.models.backbones import RoPEVisionTransformer
-from mmpos.models.layers.positions import (AxialRoPE, PatchCoords,
-                                           RoPETable, build_position_scheme,
-                                           frame_coords, frequency_magnitudes,
-                                           grid_coords, rope_angles)
+from mmpos_positions import (AxialRoPE, PatchCoords, RoPETable, frame_coords,
+                             frequency_magnitudes, grid_coords, rope_angles)
+
+from mmpos.models.layers.positions import build_position_scheme
 
 TINY = dict(embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64)
 DINOV3 = dict(type='axial', periods=dict(base=100.), axes='yx',

@@ -1,5 +1,5 @@
 """Paper-derived properties of the position schemes of
-``mmpos.models.layers.positions`` (ComRoPE, LieRE, STRING, Spiral RoPE,
+``mmpos_positions`` (ComRoPE, LieRE, STRING, Spiral RoPE,
 LookHere, test-time frequency scaling), checked against mmpos' RoPE-Axial /
 RoPE-Mixed where a paper says a scheme reduces to one of them."""
 import math
@@ -7,16 +7,14 @@ import math
 import pytest
 import torch
 
-from mmpos.models.layers.positions import (AxialRoPE, ComRoPE, LieRE,
-                                           LookHere, MixedRoPE, SpiralRoPE,
-                                           STRINGRoPE, grid_coords,
-                                           lookhere_bias, rope_angles,
-                                           scale_frequencies,
-                                           spiral_frequencies)
-from mmpos.models.layers.positions.linear import BasisRoPETable, upper_skew
-from mmpos.models.layers.positions.matrix import (BlockRotationTable,
-                                                  block_rotations,
-                                                  exp_at_points)
+from mmpos_positions import (AxialRoPE, ComRoPE, LieRE, LookHere, MixedRoPE,
+                             RoPETable, SpiralRoPE, STRINGRoPE, grid_coords,
+                             lookhere_bias, rope_angles, scale_frequencies,
+                             spiral_frequencies)
+from mmpos_positions.linear import BasisRoPETable, upper_skew
+from mmpos_positions.matrix import (BlockRotationTable, block_rotations,
+                                    exp_at_points)
+
 from mmpos.registry import POSITION_ENCODINGS
 
 D, HEADS, DEPTH = 16, 4, 2
@@ -605,11 +603,11 @@ def test_lookhere_scheme_per_block_slopes_shift_invariance_and_missing():
 
 
 def test_string_folds_into_the_query_key_projections():
-    """fold_: P in the qkv weights, RoPE-Mixed's tables, equal tokens (class
-    token included); the folded state dict is a STRING checkpoint with P = I
-    (equal tokens unfolded) and train() ends the folding."""
+    """fold_: P in the qkv weights and a plain RoPE-Mixed scheme (no flag)
+    in STRING's place, equal tokens (class token included); the folded
+    state dict loads into a STRING model (its missing basis: P = I) with
+    equal tokens."""
     from mmpos.models.backbones import RoPEVisionTransformer
-    from mmpos.models.layers.positions import RoPETable
     torch.manual_seed(0)
     arch = dict(embed_dims=32, num_layers=2, num_heads=2,
                 feedforward_channels=64)
@@ -622,15 +620,19 @@ def test_string_folds_into_the_query_key_projections():
     img = torch.randn(2, 3, 32, 48)
     with torch.no_grad():
         expected = model(img)[0]
-        model.rope.fold_([layer.attn.qkv for layer in model.layers])
+        string = model.rope
+        model.rope = string.fold_([layer.attn.qkv for layer in model.layers])
+        assert type(model.rope) is MixedRoPE
+        assert not any(basis.any() for basis in string.basis)
         assert all(isinstance(t, RoPETable) for t in model.rope(None, (4, 6)))
         folded = model(img)[0]
         unfolded = RoPEVisionTransformer(arch=arch, img_size=32, patch_size=8,
                                          rope=dict(type='string'),
                                          out_type='raw').eval()
-        unfolded.load_state_dict(model.state_dict())
+        missing = unfolded.load_state_dict(model.state_dict(),
+                                           strict=False).missing_keys
+        assert missing == ['rope.basis.0', 'rope.basis.1']
         assert torch.allclose(folded, expected, atol=1e-5)
         assert torch.allclose(unfolded(img)[0], expected, atol=1e-5)
-    assert not model.train().rope.folded
     with pytest.raises(ValueError, match='qkv projection of each of its 2'):
-        model.rope.fold_([model.layers[0].attn.qkv])
+        string.fold_([model.layers[0].attn.qkv])

@@ -10,9 +10,9 @@ import torch.nn.functional as F
 
 import mmpos  # noqa: F401  (registers into mmpretrain)
 from mmpos.models.backbones import RoPEVisionTransformer
-from mmpos.models.layers.positions import grid_coords
-from mmpos.models.layers.window import (padded_hw, window_partition,
-                                        window_unpartition)
+from mmpos_positions import grid_coords
+from mmpos_positions.window import (padded_hw, window_partition,
+                                    window_unpartition)
 
 TINY = dict(embed_dims=32, num_layers=3, num_heads=2, feedforward_channels=64)
 

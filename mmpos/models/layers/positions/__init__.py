@@ -1,34 +1,16 @@
-"""Position schemes of mmpos' backbones, by concept:
-
-* :mod:`.base`: the interface (:class:`PositionScheme`,
-  :class:`PositionTable`) and the patch coordinates (grid, frames,
-  augmentation, crop boxes, the sin-cos absolute embedding);
-* :mod:`.linear`: linear-angle RoPE (axial, mixed, DINOv3, spiral, STRING)
-  and test-time frequency scaling;
-* :mod:`.matrix`: matrix RoPE (ComRoPE, LieRE);
-* :mod:`.lookhere`: LookHere.
-
-Import the names from this package. It binds the schemes to
-:data:`mmpos.registry.POSITION_ENCODINGS` (the files themselves need only
-torch) and builds them from a backbone's ``rope=dict(type=...)``.
-"""
+"""mmpos' binding of the torch-only position schemes
+(:mod:`mmpos_positions`): registers :data:`mmpos_positions.SCHEMES` to
+:data:`mmpos.registry.POSITION_ENCODINGS` in their order and builds a
+backbone's ``rope=dict(type=...)``. The names below are those mmpos' models
+and benchmarks import from here."""
 from typing import Optional
 
-from mmpos.registry import POSITION_ENCODINGS
-from .base import (PatchCoords, PositionScheme, PositionTable, box_coords,
-                   frame_coords, grid_coords, sincos_pos_embed_2d)
-from .linear import (AxialRoPE, DINOv3RoPE, FrequencyScaling, MixedRoPE,
-                     RoPETable, SpiralRoPE, STRINGRoPE, frequency_magnitudes,
-                     mixed_frequencies, rope_angles, scale_frequencies,
-                     spiral_frequencies)
-from .lookhere import LookHere, lookhere_bias
-from .matrix import ComRoPE, LieRE
+from mmpos_positions import (SCHEMES, PositionScheme, PositionTable, RoPETable,
+                             box_coords, grid_coords, linear,
+                             sincos_pos_embed_2d)
 
-SCHEMES = {
-    'axial': AxialRoPE, 'mixed': MixedRoPE, 'dinov3': DINOv3RoPE,
-    'spiral': SpiralRoPE, 'string': STRINGRoPE, 'comrope': ComRoPE,
-    'liere': LieRE, 'lookhere': LookHere
-}
+from mmpos.registry import POSITION_ENCODINGS
+
 for _name, _cls in SCHEMES.items():
     POSITION_ENCODINGS.register_module(name=_name, module=_cls)
 
@@ -54,10 +36,6 @@ def build_position_scheme(cfg: Optional[dict], head_dim: int,
 
 
 __all__ = [
-    'AxialRoPE', 'ComRoPE', 'DINOv3RoPE', 'FrequencyScaling', 'LieRE',
-    'LookHere', 'MixedRoPE', 'PatchCoords', 'PositionScheme', 'PositionTable',
-    'RoPETable', 'SCHEMES', 'SpiralRoPE', 'STRINGRoPE', 'box_coords',
-    'build_position_scheme', 'frame_coords', 'frequency_magnitudes',
-    'grid_coords', 'lookhere_bias', 'mixed_frequencies', 'rope_angles',
-    'scale_frequencies', 'sincos_pos_embed_2d', 'spiral_frequencies'
+    'PositionTable', 'RoPETable', 'box_coords', 'build_position_scheme',
+    'grid_coords', 'linear', 'sincos_pos_embed_2d'
 ]

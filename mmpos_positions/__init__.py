@@ -1,0 +1,41 @@
+"""Position schemes of vision transformers, importable with torch alone.
+
+* :mod:`.base`: the interface (:class:`PositionScheme`,
+  :class:`PositionTable`) and the patch coordinates (grid, frames,
+  augmentation, crop boxes, the sin-cos absolute embedding);
+* :mod:`.linear`: linear-angle RoPE (axial, mixed, DINOv3, spiral, STRING)
+  and test-time frequency scaling;
+* :mod:`.matrix`: matrix RoPE (ComRoPE, LieRE);
+* :mod:`.lookhere`: LookHere;
+* :mod:`.wrappers`: opt-in eval-table cache and export-frozen tables;
+* :mod:`.window`: ViTDet's window partition.
+
+:data:`SCHEMES` is the one list of scheme names (``rope=dict(type=name)``),
+in registration order; mmpos binds it to its registry
+(:mod:`mmpos.models.layers.positions`).
+"""
+from .base import (PatchCoords, PositionScheme, PositionTable, box_coords,
+                   frame_coords, grid_coords, sincos_pos_embed_2d)
+from .linear import (AxialRoPE, DINOv3RoPE, FrequencyScaling, MixedRoPE,
+                     RoPETable, SpiralRoPE, STRINGRoPE, frequency_magnitudes,
+                     mixed_frequencies, rope_angles, scale_frequencies,
+                     spiral_frequencies)
+from .lookhere import LookHere, lookhere_bias
+from .matrix import ComRoPE, LieRE
+from .wrappers import CachedTables, FrozenTables
+
+#: ``{name: class}`` of every scheme, in registration order
+SCHEMES = {
+    'axial': AxialRoPE, 'mixed': MixedRoPE, 'dinov3': DINOv3RoPE,
+    'spiral': SpiralRoPE, 'string': STRINGRoPE, 'comrope': ComRoPE,
+    'liere': LieRE, 'lookhere': LookHere
+}
+
+__all__ = [
+    'AxialRoPE', 'CachedTables', 'ComRoPE', 'DINOv3RoPE', 'FrequencyScaling',
+    'FrozenTables', 'LieRE', 'LookHere', 'MixedRoPE', 'PatchCoords',
+    'PositionScheme', 'PositionTable', 'RoPETable', 'SCHEMES', 'SpiralRoPE',
+    'STRINGRoPE', 'box_coords', 'frame_coords', 'frequency_magnitudes',
+    'grid_coords', 'lookhere_bias', 'mixed_frequencies', 'rope_angles',
+    'scale_frequencies', 'sincos_pos_embed_2d', 'spiral_frequencies'
+]

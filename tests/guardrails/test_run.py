@@ -17,9 +17,10 @@ _spec.loader.exec_module(train_tool)
 
 def test_resume_and_auto_resume(tmp_path):
     """--resume on a work dir without checkpoint stops; --auto-resume starts
-    fresh there and resumes the newest checkpoint where there is one."""
-    def merged(*options):
-        args = train_tool.parse_args([SEG_CONFIG, '--work-dir', str(tmp_path),
+    fresh there and resumes the newest checkpoint where there is one;
+    --resume CKPT resumes that checkpoint, also into another work dir."""
+    def merged(*options, work_dir=tmp_path):
+        args = train_tool.parse_args([SEG_CONFIG, '--work-dir', str(work_dir),
                                       '--skip-data-check', *options])
         return ready_config(SEG_CONFIG, args, 'train')
 
@@ -32,6 +33,10 @@ def test_resume_and_auto_resume(tmp_path):
     for option in ('--resume', '--auto-resume'):
         cfg = merged(option)
         assert cfg.resume and cfg.load_from == str(tmp_path / 'iter_2.pth')
+    elsewhere = tmp_path / 'elsewhere'
+    cfg = merged('--resume', str(tmp_path / 'iter_2.pth'), work_dir=elsewhere)
+    assert cfg.resume and cfg.load_from == str(tmp_path / 'iter_2.pth')
+    assert cfg.work_dir == str(elsewhere)
 
 
 def test_distributed_run_frees_its_model_before_the_process_group(

@@ -1,4 +1,4 @@
-"""Where a measurement came from, and whether the code it measured changed.
+"""Where a measurement came from, and what it measured.
 
 Every result file a page shows records, beside its numbers::
 
@@ -8,17 +8,19 @@ Every result file a page shows records, beside its numbers::
      "date": "2026-11-27 21:05 UTC",
      "machine": "AMD EPYC ..., 2 CPUs, torch 2.14.1",
      "load": [1.9, 1.7, 1.2],                # os.getloadavg() at the end
-     "depends": ["configs/demo", ...]}       # paths whose change makes it stale
+     "depends": ["configs/demo", ...],       # the code it ran
+     "fingerprint": "<id>"}                  # what that code computed
 
-:func:`record` writes that; :func:`changed_since` lists the commits after
-``commit`` that touched ``depends``: a result whose list is not empty
-measured code that no longer exists (``tests/test_results.py`` fails on
-it).
+:func:`record` writes that; :mod:`mmpos_harness.fingerprint` decides from
+the fingerprint whether the code still computes the same, and, for the
+files of ``depends`` no probe reaches, from :func:`changed_since`: the
+commits after ``commit`` that touched them. In a tree without git (an
+archive, the Docker image) the commit is :data:`NO_GIT` and the result's
+status unknown.
 
 :func:`record` stores ``depends`` as :func:`resolve` completes it: with
 the configs its modules name, and without the files of position schemes
-nothing in it builds (:func:`scheme_modules`), so that a change to LieRE
-leaves a RoPE-Mixed result current.
+nothing in it builds (:func:`scheme_modules`).
 """
 import ast
 import functools
@@ -34,9 +36,21 @@ from typing import Dict, Iterable, List, Sequence, Set, Tuple
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 
 
+NO_GIT = 'no git'  # the commit of a tree without git (an archive, Docker)
+
+
 def _git(*args: str, root: str = ROOT) -> str:
     return subprocess.run(['git', '-C', root, *args], check=True,
                           capture_output=True, text=True).stdout.rstrip('\n')
+
+
+@functools.lru_cache(None)
+def has_git(root: str = ROOT) -> bool:
+    """Whether ``root`` is a git work tree (an unpacked archive or a
+    Docker image's copy is not)."""
+    return subprocess.run(['git', '-C', root, 'rev-parse', '--git-dir'],
+                          capture_output=True).returncode == 0 and \
+        osp.samefile(_git('rev-parse', '--show-toplevel', root=root), root)
 
 
 def machine() -> str:
@@ -77,8 +91,17 @@ def config_sources(config: str, root: str = ROOT) -> List[str]:
 
 def files_under(path: str, root: str = ROOT) -> List[str]:
     """The files git tracks under ``path`` (both relative to ``root``): a
-    ``depends`` list that leaves some of a folder's files out."""
-    return _git('ls-files', '--', path, root=root).splitlines()
+    ``depends`` list that leaves some of a folder's files out; in a tree
+    without git, the files there (no ``__pycache__``)."""
+    if has_git(root):
+        return _git('ls-files', '--', path, root=root).splitlines()
+    full = osp.join(root, path)
+    if osp.isfile(full):
+        return [path]
+    return sorted(osp.relpath(osp.join(folder, name), root)
+                  for folder, dirs, names in os.walk(full)
+                  if '__pycache__' not in folder.split(os.sep)
+                  for name in names)
 
 
 POSITIONS = 'mmpos/models/layers/positions'
@@ -288,7 +311,8 @@ def record(command: str, depends: Sequence[str], root: str = ROOT) -> dict:
                          f'exist: {", ".join(missing)}')
     from mmpos_harness import fingerprint
     depends = resolve(depends, root)
-    dirty = _git('status', '--porcelain', '--', *depends, root=root)
+    dirty = _git('status', '--porcelain', '--', *depends,
+                 root=root) if has_git(root) else ''
     return dict(command=command, commit=head(root),
                 dirty=[line[3:] for line in dirty.splitlines()],
                 date=now(), machine=machine(),
@@ -298,8 +322,9 @@ def record(command: str, depends: Sequence[str], root: str = ROOT) -> dict:
 
 
 def head(root: str = ROOT) -> str:
-    """The commit checked out at ``root``."""
-    return _git('rev-parse', 'HEAD', root=root)
+    """The commit checked out at ``root``; :data:`NO_GIT` in a tree
+    without git (its results' status is then unknown)."""
+    return _git('rev-parse', 'HEAD', root=root) if has_git(root) else NO_GIT
 
 
 def now() -> str:

@@ -6,6 +6,8 @@ import pytest
 
 from mmpos_harness import provenance
 
+REPO = provenance.ROOT
+
 
 def git(root, *args):
     subprocess.run(['git', '-C', str(root), *args], check=True,
@@ -121,3 +123,20 @@ def test_resolve_adds_named_configs_and_leaves_out_unbuilt_schemes():
     probe = provenance.resolve(['benchmarks/online_probe_overhead.py'])
     assert {'configs/demo/droppos_vit-tiny-rope-mixed_mini.py',
             'configs/_base_/schedules/pretrain_mini.py'} <= set(probe)
+
+
+def test_a_tree_without_git_records_no_git(tmp_path):
+    """An unpacked archive or the Docker image's copy (no .git): the record
+    says so instead of failing after the run, and lists the files there."""
+    (tmp_path / 'code').mkdir()
+    (tmp_path / 'code' / 'a.py').write_text('x = 1\n')
+    (tmp_path / 'code' / '__pycache__').mkdir()
+    (tmp_path / 'code' / '__pycache__' / 'a.pyc').write_bytes(b'')
+    assert not provenance.has_git(str(tmp_path))
+    record = provenance.record('python run.py', ['code'], root=str(tmp_path))
+    assert record['commit'] == provenance.NO_GIT and record['dirty'] == []
+    assert record['depends'] == ['code']
+    assert provenance.files_under('code', root=str(tmp_path)) == [
+        'code/a.py']
+    with pytest.raises(LookupError, match='is not in'):
+        provenance.changed_since(record, root=str(REPO))

@@ -1,5 +1,7 @@
 # The two quick-start commands (see README.md). Each sets up .venv itself.
-VENV ?= .venv
+# the venv tools/setup_env.sh makes: $MMPOS_VENV where set (the Docker
+# image), else .venv
+VENV ?= $(or $(MMPOS_VENV),.venv)
 PYTHON := $(VENV)/bin/python
 
 .PHONY: setup demo test docs
@@ -11,7 +13,7 @@ demo: setup
 	$(PYTHON) tools/demo.py
 
 test: setup
-	bash tools/run_tests.sh
+	PYTHON=$(PYTHON) bash tools/run_tests.sh
 
 # The docs site into docs/_build/html; warnings (a broken link, a path that
 # does not exist, a stale generated table) are errors.

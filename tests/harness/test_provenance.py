@@ -68,22 +68,21 @@ def test_scheme_files_run_only_for_their_schemes():
     package, so a RoPE-Mixed result does not depend on them; the linear
     schemes' file is shared (ComRoPE uses it) and stays."""
     modules = provenance.scheme_modules()
-    matrix = 'mmpos/models/layers/positions/matrix.py'
-    lookhere = 'mmpos/models/layers/positions/lookhere.py'
+    matrix = 'mmpos_positions/matrix.py'
+    lookhere = 'mmpos_positions/lookhere.py'
     assert modules['liere'] == modules['comrope'] == matrix
     assert modules['lookhere'] == lookhere and 'mixed' not in modules
-    mixed = provenance.without_schemes(['mmpos/models', 'tools/train.py'],
-                                       {'mixed'})
-    liere = provenance.without_schemes(['mmpos/models'], {'liere'})
+    depends = ['mmpos_positions', 'mmpos/models', 'tools/train.py']
+    mixed = provenance.without_schemes(depends, {'mixed'})
+    liere = provenance.without_schemes(['mmpos_positions'], {'liere'})
     assert matrix not in mixed and lookhere not in mixed
-    assert 'mmpos/models/layers/positions/linear.py' in mixed
-    assert 'mmpos/models/backbones' in mixed and 'tools/train.py' in mixed
+    assert 'mmpos_positions/linear.py' in mixed
+    assert 'mmpos/models' in mixed and 'tools/train.py' in mixed
     assert matrix in liere and lookhere not in liere
-    every = set(provenance.files_under('mmpos/models'))
+    every = {f for p in depends for f in provenance.files_under(p)}
     listed = {f for p in mixed for f in provenance.files_under(p)}
-    assert listed == every - {matrix, lookhere} | {'tools/train.py'}
-    assert provenance.without_schemes(['mmpos/models'], modules) == [
-        'mmpos/models']
+    assert listed == every - {matrix, lookhere}
+    assert provenance.without_schemes(depends, modules) == depends
 
 
 def test_a_name_taken_from_the_positions_package_counts_as_its_file(
@@ -105,16 +104,18 @@ def test_resolve_adds_named_configs_and_leaves_out_unbuilt_schemes():
     config; a LieRE config, or a module naming LieRE, keeps LieRE's file; a
     module naming a config brings the config's chain."""
     config = 'configs/method_ranking/cr2pq_vit-tiny-rope-mixed_mini.py'
-    matrix = 'mmpos/models/layers/positions/matrix.py'
-    lookhere = 'mmpos/models/layers/positions/lookhere.py'
+    matrix = 'mmpos_positions/matrix.py'
+    lookhere = 'mmpos_positions/lookhere.py'
     assert provenance.config_schemes(config) == {'mixed', 'axial'}
-    found = provenance.resolve([config, 'tools/train.py', 'mmpos/models'])
-    assert matrix not in found and 'mmpos/models' not in found
+    # the scheme files (the package's __init__ names every scheme)
+    linear = 'mmpos_positions/linear.py'
+    found = provenance.resolve([config, 'tools/train.py', linear, matrix])
+    assert matrix not in found and linear in found
     assert config in found
     assert 'tools/train.py' in found and found == sorted(found)
     liere = 'configs/position_schemes/droppos_vit-tiny-liere_mini.py'
     assert 'liere' in provenance.config_schemes(liere)
-    found = provenance.resolve([liere, 'mmpos/models'])
+    found = provenance.resolve([liere, matrix, lookhere])
     assert matrix in found and lookhere not in found
     # benchmarks/position_schemes.py names every scheme, and so does the
     # position study's module inside a listed folder

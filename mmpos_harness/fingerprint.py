@@ -355,10 +355,10 @@ def dense_suite_probe() -> dict:
                                    num_val=2, img_size=32)
         for name, path in suite.MINI_PROBES.items():
             cfg = load_config(path)
-            extra = dict(seed=0) if name in suite.SEEDED else {}
+            extra = dict(seed=0) if suite.PROBES[name].seeded else {}
             for init in (None, suite.RAW_PIXELS):
                 backbone = suite.probed_backbone(name, cfg, config, init)
-                metrics, _ = suite.RUNS[name](
+                metrics, _ = suite.PROBES[name].run(
                     cfg, backbone, mean, std, data_root=roots[name],
                     **extra, **fast[name])
                 runs.setdefault(init or 'random', {}).update(

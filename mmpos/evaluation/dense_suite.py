@@ -12,19 +12,10 @@ same code: the image-free one (:func:`image_free_run`) and the raw pixels
 (``checkpoint=RAW_PIXELS``); :func:`informative` says whether trained
 backbones beat the image-free one.
 """
-from typing import Dict, Optional
+import dataclasses
+from typing import Callable, Dict, Optional, Tuple
 
 import torch
-
-# Probe configs of the mini data (the demo's sizes, 64 px).
-MINI_PROBES = dict(
-    depth='configs/dense_probes/depth_mini-nyu.py',
-    correspondence='configs/dense_probes/correspondence_mini-spair.py',
-    retrieval='configs/dense_probes/retrieval_mini-scenes.py')
-# Reported metric of each probe (the suite's flat keys).
-HEADLINE = ('depth/rmse', 'depth/abs_rel', 'depth/d1',
-            'correspondence/pck@0.05', 'correspondence/pck@0.1',
-            'retrieval/mIoU')
 
 
 def depth_run(cfg, backbone, mean, std, seed: int = 0,
@@ -128,47 +119,107 @@ def retrieval_run(cfg, backbone, mean, std, data_root: Optional[str] = None,
                          pred=pred, classes=classes, ignore_index=ignore)
 
 
-RUNS = dict(depth=depth_run, correspondence=correspondence_run,
-            retrieval=retrieval_run)
-# the probes whose run draws from the seed (beside a random init)
-SEEDED = ('depth', 'retrieval')
-# Per probe, the headline metric that decides whether the probe is
-# informative (:func:`informative`), and whether lower is better.
-DECIDING = {'depth': ('depth/rmse', True),
-            'correspondence': ('correspondence/pck@0.1', False),
-            'retrieval': ('retrieval/mIoU', False)}
+def depth_image_free(cfg, data_root: Optional[str] = None
+                     ) -> Dict[str, float]:
+    """The depth probe's image-free baseline: the per-pixel mean of the
+    training depths (:func:`~.depth_probe.depth_prior_baseline`)."""
+    from .dense import probe_settings
+    from .depth_probe import (DEPTH_PROBE, depth_eval_settings,
+                              depth_prior_baseline, depth_split)
+    s = probe_settings(cfg, 'depth_probe', DEPTH_PROBE)
+    depths = [depth_split(cfg, split, s['size'], data_root,
+                          s['max_train_images'] if split == 'train'
+                          else None)[1] for split in ('train', 'val')]
+    return depth_prior_baseline(*depths, **depth_eval_settings(cfg))
+
+
+def correspondence_image_free(cfg, data_root: Optional[str] = None
+                              ) -> Dict[str, float]:
+    """The correspondence probe's image-free baseline: every keypoint
+    where it was in the source image
+    (:func:`~.correspondence.identity_baseline`)."""
+    from .correspondence import (CORRESPONDENCE_PROBE, identity_baseline,
+                                 pair_image_hws, read_spair_pairs)
+    from .dense import probe_settings
+    s = probe_settings(cfg, 'correspondence_probe', CORRESPONDENCE_PROBE)
+    pairs = read_spair_pairs(data_root or cfg.data_root, s['split'])
+    return identity_baseline(pairs, pair_image_hws(pairs), s['by'],
+                             s['alphas'])[0]
+
+
+def retrieval_image_free(cfg, data_root: Optional[str] = None
+                         ) -> Dict[str, float]:
+    """The retrieval probe's image-free baseline: the per-pixel class
+    prior of the training labels
+    (:func:`~.dense_retrieval.class_prior_run`)."""
+    from .dense import probe_settings
+    from .dense_retrieval import RETRIEVAL_PROBE, class_prior_run
+    s = probe_settings(cfg, 'retrieval_probe', RETRIEVAL_PROBE)
+    return class_prior_run(cfg, s['size'], data_root)[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class DenseProbe:
+    """One probe of the suite: all that the suite, its tool
+    (``tools/analysis_tools/dense_probe_suite.py``), the harness and the
+    tests read of it (the recipe: docs/advanced/contributing.md).
+
+    Attributes:
+        run: ``(cfg, backbone, mean, std, data_root=, batch_size=, device=,
+            [seed=], **overrides) -> (metrics, details)`` on a backbone.
+        image_free: ``(cfg, data_root) -> metrics``: what never looks at an
+            image, deterministic.
+        config: its probe config on the mini data (64 px).
+        data: its folder under a ``--data-root`` (the mini data's name).
+        headline: the reported metrics (keys of ``run``'s metrics).
+        deciding: the headline metric that decides whether the probe is
+            informative (:func:`informative`).
+        lower_is_better: of ``deciding``.
+        seeded: its run draws from the seed (beside a random init).
+    """
+    run: Callable
+    image_free: Callable
+    config: str
+    data: str
+    headline: Tuple[str, ...]
+    deciding: str
+    lower_is_better: bool
+    seeded: bool
+
+
+#: the suite's probes, in the order of its tables
+PROBES = {
+    'depth': DenseProbe(
+        depth_run, depth_image_free, 'configs/dense_probes/depth_mini-nyu.py',
+        'nyu', ('rmse', 'abs_rel', 'd1'), 'rmse', True, True),
+    'correspondence': DenseProbe(
+        correspondence_run, correspondence_image_free,
+        'configs/dense_probes/correspondence_mini-spair.py', 'spair',
+        ('pck@0.05', 'pck@0.1'), 'pck@0.1', False, False),
+    'retrieval': DenseProbe(
+        retrieval_run, retrieval_image_free,
+        'configs/dense_probes/retrieval_mini-scenes.py', 'scenes',
+        ('mIoU', ), 'mIoU', False, True),
+}
+#: ``{probe: its mini probe config}``
+MINI_PROBES = {name: p.config for name, p in PROBES.items()}
+#: the reported metrics as the suite's flat keys (``<probe>/<metric>``)
+HEADLINE = tuple(f'{name}/{key}' for name, p in PROBES.items()
+                 for key in p.headline)
+
+
+def _probe(name: str) -> DenseProbe:
+    if name not in PROBES:
+        raise ValueError(f'unknown probe {name!r}; choose from '
+                         f'{sorted(PROBES)}')
+    return PROBES[name]
 
 
 def image_free_run(name: str, cfg,
                    data_root: Optional[str] = None) -> Dict[str, float]:
     """Probe ``name``'s image-free baseline on its data (what never looks
-    at an image), as the probe's metrics: depth, the per-pixel mean of the
-    training depths (:func:`~.depth_probe.depth_prior_baseline`);
-    correspondence, every keypoint where it was in the source image
-    (:func:`~.correspondence.identity_baseline`); retrieval, the per-pixel
-    class prior of the training labels
-    (:func:`~.dense_retrieval.class_prior_run`). Deterministic."""
-    from .dense import probe_settings
-    if name == 'depth':
-        from .depth_probe import (DEPTH_PROBE, depth_eval_settings,
-                                  depth_prior_baseline, depth_split)
-        s = probe_settings(cfg, 'depth_probe', DEPTH_PROBE)
-        depths = [depth_split(cfg, split, s['size'], data_root,
-                              s['max_train_images'] if split == 'train'
-                              else None)[1] for split in ('train', 'val')]
-        return depth_prior_baseline(*depths, **depth_eval_settings(cfg))
-    if name == 'correspondence':
-        from .correspondence import (CORRESPONDENCE_PROBE, identity_baseline,
-                                     pair_image_hws, read_spair_pairs)
-        s = probe_settings(cfg, 'correspondence_probe', CORRESPONDENCE_PROBE)
-        pairs = read_spair_pairs(data_root or cfg.data_root, s['split'])
-        return identity_baseline(pairs, pair_image_hws(pairs), s['by'],
-                                 s['alphas'])[0]
-    if name == 'retrieval':
-        from .dense_retrieval import RETRIEVAL_PROBE, class_prior_run
-        s = probe_settings(cfg, 'retrieval_probe', RETRIEVAL_PROBE)
-        return class_prior_run(cfg, s['size'], data_root)[0]
-    raise ValueError(f'unknown probe {name!r}; choose from {sorted(RUNS)}')
+    at an image, :attr:`DenseProbe.image_free`), as the probe's metrics."""
+    return _probe(name).image_free(cfg, data_root)
 
 
 def image_free_probes(probes: Dict[str, str] = MINI_PROBES,
@@ -189,7 +240,7 @@ def image_free_probes(probes: Dict[str, str] = MINI_PROBES,
 def informative(trained: Dict[str, list], image_free: Dict[str, float]):
     """Per probe, whether its trained backbones beat what never looks at
     the image: the best trained run (by mean) on the probe's deciding
-    metric (:data:`DECIDING`) against the image-free value, a paired t
+    metric (:attr:`DenseProbe.deciding`) against the image-free value, a paired t
     over the seeds (the baseline is the same at every seed), Holm over the
     probes. A probe where no trained backbone is significantly better is
     not informative: its differences are shown, not ranked.
@@ -206,7 +257,8 @@ def informative(trained: Dict[str, list], image_free: Dict[str, float]):
     """
     from . import stats
     found = {}
-    for probe, (key, lower) in DECIDING.items():
+    for probe, spec in PROBES.items():
+        key, lower = f'{probe}/{spec.deciding}', spec.lower_is_better
         if key not in image_free or not trained:
             continue
         means = {label: sum(r[key] for r in runs) / len(runs)
@@ -265,10 +317,10 @@ def run_dense_probes(config: str, checkpoint: Optional[str],
         ``correspondence/pck@<alpha>``, ``retrieval/{mIoU,mAcc,aAcc}``.
     """
     from mmpos.apis.features import data_mean_std, load_config
-    unknown = sorted(set(probes) - set(RUNS))
+    unknown = sorted(set(probes) - set(PROBES))
     if unknown:
         raise ValueError(f'unknown probes {unknown}; choose from '
-                         f'{sorted(RUNS)}')
+                         f'{sorted(PROBES)}')
     data_roots = data_roots or {}
     mean, std = data_mean_std(config)
     out: Dict[str, float] = {}
@@ -276,10 +328,11 @@ def run_dense_probes(config: str, checkpoint: Optional[str],
         cfg = load_config(path)
         backbone = probed_backbone(name, cfg, config, checkpoint, seed,
                                    prefix=prefix, device=device)
-        extra = dict(seed=seed) if name in SEEDED else {}
-        metrics, _ = RUNS[name](cfg, backbone, mean, std,
-                                data_root=data_roots.get(name),
-                                batch_size=batch_size, device=device, **extra)
+        extra = dict(seed=seed) if PROBES[name].seeded else {}
+        metrics, _ = PROBES[name].run(cfg, backbone, mean, std,
+                                      data_root=data_roots.get(name),
+                                      batch_size=batch_size, device=device,
+                                      **extra)
         out.update({f'{name}/{k}': float(v) for k, v in metrics.items()})
     return out
 
@@ -328,8 +381,8 @@ def probe_tool(args, name: str, title: str, **overrides):
                                overrides.get('blocks'), args.prefix,
                                args.device)
     start = time.perf_counter()
-    extra = dict(seed=seed) if name in SEEDED else {}
-    metrics, details = RUNS[name](
+    extra = dict(seed=seed) if _probe(name).seeded else {}
+    metrics, details = PROBES[name].run(
         cfg, backbone, *data_mean_std(args.config), data_root=args.data_root,
         batch_size=args.batch_size, device=args.device, **extra, **overrides)
     metrics = {f'{name}/{k}': float(v) for k, v in metrics.items()}

@@ -8,7 +8,7 @@ from statsmodels.stats.multitest import multipletests
 
 from mmpos.evaluation.dense_suite import HEADLINE
 from mmpos.errors import BadInputError
-from conftest import load_tool
+from conftest import REPO, load_tool
 
 
 def test_runs_and_table(tmp_path):
@@ -85,3 +85,22 @@ def test_baselines_are_rows_and_decide_what_is_informative():
                               'image-free -0.450 [')
     assert text[1].endswith(', lower is better).')
     assert text[2].startswith('- correspondence: NOT INFORMATIVE')
+
+
+def test_every_probe_is_one_registry_entry_the_suite_reads():
+    """A dense probe is registered once (``dense_suite.PROBES``): its mini
+    config exists, its data is a mini dataset the generator writes, its
+    headline and deciding metrics name keys its run reports, and the
+    suite's views (MINI_PROBES, HEADLINE) are read from the entries."""
+    from mmpos.evaluation import dense_suite
+    make = load_tool('make_mini_data', 'misc')
+    for name, probe in dense_suite.PROBES.items():
+        assert (REPO / probe.config).is_file(), probe.config
+        assert probe.data in make.CHOICES, probe.data
+        assert probe.deciding in probe.headline
+        assert dense_suite.MINI_PROBES[name] == probe.config
+        assert callable(probe.run) and callable(probe.image_free)
+    assert HEADLINE == tuple(f'{n}/{k}' for n, p in dense_suite.PROBES.items()
+                             for k in p.headline)
+    with pytest.raises(ValueError, match="unknown probe 'nope'"):
+        dense_suite.image_free_run('nope', None)

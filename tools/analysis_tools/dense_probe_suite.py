@@ -42,7 +42,6 @@ from mmpos.evaluation import stats
 from mmpos.guardrails.cli import cli_main
 from mmpos.errors import BadInputError
 
-DATA_DIRS = dict(depth='nyu', correspondence='spair', retrieval='scenes')
 IMAGE_FREE, RAW_PIXELS = 'image-free', 'raw pixels'  # the baselines' rows
 BASELINES = (IMAGE_FREE, RAW_PIXELS)
 
@@ -117,15 +116,15 @@ def informative_lines(results, seeds, trained):
     """One line per probe: whether the best of the ``trained`` runs beats
     the image-free baseline on the probe's deciding metric
     (:func:`~mmpos.evaluation.dense_suite.informative`)."""
-    from mmpos.evaluation.dense_suite import DECIDING, informative
+    from mmpos.evaluation.dense_suite import PROBES, informative
     found = informative(
         {label: [results[label][str(s)] for s in seeds] for label in trained},
         results[IMAGE_FREE][str(seeds[0])])
     lines = []
     for probe, (ok, best, test, lower) in found.items():
-        key = DECIDING[probe][0]
+        key = f'{probe}/{PROBES[probe].deciding}'
         what = (f'informative: {best} beats the image-free baseline'
-                if ok else f'NOT INFORMATIVE: no run from a checkpoint beats '
+                if ok else 'NOT INFORMATIVE: no run from a checkpoint beats '
                 'the image-free baseline; its differences are not a ranking')
         lines.append(f'- {probe}: {what} ({key}, {best} − {IMAGE_FREE} '
                      f'{stats.format_cell(test, 3)}'
@@ -151,8 +150,9 @@ def markdown(results, seeds) -> str:
 @cli_main('dense_probe_suite.py')
 def main(argv=None):
     args = parse_args(argv)
-    from mmpos.evaluation.dense_suite import (MINI_PROBES, RAW_PIXELS as
-                                              PIXELS, image_free_probes,
+    from mmpos.evaluation.dense_suite import (MINI_PROBES, PROBES,
+                                              RAW_PIXELS as PIXELS,
+                                              image_free_probes,
                                               run_dense_probes)
     probes = dict(MINI_PROBES)
     probes.update(p.split('=', 1) for p in args.probes)
@@ -161,7 +161,7 @@ def main(argv=None):
         raise FileExistsError(f'{args.work_dir}/results.json exists; choose '
                               'another work dir')
     os.makedirs(args.work_dir, exist_ok=True)
-    roots = {name: osp.join(args.data_root, DATA_DIRS[name])
+    roots = {name: osp.join(args.data_root, PROBES[name].data)
              for name in probes} if args.data_root else None
     results, start = {}, time.time()
     image_free = image_free_probes(probes, roots)

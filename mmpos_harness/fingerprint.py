@@ -722,7 +722,8 @@ def status(record: dict) -> dict:
             if text else []
     except (LookupError, subprocess.CalledProcessError) as err:
         return dict(state='unknown', reasons=[str(err)])
-    reasons += [f'commit {c}' for c in changed]
+    reasons += [f'commit {c if len(c) <= 80 else c[:77] + "..."}'
+                for c in changed]
     return dict(state='stale' if reasons else 'current', reasons=reasons)
 
 

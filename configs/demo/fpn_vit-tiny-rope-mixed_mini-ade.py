@@ -7,9 +7,6 @@ _base_ = [
     '../_base_/datasets/mini_ade.py',
     '../_base_/schedules/mmseg_mini_300it.py',
 ]
-custom_imports = dict(
-    imports=['mmpos', 'mmpos_harness.mini_data.datasets'],
-    allow_failed_imports=False)
 model = dict(
     data_preprocessor=dict(size=(128, 128)),
     decode_head=dict(num_classes=6))

@@ -9,9 +9,6 @@ _base_ = [
     '../_base_/datasets/mini_stuff.py',
     '../_base_/schedules/mmseg_mini_300it.py',
 ]
-custom_imports = dict(
-    imports=['mmpos', 'mmpos_harness.mini_data.datasets'],
-    allow_failed_imports=False)
 model = dict(
     data_preprocessor=dict(size=(64, 64)),
     decode_head=dict(num_classes=8))

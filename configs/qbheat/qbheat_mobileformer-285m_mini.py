@@ -42,22 +42,13 @@ param_scheduler = [
          end=max_iters),
 ]
 train_cfg = dict(max_iters=max_iters)
-# the probes' input size: Mobile-Former has no img_size
-probe_dataset = dict(
-    type='CustomDataset', data_root='{train_data_root}/../cls')
 default_hooks = dict(
     _base_.pretrain_mini_hooks,
     logger=dict(type='LoggerHook', interval=10),
     checkpoint=dict(type='IntactCheckpointHook', by_epoch=False,
                     interval=max_iters, max_keep_ckpts=1),
-    online_probe=dict(
-        type='OnlineProbeHook',
-        train_dataset=dict(probe_dataset, data_prefix='train'),
-        val_dataset=dict(probe_dataset, data_prefix='val'),
-        interval=50,
-        img_size=img_size),
-    health_monitor=dict(
-        type='HealthMonitorHook',
-        dataset=dict(probe_dataset, data_prefix='val'),
-        interval=50,
-        img_size=img_size))
+    # the probes' input size: Mobile-Former has no img_size
+    online_probe=dict(_base_.pretrain_mini_hooks.online_probe,
+                      img_size=img_size),
+    health_monitor=dict(_base_.pretrain_mini_hooks.health_monitor,
+                        img_size=img_size))

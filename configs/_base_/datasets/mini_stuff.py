@@ -28,13 +28,10 @@ train_dataloader = dict(
             img_path='images/train', seg_map_path='annotations/train'),
         pipeline=train_pipeline))
 val_dataloader = dict(
-    batch_size=4,
-    num_workers=0,
-    persistent_workers=False,
+    train_dataloader,
     sampler=dict(type='DefaultSampler', shuffle=False),
     dataset=dict(
-        type=dataset_type,
-        data_root=data_root,
+        train_dataloader['dataset'],
         data_prefix=dict(
             img_path='images/val', seg_map_path='annotations/val'),
         pipeline=test_pipeline))

@@ -1,11 +1,14 @@
 # The demo segmentor: the tiny RoPE-Mixed ViT (stride-8 patches, blocks
 # 1-4) -> DeconvMultiLevelNeck -> FPN -> Semantic FPN head, 64 wide (the CR2PQ
-# layout). Leaves add a dataset (its `crop_size`), a schedule and the
-# number of classes.
+# layout). Leaves add a mini dataset (its `crop_size`; its classes are
+# imported here), a schedule and the number of classes.
 _base_ = [
     'mmseg::_base_/models/fpn_r50.py',
     '../../_base_/models/rope-vit-base-p16_dense.py',
 ]
+custom_imports = dict(
+    imports=['mmpos', 'mmpos_harness.mini_data.datasets'],
+    allow_failed_imports=False)
 embed_dims = 96
 width = 64
 norm_cfg = dict(type='BN', requires_grad=True)

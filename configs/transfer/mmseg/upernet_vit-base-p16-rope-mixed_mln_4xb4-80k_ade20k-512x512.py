@@ -14,9 +14,6 @@ _base_ = [
 # ViT-B lr 1e-4 for MAE-like encoders, searched up to 7e-4).
 train_cfg = dict(max_iters=80000, val_interval=8000)
 default_hooks = dict(checkpoint=dict(interval=8000))
-param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-6, by_epoch=False, begin=0,
-         end=1500),
-    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=1500,
-         end=80000)
-]
+# the poly decay ends at 80k
+param_scheduler = _base_.param_scheduler
+param_scheduler[1].end = 80000

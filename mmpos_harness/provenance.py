@@ -104,7 +104,15 @@ def files_under(path: str, root: str = ROOT) -> List[str]:
                   for name in names)
 
 
-POSITIONS = 'mmpos/models/layers/positions'
+# the position schemes' torch-only package and mmpos' binding of it: their
+# own files name every scheme, so their strings do not say what a result
+# builds
+POSITIONS = 'mmpos_positions'
+POSITION_PACKAGES = (POSITIONS, 'mmpos/models/layers/positions')
+# the names whose import builds every registered scheme (a scheme table
+# read from the registry)
+ALL_SCHEMES = tuple(f'{p.replace("/", ".")}.SCHEMES'
+                    for p in POSITION_PACKAGES)
 # the code trees whose imports decide which scheme files run only for
 # their own schemes (:func:`scheme_modules`)
 IMPORTERS = ('mmpos', 'mmpos_harness', 'tools', 'benchmarks')
@@ -156,24 +164,26 @@ def scheme_modules() -> 'MappingProxyType[str, str]':
     """``{scheme name: file}`` for the position schemes of
     :data:`mmpos.registry.POSITION_ENCODINGS` whose file no code of
     :data:`IMPORTERS` imports from but the positions package's
-    ``__init__`` (which registers it), directly or through a name that
-    package re-exports: only a model that builds one of that file's
-    schemes runs its code (e.g. ``liere`` ->
-    ``mmpos/models/layers/positions/matrix.py``). Found once per
+    ``__init__`` files (:data:`POSITION_PACKAGES`: they list and register
+    every scheme), directly or through a name a package re-exports: only
+    a model that builds one of that file's schemes runs its code (e.g.
+    ``liere`` -> ``mmpos_positions/matrix.py``). Found once per
     process."""
-    from mmpos.models.layers import positions
+    import importlib
     files = scheme_files()
-    init = osp.join(POSITIONS, '__init__.py')
-    package = POSITIONS.replace('/', '.')
-    # a name imported from the package: the file that defines it
-    exported = {f'{package}.{name}': osp.relpath(
-        inspect.getsourcefile(obj), ROOT) for name in positions.__all__
-        for obj in [getattr(positions, name)]
-        if inspect.isclass(obj) or inspect.isfunction(obj)}
+    inits = {osp.join(p, '__init__.py') for p in POSITION_PACKAGES}
+    # a name imported from a package: the file that defines it
+    exported = {}
+    for package in (p.replace('/', '.') for p in POSITION_PACKAGES):
+        module = importlib.import_module(package)
+        exported.update({f'{package}.{name}': osp.relpath(
+            inspect.getsourcefile(obj), ROOT) for name in module.__all__
+            for obj in [getattr(module, name)]
+            if inspect.isclass(obj) or inspect.isfunction(obj)})
     imported = set()
-    for tree in IMPORTERS:
+    for tree in (*IMPORTERS, POSITIONS):
         for path in files_under(tree):
-            if path.endswith('.py') and path != init:
+            if path.endswith('.py') and path not in inits:
                 for _, module in imported_modules(path):
                     imported |= _import_files(module, exported)
     return MappingProxyType({name: path for name, path in files.items()
@@ -256,20 +266,45 @@ def built_schemes(depends: Iterable[str], root: str = ROOT) -> frozenset:
     """The position schemes a result with these ``depends`` may build: the
     ones a listed config sets (:func:`config_schemes`, model defaults
     included) or a listed Python file (or one in a listed folder) other
-    than the positions package's own names as a string
-    (``dict(type='liere')``, a scheme table), and the configs that a listed
+    than the positions packages' own names as a string
+    (``dict(type='liere')``, a scheme table) or reads from the registry's
+    list (imports ``SCHEMES``: all of them), and the configs that a listed
     module outside ``mmpos/`` names (:func:`resolve`)."""
     return _completed(depends, root)[1]
+
+
+@functools.lru_cache(None)
+def _reads_all_schemes(path: str, root: str) -> bool:
+    """Whether the Python file ``root/path`` reads the registry's list of
+    schemes (:data:`ALL_SCHEMES`: ``from mmpos_positions import SCHEMES``
+    or ``mmpos_positions.SCHEMES``), i.e. builds every scheme."""
+    if any(m in ALL_SCHEMES for _, m in imported_modules(path, root)):
+        return True
+    packages = {p.replace('/', '.') for p in POSITION_PACKAGES}
+    with open(osp.join(root, path)) as f:
+        tree = ast.parse(f.read(), path)
+    bound = {alias.asname or alias.name for node in ast.walk(tree)
+             if isinstance(node, ast.Import) for alias in node.names
+             if alias.name in packages}
+    return any(isinstance(node, ast.Attribute) and node.attr == 'SCHEMES'
+               and isinstance(node.value, ast.Name) and node.value.id in bound
+               for node in ast.walk(tree))
 
 
 @functools.lru_cache(None)
 def _completed_cached(depends: Tuple[str, ...], root: str
                       ) -> Tuple[Tuple[str, ...], frozenset]:
     paths = set(depends)
-    modules = [f for p in paths if not p.startswith(('configs/', POSITIONS))
+    if any(p in ('mmpos', 'mmpos/models') or p.startswith('mmpos/models/')
+           for p in paths):
+        paths.add(POSITIONS)  # what mmpos' models run their positions with
+    modules = [f for p in paths
+               if not p.startswith(('configs/', *POSITION_PACKAGES))
                for f in files_under(p, root)
-               if f.endswith('.py') and not f.startswith(POSITIONS)]
+               if f.endswith('.py') and not f.startswith(POSITION_PACKAGES)]
     strings = set().union(*(_strings(p, root) for p in modules))
+    if any(_reads_all_schemes(p, root) for p in modules):
+        strings |= set(scheme_files())
     named = set().union(*(_strings(p, root) for p in modules
                           if not p.startswith('mmpos/')))
     paths |= {p for s in named if s.startswith('configs/')
@@ -294,6 +329,8 @@ def resolve(depends: Iterable[str], root: str = ROOT) -> List[str]:
 
     * with every config a listed module outside ``mmpos/`` names (a
       string ``'configs/....py'``) and its :func:`config_sources`;
+    * with the positions package (:data:`POSITIONS`) where mmpos' models
+      are listed;
     * without the :func:`scheme_modules` of schemes that nothing listed
       builds (:func:`without_schemes`, :func:`built_schemes`).
     """

@@ -44,9 +44,14 @@ def test_sdpa_summary_json_and_markdown(bench, tmp_path):
     # module and the runner's are among the paths that make it stale
     record = settings['provenance']
     assert record['command'] == 'python benchmarks/run.py ' + ' '.join(argv)
+    from mmpos_harness import provenance
+    files = {f for p in record['depends'] for f in provenance.files_under(p)}
     assert {'benchmarks/sdpa_attention.py', 'benchmarks/_timing.py',
-            'benchmarks/run.py', 'mmpos/models/backbones',
-            'mmpos/models/layers/attention.py'} <= set(record['depends'])
+            'benchmarks/run.py', 'mmpos/models/backbones/rope_vit.py',
+            'mmpos/models/layers/attention.py',
+            'mmpos_positions/linear.py'} <= files
+    # the scheme files of schemes the benchmark does not build are left out
+    assert 'mmpos_positions/matrix.py' not in files
     assert list(summary['benchmarks']) == ['sdpa']
     assert 'error' not in summary['benchmarks']['sdpa']
     rows = summary['rows']
@@ -263,7 +268,8 @@ def test_failed_benchmark_is_recorded(bench, tmp_path):
     from mmpos_harness import provenance
     summary = run.write_summary(entries, dict(
         device='cpu', torch=torch.__version__, threads=1, amp='off',
-        load_start=[], load_end=[], total_s=0., argv=['--only', 'sdpa'],
+        malloc='system', load_start=[], load_end=[], total_s=0.,
+        argv=['--only', 'sdpa'],
         provenance=provenance.record('python benchmarks/run.py --only sdpa',
                                      run.depends(['sdpa']))),
         str(tmp_path), 'failed')

@@ -636,10 +636,13 @@ def compute(depends: Iterable[str], command: str = '') -> dict:
 def write(depends: Iterable[str], command: str = '',
           root: str = ROOT) -> str:
     """Compute the fingerprint of ``depends`` and ``command``
-    (:func:`compute`), store it under :data:`STORE` and return its id."""
+    (:func:`compute`), store it under :data:`STORE` of ``root`` (or the
+    folder ``$MMPOS_FINGERPRINT_STORE`` names: the tests' records stay out
+    of the repository) and return its id."""
     probes = compute(depends, command)
     fid = _digest(probes)
-    path = osp.join(root, STORE, f'{fid}.json')
+    store = os.environ.get('MMPOS_FINGERPRINT_STORE') or osp.join(root, STORE)
+    path = osp.join(store, f'{fid}.json')
     if not osp.isfile(path):
         os.makedirs(osp.dirname(path), exist_ok=True)
         data = dict(commit=provenance.head(root), date=provenance.now(),

@@ -43,6 +43,21 @@ def isolate_current_instances():
     yield from _restore_current_instances()
 
 
+@pytest.fixture(autouse=True, scope='session')
+def fingerprint_store(tmp_path_factory):
+    """Results the tests record (``mmpos_harness.provenance.record``) keep
+    their fingerprints in a temporary folder, not in the repository's
+    ``results/fingerprints`` (subprocesses inherit it)."""
+    store = tmp_path_factory.mktemp('fingerprints')
+    saved = os.environ.get('MMPOS_FINGERPRINT_STORE')
+    os.environ['MMPOS_FINGERPRINT_STORE'] = str(store)
+    yield store
+    if saved is None:
+        del os.environ['MMPOS_FINGERPRINT_STORE']
+    else:
+        os.environ['MMPOS_FINGERPRINT_STORE'] = saved
+
+
 @pytest.fixture(autouse=True, scope='module')
 def isolate_module_current_instances():
     """The same after each module: module fixtures build runners too, and

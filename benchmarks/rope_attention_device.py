@@ -46,9 +46,11 @@ completed case, so a run stopped by a timeout keeps what it measured.
 or ``cpu``.
 
 Timing and device/AMP selection come from the sibling ``_timing.py`` (torch
-only).
+only), the schemes from the torch-only package ``mmpos_positions``: on a
+machine without the project installed, run it from the repository with
+``PYTHONPATH=.`` (or ``pip install --no-deps -e .``).
 
-    python benchmarks/rope_attention_device.py [--quick] [--device auto]
+    PYTHONPATH=. python benchmarks/rope_attention_device.py [--quick] [--device auto]
         [--amp auto|off|bf16|fp16 ...] [--modes eager compiled]
         [--schemes none axial mixed ...]
         [--iters 20] [--warmup 5] [--compile-all-tokens] [--out DIR]
@@ -79,9 +81,7 @@ import torch.nn.functional as F
 
 import _timing
 
-# the torch-only schemes, imported from the repository (no install needed)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import mmpos_positions  # noqa: E402
+import mmpos_positions  # torch only: `pip install --no-deps -e .` or PYTHONPATH=.
 
 #: ``none`` and every registered scheme
 SCHEMES = ('none', *mmpos_positions.SCHEMES)

@@ -432,13 +432,14 @@ def evaluate(model: nn.Module, kwargs: dict, data: dict, train_size: int,
 
 
 def code(names) -> list:
-    """The paths runs of the schemes ``names`` go through: :data:`CODE`
-    without the position modules of schemes not among them
+    """The paths runs of the schemes ``names`` go through: :data:`CODE` and
+    the positions package without the position modules of schemes not among them
     (:func:`mmpos_harness.provenance.without_schemes`), so that a change to
     LieRE does not make an APE run stale."""
     table = schemes(2)  # the grid does not change which modules run
     return provenance.without_schemes(
-        CODE, {(table[n].get('rope') or {}).get('type') for n in names})
+        (*CODE, provenance.POSITIONS),
+        {(table[n].get('rope') or {}).get('type') for n in names})
 
 
 def run_record(args, names) -> dict:

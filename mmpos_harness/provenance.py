@@ -296,7 +296,8 @@ def _completed_cached(depends: Tuple[str, ...], root: str
                       ) -> Tuple[Tuple[str, ...], frozenset]:
     paths = set(depends)
     if any(p in ('mmpos', 'mmpos/models') or p.startswith('mmpos/models/')
-           for p in paths):
+           for p in paths) and not any(
+               p == POSITIONS or p.startswith(POSITIONS + '/') for p in paths):
         paths.add(POSITIONS)  # what mmpos' models run their positions with
     modules = [f for p in paths
                if not p.startswith(('configs/', *POSITION_PACKAGES))

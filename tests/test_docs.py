@@ -120,13 +120,17 @@ def test_path_checker_finds_missing_and_accepts_existing():
         '`mmpos.checkpoint.read.read_checkpoint`, `mmpos.checkpoint.read.nosuch`.',
         'Bare name `droppos_vit-tiny_mini.py`, `nosuch_config.py`.',
         'Placeholder `configs/transfer/mmdet/<config>.py`, `{size}` ok.',
+        # a fence shown inline opens no code block: the next line is text
+        '   ```` ```{include} x.md ```` .',
+        'Then `tools/nosuch_after.py` is still checked.',
     ])
     found = sorted(p for _, p, _ in repo_paths.check_text(text, index))
     assert found == ['configs/droppos/droppos_vit-tiny_mini_old.py',
                      'configs/nosuch/metafile.yml',
                      'mmpos.checkpoint.no_such_fn',
                      'mmpos.checkpoint.read.nosuch', 'mmpos.nosuch.x',
-                     'nosuch_config.py', 'tools/train_old.py']
+                     'nosuch_config.py', 'tools/nosuch_after.py',
+                     'tools/train_old.py']
 
 
 def test_planned_paths_may_be_missing_until_they_exist():

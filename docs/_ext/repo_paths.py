@@ -123,6 +123,8 @@ def mentions(text: str) -> Iterable[Tuple[int, str]]:
     in_fence, fence = False, ''
     for lineno, line in enumerate(text.splitlines(), 1):
         m = _FENCE.match(line)
+        if m and not in_fence and m.group(2) in m.group(3):
+            m = None  # ```` ```{x} ```` : an inline span, not a fence
         if m:
             if not in_fence:
                 in_fence, fence = True, m.group(2)

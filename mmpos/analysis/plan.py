@@ -26,7 +26,6 @@ import contextlib
 import copy
 import dataclasses
 import math
-from types import SimpleNamespace
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -254,7 +253,7 @@ def plan(cfg, batch: Optional[int] = None, image_size=(224, 224)) -> Plan:
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.utils.flop_counter import FlopCounterMode
 
-    from mmpos.engine.hooks import EMATeacherHook
+    from mmpos.models.utils import update_ema
 
     init_default_scope(cfg.get('default_scope', 'mmpretrain'))
     batch = batch or cfg.train_dataloader.batch_size
@@ -283,9 +282,10 @@ def plan(cfg, batch: Optional[int] = None, image_size=(224, 224)) -> Plan:
     with mode, _one_line(cfg.filename):
         wrapper = build_optim_wrapper(model, wrapper_cfg)
         data = _fake(data, mode)
-        # EMA teachers start as a copy of the student (the config's
-        # EMATeacherHook, before training)
-        EMATeacherHook().before_train(SimpleNamespace(model=model))
+        # EMA teachers start as a copy of the student (what the configs'
+        # EMATeacherHook does before training)
+        for ema, source in getattr(model, 'ema_teachers', list)():
+            update_ema(ema, source, model)
         tracker = _tracker()
         tracker.track_external(model, wrapper.optimizer)
         flops = []

@@ -102,7 +102,8 @@ def resolve_type(type_, scope: Optional[str]):
 def accepted_arguments(cls) -> Optional[List[str]]:
     """Keyword arguments of ``cls(...)``; ``None`` if it takes ``**kwargs``
     that are not checked (or has no inspectable signature). An mmpos class
-    hands its ``**kwargs`` to its base class (e.g. ``MAERoPEViT`` to
+    (or a position scheme of :mod:`mmpos_positions`) hands its ``**kwargs``
+    to its base class (e.g. ``MAERoPEViT`` to
     ``RoPEVisionTransformer``), so it takes the arguments of its classes up
     to the first without ``**kwargs``."""
     names = []
@@ -115,7 +116,7 @@ def accepted_arguments(cls) -> Optional[List[str]]:
         names += [n for n in named if n != 'self' and n not in names]
         if not open_ended:
             return names
-        if not klass.__module__.startswith('mmpos.'):
+        if not klass.__module__.startswith(('mmpos.', 'mmpos_positions.')):
             return None
     return None
 

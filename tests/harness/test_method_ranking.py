@@ -19,7 +19,7 @@ from conftest import load_tool
 from mmpos.evaluation import stats
 from mmpos.guardrails.config_check import lookup_path
 from mmpos.guardrails.launch import work_dir_lock
-from mmpos_harness import method_ranking
+from mmpos_harness import method_ranking, provenance
 from mmpos_harness.comparison import runs, seeds
 from mmpos_harness.mini_data import MARKER, requested
 from mmpos_harness.results import DONE_MARKER
@@ -351,7 +351,10 @@ def test_tune_then_rank_equal_budget_and_chosen_recipe(tmp_path,
     stored = json.load(open(kept / 'droppos-lr2.5e-4_pseed1.json'))
     assert stored['scores']['linear-probe']['mIoU'] == 46.0
     assert stored['setting']['images'] == 640 and stored['commit']
-    assert 'mmpos/models/backbones' in stored['depends']
+    assert {'mmpos/models/backbones/rope_vit.py',
+            'mmpos_positions/linear.py'} <= {
+                f for p in stored['depends']
+                for f in provenance.files_under(p)}
     moved = tmp_path / 'moved'
     shutil.copytree(kept, moved / 'tuning' / method_ranking.TUNING_RUNS)
     moved_args = [a if a != str(root) else str(moved) for a in common]

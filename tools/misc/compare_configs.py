@@ -134,8 +134,6 @@ def main(argv=None):
         ['git', 'rev-parse', '--show-toplevel'], check=True,
         capture_output=True, text=True).stdout.strip()
     root = osp.abspath(root)
-    if root not in sys.path:  # custom_imports of the project's modules
-        sys.path.insert(0, root)
     os.environ.setdefault('OMP_NUM_THREADS', '1')
     differences, total = compare(root, args.rev)
     for config, message in differences:

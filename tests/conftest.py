@@ -92,6 +92,46 @@ def dense_mini(tmp_path_factory):
     make_mini_stuff(str(root / 'stuff'), num_train=6, num_val=3, img_size=32)
     return root
 
+def runner_steps(cfg, model, steps, batches=1):
+    """``steps`` training iterations of ``model`` in this process as
+    mmengine's Runner loops take them (``model.train_step`` with the
+    config's optimizer wrapper, then its iteration-based schedulers: the
+    warm-up), cycling over the first ``batches`` batches of the config's
+    train dataloader. Returns the losses."""
+    from mmengine.optim import build_optim_wrapper
+    from mmengine.registry import PARAM_SCHEDULERS
+    from mmengine.runner import Runner
+    loader = Runner.build_dataloader(cfg.train_dataloader, seed=0)
+    data = [batch for batch, _ in zip(loader, range(batches))]
+    optim_wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
+    schedulers = [PARAM_SCHEDULERS.build(dict(s, optimizer=optim_wrapper))
+                  for s in cfg.param_scheduler if not s.get('by_epoch', True)]
+    model.train()
+    losses = []
+    for i in range(steps):
+        losses.append(float(model.train_step(data[i % batches],
+                                             optim_wrapper)['loss']))
+        for scheduler in schedulers:
+            scheduler.step()
+    return losses
+
+
+def first_val_metrics(cfg, model):
+    """The config's evaluator (mmdet's CocoMetric, mmseg's IoUMetric ...)
+    on the model's predictions for the first validation batch."""
+    import torch
+    from mmengine.evaluator import Evaluator
+    from mmengine.runner import Runner
+    loader = Runner.build_dataloader(cfg.val_dataloader, seed=0)
+    evaluator = Evaluator(cfg.val_evaluator)
+    evaluator.dataset_meta = loader.dataset.metainfo
+    batch = next(iter(loader))
+    model.eval()
+    with torch.no_grad():
+        evaluator.process(model.val_step(batch), batch)
+    return evaluator.evaluate(len(batch['inputs']))
+
+
 def run_tool(*args, timeout=600, env=None):
     """Run ``python <args>`` from the repo root; returns CompletedProcess."""
     return subprocess.run([sys.executable, *map(str, args)],

@@ -13,7 +13,8 @@ import math
 import pytest
 import torch
 
-from conftest import data_root_options, read_scalars, run_tool
+from conftest import (data_root_options, first_val_metrics, read_scalars,
+                      run_tool, runner_steps)
 
 DET_CONFIG = 'configs/demo/mask-rcnn_vit-tiny-rope-mixed_mini-coco.py'
 SEG_CONFIG = 'configs/demo/upernet_vit-tiny-rope-mixed_mini-ade.py'
@@ -47,15 +48,12 @@ def train_steps(config, options, steps=4):
     """``config``'s model built and initialised as mmengine's Runner does,
     trained ``steps`` iterations in this process on the first batch of the
     config's train dataloader with its optimizer and iteration-based
-    schedule (the warm-up; ``model.train_step``, as the Runner's loops call
-    it; ``options`` as ``--cfg-options`` reads them); then the config's
+    schedule (the warm-up; ``conftest.runner_steps``, as the Runner's loops
+    take them; ``options`` as ``--cfg-options`` reads them); then the config's
     evaluator scores the model's predictions on the first validation
     batch. Returns ``(losses, metrics)``."""
     from mmengine.config import Config, DictAction
-    from mmengine.evaluator import Evaluator
-    from mmengine.optim import build_optim_wrapper
-    from mmengine.registry import MODELS, PARAM_SCHEDULERS, init_default_scope
-    from mmengine.runner import Runner
+    from mmengine.registry import MODELS, init_default_scope
 
     import mmpos  # noqa: F401
     cfg = Config.fromfile(config)
@@ -65,24 +63,8 @@ def train_steps(config, options, steps=4):
     torch.manual_seed(0)
     model = MODELS.build(cfg.model)
     model.init_weights()
-    batch = next(iter(Runner.build_dataloader(cfg.train_dataloader, seed=0)))
-    optim_wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
-    schedulers = [PARAM_SCHEDULERS.build(dict(s, optimizer=optim_wrapper))
-                  for s in cfg.param_scheduler if not s.get('by_epoch', True)]
-    model.train()
-    losses = []
-    for _ in range(steps):
-        losses.append(float(model.train_step(batch, optim_wrapper)['loss']))
-        for scheduler in schedulers:
-            scheduler.step()
-    loader = Runner.build_dataloader(cfg.val_dataloader, seed=0)
-    evaluator = Evaluator(cfg.val_evaluator)
-    evaluator.dataset_meta = loader.dataset.metainfo
-    batch = next(iter(loader))
-    model.eval()
-    with torch.no_grad():
-        evaluator.process(model.val_step(batch), batch)
-    return losses, evaluator.evaluate(len(batch['inputs']))
+    losses = runner_steps(cfg, model, steps)
+    return losses, first_val_metrics(cfg, model)
 
 
 def assert_steps_learn(losses, metrics, keys):

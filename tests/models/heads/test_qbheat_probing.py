@@ -20,7 +20,8 @@ from mmengine.registry import init_default_scope
 
 import mmpos.models.backbones.mobile_former  # noqa: F401 (registers)
 import mmpos.models.heads.probe_heads  # noqa: F401 (registers)
-from conftest import data_root_options, read_scalars, run_tool
+from conftest import (data_root_options, first_val_metrics, read_scalars,
+                      run_tool, runner_steps)
 from mmpos_harness.mini_data import make_mini_cls
 from mmpos.models.selfsup.qbheat import QBHeat
 
@@ -146,12 +147,12 @@ def train_steps(config, ckpt, data_options, steps, batches=1):
     """``config``'s model built and initialised from ``ckpt`` as mmengine's
     Runner does, then ``steps`` training iterations in this process with
     the config's optimizer and iteration-based lr schedule (the warm-up;
-    ``model.train_step``, as the Runner's loops call it) cycling over the first ``batches`` batches of the config's
-    train dataloader. Returns ``(cfg, model, losses, decoder)``:
+    ``model.train_step``, as the Runner's loops call it,
+    ``conftest.runner_steps``) cycling over the first ``batches`` batches
+    of the config's train dataloader. Returns ``(cfg, model, losses,
+    decoder)``:
     ``decoder`` the tensors outside the backbone before training."""
-    from mmengine.optim import build_optim_wrapper
-    from mmengine.registry import MODELS, PARAM_SCHEDULERS
-    from mmengine.runner import Runner
+    from mmengine.registry import MODELS
     cfg = Config.fromfile(config)
     cfg.merge_from_dict(dict(o.split('=', 1) for o in data_options))
     cfg.model.backbone.init_cfg.checkpoint = str(ckpt)
@@ -162,20 +163,9 @@ def train_steps(config, ckpt, data_options, steps, batches=1):
         model_cfg.setdefault('data_preprocessor', cfg.data_preprocessor)
     model = MODELS.build(model_cfg)
     model.init_weights()
-    loader = Runner.build_dataloader(cfg.train_dataloader, seed=0)
-    data = [batch for batch, _ in zip(loader, range(batches))]
-    optim_wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
     decoder = {k: v.clone() for k, v in model.state_dict().items()
                if not k.startswith('backbone.')}
-    schedulers = [PARAM_SCHEDULERS.build(dict(s, optimizer=optim_wrapper))
-                  for s in cfg.param_scheduler if not s.get('by_epoch', True)]
-    model.train()
-    losses = []
-    for i in range(steps):
-        losses.append(float(model.train_step(data[i % batches],
-                                             optim_wrapper)['loss']))
-        for scheduler in schedulers:
-            scheduler.step()
+    losses = runner_steps(cfg, model, steps, batches)
     return cfg, model, losses, decoder
 
 
@@ -184,21 +174,6 @@ def assert_decoder_trained(before, model):
     changed = [k for k, v in before.items()
                if v.is_floating_point() and not torch.equal(v, after[k])]
     assert changed, 'no decoder tensor changed'
-
-
-def coco_metrics(cfg, model):
-    """mmdet's CocoMetric of the config on the model's predictions for the
-    first validation batch."""
-    from mmengine.evaluator import Evaluator
-    from mmengine.runner import Runner
-    loader = Runner.build_dataloader(cfg.val_dataloader, seed=0)
-    evaluator = Evaluator(cfg.val_evaluator)
-    evaluator.dataset_meta = loader.dataset.metainfo
-    batch = next(iter(loader))
-    model.eval()
-    with torch.no_grad():
-        evaluator.process(model.val_step(batch), batch)
-    return evaluator.evaluate(len(batch['inputs']))
 
 
 @pytest.mark.parametrize('name, steps', [
@@ -219,7 +194,7 @@ def test_checkpoint_loads_into_frozen_detection_probe(
     # loaded from the checkpoint and not moved by training
     assert_backbone_unchanged(model.state_dict(), backbone)
     assert_decoder_trained(before, model)
-    metrics = coco_metrics(cfg, model)
+    metrics = first_val_metrics(cfg, model)
     for key in ('', '_50', '_75', '_s', '_m', '_l'):
         assert -1 <= metrics['coco/bbox_mAP' + key] <= 1, metrics
 

@@ -16,7 +16,8 @@ import math
 import pytest
 import torch
 
-from conftest import REPO, data_root_options, read_scalars, run_tool
+from conftest import (REPO, data_root_options, first_val_metrics,
+                      read_scalars, run_tool, runner_steps)
 
 MINI = 'configs/cr2pq/cr2pq_vit-tiny_mini.py'
 TRANSFER = 'configs/cr2pq/mini_transfer/'
@@ -98,14 +99,11 @@ def finetune_steps(config, checkpoint, options, steps):
     ``checkpoint`` as mmengine's Runner does, fine-tuned ``steps``
     iterations in this process on the first batch of the config's train
     dataloader with its optimizer and iteration-based warm-up
-    (``model.train_step``, as the Runner's loops call it); then the
+    (``conftest.runner_steps``, as the Runner's loops take them); then the
     config's evaluator scores its predictions on the first validation
     batch. Returns ``(backbone before, model, losses, metrics)``."""
     from mmengine.config import Config
-    from mmengine.evaluator import Evaluator
-    from mmengine.optim import build_optim_wrapper
-    from mmengine.registry import MODELS, PARAM_SCHEDULERS, init_default_scope
-    from mmengine.runner import Runner
+    from mmengine.registry import MODELS, init_default_scope
 
     import mmpos  # noqa: F401
     cfg = Config.fromfile(config)
@@ -116,24 +114,8 @@ def finetune_steps(config, checkpoint, options, steps):
     model = MODELS.build(cfg.model)
     model.init_weights()
     before = {k: v.clone() for k, v in model.backbone.state_dict().items()}
-    batch = next(iter(Runner.build_dataloader(cfg.train_dataloader, seed=0)))
-    optim_wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
-    schedulers = [PARAM_SCHEDULERS.build(dict(s, optimizer=optim_wrapper))
-                  for s in cfg.param_scheduler if not s.get('by_epoch', True)]
-    model.train()
-    losses = []
-    for _ in range(steps):
-        losses.append(float(model.train_step(batch, optim_wrapper)['loss']))
-        for scheduler in schedulers:
-            scheduler.step()
-    loader = Runner.build_dataloader(cfg.val_dataloader, seed=0)
-    evaluator = Evaluator(cfg.val_evaluator)
-    evaluator.dataset_meta = loader.dataset.metainfo
-    batch = next(iter(loader))
-    model.eval()
-    with torch.no_grad():
-        evaluator.process(model.val_step(batch), batch)
-    return before, model, losses, evaluator.evaluate(len(batch['inputs']))
+    losses = runner_steps(cfg, model, steps)
+    return before, model, losses, first_val_metrics(cfg, model)
 
 
 @pytest.mark.slow

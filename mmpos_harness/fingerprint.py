@@ -541,9 +541,13 @@ def probes_for(depends: Iterable[str], command: str = '') -> List[str]:
     """The probe names of a result with these ``depends`` produced by
     ``command`` (module docstring; a benchmark's probe runs at the sizes
     of the command: ``--quick`` or full)."""
-    depends = list(depends)
-    files = _files(depends)
     mode = 'quick' if '--quick' in command.split() else 'full'
+    return list(_probes_for(tuple(sorted(set(depends))), mode))
+
+
+@functools.lru_cache(None)
+def _probes_for(depends: Tuple[str, ...], mode: str) -> Tuple[str, ...]:
+    files = _files(depends)
     names = [f'bench:{b}:{mode}' for b in BENCH_PROBES
              if f'benchmarks/{b}.py' in files]
     names += [f'config:{f}' for f in files if f.startswith('configs/')
@@ -552,7 +556,7 @@ def probes_for(depends: Iterable[str], command: str = '') -> List[str]:
         depends)) if s in provenance.scheme_files()]
     names += [name for name, (_, path) in FIXED_PROBES.items()
               if any(f == path or f.startswith(path + '/') for f in files)]
-    return names
+    return tuple(names)
 
 
 def _run_traced(probe: Callable[[], dict]) -> Tuple[dict, List[str]]:

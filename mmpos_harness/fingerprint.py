@@ -145,28 +145,23 @@ def _pipeline_batch(cfg, seed: int) -> dict:
     collated by its dataloader's ``collate_fn`` (mmengine's default:
     ``pseudo_collate``)."""
     from mmengine.dataset import Compose
-    from mmengine.registry import FUNCTIONS
-    collate = copy.deepcopy(cfg.train_dataloader.get(
-        'collate_fn', dict(type='pseudo_collate')))
-    collate = FUNCTIONS.get(collate.pop('type'))
+
+    from mmpos.analysis.plan import collate_fn
     pipeline = Compose(copy.deepcopy(cfg.train_dataloader.dataset.pipeline))
     items = []
     for k in range(2):
         _seed(seed * 2 + k)
         items.append(pipeline(dict(img_path=_image(), gt_label=k)))
-    return collate(items)
+    return collate_fn(cfg)(items)
 
 
 def _optim_wrapper(cfg, model):
     """``cfg.optim_wrapper`` built for ``model``, AMP wrappers as plain
-    fp32 ones (the probe runs on CPU)."""
+    fp32 ones (the probe runs on CPU, without autocast)."""
     from mmengine.optim import build_optim_wrapper
-    wrapper = copy.deepcopy(cfg.optim_wrapper)
-    if wrapper.get('type') == 'AmpOptimWrapper':
-        wrapper.type = 'OptimWrapper'
-        for key in ('loss_scale', 'dtype'):
-            wrapper.pop(key, None)
-    return build_optim_wrapper(model, wrapper)
+
+    from mmpos.analysis.plan import plain_optim_wrapper
+    return build_optim_wrapper(model, plain_optim_wrapper(cfg)[0])
 
 
 # the hooks of a config that change its model during training, run around

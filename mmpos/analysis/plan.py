@@ -222,13 +222,31 @@ def _pipeline_item(cfg, image_size):
     return pipeline(dict(img_path=_image(image_size), gt_label=0))
 
 
-def _collate(cfg, item, batch: int):
-    """``batch`` copies of ``item`` collated by ``cfg``'s dataloader."""
+def collate_fn(cfg):
+    """The collate function of ``cfg``'s train dataloader (mmengine's
+    default: ``pseudo_collate``)."""
     from mmengine.registry import FUNCTIONS
     collate = copy.deepcopy(cfg.train_dataloader.get(
         'collate_fn', dict(type='pseudo_collate')))
-    return FUNCTIONS.get(collate.pop('type'))(
-        [copy.deepcopy(item) for _ in range(batch)])
+    return FUNCTIONS.get(collate.pop('type'))
+
+
+def _collate(cfg, item, batch: int):
+    """``batch`` copies of ``item`` collated by ``cfg``'s dataloader."""
+    return collate_fn(cfg)([copy.deepcopy(item) for _ in range(batch)])
+
+
+def plain_optim_wrapper(cfg):
+    """``(wrapper config, AMP dtype)``: ``cfg.optim_wrapper`` as a plain
+    ``OptimWrapper`` config (no loss scaling: a CPU step) and the autocast
+    dtype an ``AmpOptimWrapper`` named (None: fp32)."""
+    wrapper = copy.deepcopy(cfg.optim_wrapper)
+    if wrapper.get('type') != 'AmpOptimWrapper':
+        return wrapper, None
+    dtype = getattr(torch, str(wrapper.pop('dtype', 'float16')))
+    wrapper.pop('loss_scale', None)
+    wrapper.type = 'OptimWrapper'
+    return wrapper, dtype
 
 
 def _schedule(cfg) -> dict:
@@ -271,12 +289,8 @@ def plan(cfg, batch: Optional[int] = None, image_size=(224, 224)) -> Plan:
     if augments:  # mixup / cutmix, handed over as ImageClassifier does
         pre_cfg['batch_augments'] = model_cfg.train_cfg
     data = type(model.data_preprocessor)(**pre_cfg)(samples, True)
-    wrapper_cfg = copy.deepcopy(cfg.optim_wrapper)
-    dtype = None
-    if wrapper_cfg.get('type') == 'AmpOptimWrapper':
-        dtype = getattr(torch, str(wrapper_cfg.pop('dtype', 'float16')))
-        wrapper_cfg.pop('loss_scale', None)
-        wrapper_cfg.type = 'OptimWrapper'
+    wrapper_cfg, dtype = plain_optim_wrapper(cfg)
+    if dtype is not None:
         notes.append(f'AMP: autocast {dtype}'.replace('torch.', ''))
     params = sum(p.numel() for p in model.parameters())
     with mode, _one_line(cfg.filename):

@@ -1,1 +1,1 @@
-from . import robust_loading, transforms  # noqa: F401
+from . import naflex, robust_loading, transforms  # noqa: F401

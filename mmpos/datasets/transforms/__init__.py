@@ -1,7 +1,10 @@
 from .crop_boxes import (MultiViewWithBoxes, RandomFlipWithBox,
                          RandomResizedCropWithBox, box_to_tlhw, tlhw_to_box)
+from .naflex import (NaFlexPatchify, NaFlexResize, PackNaFlexInputs,
+                     naflex_size, patchify)
 
 __all__ = [
-    'MultiViewWithBoxes', 'RandomFlipWithBox', 'RandomResizedCropWithBox',
-    'box_to_tlhw', 'tlhw_to_box'
+    'MultiViewWithBoxes', 'NaFlexPatchify', 'NaFlexResize',
+    'PackNaFlexInputs', 'RandomFlipWithBox', 'RandomResizedCropWithBox',
+    'box_to_tlhw', 'naflex_size', 'patchify', 'tlhw_to_box'
 ]

@@ -20,6 +20,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 import torch.utils.checkpoint as cp
 from mmcv.cnn.bricks.drop import build_dropout
 from mmcv.cnn.bricks.transformer import FFN, PatchEmbed
@@ -105,9 +106,16 @@ class RoPETransformerEncoderLayer(BaseModule):
     def forward(self,
                 x: Tensor,
                 rope: Optional[PositionTable] = None,
-                hw: Optional[Sequence[int]] = None) -> Tensor:
+                hw: Optional[Sequence[int]] = None,
+                key_mask: Optional[Tensor] = None) -> Tensor:
         """``x`` ``(B, N, C)``; ``rope``: this block's table (of the
-        windows' tokens for a windowed block); ``hw``: the patch grid."""
+        windows' tokens for a windowed block); ``hw``: the patch grid;
+        ``key_mask``: ``(B, N)`` bool, ``False`` for padding tokens (global
+        blocks only: a padded sequence has no grid to cut into windows)."""
+        if self.window_size and key_mask is not None:
+            raise ValueError('window attention needs the patch grid; a '
+                             'padded NaFlex sequence has none (window_size '
+                             f'{self.window_size})')
         if self.window_size:
             if hw is None:
                 raise ValueError('window attention needs the patch grid `hw`')
@@ -116,8 +124,16 @@ class RoPETransformerEncoderLayer(BaseModule):
                                 rope=rope, hw=(ws, ws))
             x = x + self.window_drop_path(window_unpartition(windows, hw, ws))
         else:
-            x = x + self.attn(self.ln1(x), rope=rope, hw=hw)
+            x = x + self.attn(self.ln1(x), rope=rope, hw=hw,
+                              key_mask=key_mask)
         return self.ffn(self.ln2(x), identity=x)
+
+
+def naflex_grids(patch_coord: Tensor, valid: Tensor) -> Tensor:
+    """Each NaFlex sample's patch grid ``(h, w)``, ``(B, 2)`` long: its
+    largest valid ``(y, x)`` coordinate (``patch_coord`` ``(B, N, 2)``,
+    ``valid`` ``(B, N)``) + 1."""
+    return patch_coord.masked_fill(~valid[..., None], -1).amax(1).long() + 1
 
 
 @MODELS.register_module()
@@ -508,7 +524,8 @@ class RoPEVisionTransformer(BaseBackbone):
     def forward_tokens(self,
                        x: Tensor,
                        coords: Optional[Tensor] = None,
-                       hw: Optional[Sequence[int]] = None) -> tuple:
+                       hw: Optional[Sequence[int]] = None,
+                       key_mask: Optional[Tensor] = None) -> tuple:
         """Run the blocks on already-embedded patch tokens.
 
         Args:
@@ -519,6 +536,11 @@ class RoPEVisionTransformer(BaseBackbone):
                 position). ``None``: the tokens are the full ``hw`` grid.
             hw: the patch grid; required without ``coords`` and for
                 ``out_type='featmap'`` (then ``M`` must equal ``h * w``).
+            key_mask: ``(B, M)`` bool, ``False`` for padding tokens (NaFlex
+                batches, :meth:`forward_naflex`): no token attends to them
+                and ``'avg_featmap'`` leaves them out of its mean. Needs
+                global attention, no relative position bias and an
+                ``out_type`` other than ``'featmap'``.
 
         The class token and the register tokens are prepended here and get
         no rotation. ``coords`` are mapped into the RoPE coordinate frame
@@ -528,6 +550,8 @@ class RoPEVisionTransformer(BaseBackbone):
         """
         if coords is None and hw is None:
             raise ValueError('forward_tokens needs `coords` or `hw`')
+        if key_mask is not None:
+            self._check_key_mask(x, key_mask)
         if self.out_type == 'featmap' and (
                 hw is None or x.shape[1] != hw[0] * hw[1]):
             raise ValueError(f'out_type="featmap" needs hw matching the '
@@ -545,18 +569,40 @@ class RoPEVisionTransformer(BaseBackbone):
         tables = self.position_tables(
             coords, hw, x.shape[0], x.device,
             torch.promote_types(x.dtype, torch.float32))
+        if key_mask is not None:  # prefix tokens are always keys
+            key_mask = F.pad(key_mask.bool(), (x.shape[1] - key_mask.shape[1],
+                                               0), value=True)
 
         outs = []
         for i, layer in enumerate(self.layers):
             if self.with_cp and self.training and x.requires_grad:
-                x = cp.checkpoint(layer, x, tables[i], hw, use_reentrant=False)
+                x = cp.checkpoint(layer, x, tables[i], hw, key_mask,
+                                  use_reentrant=False)
             else:
-                x = layer(x, rope=tables[i], hw=hw)
+                x = layer(x, rope=tables[i], hw=hw, key_mask=key_mask)
             if i == self.num_layers - 1 and self.final_norm:
                 x = self.ln1(x)
             if i in self.out_indices:
-                outs.append(self._format_output(x, hw))
+                outs.append(self._format_output(x, hw, key_mask))
         return tuple(outs)
+
+    def _check_key_mask(self, x: Tensor, key_mask: Tensor) -> None:
+        """Refuse, in one line, what a padded (NaFlex) sequence cannot
+        run: windows and the relative position bias need one grid, and so
+        does ``out_type='featmap'``."""
+        if key_mask.shape != x.shape[:2]:
+            raise ValueError(f'key_mask must have shape {tuple(x.shape[:2])}'
+                             f' (B, patch tokens), got {tuple(key_mask.shape)}')
+        if self.window_size or self.layers[0].attn.use_rel_pos:
+            raise ValueError(
+                'NaFlex (padded) batches need global attention without the '
+                'relative position bias, got window_size='
+                f'{self.window_size}, use_rel_pos='
+                f'{self.layers[0].attn.use_rel_pos}')
+        if self.out_type == 'featmap':
+            raise ValueError('out_type="featmap" needs one grid; a NaFlex '
+                             "batch gives 'raw', 'cls_token' or 'avg_featmap' "
+                             '(naflex_featmaps splits raw tokens per image)')
 
     def position_tables(self, coords: Optional[Tensor],
                         hw: Optional[Sequence[int]], batch_size: int,
@@ -587,11 +633,108 @@ class RoPEVisionTransformer(BaseBackbone):
                 self.rope, hw, [layer.window_size for layer in self.layers],
                 device)
 
-    def forward(self, x: Tensor) -> tuple:
+    def forward(self, x: Union[Tensor, dict]) -> tuple:
         """``x``: images ``(B, in_channels, H, W)`` (padded to a multiple of
-        the patch). Returns a tuple with one output per ``out_indices``."""
+        the patch), or a NaFlex batch, the dict of :meth:`forward_naflex`'s
+        arguments (:func:`~mmpos.datasets.naflex_collate`). Returns a tuple
+        with one output per ``out_indices``."""
+        if isinstance(x, dict):
+            return self.forward_naflex(**x)
         tokens, hw = self.embed(x)
         return self.forward_tokens(tokens, hw=hw)
+
+    def forward_naflex(self, patches: Tensor, patch_coord: Tensor,
+                       patch_valid: Tensor) -> tuple:
+        """The blocks on a NaFlex batch: images of their own sizes, each a
+        row-major sequence of its patches, padded to the longest
+        (:func:`~mmpos.datasets.naflex_collate`, timm's NaFlex layout).
+
+        Args:
+            patches: ``(B, N, p * p * in_channels)`` pixels, each patch in
+                ``(row, column, channel)`` order (timm's ``channels_last``).
+            patch_coord: ``(B, N, 2)`` integer ``(y, x)`` of every patch in
+                its image's grid; a sample's grid ``(h, w)`` is its largest
+                valid coordinate + 1.
+            patch_valid: ``(B, N)`` bool, ``False`` for padding.
+
+        Every image gets what :meth:`forward` gives it alone (within float
+        rounding): the patch projection as a matrix product, APE resized to
+        its own grid, its own coordinates (padding: ``NaN``, no position)
+        in a coordinate frame of its own grid, padding out of every
+        attention (``key_mask`` of :meth:`forward_tokens`) and of
+        ``'avg_featmap'``'s mean. Global blocks only (windows need one
+        grid).
+        """
+        valid = patch_valid.bool()
+        grids = naflex_grids(patch_coord, valid)
+        hw = tuple(int(v) for v in grids.amax(0))  # the batch's bounding grid
+        x = self.embed_patches(patches)
+        x = x + self.naflex_pos_embed(patch_coord, valid, grids, x.dtype)
+        coords = patch_coord.flip(-1).to(torch.promote_types(
+            x.dtype, torch.float32)).masked_fill(~valid[..., None],
+                                                 float('nan'))
+        if self.rope is not None:
+            coords = self._naflex_frame(coords, grids, hw)
+        return self.forward_tokens(x, coords=coords, hw=hw, key_mask=valid)
+
+    def embed_patches(self, patches: Tensor) -> Tensor:
+        """``(B, N, p * p * in_channels)`` patches in ``(row, column,
+        channel)`` order -> ``(B, N, C)`` tokens: the patch projection's
+        convolution as the matrix product it is on one patch (then its norm,
+        if any), no position."""
+        proj = self.patch_embed.projection
+        weight = proj.weight.permute(0, 2, 3, 1).flatten(1)  # (C, p p c)
+        if patches.shape[-1] != weight.shape[1]:
+            raise ValueError(f'patches of {weight.shape[1]} values (p * p * '
+                             f'in_channels) expected, got {patches.shape[-1]}')
+        x = F.linear(patches, weight, proj.bias)
+        norm = self.patch_embed.norm
+        return x if norm is None else norm(x)
+
+    def naflex_pos_embed(self, patch_coord: Tensor, valid: Tensor,
+                         grids: Tensor, dtype: torch.dtype) -> Tensor:
+        """APE of the patches of a NaFlex batch, ``(B, N, C)`` (zeros
+        without APE and for padding): each image's entries of the table
+        resized to its own grid (:meth:`patch_pos_embed`, once per
+        distinct grid)."""
+        B, N = valid.shape
+        pos = patch_coord.new_zeros(B, N, self.embed_dims, dtype=dtype)
+        if self.pos_embed is None:
+            return pos
+        for grid in torch.unique(grids, dim=0).tolist():
+            rows = (grids == grids.new_tensor(grid)).all(-1).nonzero()[:, 0]
+            table = self.patch_pos_embed(grid)[0].to(dtype)  # (h * w, C)
+            index = patch_coord[rows, :, 0] * grid[1] + patch_coord[rows, :, 1]
+            index = index.clamp(0, table.shape[0] - 1)
+            pos[rows] = table[index] * valid[rows, :, None]
+        return pos
+
+    def _naflex_frame(self, coords: Tensor, grids: Tensor,
+                      hw: Sequence[int]) -> Tensor:
+        """Patch-unit ``(x, y)`` coordinates ``(B, N, 2)`` mapped so that
+        the scheme's frame on the batch grid ``hw`` (one per forward) puts
+        every image where the frame of its own grid puts it: the affine
+        ``c -> ((2c + 1) d / d_i - 1) / 2`` per axis, ``d`` the frame's
+        divisor of ``hw`` and ``d_i`` that of the image's grid (see
+        :func:`~mmpos_positions.frame_coords`). The ``'patch'`` frame is
+        unchanged. Eval-mode frequency scaling reads one grid: refused for
+        batches of several."""
+        frame = self.rope.coords.frame
+        if getattr(self.rope, 'freq_scaling', None) is not None and \
+                not self.rope.training and len(torch.unique(grids, dim=0)) > 1:
+            raise ValueError('frequency scaling (freq_scaling) scales by one '
+                             'grid; give NaFlex batches of one grid size in '
+                             'eval mode, or no freq_scaling')
+        if frame == 'patch':
+            return coords
+        g = grids.flip(-1).to(coords)  # (B, 2) as (w, h)
+        full = coords.new_tensor(hw[::-1])
+        if frame == 'separate':
+            ratio = full / g
+        else:
+            reduce = torch.amax if frame == 'max' else torch.amin
+            ratio = (reduce(full, 0) / reduce(g, -1))[:, None].expand_as(g)
+        return ((2 * coords + 1) * ratio[:, None] - 1) / 2
 
     def check_kept_forward(self, owner: str) -> None:
         """Raise unless :meth:`forward_kept` works for ``owner``: it needs
@@ -646,16 +789,22 @@ class RoPEVisionTransformer(BaseBackbone):
                           x[:, self.num_extra_tokens +
                             self.num_register_tokens:]), dim=1)
 
-    def _format_output(self, x: Tensor, hw) -> Tensor:
+    def _format_output(self, x: Tensor, hw,
+                       key_mask: Optional[Tensor] = None) -> Tensor:
         if self.out_type == 'raw':
             return x
         if self.out_type == 'cls_token':
             return x[:, 0]
-        patch_tokens = x[:, self.num_extra_tokens + self.num_register_tokens:]
+        prefix = self.num_extra_tokens + self.num_register_tokens
+        patch_tokens = x[:, prefix:]
         if self.out_type == 'featmap':
             return patch_tokens.reshape(x.shape[0], *hw,
                                         -1).permute(0, 3, 1, 2)
-        return self.ln2(patch_tokens.mean(dim=1))
+        if key_mask is None:
+            return self.ln2(patch_tokens.mean(dim=1))
+        # the mean over each image's own patches, padding left out
+        valid = key_mask[:, prefix:, None].to(patch_tokens.dtype)
+        return self.ln2((patch_tokens * valid).sum(1) / valid.sum(1))
 
     def get_layer_depth(self, param_name: str, prefix: str = ''):
         """Layer depth for layer-wise lr decay, as mmpretrain's ViT.

@@ -9,7 +9,7 @@ from mmengine.model import BaseModule
 from mmpretrain.models.utils import LayerScale
 from torch import Tensor
 
-from mmpos_positions import PositionTable
+from mmpos_positions import PositionTable, TokenTable
 
 
 def head_dims(embed_dims: int, num_heads: int) -> int:
@@ -124,14 +124,18 @@ class RoPEAttention(BaseModule):
     def forward(self,
                 x: Tensor,
                 rope: Optional[PositionTable] = None,
-                hw: Optional[Sequence[int]] = None) -> Tensor:
+                hw: Optional[Sequence[int]] = None,
+                key_mask: Optional[Tensor] = None) -> Tensor:
         """Attend over ``x`` of shape ``(B, N, C)``; returns ``(B, N, C)``.
 
         ``rope`` positions the last ``M`` tokens (its ``rotate`` leaves the
         first ``N - M``, class and register tokens, unrotated; its
         ``attn_bias`` ``(n, heads | 1, M, M)`` is added to their logits);
         ``None``: no positions. The relative position bias
-        (``rel_pos_size``) needs ``hw`` with ``N = H * W``.
+        (``rel_pos_size``) needs ``hw`` with ``N = H * W``. ``key_mask``
+        ``(B, N)`` bool, ``False`` for padding tokens (NaFlex batches): no
+        query attends to them (a boolean SDPA mask, or ``-inf`` added to
+        the bias); ``None``: every token is a key.
         """
         B, N, C = x.shape
         qkv = self.qkv(x).reshape(B, N, 3, self.num_heads,
@@ -145,6 +149,8 @@ class RoPEAttention(BaseModule):
             bias = decomposed_rel_pos_bias(qk[0], self.rel_pos_h,
                                            self.rel_pos_w, hw)
         if rope is not None:
+            if isinstance(rope, TokenTable):  # PaPE's bias reads the tokens
+                rope = rope.bind(x)
             qk = rope.rotate(qk)
             if rope.attn_bias is not None:  # prefix rows/columns: no bias
                 table_bias = F.pad(rope.attn_bias, (N - rope.num_tokens, 0) * 2)
@@ -153,6 +159,10 @@ class RoPEAttention(BaseModule):
                     table_bias = table_bias.repeat(
                         B // table_bias.shape[0], 1, 1, 1)
                 bias = table_bias if bias is None else bias + table_bias
+        if key_mask is not None:
+            keep = key_mask[:, None, None, :]  # (B, 1, 1, N)
+            bias = keep if bias is None else bias.masked_fill(
+                ~keep, float('-inf'))
         q, k = qk.unbind(0)
         x = F.scaled_dot_product_attention(
             q, k, v, attn_mask=bias,

@@ -1,0 +1,101 @@
+"""NaFlex batches: the collate that pads per-image patch sequences to the
+batch's longest (no packing of several images into one sequence) and the
+data preprocessor that normalises their pixels.
+
+A batch is timm's NaFlex dict, which the backbone's ``forward`` takes as it
+stands (:meth:`~mmpos.models.backbones.RoPEVisionTransformer.forward_naflex`):
+
+* ``patches`` ``(B, N, p p c)``: pixels, each patch ``(row, column,
+  channel)``; padding zeros;
+* ``patch_coord`` ``(B, N, 2)`` long: ``(y, x)`` in the image's grid;
+  padding ``(0, 0)``;
+* ``patch_valid`` ``(B, N)`` bool: ``False`` for padding.
+"""
+from typing import List, Optional, Sequence
+
+import torch
+from mmengine.model import BaseDataPreprocessor
+from mmengine.registry import FUNCTIONS
+from torch import Tensor
+
+from mmpos.registry import MODELS
+
+
+def pad_naflex(samples: Sequence[dict], pad_to: Optional[int] = None) -> dict:
+    """``[dict(patches (n_i, D), patch_coord (n_i, 2)), ...]`` -> the NaFlex
+    dict of the module docstring, ``N = max n_i`` (or ``pad_to``, at least
+    that: one shape for every batch)."""
+    lengths = [s['patches'].shape[0] for s in samples]
+    N = max(lengths) if pad_to is None else pad_to
+    if N < max(lengths):
+        raise ValueError(f'pad_to={pad_to} is shorter than the longest '
+                         f'sequence of the batch ({max(lengths)} patches)')
+    first = samples[0]['patches']
+    B, D = len(samples), first.shape[1]
+    patches = first.new_zeros(B, N, D)
+    coord = torch.zeros(B, N, 2, dtype=torch.long)
+    valid = torch.zeros(B, N, dtype=torch.bool)
+    for i, (sample, n) in enumerate(zip(samples, lengths)):
+        patches[i, :n] = sample['patches']
+        coord[i, :n] = sample['patch_coord']
+        valid[i, :n] = True
+    return dict(patches=patches, patch_coord=coord, patch_valid=valid)
+
+
+@FUNCTIONS.register_module()
+def naflex_collate(data_batch: Sequence[dict],
+                   pad_to: Optional[int] = None) -> dict:
+    """Collate of NaFlex samples (``inputs`` from
+    :class:`~mmpos.datasets.transforms.PackNaFlexInputs`): ``inputs`` padded
+    by :func:`pad_naflex`, ``data_samples`` the list of the samples' (as
+    mmengine's ``default_collate`` leaves them). Config:
+    ``collate_fn=dict(type='naflex_collate')``."""
+    return dict(inputs=pad_naflex([d['inputs'] for d in data_batch], pad_to),
+                data_samples=[d['data_samples'] for d in data_batch])
+
+
+def padding_fraction(patch_valid: Tensor) -> float:
+    """The fraction of a padded batch's tokens that are padding."""
+    return 1. - patch_valid.float().mean().item()
+
+
+@MODELS.register_module()
+class NaFlexDataPreprocessor(BaseDataPreprocessor):
+    """Normalise the pixels of a NaFlex batch per channel, ``(x - mean) /
+    std`` after an optional BGR -> RGB swap (as mmpretrain's image data
+    preprocessor does to whole images), and move it to the model's device.
+    Padding stays finite (it is masked out in the backbone).
+
+    Args:
+        mean, std: per channel.
+        to_rgb: swap the channel order (images loaded BGR by mmcv).
+    """
+
+    def __init__(self, mean: Sequence[float] = (0., 0., 0.),
+                 std: Sequence[float] = (1., 1., 1.), to_rgb: bool = False):
+        super().__init__()
+        if len(mean) != len(std):
+            raise ValueError(f'mean {tuple(mean)} and std {tuple(std)} need '
+                             'one value per channel each')
+        self.register_buffer('mean', torch.tensor(mean, dtype=torch.float32),
+                             persistent=False)
+        self.register_buffer('std', torch.tensor(std, dtype=torch.float32),
+                             persistent=False)
+        self.to_rgb = to_rgb
+
+    def forward(self, data: dict, training: bool = False) -> dict:
+        data = self.cast_data(data)
+        inputs = dict(data['inputs'])
+        patches = inputs['patches'].float()
+        c = self.mean.numel()
+        pixels = patches.unflatten(-1, (-1, c))  # (B, N, p p, c)
+        if self.to_rgb:
+            pixels = pixels.flip(-1)
+        inputs['patches'] = ((pixels - self.mean) / self.std).flatten(-2)
+        return dict(inputs=inputs, data_samples=data.get('data_samples'))
+
+
+__all__: List[str] = [
+    'NaFlexDataPreprocessor', 'naflex_collate', 'pad_naflex',
+    'padding_fraction'
+]

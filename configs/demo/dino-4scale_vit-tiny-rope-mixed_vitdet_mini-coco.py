@@ -36,13 +36,14 @@ model = dict(
     test_cfg=dict(max_per_img=50))  # top-k of the 30 x 3 (query, class)
 
 # mini-COCO (tools/misc/make_mini_data.py), boxes only, native 128^2
+# (`__` names are this file's own: mmengine leaves them out of the config)
+__loader = dict(batch_size=4, num_workers=0, persistent_workers=False)
+__mini_coco = dict(data_root='data/mini/coco/',
+                   metainfo=dict(classes=('circle', 'square', 'triangle')))
 train_dataloader = dict(
-    batch_size=4,
-    num_workers=0,
-    persistent_workers=False,
+    **__loader,
     dataset=dict(
-        data_root='data/mini/coco/',
-        metainfo=dict(classes=('circle', 'square', 'triangle')),
+        **__mini_coco,
         filter_cfg=dict(filter_empty_gt=True, min_size=4),
         pipeline=[
             dict(type='LoadImageFromFile'),
@@ -52,12 +53,9 @@ train_dataloader = dict(
             dict(type='PackDetInputs'),
         ]))
 val_dataloader = dict(
-    batch_size=4,
-    num_workers=0,
-    persistent_workers=False,
+    **__loader,
     dataset=dict(
-        data_root='data/mini/coco/',
-        metainfo=dict(classes=('circle', 'square', 'triangle')),
+        **__mini_coco,
         pipeline=[
             dict(type='LoadImageFromFile'),
             dict(type='Resize', scale=(128, 128), keep_ratio=True),

@@ -165,6 +165,51 @@ class Comparison:
 
 
 @dataclasses.dataclass(frozen=True)
+class Equivalence:
+    """Result of :func:`tost`: whether the difference of a
+    :class:`Comparison` lies within ``[-margin, margin]``; :func:`family`
+    fills the last three fields as for a comparison.
+
+    Attributes:
+        test: the comparison's test (``'welch'`` or ``'paired'``).
+        difference, n_a, n_b, se, df: the comparison's.
+        margin: the equivalence margin (from the study's design file).
+        pvalue: the larger of the two one-sided p values; None without a
+            test (``reason``).
+        low, high: the 90 % t interval ``D -+ t_{0.95, nu} SE`` (inside
+            ``[-margin, margin]`` exactly when the unadjusted p is below
+            0.05).
+        reason, p_adj, correction, family_size: as in :class:`Comparison`.
+    """
+    test: str
+    difference: float
+    margin: float
+    n_a: int
+    n_b: int
+    se: Optional[float] = None
+    df: Optional[float] = None
+    pvalue: Optional[float] = None
+    low: Optional[float] = None
+    high: Optional[float] = None
+    reason: Optional[str] = None
+    p_adj: Optional[float] = None
+    correction: str = 'none'
+    family_size: int = 1
+
+    @property
+    def verdict(self) -> str:
+        """``'equivalent'`` (adjusted p below ``ALPHA``: the difference is
+        within the margin), ``'no verdict'`` or ``'no test'``."""
+        if self.pvalue is None:
+            return 'no test' if min(self.n_a, self.n_b) < 2 else 'no verdict'
+        return 'equivalent' if self.p_adj < ALPHA else 'no verdict'
+
+    def asdict(self) -> dict:
+        """The fields and the verdict, for result files."""
+        return dict(dataclasses.asdict(self), verdict=self.verdict)
+
+
+@dataclasses.dataclass(frozen=True)
 class Interval:
     """Result of :func:`bootstrap_interval`: the 95 % percentile interval
     ``[low, high]`` of ``D`` over ``draws`` resamples drawn with ``seed``."""
@@ -210,6 +255,17 @@ def _runs(name: str, sample: Sample) -> List[np.ndarray]:
         else:
             out.append(np.array([_finite(name, f'run {i}', run)]))
     return out
+
+
+def _replicated(caller: str, name: str, sample: Sample) -> List[np.ndarray]:
+    """``sample`` as :func:`_runs` gives it, refused with one line when it
+    has fewer than 2 runs: one run has no spread of its own to put an
+    interval or a rank on (:func:`welch` has no test for it either)."""
+    runs = _runs(name, sample)
+    if len(runs) < 2:
+        raise ValueError(f'{caller}: {name} has 1 run; an interval or a rank '
+                         'needs at least 2 runs per arm')
+    return runs
 
 
 def _constant(x: np.ndarray, scale: float) -> bool:
@@ -359,6 +415,33 @@ def paired(a: Sequence[float], b: Sequence[float]) -> Comparison:
                    n - 1)
 
 
+def tost(comparison: Comparison, margin: float) -> Equivalence:
+    """Two one-sided tests (Schuirmann 1987) of the equivalence of the
+    arms of ``comparison`` (:func:`welch` or :func:`paired`, the same
+    ``D``, ``SE`` and ``nu``) within ``margin``: ``H0: |delta| >= margin``
+    is rejected when both ``t_low = (D + margin) / SE`` (upper tail) and
+    ``t_high = (D - margin) / SE`` (lower tail) are significant; ``p =
+    max(P(T_nu > t_low), P(T_nu < t_high))``. Equivalence is a verdict only
+    through this test, never from a difference without one."""
+    from scipy.stats import t as student_t
+    if not (isinstance(margin, (int, float, np.integer, np.floating))
+            and not isinstance(margin, (bool, np.bool_))
+            and math.isfinite(margin) and margin > 0):
+        raise ValueError(f'tost: margin must be a positive finite number, '
+                         f'got {margin!r}')
+    margin = float(margin)
+    out = Equivalence(comparison.test, comparison.difference, margin,
+                      comparison.n_a, comparison.n_b, reason=comparison.reason)
+    if comparison.pvalue is None:
+        return out
+    se, df, diff = comparison.se, comparison.df, comparison.difference
+    p = max(float(student_t.sf((diff + margin) / se, df)),
+            float(student_t.cdf((diff - margin) / se, df)))
+    half = float(student_t.ppf(1 - ALPHA, df)) * se
+    return dataclasses.replace(out, se=se, df=df, pvalue=p, p_adj=p,
+                               low=diff - half, high=diff + half)
+
+
 # -------------------------------------------------------------- bootstrap
 def _resampled_means(runs: List[np.ndarray], draws: int,
                      rng: np.random.Generator) -> np.ndarray:
@@ -383,10 +466,14 @@ def bootstrap_interval(a: Sample, b: Sample, draws: int = BOOTSTRAP_DRAWS,
     means as in :func:`welch`): each draw resamples each arm's runs, then
     each drawn run's transfer seeds, with replacement; the 2.5 / 97.5
     percentiles of the ``draws`` differences. Reproducible: a fixed
-    ``seed``."""
+    ``seed``. Fewer than 2 runs in an arm is refused (ValueError), as
+    :func:`welch` refuses to test it. It undercovers with few runs (module
+    docstring); the tables use :func:`welch`'s interval."""
+    runs = [_replicated('bootstrap_interval', name, s)
+            for name, s in (('a', a), ('b', b))]
     rng = np.random.default_rng(seed)
-    diffs = (_resampled_means(_runs('a', a), draws, rng) -
-             _resampled_means(_runs('b', b), draws, rng))
+    diffs = (_resampled_means(runs[0], draws, rng) -
+             _resampled_means(runs[1], draws, rng))
     low, high = np.quantile(diffs, [ALPHA / 2, 1 - ALPHA / 2])
     return Interval(float(low), float(high), draws, seed)
 
@@ -426,12 +513,31 @@ def adjust(pvalues: Sequence[Optional[float]], method: str) -> List[
 def family(comparisons: Sequence[Comparison], method: str) -> List[
         Comparison]:
     """The comparisons of one family (a table) with ``p_adj`` by
-    :func:`adjust`, ``correction`` and ``family_size`` set."""
+    :func:`adjust`, ``correction`` and ``family_size`` set (equivalence
+    tests, :class:`Equivalence`, alike)."""
     adjusted = adjust([c.pvalue for c in comparisons], method)
     size = sum(p is not None for p in adjusted)
     return [dataclasses.replace(c, p_adj=p, correction=method,
                                 family_size=size)
             for c, p in zip(comparisons, adjusted)]
+
+
+def family_alpha(c: Union[Comparison, Equivalence]) -> float:
+    """The level at which a cell of its family is a verdict whatever the
+    other cells' p values: ``ALPHA / m`` under Holm and Benjamini-Hochberg
+    (both need ``p < ALPHA / m`` of a lone effect among ``m`` tests; Holm
+    relaxes it only for the later steps), ``ALPHA`` for a family of one
+    (``correction`` ``'none'``)."""
+    return ALPHA if c.correction == 'none' else ALPHA / c.family_size
+
+
+def family_mdd(c: Comparison, power: float = POWER) -> Optional[float]:
+    """The minimum detectable difference of a cell at the level its family
+    applies (:func:`family_alpha`): :func:`minimum_detectable_difference`
+    with ``alpha = ALPHA / m``; None without a test."""
+    if c.pvalue is None:
+        return None
+    return minimum_detectable_difference(c.se, c.df, family_alpha(c), power)
 
 
 # --------------------------------------------------------------- rankings
@@ -456,31 +562,170 @@ def ranks(means: Mapping[str, Sequence[float]]) -> Dict[str, float]:
     return dict(zip(arms, map(float, _rank_scores(np.array(rows)))))
 
 
+def _rank_runs(caller: str, samples: Mapping[str, Sequence[Sample]]
+               ) -> Dict[str, List[List[np.ndarray]]]:
+    """``{arm: [sample per task]}`` checked (the same tasks for every arm,
+    at least 2 runs per arm and task) as ``{arm: [runs per task]}``."""
+    arms = list(samples)
+    sizes = {arm: len(samples[arm]) for arm in arms}
+    if len(set(sizes.values())) != 1 or not sizes[arms[0]]:
+        raise ValueError(f'{caller}: every arm needs a sample for the '
+                         f'same tasks, got {sizes}')
+    return {arm: [_replicated(caller, f'{arm} task {k}', s)
+                  for k, s in enumerate(samples[arm])] for arm in arms}
+
+
+def _rank_result(runs: Dict[str, List[List[np.ndarray]]],
+                 drawn: np.ndarray) -> Dict[str, RankInterval]:
+    """Each arm's rank of its means (:func:`ranks`) and the 2.5 / 97.5
+    percentiles (lower / higher order statistic) of its ``drawn`` ranks
+    ``(draws, arms)``."""
+    point = ranks({arm: [float(np.mean([r.mean() for r in task]))
+                         for task in tasks] for arm, tasks in runs.items()})
+    low = np.quantile(drawn, ALPHA / 2, axis=0, method='lower')
+    high = np.quantile(drawn, 1 - ALPHA / 2, axis=0, method='higher')
+    return {arm: RankInterval(point[arm], float(lo), float(hi))
+            for arm, lo, hi in zip(runs, low, high)}
+
+
 def rank_intervals(samples: Mapping[str, Sequence[Sample]],
                    draws: int = RANK_DRAWS,
                    seed: int = SEED) -> Dict[str, RankInterval]:
     """``{arm: [sample per task]}`` -> ``{arm: RankInterval}``: the rank of
     the arms' means (:func:`ranks`) and its 95 % interval over ``draws``
     hierarchical bootstrap draws (:func:`bootstrap_interval`'s resampling,
-    every arm and task independently, ``seed`` fixed)."""
-    arms = list(samples)
-    sizes = {arm: len(samples[arm]) for arm in arms}
-    if len(set(sizes.values())) != 1 or not sizes[arms[0]]:
-        raise ValueError(f'rank_intervals: every arm needs a sample for the '
-                         f'same tasks, got {sizes}')
-    runs = {arm: [_runs(f'{arm} task {k}', s)
-                  for k, s in enumerate(samples[arm])] for arm in arms}
-    point = ranks({arm: [float(np.mean([r.mean() for r in task]))
-                         for task in runs[arm]] for arm in arms})
+    every arm and task independently, ``seed`` fixed). Undercovers with
+    few runs, as :func:`bootstrap_interval` does; the tables use
+    :func:`t_rank_intervals`."""
+    runs = _rank_runs('rank_intervals', samples)
     rng = np.random.default_rng(seed)
     boot = np.stack([np.stack([_resampled_means(task, draws, rng)
-                               for task in runs[arm]], -1)
-                     for arm in arms], 1)  # (draws, arms, tasks)
-    drawn = _rank_scores(boot)
-    low = np.quantile(drawn, ALPHA / 2, axis=0, method='lower')
-    high = np.quantile(drawn, 1 - ALPHA / 2, axis=0, method='higher')
-    return {arm: RankInterval(point[arm], float(lo), float(hi))
-            for arm, lo, hi in zip(arms, low, high)}
+                               for task in tasks], -1)
+                     for tasks in runs.values()], 1)  # (draws, arms, tasks)
+    return _rank_result(runs, _rank_scores(boot))
+
+
+def _t_scale(runs: List[np.ndarray]) -> tuple:
+    """``(M, SE, nu)`` of an arm's mean from its runs: ``M`` the mean of
+    the per-run means ``m_p``, ``SE = sd(m_p) / sqrt(P)`` (0 when they are
+    equal, :func:`_constant`), ``nu = P - 1``."""
+    means = np.array([r.mean() for r in runs])
+    scale = max(float(np.abs(r).max()) for r in runs)
+    se = 0.0 if _constant(means, scale) else float(
+        means.std(ddof=1)) / math.sqrt(len(means))
+    return float(means.mean()), se, len(means) - 1
+
+
+def t_rank_intervals(samples: Mapping[str, Sequence[Sample]],
+                     draws: int = RANK_DRAWS,
+                     seed: int = SEED) -> Dict[str, RankInterval]:
+    """``{arm: [sample per task]}`` -> ``{arm: RankInterval}``: the rank of
+    the arms' means (:func:`ranks`) and its 95 % interval from ``draws``
+    draws of every arm's mean on every task from the t distribution of
+    that mean, ``M + SE T_{P-1}`` (:func:`welch`'s per-run means, the
+    pretraining run the unit; the small-sample correction the bootstrap
+    lacks), independently, ``seed`` fixed; each draw ranked as the means
+    are. Its coverage of the true rank is simulated in
+    ``tests/evaluation/test_stats.py`` at 2, 3 and 5 runs per arm. Fewer
+    than 2 runs of an arm on a task is refused (ValueError)."""
+    runs = _rank_runs('t_rank_intervals', samples)
+    scales = np.array([[_t_scale(task) for task in tasks]
+                       for tasks in runs.values()])  # (arms, tasks, 3)
+    rng = np.random.default_rng(seed)
+    t = rng.standard_t(scales[..., 2], size=(draws, ) + scales.shape[:2])
+    return _rank_result(runs, _rank_scores(scales[..., 0] +
+                                           scales[..., 1] * t))
+
+
+# ------------------------------------------------- aggregates over tasks
+def _scores(name: str, scores) -> np.ndarray:
+    """``scores`` checked as a ``(runs, tasks)`` float array (at least 1
+    run and 1 task, every value finite)."""
+    rows = [[_finite(name, f'run {n} task {k}', v) for k, v in enumerate(r)]
+            for n, r in enumerate(scores)]
+    if not rows or len({len(r) for r in rows}) != 1 or not rows[0]:
+        raise ValueError(f'{name}: scores are a (runs, tasks) matrix with a '
+                         f'value per run and task, got {scores!r}')
+    return np.array(rows)
+
+
+def _iqm(x: np.ndarray) -> np.ndarray:
+    """``(..., runs, tasks)`` -> ``(...)`` interquartile means."""
+    from scipy.stats import trim_mean
+    return trim_mean(x.reshape(*x.shape[:-2], -1), 0.25, axis=-1)
+
+
+def _improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``(..., N, tasks)``, ``(..., M, tasks)`` -> ``(...)``."""
+    a, b = x[..., :, None, :], y[..., None, :, :]
+    return ((a > b) + 0.5 * (a == b)).mean((-3, -2)).mean(-1)
+
+
+def _profile(x: np.ndarray, tau: float) -> np.ndarray:
+    return (x > tau).mean((-2, -1))
+
+
+def iqm(scores) -> float:
+    """Interquartile mean of a ``(runs, tasks)`` matrix of normalised
+    scores (Agarwal et al. 2021, Sec. 4.3): the mean of the middle 50 % of
+    all ``N K`` values (25 % trimmed from each end, scipy's
+    ``trim_mean``)."""
+    return float(_iqm(_scores('iqm', scores)))
+
+
+def probability_of_improvement(x, y) -> float:
+    """``P(X > Y)`` of ``(N, tasks)`` and ``(M, tasks)`` score matrices
+    (Agarwal et al. 2021, Sec. 4.3): per task the Mann-Whitney ``U / (N
+    M)``, ``(1 / N M) sum_i sum_j S(x_i, y_j)`` with ``S`` 1 above, 1/2
+    tied, 0 below, averaged over the tasks. Scores need not be normalised
+    (only orders within a task count)."""
+    x, y = _scores('x', x), _scores('y', y)
+    if x.shape[1] != y.shape[1]:
+        raise ValueError(f'probability_of_improvement: x has {x.shape[1]} '
+                         f'tasks, y {y.shape[1]}')
+    return float(_improvement(x, y))
+
+
+def performance_profile(scores, taus: Sequence[float]) -> List[float]:
+    """Run-score distribution of a ``(runs, tasks)`` matrix of normalised
+    scores (Agarwal et al. 2021, Sec. 4.2): per ``tau`` the fraction of
+    all ``N K`` runs whose score is above ``tau``."""
+    x = _scores('performance_profile', scores)
+    return [float(_profile(x, _finite('taus', f'tau {i}', tau)))
+            for i, tau in enumerate(taus)]
+
+
+def stratified_interval(statistic: str, *scores, tau: float = None,
+                        draws: int = RANK_DRAWS,
+                        seed: int = SEED) -> Interval:
+    """95 % stratified bootstrap interval (Agarwal et al. 2021, Sec. 4.1)
+    of ``statistic`` (``'iqm'``, ``'improvement'`` of the first score
+    matrix over the second, ``'profile'`` at ``tau``) of ``(runs, tasks)``
+    score matrices: each draw resamples the runs of every task of every
+    matrix with replacement, independently (the tasks are the strata;
+    runs of different arms are not paired); the 2.5 / 97.5 percentiles of
+    the ``draws`` statistics, ``seed`` fixed. Every task of every matrix
+    needs at least 2 runs."""
+    fns = {'iqm': (_iqm, 1), 'improvement': (_improvement, 2),
+           'profile': (lambda x: _profile(x, tau), 1)}
+    if statistic not in fns:
+        raise ValueError(f'stratified_interval: statistic must be one of '
+                         f'{list(fns)}, got {statistic!r}')
+    fn, count = fns[statistic]
+    if len(scores) != count or (statistic == 'profile' and tau is None):
+        raise ValueError(f'stratified_interval: {statistic!r} takes {count} '
+                         'score matrices' + ' and a tau' * (
+                             statistic == 'profile'))
+    mats = [_scores(f'scores {i}', x) for i, x in enumerate(scores)]
+    for i, x in enumerate(mats):
+        if len(x) < 2:
+            raise ValueError(f'stratified_interval: scores {i} has 1 run; '
+                             'an interval needs at least 2 runs per arm')
+    rng = np.random.default_rng(seed)
+    drawn = [np.take_along_axis(x[None], rng.integers(
+        len(x), size=(draws, ) + x.shape), 1) for x in mats]
+    low, high = np.quantile(fn(*drawn), [ALPHA / 2, 1 - ALPHA / 2])
+    return Interval(float(low), float(high), draws, seed)
 
 
 # ------------------------------------------------------------- formatting
@@ -524,11 +769,13 @@ def format_cell(c: Comparison, digits: int = 1) -> str:
 
 
 def describe(columns: Mapping[str, Sequence[Comparison]],
-             digits: int = 1) -> str:
+             digits: int = 1, adjusted: bool = False) -> str:
     """The paragraph under a table of comparisons (one family;
     ``columns``: its cells by column label): the correction and family
     size, what a cell reads, and per column the range of the minimum
-    detectable difference at 80 % power."""
+    detectable difference at 80 % power: at ``ALPHA`` before the family's
+    adjustment, or with ``adjusted`` at the level the family applies
+    (:func:`family_mdd`, ``ALPHA / m``)."""
     cells = [c for column in columns.values() for c in column]
     corrections = {c.correction for c in cells}
     if len(corrections) != 1:
@@ -541,7 +788,8 @@ def describe(columns: Mapping[str, Sequence[Comparison]],
            f"table's {size} test{'s' * (size != 1)}")
     ranges = []
     for label, column in columns.items():
-        mdd = [c.mdd for c in column if c.mdd is not None]
+        mdd = [family_mdd(c) if adjusted else c.mdd for c in column
+               if c.mdd is not None]
         if mdd:
             lo, hi = min(mdd), max(mdd)
             ranges.append(f'{label} {lo:.{digits}f}' + (
@@ -549,9 +797,13 @@ def describe(columns: Mapping[str, Sequence[Comparison]],
                 f'-{hi:.{digits}f}'))
         else:
             ranges.append(f'{label} none testable')
+    level = (f'α {ALPHA} before adjustment' if not adjusted else
+             f'α {ALPHA}' if correction == 'none' else
+             f'α {ALPHA}/{size}, the level at which a cell is a verdict '
+             'whatever the others\' p')
     return (f'Cells: difference [95 % interval of its t test], {how} '
             f'(two-sided; a verdict needs p_adj < {ALPHA}, otherwise no '
             'verdict: the design cannot tell the difference from 0). '
             'Minimum detectable difference at 80 % power (each cell\'s '
-            f'test, α {ALPHA} before adjustment): ' + '; '.join(ranges) +
+            f'test, {level}): ' + '; '.join(ranges) +
             ' (mmpos/evaluation/stats.py).')

@@ -37,22 +37,22 @@ def registries(scope):
     return registry
 
 
-def _replace(node, new, old=None, keys=None):
+def _replace(node, new, old=None, keys=None, keep=None):
     """``node`` with ints (also in lists/tuples) replaced by ``new``: those
     equal to ``old``, or, with ``keys``, those in {128, ..., 1024} under one
-    of ``keys``."""
+    of ``keys`` but ``keep``."""
     if isinstance(node, dict):
         for key, value in node.items():
             if keys is None or key in keys or isinstance(value, dict):
-                node[key] = _replace(value, new, old, keys)
+                node[key] = _replace(value, new, old, keys, keep)
             elif isinstance(value, list) and all(
                     isinstance(v, dict) for v in value):
-                node[key] = [_replace(v, new, old, keys) for v in value]
+                node[key] = [_replace(v, new, old, keys, keep) for v in value]
         return node
     if isinstance(node, (list, tuple)):
-        return type(node)(_replace(v, new, old, keys) for v in node)
+        return type(node)(_replace(v, new, old, keys, keep) for v in node)
     if type(node) is int and (node == old if keys is None else node in (
-            128, 256, 512, 1024)):
+            128, 256, 512, 1024) and node != keep):
         return new
     return node
 
@@ -83,19 +83,21 @@ def shrink(model_cfg, scope):
         model_cfg.num_queries = 20
     # not DETRs (Mask2Former's in its head): neck, transformer and
     # position-encoding widths are tied
+    zoo = RoPEVisionTransformer.arch_zoo
+    backbone = model_cfg.get('backbone')
+    arch = None if not isinstance(backbone, dict) or str(
+        backbone.get('arch')).lower() not in zoo or 'Swin' in str(
+            backbone.get('type')) else zoo[backbone['arch'].lower()]
     if scope in ('mmdet', 'mmseg') and not any(
             find_dicts(model_cfg, 'positional_encoding')):
-        _replace(model_cfg, TINY_CHANNELS, keys=CHANNEL_KEYS)
+        # a ViT-L's 1024 channels in its neck follow the ViT's width below
+        _replace(model_cfg, TINY_CHANNELS, keys=CHANNEL_KEYS,
+                 keep=arch and arch['embed_dims'])
         for sampler in find_dicts(model_cfg, 'sampler'):
             if 'num' in sampler:
                 sampler['num'] = 64
-    zoo = RoPEVisionTransformer.arch_zoo
-    backbone = model_cfg.get('backbone')
-    if not isinstance(backbone, dict) or str(
-            backbone.get('arch')).lower() not in zoo or 'Swin' in str(
-                backbone.get('type')):
+    if arch is None:
         return  # not a ViT by arch name (the mini configs: already tiny)
-    arch = zoo[backbone['arch'].lower()]
     width = TINY_HEAD_DIM * arch['num_heads']
     for key, value in model_cfg.items():
         if key != 'backbone':

@@ -1,0 +1,5 @@
+# RoPE-Mixed + learnable APE ViT-B/16 (RoPE-ViT Tables 1 and 3, Mixed+APE),
+# DeiT-III stage 1 (see the RoPE-Mixed config).
+_base_ = ['./vit-base-p16_rope-mixed_8xb256-400e_in1k-192px.py']
+
+model = dict(backbone=dict(use_ape=True))

@@ -32,8 +32,7 @@ Designs and tests (the rules are :mod:`mmpos.evaluation.stats`'):
   test is Welch's t on the per-pretraining-run means
   (:func:`~mmpos.evaluation.stats.welch`) over the complete runs (every
   transfer seed finished), which counts the pretraining and the transfer
-  variance; the hierarchical bootstrap interval
-  (:func:`~mmpos.evaluation.stats.bootstrap_interval`) is stored beside it.
+  variance; its interval is the test's t interval.
 * Without (the demo: one pretraining run per init, ``groups`` ``[[y per
   seed]]``) the inits share the transfer seeds (both run each seed with
   the same ``randomness.seed``: the same order of batches), so the test
@@ -43,9 +42,13 @@ Designs and tests (the rules are :mod:`mmpos.evaluation.stats`'):
 
 A table is one family: the first metric of every task for every
 non-reference init (its Δ columns), adjusted by Holm; the other metrics
-are shown as mean ± std, not tested. The ranking
-(:func:`~mmpos.evaluation.stats.rank_intervals`) is over the tasks' first
-metrics, on the tasks where every init has a result.
+are shown as mean ± std, not tested; the minimum detectable differences
+under it are at the family's level (``0.05 / m``). The ranking
+(:func:`~mmpos.evaluation.stats.t_rank_intervals`) is over the tasks' first
+metrics, on the tasks where every init has at least 2 runs; under the
+table the aggregates over those tasks (Agarwal et al. 2021: IQM, the
+probability of improvement over the reference, the fraction of runs
+above it, with stratified bootstrap intervals; :func:`_aggregates`).
 
 Baselines are shown beside the inits, never ranked or tested against
 the reference. A task with an :data:`IMAGE_FREE` baseline is informative
@@ -306,10 +309,10 @@ def analyse(summary: dict) -> dict:
     and the baselines) ``values``,
     ``mean``, ``std``; per non-reference init and task the first metric's
     ``test`` (:meth:`~mmpos.evaluation.stats.Comparison.asdict`, adjusted
-    by Holm over the table) and, with pretraining seeds, its ``bootstrap``
-    interval; ``expected`` runs per task; ``ranks`` (rank and its 95 %
-    interval per init, None without a task every init has) and
-    ``ranked_on`` (those tasks' labels). Returns ``summary``."""
+    by Holm over the table); ``expected`` runs per task; ``ranks`` (rank
+    and its 95 % interval per init, None without a task where every init
+    has 2 runs), ``ranked_on`` (those tasks' labels) and ``aggregates``
+    (:func:`_aggregates`). Returns ``summary``."""
     ref = summary['reference']
     inits = list(summary['compute'])
     cells = []
@@ -330,24 +333,65 @@ def analyse(summary: dict) -> dict:
                                                      init, ref)
             if test is not None:
                 cells.append((task['inits'][init][key], test))
-                if summary.get('pretrain_seeds'):
-                    boot = stats.bootstrap_interval(
-                        _sample(summary, task, init, key),
-                        _sample(summary, task, ref, key))
-                    cells[-1][0]['bootstrap'] = [boot.low, boot.high]
     for (cell, _), test in zip(cells, stats.family([c for _, c in cells],
                                                    stats.HOLM)):
         cell['test'] = test.asdict()
     _informative(summary)
     ranked = [t for t in summary['tasks'].values()
-              if all(_sample(summary, t, i, _first(t)) for i in inits)
+              if all(len(_sample(summary, t, i, _first(t))) >= 2
+                     for i in inits)
               and t.get('informative', {}).get('informative', True)]
     summary['ranked_on'] = [t['label'] for t in ranked]
     summary['ranks'] = {
-        init: dataclasses.asdict(r) for init, r in stats.rank_intervals({
+        init: dataclasses.asdict(r) for init, r in stats.t_rank_intervals({
             i: [_sample(summary, t, i, _first(t)) for t in ranked]
             for i in inits}).items()} if ranked else None
+    summary['aggregates'] = _aggregates(summary, ranked)
     return summary
+
+
+def _run_means(summary: dict, task: dict, init: str) -> List[float]:
+    """An init's value per run of a task's first metric (the mean over
+    a pretraining run's transfer seeds)."""
+    return [statistics.mean(g) if isinstance(g, list) else g
+            for g in _sample(summary, task, init, _first(task))]
+
+
+def _aggregates(summary: dict, ranked: List[dict]) -> Optional[dict]:
+    """Over the ranked tasks, per init (Agarwal et al. 2021,
+    :mod:`mmpos.evaluation.stats`): ``iqm`` of its runs' scores normalised
+    by the reference's mean on each task (1 = the reference), ``improvement``
+    the probability that a run of it is above a run of the reference on a
+    task, ``above`` the fraction of its normalised run scores above 1
+    (the performance profile at tau 1), each ``[value, low, high]`` with
+    its 95 % stratified bootstrap interval. None when no task is ranked or
+    the inits' runs differ in number between tasks (no score matrix)."""
+    ref = summary['reference']
+    if not ranked:
+        return None
+    scores = {}
+    for init in summary['compute']:
+        runs = [_run_means(summary, t, init) for t in ranked]
+        if len({len(r) for r in runs}) != 1:
+            return None
+        scores[init] = [list(row) for row in zip(*runs)]  # (runs, tasks)
+    norm = [statistics.mean(v[k] for v in scores[ref])
+            for k in range(len(ranked))]
+    out = {}
+    for init, matrix in scores.items():
+        normed = [[v / n for v, n in zip(row, norm)] for row in matrix]
+        entry = {}
+        for name, value, args, extra in (
+                ('iqm', stats.iqm(normed), [normed], {}),
+                ('improvement', stats.probability_of_improvement(
+                    matrix, scores[ref]), [matrix, scores[ref]], {}),
+                ('above', stats.performance_profile(normed, [1.0])[0],
+                 [normed], {'tau': 1.0})):
+            interval = stats.stratified_interval(
+                'profile' if name == 'above' else name, *args, **extra)
+            entry[name] = [value, interval.low, interval.high]
+        out[init] = entry
+    return out
 
 
 def _informative(summary: dict) -> None:
@@ -365,8 +409,7 @@ def _informative(summary: dict) -> None:
         if not prior or prior['mean'] is None or not means:
             continue
         best = max(means, key=means.get)
-        sample = [statistics.mean(g) if isinstance(g, list) else g
-                  for g in _sample(summary, task, best, key)]
+        sample = _run_means(summary, task, best)
         found.append((task, best, stats.paired(
             sample, [prior['mean']] * len(sample))))
     tests = stats.family([t for _, _, t in found], stats.HOLM)
@@ -448,7 +491,8 @@ def orderings(summary: dict, claims: List[tuple]) -> str:
         tests[i] for (_, k), i in index.items() if k == j and tests[i]]
         for j, t in enumerate(tasks)}
     if any(columns.values()):
-        lines += ['', _design(summary) + ' ' + stats.describe(columns) +
+        lines += ['', _design(summary) + ' ' + stats.describe(
+            columns, adjusted=True) +
                   ' A claim and its mirror are one test; "holds" / '
                   '"reversed": the claimed sign / the opposite one with '
                   'p_adj < 0.05.']
@@ -520,7 +564,7 @@ def markdown(summary: dict) -> str:
                           else 'not ranked: no task has every init')
     else:
         ranked_on_text = 'rank by the mean rank over the tasks\' first ' \
-            'metrics, with its 95 % bootstrap interval'
+            'metrics, with its 95 % interval (t draws of the per-run means)'
     budget = summary.get('budget')
     lines = [f'**{summary["title"]}** ({seeds}; Δ = vs '
              f'{summary["reference"]}; {ranked_on_text})', '']
@@ -566,9 +610,35 @@ def markdown(summary: dict) -> str:
         lines.append('| ' + ' | '.join(cells + ['-'] * 7) + ' |')
     columns = _columns(summary)
     if any(columns.values()):
-        lines += ['', _design(summary) + ' ' + stats.describe(columns)]
-    lines += _informative_lines(summary)
+        lines += ['', _design(summary) + ' ' + stats.describe(
+            columns, adjusted=True)]
+    lines += _informative_lines(summary) + _aggregate_lines(summary)
     return '\n'.join(lines) + '\n'
+
+
+def _aggregate_lines(summary: dict) -> List[str]:
+    """Under the table: the aggregates over the ranked tasks
+    (:func:`_aggregates`), a row per init in the ranking's order."""
+    found = summary.get('aggregates')
+    if not found:
+        return []
+    ref = summary['reference']
+    fmt = lambda v: f'{v[0]:.2f} [{v[1]:.2f}, {v[2]:.2f}]'  # noqa: E731
+    lines = ['', f'Aggregates over the ranked tasks (Agarwal et al. 2021; '
+             f'a run\'s score on a task divided by {ref}\'s mean there; '
+             '95 % stratified bootstrap intervals, the runs of each task '
+             'resampled, 2,000 draws; descriptive, no verdict: with 2-5 '
+             'runs per task they cover less than 95 %, see '
+             'docs/user_guides/statistics.md):', '',
+             f'| init | IQM of normalised scores | P(run above a {ref} run) '
+             f'| fraction of runs above {ref}\'s mean |',
+             '| --- | --- | --- | --- |']
+    for init in ranking(summary):
+        entry = found[init]
+        lines.append(f'| {init} | {fmt(entry["iqm"])} | '
+                     f'{fmt(entry["improvement"])} | '
+                     f'{fmt(entry["above"])} |')
+    return lines
 
 
 def _informative_lines(summary: dict) -> List[str]:
@@ -656,18 +726,16 @@ def write(summary: dict, out_dir: str) -> str:
     table = io.StringIO()
     writer = csv.writer(table)
     writer.writerow(['init', 'task', 'metric', 'mean', 'std', 'diff', 'low',
-                     'high', 'p', 'p_adj', 'verdict', 'bootstrap_low',
-                     'bootstrap_high', 'values'])
+                     'high', 'p', 'p_adj', 'verdict', 'values'])
     for task, spec in summary['tasks'].items():
         for init, per_metric in spec['inits'].items():
             for key, s in per_metric.items():
                 test = s.get('test', {})
-                boot = s.get('bootstrap', [None, None])
                 writer.writerow([init, task, key, s['mean'], s['std'],
                                  test.get('difference'), test.get('low'),
                                  test.get('high'), test.get('pvalue'),
                                  test.get('p_adj'), test.get('verdict'),
-                                 *boot, ' '.join(map(str, s['values']))])
+                                 ' '.join(map(str, s['values']))])
     write_atomically(table.getvalue().encode(),
                      osp.join(out_dir, 'seeds.csv'))
     write_json(osp.join(out_dir, 'summary.json'), summary)

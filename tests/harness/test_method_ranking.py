@@ -63,9 +63,11 @@ def test_the_table_tests_per_pretraining_run_means():
                        for side in (SPREAD_PRETRAIN, TIGHT)],
                      equal_var=False)
     assert flat.pvalue < 0.05
-    # the hierarchical bootstrap interval is stored beside it
-    low, high = cell['bootstrap']
-    assert low < cell['test']['difference'] < high
+    # its interval is the test's t interval (the one whose coverage
+    # tests/evaluation/test_stats.py simulates), nothing beside it
+    assert (cell['test']['low'], cell['test']['high']) == pytest.approx(
+        ref.confidence_interval(0.95))
+    assert 'bootstrap' not in cell
 
 
 def test_pretraining_runs_that_agree_make_a_noisy_transfer_decisive():
@@ -81,6 +83,33 @@ def test_pretraining_runs_that_agree_make_a_noisy_transfer_decisive():
          runs.RANDOM_INIT: NOISY_B}))
     test = summary['tasks']['linear-probe']['inits']['A']['mIoU']['test']
     assert (test['n_a'], test['verdict']) == (1, 'no test')
+    # ... and no rank and no aggregate: its one task is not ranked
+    assert summary['ranked_on'] == [] and summary['ranks'] is None
+    assert summary['aggregates'] is None
+
+
+def test_ranks_and_aggregates_of_the_per_run_means():
+    """The ranks are stats.t_rank_intervals of the per-pretraining-run
+    means; the aggregates are stats' IQM, probability of improvement and
+    fraction above the reference of the run means divided by the
+    reference's mean, with stratified bootstrap intervals."""
+    summary = seeds.analyse(_nested_summary(
+        {'A': NOISY_A, runs.RANDOM_INIT: NOISY_B}))
+    means = {i: [statistics.mean(g) for g in groups]
+             for i, groups in (('A', NOISY_A), (runs.RANDOM_INIT, NOISY_B))}
+    expect = stats.t_rank_intervals({i: [m] for i, m in means.items()})
+    assert summary['ranks'] == {i: dict(rank=r.rank, low=r.low, high=r.high)
+                                for i, r in expect.items()}
+    ref = statistics.mean(means[runs.RANDOM_INIT])
+    normed = [[v / ref] for v in means['A']]
+    got = summary['aggregates']['A']
+    assert got['iqm'][0] == pytest.approx(stats.iqm(normed))
+    assert got['improvement'][0] == 1.0  # every A run above every B run
+    assert got['above'] == [1.0, 1.0, 1.0]
+    interval = stats.stratified_interval('iqm', normed)
+    assert got['iqm'][1:] == pytest.approx([interval.low, interval.high])
+    assert any(line.startswith('| A | 1.04 [')
+               for line in seeds._aggregate_lines(summary))
 
 
 def test_baselines_decide_which_probes_are_ranked():

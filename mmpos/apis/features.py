@@ -87,7 +87,8 @@ def data_mean_std(config) -> Tuple[tuple, tuple]:
 
 def build_backbone(config,
                    out_indices: Optional[Sequence[int]] = None,
-                   raw_tokens: bool = False) -> nn.Module:
+                   raw_tokens: bool = False,
+                   plain: bool = False) -> nn.Module:
     """The backbone of ``config`` (path or :class:`mmengine.Config`:
     ``model.backbone`` or a top-level ``backbone`` of an mmpretrain, mmdet
     or mmseg config), randomly initialised (``init_weights`` without its
@@ -97,10 +98,17 @@ def build_backbone(config,
         out_indices: blocks / stages to output (default: the config's).
         raw_tokens: use ``out_type='raw'`` where the backbone has it, so that
             class and patch tokens both come out.
+        plain: build the backbone that runs the config's weights outside its
+            pretraining model (:func:`mmpos.converters.
+            plain_backbone_config`: the unmasked RoPE ViT of MAE's and
+            DropPos' masking ``MAERoPEViT``).
     """
     from mmpos.registry import MODELS
 
     backbone_cfg = backbone_config(config)
+    if plain:
+        from mmpos.converters import plain_backbone_config
+        backbone_cfg = plain_backbone_config(backbone_cfg)
     backbone_cfg.pop('init_cfg', None)
     if out_indices is not None:
         backbone_cfg['out_indices'] = tuple(out_indices)
@@ -168,8 +176,9 @@ CONFIG_META_KEYS = ('cfg', 'backbone_cfg')
 
 def checkpoint_config(checkpoint: str):
     """The config a local checkpoint records: an mmengine training
-    checkpoint's ``meta['cfg']`` or an ``mmpos2backbone.py`` output's
-    ``meta['backbone_cfg']``, as :class:`mmengine.Config`.
+    checkpoint's ``meta['cfg']``, an ``mmpos2backbone.py`` output's
+    ``meta['backbone_cfg']`` (texts) or the model config of the other
+    converters' outputs (``meta['model']``), as :class:`mmengine.Config`.
 
     Raises:
         BadInputError: the file records no config (pass one).
@@ -179,35 +188,69 @@ def checkpoint_config(checkpoint: str):
     from mmpos.checkpoint import read_checkpoint
     ckpt = read_checkpoint(checkpoint)
     meta = ckpt.get('meta') if isinstance(ckpt, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
     text = next((meta[k] for k in CONFIG_META_KEYS
-                 if isinstance(meta, dict) and isinstance(meta.get(k), str)),
-                None)
-    if text is None:
-        raise BadInputError(
-            f'{checkpoint} records no config (meta.cfg of a training '
-            'checkpoint, meta.backbone_cfg of mmpos2backbone.py); pass '
-            'the config it was trained with')
-    return Config.fromstring(text, '.py')
+                 if isinstance(meta.get(k), str)), None)
+    if text is not None:
+        return Config.fromstring(text, '.py')
+    model = meta.get('model')
+    if isinstance(model, dict) and 'type' in model:  # a converter's output
+        return Config(dict(model=model) if 'backbone' in model else dict(
+            backbone=model))
+    raise BadInputError(
+        f'{checkpoint} records no config (meta.cfg of a training '
+        'checkpoint, meta.backbone_cfg of mmpos2backbone.py, meta.model of '
+        'the other converters); pass the config it was trained with')
 
 
 def load_backbone(checkpoint: str,
                   config=None,
                   device: Union[str, torch.device] = 'cpu',
                   out_indices: Optional[Sequence[int]] = None,
-                  prefix: str = 'backbone.') -> nn.Module:
+                  prefix: str = 'backbone.',
+                  raw_tokens: bool = True) -> nn.Module:
     """A pretrained backbone in one line, from a local checkpoint::
 
         >>> from mmpos.apis import load_backbone
         >>> backbone = load_backbone('work_dirs/droppos_mini/iter_300.pth')
 
-    :func:`init_backbone` with the config the checkpoint records
-    (:func:`checkpoint_config`) unless ``config`` is given; in eval mode,
-    without gradients. ``hubconf.py`` offers the same to ``torch.hub.load(
-    <checkout>, 'backbone', checkpoint, source='local')``.
+    The backbone of ``config`` (default: the one the checkpoint records,
+    :func:`checkpoint_config`) as it runs outside its pretraining model
+    (``build_backbone(..., plain=True)``: DropPos' and MAE's masking
+    ``MAERoPEViT`` is the plain, unmasked RoPE ViT), with every tensor from
+    the checkpoint's ``prefix`` part (strict;
+    :func:`mmpos.converters.backbone_state`: a bare backbone state dict as
+    it is, an ICPF positional field as the APE of the backbone's grid); in
+    eval mode, without gradients. ``mmpos2timm.py`` and
+    ``rope_vit2onnx.py`` export what this returns; ``hubconf.py`` offers
+    it to ``torch.hub.load(<checkout>, 'backbone', checkpoint,
+    source='local')``.
+
+    Args:
+        prefix: key prefix of the backbone in the checkpoint, e.g.
+            ``'teacher.module.backbone.'`` for a DINOv2 EMA teacher.
+        raw_tokens: see :func:`build_backbone` (else the config's
+            ``out_type``).
+
+    Raises:
+        BadInputError: the checkpoint records no config and none is given.
+        CheckpointMismatchError: a backbone tensor is missing, unexpected or
+            of another shape (an APE table is resized to the backbone's
+            grid).
     """
+    from mmpos.checkpoint import load_state, read_state_dict
+    from mmpos.converters import backbone_state
+
     if config is None:
         config = checkpoint_config(checkpoint)
-    return init_backbone(config, checkpoint, device, out_indices, prefix)
+    backbone = build_backbone(config, out_indices, raw_tokens, plain=True)
+    state = backbone_state(read_state_dict(checkpoint), prefix,
+                           getattr(backbone, 'patch_resolution', None))
+    load_state(backbone, state, 'strict', f'checkpoint {checkpoint}',
+               resizable=('pos_embed', ))
+    backbone.to(device).requires_grad_(False)
+    backbone.eval()  # some backbones' train() returns None
+    return backbone
 
 
 def patch_stride(backbone: nn.Module) -> Tuple[int, int]:

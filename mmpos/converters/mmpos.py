@@ -99,3 +99,62 @@ def positional_field_to_ape(backbone: StateDict,
     out['pos_embed'] = field_to_pos_embed(
         field.float(), tuple(grid), pos[:, :1].float()).to(pos.dtype)
     return out
+
+
+#: pretraining backbones that mask their input -> the plain backbone that
+#: runs the same weights on the whole image (their ``forward(x, mask=None)``)
+MASKED_BACKBONES = {'MAERoPEViT': 'RoPEVisionTransformer'}
+
+
+def plain_backbone_config(cfg: dict) -> dict:
+    """The backbone config that runs ``cfg``'s weights outside its
+    pretraining model: unmasked, eval-ready.
+
+    A masked pretraining backbone (:data:`MASKED_BACKBONES`: ``MAERoPEViT``
+    of MAE and DropPos, whose default forward keeps 25 % of the patches)
+    becomes its plain parent with the same arguments, less the masking ones
+    (``mask_ratio``) and with the masked class's own defaults where the two
+    differ (``out_type='raw'``); the state dicts are the same. Any other
+    config is returned as it is (a copy).
+    """
+    import inspect
+
+    from mmpos.registry import MODELS
+    cfg = dict(cfg)
+    name = str(cfg.get('type')).split('.')[-1]
+    if name not in MASKED_BACKBONES:
+        return cfg
+    masked = inspect.signature(MODELS.get(name).__init__).parameters
+    plain = inspect.signature(
+        MODELS.get(MASKED_BACKBONES[name]).__init__).parameters
+    cfg['type'] = MASKED_BACKBONES[name]
+    for arg, param in masked.items():
+        if param.default is inspect.Parameter.empty:
+            continue
+        if arg not in plain:
+            cfg.pop(arg, None)
+        elif plain[arg].default != param.default:
+            cfg.setdefault(arg, param.default)
+    return cfg
+
+
+def backbone_state(state_dict: StateDict,
+                   prefix: str = 'backbone.',
+                   grid: Optional[Sequence[int]] = None) -> StateDict:
+    """The backbone tensors of a checkpoint's state dict, as the plain
+    backbone holds them.
+
+    The ``prefix`` part without the prefix (:func:`extract_backbone`; a
+    state dict with no such key, e.g. an ``mmpos2backbone.py`` output, is
+    taken as bare backbone keys); an ICPF positional field next to it
+    (:func:`find_positional_field`) replaces ``pos_embed``, sampled on the
+    ``grid`` patch grid (:func:`positional_field_to_ape`).
+    """
+    if not any(k.startswith((prefix, 'module.' + prefix))
+               for k in state_dict):
+        return OrderedDict(state_dict)
+    backbone = extract_backbone(state_dict, prefix)
+    field = find_positional_field(state_dict, prefix)
+    if field is not None:
+        backbone = positional_field_to_ape(backbone, field, grid)
+    return backbone

@@ -68,9 +68,15 @@ def timm_target(backbone: nn.Module) -> Tuple[str, dict]:
     ``RoPEVisionTransformer`` (the table of the module docstring).
 
     Raises:
-        ConversionError: one line naming what timm has no model for (the
-            position scheme, window attention, no class token).
+        ConversionError: one line naming what timm has no model for (a
+            backbone other than ``RoPEVisionTransformer``, the position
+            scheme, window attention, no class token).
     """
+    from mmpos.models.backbones import RoPEVisionTransformer
+    if not isinstance(backbone, RoPEVisionTransformer):
+        raise ConversionError(
+            f'mmpos2timm exports RoPEVisionTransformer backbones; this one '
+            f'is a {type(backbone).__name__}')
     scheme = scheme_name(backbone)
     if scheme not in EXPORTABLE:
         raise ConversionError(
@@ -173,10 +179,39 @@ def mmpos_tokens(backbone: nn.Module, images: torch.Tensor) -> torch.Tensor:
         return raw(images)[0]
 
 
+def token_error(backbone: nn.Module, model: nn.Module,
+                size: Sequence[int]) -> float:
+    """Largest difference between timm ``model``'s tokens and
+    ``backbone``'s on a random ``(1, 3, *size)`` image (seed 0), relative
+    to the tokens' scale."""
+    images = torch.randn(1, 3, *size,
+                         generator=torch.Generator().manual_seed(0))
+    ours = mmpos_tokens(backbone, images)
+    with torch.no_grad():
+        theirs = model.forward_features(images)
+    if ours.shape != theirs.shape:
+        return float('inf')
+    return ((ours - theirs).abs().max() / theirs.abs().max()).item()
+
+
+def other_size(backbone: nn.Module) -> Tuple[int, int]:
+    """A non-square input size other than the backbone's ``img_size``
+    (two more patch rows, one more patch column)."""
+    (h, w), (ph, pw) = backbone.img_size, backbone.patch_size
+    return h + 2 * ph, w + pw
+
+
 def export_to_timm(backbone: nn.Module, rtol: float = 1e-4):
     """The timm model holding ``backbone``'s weights (loaded strictly), its
     ``model_args`` and the largest token difference on a random image at
     the backbone's ``img_size``, relative to the tokens' scale.
+
+    ``model_args`` hold ``dynamic_img_size=True`` (timm computes the
+    positions for each input's grid) where timm's model with it also gives
+    the backbone's tokens at :func:`other_size`: RoPE without APE (axial,
+    mixed, DINOv3). An APE table is resized by timm otherwise than by
+    mmpos (0.2-0.7 % of the tokens' scale), so APE models keep their
+    fixed input size.
 
     Raises:
         ConversionError: see :func:`timm_target` and
@@ -189,23 +224,27 @@ def export_to_timm(backbone: nn.Module, rtol: float = 1e-4):
         raise ConversionError('exporting to timm needs timm (pip install '
                               'timm==1.0.31)') from err
     name, model_args = timm_target(backbone)
-    model = timm.create_model(name, pretrained=False, num_classes=0,
-                              **model_args).eval()
-    model.load_state_dict(
-        timm_state_dict(backbone.state_dict(), model.state_dict()),
-        strict=True)
-    images = torch.randn(1, 3, *backbone.img_size,
-                         generator=torch.Generator().manual_seed(0))
-    ours = mmpos_tokens(backbone, images)
-    with torch.no_grad():
-        theirs = model.forward_features(images)
-    error = ((ours - theirs).abs().max() / theirs.abs().max()).item()
+
+    def build(**extra):
+        model = timm.create_model(name, pretrained=False, num_classes=0,
+                                  **model_args, **extra).eval()
+        model.load_state_dict(
+            timm_state_dict(backbone.state_dict(), model.state_dict()),
+            strict=True)
+        return model
+
+    model = build()
+    error = token_error(backbone, model, backbone.img_size)
     if not error <= rtol:
         raise ConversionError(
             f'timm {name} gives other tokens than the backbone (max '
             f'relative difference {error:.2g} > {rtol:g}): an option of the '
             'backbone (norm eps, RoPE frequencies, coordinate frame, ...) '
             'differs from the timm model\'s')
+    dynamic = build(dynamic_img_size=True)
+    if max(token_error(backbone, dynamic, size)
+           for size in (backbone.img_size, other_size(backbone))) <= rtol:
+        model, model_args = dynamic, dict(model_args, dynamic_img_size=True)
     return model, model_args, error
 
 
@@ -225,8 +264,9 @@ def save_timm_folder(backbone: nn.Module, folder: str, force: bool = False,
     beside ``folder``, then renamed.
 
     Returns:
-        The timm model name and the token difference of
-        :func:`export_to_timm`.
+        The timm model name, the token difference of :func:`export_to_timm`
+        and whether the model takes any input size (``dynamic_img_size``;
+        ``pretrained_cfg['fixed_input_size']`` is its negation).
 
     Raises:
         FileExistsError: ``folder`` exists and not ``force``.
@@ -249,7 +289,9 @@ def save_timm_folder(backbone: nn.Module, folder: str, force: bool = False,
             config = json.load(f)
         pretrained = config['pretrained_cfg']
         pretrained.pop('license', None)
-        pretrained.update(tag='mmpos', input_size=[3, *backbone.img_size])
+        dynamic = bool(model_args.get('dynamic_img_size'))
+        pretrained.update(tag='mmpos', input_size=[3, *backbone.img_size],
+                          fixed_input_size=not dynamic)
         if mean_std is not None:
             pretrained.update(mean=list(mean_std[0]), std=list(mean_std[1]))
         with open(config_path, 'w') as f:
@@ -268,7 +310,8 @@ def save_timm_folder(backbone: nn.Module, folder: str, force: bool = False,
             details={'Model Type': 'Image feature backbone',
                      'Params (M)': round(sum(
                          p.numel() for p in model.parameters()) / 1e6, 2),
-                     'Image size': 'x'.join(map(str, backbone.img_size))})
+                     'Image size': 'x'.join(map(str, backbone.img_size)) +
+                     (' (any multiple of the patch)' if dynamic else '')})
         with open(osp.join(tmp, 'README.md'), 'w') as f:
             f.write(generate_readme(card, name,
                                     task_name='image-feature-extraction'))
@@ -277,4 +320,4 @@ def save_timm_folder(backbone: nn.Module, folder: str, force: bool = False,
         os.replace(tmp, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return name, error
+    return name, error, dynamic

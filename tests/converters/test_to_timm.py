@@ -79,6 +79,36 @@ def test_export_loads_in_timm_and_gives_mmpos_tokens(name, tmp_path):
         save_timm_folder(model, folder)
 
 
+@pytest.mark.parametrize('name', sorted(FAMILIES))
+def test_rope_without_ape_exports_for_any_input_size(name, tmp_path):
+    """timm's RoPE models compute their positions for the input's grid as
+    mmpos does: exported with ``dynamic_img_size`` (``fixed_input_size``
+    false), they give mmpos' tokens at a non-square size the backbone was
+    not built for. APE tables are resized otherwise by timm, so APE models
+    stay at their input size (timm refuses another)."""
+    model = backbone(**FAMILIES[name])
+    folder = str(tmp_path / 'export')
+    dynamic = save_timm_folder(model, folder)[2]
+    assert dynamic == (model.pos_embed is None)
+    theirs = timm.create_model(f'local-dir:{folder}', pretrained=True).eval()
+    assert theirs.pretrained_cfg['fixed_input_size'] is not dynamic
+    img = torch.randn(2, 3, 96, 48)
+    if dynamic:
+        with torch.no_grad():
+            assert_close(mmpos_tokens(model, img),
+                         theirs.forward_features(img))
+    else:
+        with pytest.raises(AssertionError, match='Input'):
+            theirs.forward_features(img)
+
+
+def test_backbones_other_than_the_rope_vit_are_refused_naming_them():
+    with pytest.raises(ConversionError, match='mmpos2timm exports '
+                       'RoPEVisionTransformer backbones; this one is a '
+                       'Conv2d'):
+        export_to_timm(torch.nn.Conv2d(3, 8, 3))
+
+
 @pytest.mark.parametrize('name', ['vit_small_patch16_rope_mixed_224',
                                   'vit_small_patch16_dinov3'])
 def test_timm_state_dicts_survive_timm_mmpos_timm(name):
@@ -138,4 +168,6 @@ def test_cli_writes_a_hub_folder_and_names_the_problem(tmp_path, capsys):
                          '--force'])
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_.value.code == 1 and len(err) == 1
-    assert "lacks 1 backbone tensor(s) (['ln1.weight'])" in err[0]
+    assert err[0].endswith(f': error: checkpoint {src} does not fit '
+                           'RoPEVisionTransformer: 1 model tensors missing '
+                           '(ln1.weight)')

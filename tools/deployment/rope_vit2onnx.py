@@ -2,17 +2,21 @@
 
     python tools/deployment/rope_vit2onnx.py CHECKPOINT OUT.onnx --size H W
         [--config CONFIG] [--out-type raw|featmap|cls_token|avg_featmap]
-        [--batch-size B] [--opset N] [--fp16] [--dynamic] [--check]
-        [--force]
+        [--batch-size B] [--dynamic-batch] [--opset N] [--fp16]
+        [--dynamic] [--check] [--force]
 
-CHECKPOINT holds the backbone (``backbone.*`` keys as written by the
-converters in ``tools/model_converters/``, or bare keys), read with
-``mmpos.checkpoint.read_checkpoint`` and loaded with the strict policy.
-The backbone config comes from ``--config`` (``model.backbone`` of an mmpretrain / mmdet / mmseg
-config, or ``model`` itself) or else from the checkpoint's
-``meta['model']`` (written by the converters). Any RoPE scheme (axial,
+CHECKPOINT is a training checkpoint, an ``mmpos2backbone.py`` output or a
+converter's output; the backbone is what ``mmpos.apis.load_backbone``
+returns for it: built from ``--config`` (``model.backbone`` of any
+mmpretrain / mmdet / mmseg / pretraining config), else from the config the
+checkpoint records (``meta.cfg``, ``meta.backbone_cfg`` or the converters'
+``meta['model']``), as it runs outside its pretraining model (DropPos'
+and MAE's masking ``MAERoPEViT`` is the plain, unmasked RoPE ViT; an ICPF
+positional field is the APE), every tensor loaded from the checkpoint's
+``backbone.*`` keys (or bare keys). Any RoPE scheme (axial,
 mixed, DINOv3 periods / frames / rotate-half), register tokens, APE and
-ViTDet window attention (``window_size``, ``global_attn_indexes``) work.
+ViTDet window attention (``window_size``, ``global_attn_indexes``) work;
+another backbone type is refused naming it.
 
 Positions are frozen for ``H x W`` before tracing
 (:func:`freeze_positions`): the backbone's position module computes every
@@ -27,18 +31,19 @@ hold one image's per-window tables). The file therefore serves exactly
 one input size; export once per size, or, for a linear-angle RoPE
 without APE or windows, pass ``--dynamic`` (one file for every size: the
 tables are computed in the graph from the input's grid, without control
-flow; :func:`check_dynamic`). ``--fp16`` writes fp16 weights, input and
-output with fp32 position tables and rotation. ``--check`` runs the file
-with onnxruntime on a random input and prints the largest difference to
-torch. An existing OUT is kept unless ``--force``. Errors exit with status 1 and one line.
+flow; :func:`check_dynamic`). The batch is ``--batch-size`` (default 1),
+or any batch with ``--dynamic-batch``. ``--fp16`` writes fp16 weights,
+input and output with fp32 position tables and rotation. ``--check`` runs
+the file with onnxruntime on a random input and prints the largest
+difference to torch. An existing OUT is kept unless ``--force``. Errors
+exit with status 1 and one line.
 """
 import argparse
 import os.path as osp
 
 import torch
 
-from mmpos.checkpoint import (atomic_path, load_state, read_checkpoint,
-                              state_dict_of, strip_prefix)
+from mmpos.checkpoint import atomic_path
 from mmpos.errors import BadInputError, ConversionError
 from mmpos.guardrails.cli import cli_main
 
@@ -76,33 +81,32 @@ def freeze_positions(backbone, size):
 
 
 def load_backbone(checkpoint, config=None, out_type=None):
-    """The backbone of ``config`` (or of the checkpoint's ``meta['model']``),
-    built by :func:`mmpos.apis.build_backbone`, with the checkpoint's
-    weights loaded strictly."""
+    """:func:`mmpos.apis.load_backbone` of ``checkpoint`` and ``config``
+    (default: the config the checkpoint records), the config's
+    ``out_type`` unless ``out_type``: the plain backbone that runs the
+    weights outside their pretraining model (DropPos' and MAE's masking
+    ``MAERoPEViT`` unmasked), every tensor from the checkpoint.
+
+    Raises:
+        ConversionError: the backbone is not a ``RoPEVisionTransformer``
+            (named with the config it comes from).
+    """
     from mmengine.config import Config
 
-    from mmpos.apis import build_backbone
+    from mmpos.apis import checkpoint_config
+    from mmpos.apis import load_backbone as load
     from mmpos.apis.features import backbone_config
-    raw = read_checkpoint(checkpoint)
-    if config is None:
-        meta = (raw.get('meta') or {}).get('model', {}) if isinstance(
-            raw, dict) else {}
-        source = f"{checkpoint} meta['model']"
-        cfg = dict(meta.get('backbone', meta))
-        cfg['type'] = str(cfg.get('type')).split('.')[-1]
-    else:
-        source, cfg = config, backbone_config(config)
+    from mmpos.converters import plain_backbone_config
+    source = config or f'the config {checkpoint} records'
+    cfg = plain_backbone_config(
+        backbone_config(config or checkpoint_config(checkpoint)))
     if cfg['type'] != 'RoPEVisionTransformer':
-        raise ConversionError(f'{source} has no RoPEVisionTransformer '
-                              f'backbone config (type={cfg["type"]!r}); '
-                              'pass --config')
+        raise ConversionError(
+            f'{source} has a {cfg["type"]} backbone; only '
+            'RoPEVisionTransformer backbones export to ONNX here')
     if out_type:
         cfg['out_type'] = out_type
-    backbone = build_backbone(Config(dict(backbone=cfg)))
-    state = state_dict_of(raw, source=f'checkpoint {checkpoint}')
-    state = strip_prefix(state, 'backbone.') or state
-    load_state(backbone, state, 'strict', f'checkpoint {checkpoint}')
-    return backbone.eval()
+    return load(checkpoint, Config(dict(backbone=cfg)), raw_tokens=False)
 
 
 def check_dynamic(backbone):
@@ -129,24 +133,30 @@ def check_dynamic(backbone):
 
 
 def export(backbone, size, out, batch_size=1, opset=18, fp16=False,
-           dynamic=False):
+           dynamic=False, dynamic_batch=False):
     """Write ``out`` (atomic rename) for ``size = (H, W)`` inputs: positions
     frozen for that size (:func:`freeze_positions`), or, with ``dynamic``,
     any ``H x W`` multiple of the patch (:func:`check_dynamic`: every
     table computed in the graph from the input's grid: ``Range``, ``Mul``,
-    ``Sin`` / ``Cos``; no control flow). ``fp16``: fp16 weights, input and
-    output; the position tables and the rotation stay fp32 (``Cast``
-    around them, as under autocast). Input ``images`` ``(B, C, H, W)``;
-    outputs ``out0..`` (one per ``out_indices``). Returns the example
-    input."""
+    ``Sin`` / ``Cos``; no control flow). The batch is ``batch_size``, or,
+    with ``dynamic_batch``, any batch (a symbolic axis 0: the graph reads
+    it with ``Shape``; the example input then has at least 2 images, as
+    ``torch.export`` fixes an axis of size 1). ``fp16``: fp16 weights,
+    input and output; the position tables and the rotation stay fp32
+    (``Cast`` around them, as under autocast). Input ``images`` ``(B, C,
+    H, W)``; outputs ``out0..`` (one per ``out_indices``). Returns the
+    example input."""
+    shapes = {}
     if dynamic:
         check_dynamic(backbone.eval())
         ph, pw = backbone.patch_size
-        shapes = {'x': {2: torch.export.Dim('rows', min=1, max=1024) * ph,
-                        3: torch.export.Dim('cols', min=1, max=1024) * pw}}
+        shapes = {2: torch.export.Dim('rows', min=1, max=1024) * ph,
+                  3: torch.export.Dim('cols', min=1, max=1024) * pw}
     else:
         freeze_positions(backbone, size)
-        shapes = None
+    if dynamic_batch:
+        shapes[0] = torch.export.Dim('batch', min=1, max=4096)
+        batch_size = max(batch_size, 2)
     if fp16:
         backbone.half()
     img = torch.randn(batch_size, backbone.patch_embed.projection.in_channels,
@@ -156,7 +166,7 @@ def export(backbone, size, out, batch_size=1, opset=18, fp16=False,
         torch.onnx.export(backbone, (img, ), tmp, input_names=['images'],
                           output_names=names, opset_version=opset,
                           dynamo=True, external_data=False,
-                          dynamic_shapes=shapes)
+                          dynamic_shapes={'x': shapes} if shapes else None)
     return img
 
 
@@ -184,7 +194,11 @@ def main(argv=None):
                         choices=['raw', 'featmap', 'cls_token',
                                  'avg_featmap'],
                         help='override the backbone out_type')
-    parser.add_argument('--batch-size', type=int, default=1)
+    parser.add_argument('--batch-size', type=int, default=1,
+                        help='images per call (default 1; the example '
+                        'batch with --dynamic-batch)')
+    parser.add_argument('--dynamic-batch', action='store_true',
+                        help='any batch size (a symbolic batch axis)')
     parser.add_argument('--opset', type=int, default=18)
     parser.add_argument('--fp16', action='store_true',
                         help='fp16 weights, input and output (positions '
@@ -202,10 +216,11 @@ def main(argv=None):
                               'overwrite it')
     backbone = load_backbone(args.checkpoint, args.config, args.out_type)
     img = export(backbone, tuple(args.size), args.out, args.batch_size,
-                 args.opset, args.fp16, args.dynamic)
+                 args.opset, args.fp16, args.dynamic, args.dynamic_batch)
     sizes = ('any multiple of the patch' if args.dynamic else
              f'{args.size[0]}x{args.size[1]}')
-    print(f'wrote {args.out} for {sizes} inputs')
+    batch = 'any batch' if args.dynamic_batch else f'batch {len(img)}'
+    print(f'wrote {args.out} for {sizes} inputs, {batch}')
     if args.check:
         err = onnx_max_error(backbone, args.out, img)
         print(f'onnxruntime vs torch: max abs difference {err:.3g}')

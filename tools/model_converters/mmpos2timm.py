@@ -4,11 +4,15 @@
         [--prefix backbone.] [--force]
 
 SRC is a training checkpoint, a bare backbone state dict or an
-``mmpos2backbone.py`` output; its backbone is built from ``--config`` (any
-mmpretrain / mmdet / mmseg / pretraining config), else from the config
-SRC records, and loaded from the ``--prefix`` keys (``backbone.``; SRC
-without that prefix is used as is). Every backbone tensor must come from
-SRC: a key SRC lacks is refused, not left at its random init.
+``mmpos2backbone.py`` output; its backbone is what
+``mmpos.apis.load_backbone(SRC, CFG, prefix=PREFIX)`` returns: built from
+``--config`` (any mmpretrain / mmdet / mmseg / pretraining config), else
+from the config SRC records, as it runs outside its pretraining model
+(DropPos' and MAE's masking ``MAERoPEViT`` is the plain, unmasked RoPE ViT;
+an ICPF positional field is the APE of the backbone's grid), and loaded
+strictly from the ``--prefix`` keys (``backbone.``; SRC without that
+prefix is used as is): a key SRC lacks is refused, not left at its random
+init.
 
 DST_DIR gets timm 1.0.31's hub layout (``timm.models.save_for_hf``):
 ``model.safetensors``, ``config.json`` (``architecture``: the matching
@@ -31,12 +35,10 @@ tensors with no place in timm. An existing DST_DIR is kept unless
 import argparse
 import os.path as osp
 
-from mmpos.apis.features import (build_backbone, checkpoint_config,
-                                  data_mean_std)
-from mmpos.checkpoint import load_pretrained
+from mmpos.apis.features import (checkpoint_config, data_mean_std,
+                                  load_backbone)
 from mmpos.converters import save_timm_folder
 from mmpos.converters.command import USER_ERRORS
-from mmpos.errors import ConversionError
 from mmpos.guardrails.cli import cli_main
 
 
@@ -54,19 +56,16 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         config = args.config or checkpoint_config(args.src)
-        backbone = build_backbone(config)
-        report = load_pretrained(backbone, args.src, prefix=args.prefix)
-        if report.missing:
-            raise ConversionError(
-                f'{args.src} lacks {len(report.missing)} backbone tensor(s) '
-                f'({report.missing[:4]}); the export would hold random ones')
+        backbone = load_backbone(args.src, config, prefix=args.prefix)
         mean, std = data_mean_std(config)  # 0-255
-        name, error = save_timm_folder(
-            backbone.eval(), args.dst, args.force,
+        name, error, dynamic = save_timm_folder(
+            backbone, args.dst, args.force,
             source=osp.basename(args.src),
             mean_std=([m / 255 for m in mean], [s / 255 for s in std]))
+        sizes = ('any input size (dynamic_img_size)' if dynamic else
+                 'its input size only (an APE model)')
         print(f'saved timm {name} to {args.dst} (tokens equal to mmpos\' '
-              f'within {error:.1g} relative)')
+              f'within {error:.1g} relative; {sizes})')
     except USER_ERRORS as err:
         parser.exit(1, f'{parser.prog}: error: {err}\n')
 

@@ -1,28 +1,18 @@
 """The position-scheme interface and the patch coordinates it reads.
 
-A backbone owns one :class:`PositionScheme` (``rope=dict(type=...)``,
-:data:`~mmpos_positions.SCHEMES`) and asks it once per forward for
-every block's :class:`PositionTable`: ``tables = self.rope(coords, hw,
-batch_size, windows)``; block ``i`` then runs ``layer(x, rope=tables[i])``
-(as timm's Eva and DINOv3 compute their RoPE once per forward).
+A backbone owns one :class:`PositionScheme` (``rope=dict(type=...)``) and
+calls it once per forward for every block's :class:`PositionTable`
+(``tables = self.rope(coords, hw, batch_size, windows)``; block ``i`` runs
+``layer(x, rope=tables[i])``, as timm's Eva and DINOv3).
 
-Coordinates are ``(x, y)`` floats in patch units (``x`` = column, ``y`` =
-row), ``(M, 2)`` shared by the batch or ``(B, M, 2)`` per sample;
-:func:`grid_coords` is the integer grid in ``PatchEmbed``'s row-major token
-order. ``NaN`` marks a token without position (DropPos' dropped positions,
-window padding): every scheme leaves it where it is (angle 0, identity, no
-bias). Before a scheme sees them, :class:`PatchCoords` maps them into its
-frame and, in training, augments them (DINOv3's shift / jitter / rescale).
-
-Precision (:func:`full_precision`, the one place of the policy): tables
-are computed and queries / keys rotated outside autocast, in fp32 at least
-(fp64 for fp64 coordinates); the rotated tokens return in the input dtype.
-Under bf16 / fp16 autocast (CPU or CUDA) only the attention's matmuls run in
-low precision, as torchtitan keeps RoPE in fp32: an angle ``a_t = f_t . r``
-at ``r = 63`` patches rounded to bf16 is off by up to 0.125 rad.
-
-A scheme keeps no state between forwards: caching the eval tables of a
-grid and freezing them for export are opt-in wrappers (:mod:`.wrappers`).
+Coordinates: ``(x, y)`` = (column, row) floats in patch units, ``(M, 2)``
+or ``(B, M, 2)`` (:func:`grid_coords`: ``PatchEmbed``'s row-major grid);
+``NaN`` = no position (DropPos' dropped patches, window padding: angle 0,
+identity, no bias); :class:`PatchCoords` maps them into the scheme's frame.
+Tables and rotations run outside autocast (:func:`full_precision`) in fp32
+at least (fp64 for fp64 coordinates), as torchtitan keeps RoPE in fp32 (a
+bf16 angle at ``r = 63`` patches is off by up to 0.125 rad). Schemes keep
+no state between forwards; caching and freezing are :mod:`.wrappers`.
 """
 import contextlib
 import math
@@ -39,12 +29,17 @@ DRAWS = ('per_forward', 'per_block')
 DRAW_PER = ('sample', 'batch')
 
 
+def check_choice(what: str, value, choices):
+    """``value``, or one ``ValueError`` line unless it is in ``choices``."""
+    if value not in choices:
+        raise ValueError(f'{what} must be one of {tuple(choices)}, got '
+                         f'{value!r}')
+    return value
+
+
 def full_precision(device_type: str):
-    """The positions' precision policy: a context that turns autocast off on
-    ``device_type`` (``'cpu'``, ``'cuda'``) where it is on, so that tables
-    and rotations run in their own dtype (fp32 at least, see
-    :meth:`PositionScheme.forward`); a no-op context otherwise (also in
-    exported graphs: no autocast node)."""
+    """A context turning autocast off on ``device_type`` where it is on (a
+    no-op elsewhere, so exported graphs hold no autocast node)."""
     if torch.is_autocast_enabled(device_type):
         return torch.autocast(device_type, enabled=False)
     return contextlib.nullcontext()
@@ -52,8 +47,7 @@ def full_precision(device_type: str):
 
 def grid_coords(h: int, w: int, device=None,
                 dtype: torch.dtype = torch.float32) -> Tensor:
-    """Integer ``(x, y)`` coordinates of an ``h x w`` patch grid, ``(h * w,
-    2)``, row-major (``y`` outer, ``x`` inner) as ``PatchEmbed``'s tokens."""
+    """``(x, y)`` of an ``h x w`` patch grid, ``(h * w, 2)``, row-major."""
     ys, xs = torch.meshgrid(torch.arange(h, device=device, dtype=dtype),
                             torch.arange(w, device=device, dtype=dtype),
                             indexing='ij')
@@ -61,8 +55,8 @@ def grid_coords(h: int, w: int, device=None,
 
 
 def geometric_magnitudes(dim: int, theta: float) -> Tensor:
-    """``theta ** (-t / (dim / 4))`` for ``t < dim / 4``, fp64 ``(dim/4,)``:
-    RoPE's frequencies per axis (Heo et al. 2024, Eq. 13) and the sin-cos
+    """``theta ** (-t / (dim/4))``, ``t < dim/4``, fp64 ``(dim/4,)``: RoPE's
+    frequencies per axis (Heo et al. 2024, Eq. 13), the sin-cos
     embedding's (Eq. 2)."""
     if dim % 4:
         raise ValueError('2-D position encodings need a dimension divisible '
@@ -75,8 +69,8 @@ def sincos_pos_embed_2d(coords: Tensor, embed_dims: int,
                         temperature: float = 10000.) -> Tensor:
     """Fixed 2-D sin-cos absolute embedding (Heo et al. 2024, Eq. 2):
     ``(..., N, 2)`` -> ``(..., N, C)`` fp32, channels ``4t .. 4t + 3`` =
-    ``sin(x w_t), cos(x w_t), sin(y w_t), cos(y w_t)``, ``w_t`` of
-    :func:`geometric_magnitudes` with ``theta = temperature``."""
+    ``sin(x w_t), cos(x w_t), sin(y w_t), cos(y w_t)`` with
+    ``w_t`` = :func:`geometric_magnitudes` ``(C, temperature)``."""
     omega = geometric_magnitudes(embed_dims, temperature).to(
         coords.device, torch.float32)
     x = coords[..., 0:1].float() * omega  # (..., N, C/4)
@@ -86,14 +80,12 @@ def sincos_pos_embed_2d(coords: Tensor, embed_dims: int,
 
 
 def frame_coords(coords: Tensor, hw: Sequence[int], frame: str) -> Tensor:
-    """Patch-unit ``(..., 2)`` coordinates of an ``hw = (H, W)`` grid in
-    ``frame``: ``'patch'`` unchanged (RoPE-ViT); ``'separate' | 'max' |
-    'min'``: ``x' = 2 (x + 0.5) / d_x - 1`` with ``(d_x, d_y) = (W, H)``,
-    ``max(H, W)`` or ``min(H, W)`` for both (DINOv3's ``normalize_coords``;
-    patch centres in ``[-1, 1]``). Affine, so off-grid coordinates keep
-    their meaning. Symbolic sizes stay symbolic (``torch.sym_max``,
-    division by the sizes, no tensor built from them), so a
-    dynamic-resolution export computes the frame from its input's grid."""
+    """``(..., 2)`` patch-unit coordinates of an ``hw = (H, W)`` grid in
+    ``frame``: ``'patch'`` unchanged (RoPE-ViT); else ``x' = 2 (x + 0.5) /
+    d_x - 1`` with ``(d_x, d_y) = (W, H)`` (``'separate'``) or ``max`` /
+    ``min(H, W)`` for both (DINOv3's ``normalize_coords``: patch centres in
+    ``[-1, 1]``). Symbolic sizes stay symbolic (``torch.sym_max``, no
+    tensor built from them): a dynamic-shape export follows its input."""
     if frame == 'patch':
         return coords
     h, w = hw
@@ -107,24 +99,13 @@ def frame_coords(coords: Tensor, hw: Sequence[int], frame: str) -> Tensor:
 
 def box_coords(boxes: Tensor, hw: Sequence[int],
                unit_hw: Optional[Sequence[int]] = None) -> Tensor:
-    """Where a view's patches came from in the source image
-    ("view-consistent" RoPE of ICPF and CR2PQ).
-
-    Args:
-        boxes: ``(n, 4)`` crop boxes ``(x1, y1, x2, y2)`` normalised to the
-            source image (``x1 > x2``: a horizontally flipped view, as
-            ``MultiViewWithBoxes`` records).
-        hw: the views' patch grid ``(h, w)``.
-        unit_hw: the grid ``(H, W)`` whose patches are the unit (default
-            ``hw``): views given one ``unit_hw`` share one coordinate system
-            (CR2PQ's queries of view B among view A's keys).
-
-    Returns:
-        ``(n, h * w, 2)``: patch ``(i, j)``'s centre at source fraction
-        ``u = x1 + (j + 0.5) / w (x2 - x1)`` (``v`` likewise) as ``x = u W -
-        0.5``, ``y = v H - 0.5``. In the ``'separate'`` frame these are
-        ``2 u - 1``, ``2 v - 1`` for any crop and resolution.
-    """
+    """Where the patches of crops came from ("view-consistent" RoPE of ICPF
+    and CR2PQ): ``boxes`` ``(n, 4)`` = ``(x1, y1, x2, y2)`` normalised to
+    the source (``x1 > x2``: flipped) of views on the ``hw = (h, w)`` grid
+    -> ``(n, h * w, 2)``. Patch ``(i, j)``'s centre at source fraction ``u
+    = x1 + (j + 0.5) / w (x2 - x1)`` (``v`` likewise) is at ``(u W - 0.5,
+    v H - 0.5)`` in patches of ``unit_hw = (H, W)`` (default ``hw``; views
+    given one ``unit_hw`` share one frame, as CR2PQ's two views)."""
     h, w = hw
     unit_h, unit_w = unit_hw or hw
     grid = grid_coords(h, w, device=boxes.device)  # (N, 2)
@@ -135,7 +116,8 @@ def box_coords(boxes: Tensor, hw: Sequence[int],
 
 class PatchCoords(nn.Module):
     """Coordinate frame and train-time augmentation of the patch positions
-    (DINOv3, Simeoni et al. 2025). No parameters.
+    (DINOv3, Simeoni et al. 2025), in training only, drawn from torch's
+    generator in DINOv3's order and axes ``(row, column)``.
 
     Args:
         frame: one of :data:`COORD_FRAMES` (:func:`frame_coords`).
@@ -143,15 +125,9 @@ class PatchCoords(nn.Module):
         jitter: ``J >= 1``: multiply by ``exp(U[-log J, log J])`` per axis.
         rescale: ``R >= 1``: multiply both axes by one ``exp(U[-log R,
             log R])`` (DINOv3's released models: 2).
-        draw: ``'per_forward'``: one draw shared by all blocks (timm);
-            ``'per_block'``: a draw per block (DINOv3's own code).
-        per: ``'sample'``: a transform per image; ``'batch'``: one for the
-            batch (DINOv3's and timm's code).
-
-    Draws come from torch's global generator on the coordinates' device in
-    DINOv3's order (shift ``(n, 2)``, jitter ``(n, 2)``, rescale ``(n, 1)``,
-    axes ``(row, column)``), in training mode only. Scaling is about the
-    grid origin in the patch frame, about the centre in the others.
+        draw: ``'per_forward'`` (one draw for all blocks, timm) or
+            ``'per_block'`` (DINOv3's code).
+        per: ``'sample'`` (a draw per image) or ``'batch'`` (DINOv3, timm).
     """
 
     def __init__(self, frame: str = 'patch', shift: Optional[float] = None,
@@ -159,19 +135,15 @@ class PatchCoords(nn.Module):
                  rescale: Optional[float] = None,
                  draw: str = 'per_forward', per: str = 'sample'):
         super().__init__()
-        for name, value, choices in (('frame', frame, COORD_FRAMES),
-                                     ('draw', draw, DRAWS),
-                                     ('per', per, DRAW_PER)):
-            if value not in choices:
-                raise ValueError(f'coords {name} must be one of {choices}, '
-                                 f'got {value!r}')
+        self.frame = check_choice('coords frame', frame, COORD_FRAMES)
+        self.draw = check_choice('coords draw', draw, DRAWS)
+        self.per = check_choice('coords per', per, DRAW_PER)
         for name, value, low in (('shift', shift, 0.), ('jitter', jitter, 1.),
                                  ('rescale', rescale, 1.)):
             if value is not None and not (math.isfinite(value)
                                           and value >= low):
                 raise ValueError(f'coordinate {name} must be a finite number'
                                  f' >= {low}, got {value!r}')
-        self.frame, self.draw, self.per = frame, draw, per
         self.shift, self.jitter, self.rescale = shift, jitter, rescale
 
     @property
@@ -179,11 +151,6 @@ class PatchCoords(nn.Module):
         """Whether this forward moves the coordinates randomly."""
         return self.training and any(
             v is not None for v in (self.shift, self.jitter, self.rescale))
-
-    @property
-    def is_identity(self) -> bool:
-        """Patch frame and no augmentation in this mode."""
-        return self.frame == 'patch' and not self.augments
 
     def extra_repr(self) -> str:
         return (f'frame={self.frame!r}, shift={self.shift}, jitter='
@@ -194,24 +161,21 @@ class PatchCoords(nn.Module):
         """One draw: ``(1|B, M, 2)`` -> ``(B, M, 2)`` (``per='sample'``) or
         ``(1|B, M, 2)`` (``'batch'``)."""
         n = batch_size if self.per == 'sample' else 1
-        dd = dict(device=coords.device, dtype=torch.float32)
         out = coords.float().expand(max(n, coords.shape[0]), -1, -1)
-        if self.shift is not None:  # (n, 2) as (row, col) -> (x, y)
-            shift = torch.empty(n, 2, **dd).uniform_(-self.shift, self.shift)
-            out = out + shift.flip(-1)[:, None]
-        if self.jitter is not None:
-            log_j = math.log(self.jitter)
-            jitter = torch.empty(n, 2, **dd).uniform_(-log_j, log_j)
-            out = out * jitter.exp().flip(-1)[:, None]
-        if self.rescale is not None:
-            log_r = math.log(self.rescale)
-            rescale = torch.empty(n, 1, **dd).uniform_(-log_r, log_r)
-            out = out * rescale.exp()[:, None]
+        for value, axes, log in ((self.shift, 2, False),
+                                 (self.jitter, 2, True),
+                                 (self.rescale, 1, True)):
+            if value is not None:  # (n, axes) as (row, col) -> (x, y)
+                bound = math.log(value) if log else value
+                u = torch.empty(n, axes, device=coords.device,
+                                dtype=torch.float32).uniform_(
+                                    -bound, bound).flip(-1)[:, None]
+                out = out * u.exp() if log else out + u
         return out.to(coords.dtype)
 
     def forward(self, coords: Tensor, hw: Optional[Sequence[int]],
                 batch_size: int, depth: int) -> Union[Tensor, List[Tensor]]:
-        """Patch-unit ``(1|B, M, 2)`` coordinates of an ``hw`` grid in the
+        """``(1|B, M, 2)`` patch-unit coordinates of an ``hw`` grid in the
         frame, augmented in training: one ``(1|B, M, 2)`` tensor for all
         blocks, or ``depth`` of them (``draw='per_block'``)."""
         if self.frame != 'patch' and hw is None:
@@ -226,10 +190,8 @@ class PatchCoords(nn.Module):
 
 
 def per_window(x: Tensor, n: int) -> Tensor:
-    """``x`` ``(..., n', heads, M, D)`` viewed ``(..., n' / n, n, heads, M,
-    D)`` when a table of ``n`` windows serves ``n' = B n`` windows
-    (batch-major, as :func:`~.window.window_partition` orders them); ``x``
-    itself when ``n`` is 1 or ``n'``."""
+    """``x`` ``(..., n', heads, M, D)`` as ``(..., n' / n, n, heads, M, D)``
+    where a table of ``n`` windows serves ``n' = B n`` (batch-major)."""
     if n in (1, x.shape[-4]):
         return x
     return x.unflatten(-4, (-1, n))
@@ -238,10 +200,8 @@ def per_window(x: Tensor, n: int) -> Tensor:
 class PositionTable:
     """One block's positions of the last ``M`` tokens, applied by attention:
     :meth:`rotate` on queries and keys and the additive :attr:`attn_bias`.
-
-    The leading dimension ``n`` of a table's tensors is 1 (shared), ``B``
-    (per sample) or, for windows, the ``nW`` windows of one image (applied
-    to every image of a ``B nW`` batch, :func:`per_window`).
+    The leading dimension ``n`` of its tensors is 1 (shared), ``B`` (per
+    sample) or the ``nW`` windows of one image (:func:`per_window`).
     """
     #: ``(n, heads | 1, M, M)`` logit bias over the positioned tokens
     attn_bias: Optional[Tensor] = None
@@ -262,15 +222,14 @@ class PositionTable:
 
     def rotate(self, x: Tensor) -> Tensor:
         """``x`` ``(..., n', heads, N, D)`` rotated by :meth:`rotate_tokens`
-        outside autocast (:func:`full_precision`), in the table's dtype,
-        returned in ``x.dtype``."""
+        outside autocast in the table's dtype, returned in ``x.dtype``."""
         with full_precision(x.device.type):
             return self.rotate_tokens(x)
 
     def rotate_tokens(self, x: Tensor) -> Tensor:
         """``x`` ``(..., n', heads, N, D)``: the last ``M`` tokens by
-        :meth:`rotate_patches`, the prefix tokens unchanged. Subclasses
-        override this or :meth:`rotate_patches`, never :meth:`rotate`."""
+        :meth:`rotate_patches`, the prefix unchanged. Subclasses override
+        this or :meth:`rotate_patches`, never :meth:`rotate`."""
         if not self.num_prefix(x):
             return self.rotate_patches(x)
         m = self.num_tokens
@@ -284,16 +243,10 @@ class PositionTable:
 
 class PositionScheme(nn.Module):
     """Base class of the schemes: owns the parameters of all ``depth``
-    blocks and returns one :class:`PositionTable` per block.
-
-    Args:
-        head_dim: channels per head ``D``.
-        num_heads: heads.
-        depth: blocks.
-        coords: :class:`PatchCoords` options (frame, augmentation, draw).
-
-    Subclasses implement :meth:`block_table`. :attr:`shared`: equal
-    coordinates give every block the same table (then it is computed once).
+    blocks of ``num_heads`` heads of ``head_dim`` channels and returns one
+    :class:`PositionTable` per block; ``coords``: :class:`PatchCoords`
+    options. Subclasses implement :meth:`block_table`; :attr:`shared`:
+    equal coordinates give every block the same table (computed once).
     """
     shared = False
 
@@ -325,25 +278,14 @@ class PositionScheme(nn.Module):
                 batch_size: int = 1, windows: Sequence[int] = (),
                 device=None, dtype: Optional[torch.dtype] = None
                 ) -> List[PositionTable]:
-        """Every block's table, computed (eager, compiled and exported
-        alike).
-
-        Args:
-            coords: ``(M, 2)`` / ``(B, M, 2)`` patch-unit coordinates, or
-                ``None``: the whole ``hw`` grid.
-            hw: the patch grid ``(H, W)``.
-            batch_size: ``B`` (per-sample augmentation).
-            windows: per block, the side ``ws`` of its attention windows
-                (``0``: global; default all global). A windowed block's
-                table positions its ``(ws * ws)``-token windows of the
-                padded grid (:func:`~.window.window_partition`); the
-                padding continues the integer grid when the coordinates are
-                the grid in the patch frame, unaugmented, else it has no
-                position (``NaN``).
-            device, dtype: of the coordinates and tables (default: those
-                of ``coords``; fp32 for the grid); fp32 at least, computed
-                outside autocast (:func:`full_precision`).
-        """
+        """Every block's table of ``coords`` ``(M, 2)`` / ``(B, M, 2)``
+        (``None``: the ``hw = (H, W)`` grid) for ``batch_size`` images, on
+        ``device`` in ``dtype`` (:func:`table_device_dtype`). ``windows``:
+        per block, the side ``ws`` of its attention windows (0, the
+        default: global); its table positions the ``ws * ws`` tokens of the
+        windows of the padded grid (:func:`~.window.window_partition`), the
+        padding continuing the grid for the unaugmented grid in the patch
+        frame, else without position (``NaN``)."""
         device, dtype = table_device_dtype(coords, device, dtype)
         windows = list(windows) or [0] * self.depth
         if any(windows) and hw is None:
@@ -360,8 +302,9 @@ class PositionScheme(nn.Module):
                 blocks = [i for i, w in enumerate(windows) if w == ws]
                 if not ws:
                     block_coords = drawn
-                elif grid and self.coords.is_identity:
-                    padded = padded_hw(hw, ws)  # (nW, ws * ws, 2)
+                elif grid and self.coords.frame == 'patch' and \
+                        not self.coords.augments:  # (nW, ws * ws, 2)
+                    padded = padded_hw(hw, ws)
                     block_coords = window_partition(grid_coords(
                         *padded, device=device, dtype=dtype)[None], padded, ws)
                 elif isinstance(drawn, Tensor):  # (n nW, ws * ws, 2)
@@ -370,8 +313,8 @@ class PositionScheme(nn.Module):
                     block_coords = {i: window_partition(drawn[i], hw, ws,
                                                         math.nan)
                                     for i in blocks}
-                tables = self.tables(block_coords, hw, blocks)
-                for i, table in zip(blocks, tables):
+                for i, table in zip(blocks, self.tables(block_coords, hw,
+                                                        blocks)):
                     out[i] = table
         return out
 

@@ -1,36 +1,23 @@
 """Linear-angle RoPE: channel pair ``t`` of a head turns by ``a_t = f_t . r``
 at position ``r = (x, y)`` (Heo et al., "Rotary Position Embedding for
 Vision Transformer", ECCV 2024, Eq. 11 and 14), so query-key logits depend
-on ``r_q - r_k`` only (Eq. 15).
-
-Schemes (frequencies ``f_t``, ``(2, [heads,] D/2)``: row 0 ``x``, row 1
-``y``): RoPE-Axial (Eq. 12/13, fixed), RoPE-Mixed (Eq. 14, learnable per
-block and head), DINOv3's RoPE (axial in DINOv3's conventions), Spiral RoPE
-(fixed, ``K`` directions) and STRING (RoPE-Mixed after a learned orthogonal
-change of basis). Every one takes test-time frequency scaling for grids
-larger than the training grid (``freq_scaling=dict(...)``: position
-interpolation, NTK-aware, YaRN).
-
-Channel layout: pair ``t`` is channels ``(2t, 2t + 1)`` (``'pairs'``, Sec.
-3.1, the authors' code) or ``(t, t + D/2)`` (``'half'``, rotate-half:
-DINOv3, GPT-NeoX, timm's ``rotate_half``); the first ``D/4`` pairs turn with
-``x`` (``axes='xy'``) or ``y`` (``'yx'``, DINOv3). The rotation multiplies
-each pair, read as the complex number ``x_r + i x_i``, by ``exp(i a_t)``
-(:func:`apply_rope_phasors`); :meth:`RoPETable.export` gives the same with
-real cos / sin tables (:func:`apply_rope`; ONNX has no complex tensors).
-Prefix tokens (class, registers) and ``NaN`` positions get angle 0.
+on ``r_q - r_k`` only (Eq. 15); frequencies ``f_t`` ``(2, [heads,] D/2)``,
+rows ``x``, ``y``. Pair ``t`` is channels ``(2t, 2t + 1)`` (``layout=
+'pairs'``, Sec. 3.1) or ``(t, t + D/2)`` (``'half'``: rotate-half, DINOv3,
+timm); the first ``D/4`` pairs turn with ``x`` (``axes='xy'``) or ``y``
+(``'yx'``, DINOv3). Prefix tokens and ``NaN`` positions get angle 0.
 """
 import copy
 import math
-from typing import Optional, Sequence, Union
+from typing import Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .base import PositionScheme, PositionTable, geometric_magnitudes, \
-    per_window
+from .base import (PositionScheme, PositionTable, check_choice,
+                   geometric_magnitudes, per_window)
 
 LAYOUTS = ('pairs', 'half')
 AXES = ('xy', 'yx')
@@ -40,11 +27,9 @@ FREQ_SCALINGS = ('pi', 'ntk', 'yarn')
 # ------------------------------------------------------------ frequencies
 def frequency_magnitudes(head_dim: int, theta: Optional[float] = None,
                          periods: Optional[dict] = None) -> Tensor:
-    """The ``D/4`` magnitudes of one axis, fp64 ``(D/4,)``: ``theta ** (-t
-    / (D/4))`` (Eq. 13), or DINOv3's ``2 pi / p_t`` with periods ``p_t =
-    base ** (t / (D/4))`` (``periods=dict(base=)``) or geometric from
-    ``min_period`` to ``max_period`` (both included). Exactly one of
-    ``theta`` and ``periods``."""
+    """One axis' magnitudes, fp64 ``(D/4,)``: ``theta ** (-t / (D/4))``
+    (Eq. 13) or DINOv3's ``2 pi / p_t``, ``p_t = base ** (t / (D/4))`` or
+    geometric from ``min_period`` to ``max_period`` (``periods``)."""
     if (theta is None) == (periods is None):
         raise ValueError('give either theta or periods, got theta='
                          f'{theta}, periods={periods}')
@@ -69,10 +54,9 @@ def frequency_magnitudes(head_dim: int, theta: Optional[float] = None,
 def mixed_frequencies(head_dim: int, num_heads: int, theta: float = 10.,
                       rotate: bool = True) -> Tensor:
     """RoPE-Mixed's initial frequencies (Eq. 14), fp32 ``(2, heads, D/2)``:
-    per head a direction ``phi ~ U[0, 2 pi)`` (0 without ``rotate``: the
-    axial frequencies); pair ``t < D/4`` gets ``m_t (cos phi, sin phi)``,
-    pair ``t + D/4`` ``m_t (-sin phi, cos phi)``, ``m_t = theta ** (-t /
-    (D/4))``."""
+    per head a direction ``phi ~ U[0, 2 pi)`` (0 without ``rotate``: axial);
+    pair ``t < D/4`` gets ``m_t (cos phi, sin phi)``, pair ``t + D/4`` ``m_t
+    (-sin phi, cos phi)``, ``m_t = theta ** (-t / (D/4))``."""
     mag = geometric_magnitudes(head_dim, theta)  # (D/4,)
     phi = (torch.rand(num_heads, 1, dtype=torch.float64) * (2 * math.pi)
            if rotate else torch.zeros(num_heads, 1, dtype=torch.float64))
@@ -84,10 +68,10 @@ def mixed_frequencies(head_dim: int, num_heads: int, theta: float = 10.,
 
 def spiral_frequencies(head_dim: int, num_directions: int = 4,
                        theta: float = 100.) -> Tensor:
-    """Spiral RoPE's fixed frequencies (Liu et al., arXiv 2602.03227), fp32
-    ``(2, D/2)``: pairs ``k n .. (k + 1) n - 1`` (``n = D / 2K``) turn with
-    the projection of ``r`` on ``phi_k = k pi / K``, pair ``t`` of a group
-    at ``theta ** (-t / n)``. ``K = 2`` is RoPE-Axial."""
+    """Spiral RoPE's frequencies (Liu et al., arXiv 2602.03227), fp32 ``(2,
+    D/2)``: pairs ``k n .. (k + 1) n - 1`` (``n = D / 2K``) turn with ``r``'s
+    projection on ``phi_k = k pi / K``, pair ``t`` of a group at ``theta **
+    (-t / n)``. ``K = 2`` is RoPE-Axial."""
     if head_dim % (2 * num_directions):
         raise ValueError(f'Spiral RoPE needs head_dim divisible by 2 * '
                          f'num_directions, got head_dim={head_dim}, '
@@ -105,24 +89,13 @@ def spiral_frequencies(head_dim: int, num_directions: int = 4,
 def scale_frequencies(freqs: Tensor, scale: float, method: str = 'ntk',
                       train_extent: Optional[float] = None,
                       alpha: float = 1., beta: float = 32.) -> Tensor:
-    """Frequencies ``(2, [heads,] K)`` for a grid ``scale = s`` times the
-    training grid; each ``f_t`` is scaled as a whole (it keeps its
-    direction). With ``|f|`` the magnitudes:
-
-    * ``'pi'`` (position interpolation): ``f / s``;
-    * ``'ntk'`` (NTK-aware): ``f s ** (-g)``, ``g = log(|f|_max / |f|) /
-      log(|f|_max / |f|_min)`` (for RoPE-Axial the base change ``theta ->
-      theta s ** (n / (n - 1))``, ``n = D/4``);
-    * ``'yarn'`` (YaRN's NTK-by-parts, Peng et al. 2023): with ``r =
-      train_extent |f| / 2 pi`` turns over the training grid, ``g =
-      clip((r - alpha) / (beta - alpha), 0, 1)`` and ``f ((1 - g) / s +
-      g)``.
-
-    ``s <= 1`` returns ``freqs``.
-    """
-    if method not in FREQ_SCALINGS:
-        raise ValueError(f'frequency scaling must be one of {FREQ_SCALINGS}'
-                         f', got {method!r}')
+    """Frequencies ``(2, [heads,] K)`` for a grid ``s = scale > 1`` times
+    the training grid, each ``f_t`` scaled as a whole. ``'pi'`` (position
+    interpolation): ``f / s``; ``'ntk'``: ``f s ** (-g)``, ``g = log(|f|_max
+    / |f|) / log(|f|_max / |f|_min)``; ``'yarn'`` (NTK-by-parts, Peng et al.
+    2023): ``f ((1 - g) / s + g)``, ``g = clip((r - alpha) / (beta - alpha),
+    0, 1)`` of ``r = train_extent |f| / 2 pi`` turns over the grid."""
+    check_choice('frequency scaling', method, FREQ_SCALINGS)
     if scale <= 1.:
         return freqs
     mag = freqs.norm(dim=0, keepdim=True)  # (1, [heads,] K)
@@ -141,182 +114,20 @@ def scale_frequencies(freqs: Tensor, scale: float, method: str = 'ntk',
     return freqs * ((1 - g) / scale + g)
 
 
-# -------------------------------------------------------------- rotation
-def rope_angles(coords: Tensor, freqs: Tensor) -> Tensor:
-    """``a_t = f_t . r`` (Eq. 14): coordinates ``(N, 2)`` / ``(B, N, 2)``
-    and frequencies ``(2, K)`` / ``(2, heads, K)`` -> ``([B,] heads | 1, N,
-    K)``. Elementwise only, so autocast keeps the inputs' dtype."""
-    if freqs.dim() == 2:
-        freqs = freqs.unsqueeze(1)  # (2, 1, K)
-    xy = coords.unsqueeze(-3)  # (..., 1, N, 2)
-    return torch.addcmul(xy[..., 0:1] * freqs[0].unsqueeze(-2), xy[..., 1:2],
-                         freqs[1].unsqueeze(-2))
-
-
-def _complex_view(y: Tensor) -> Tensor:
-    """``(..., D)`` as ``(..., D/2)`` complex pairs ``(2t, 2t + 1)``: a view
-    where the strides allow, else of a contiguous copy (always when
-    compiling, where the compiler picks the layout and fuses the copy)."""
-    pairs = y.unflatten(-1, (y.shape[-1] // 2, 2))
-    # compiled: the compiler picks the layout and fuses the copy
-    if torch.compiler.is_compiling() or pairs.storage_offset() % 2 or any(
-            st % 2 for st in pairs.stride()[:-1]):
-        pairs = pairs.contiguous()
-    return torch.view_as_complex(pairs)
-
-
-def apply_rope_phasors(x: Tensor, phasors: Tensor,
-                       layout: str = 'pairs') -> Tensor:
-    """Rotate ``x`` ``(..., N, D)`` (e.g. queries and keys stacked, ``(2, B,
-    heads, N, D)``): pair ``t`` read as ``x_r + i x_i`` times ``phasors``
-    ``(..., N, D/2)`` (complex, broadcastable; ``exp(i a_t)``), Eq. 11.
-    Computed in the phasors' real dtype (fp32 for fp16 / bf16 inputs),
-    returned in ``x.dtype``; ``'pairs'`` views ``x`` as complex (no copy in
-    fp32)."""
-    y = x.to(phasors.real.dtype)
-    if layout == 'pairs':
-        out = torch.view_as_real(_complex_view(y) * phasors).flatten(-2)
-    else:
-        re, im = y.chunk(2, dim=-1)  # (..., N, D/2) each
-        rotated = torch.complex(re, im) * phasors
-        out = torch.cat((rotated.real, rotated.imag), dim=-1)
-    return out.to(x.dtype)
-
-
-def apply_rope(x: Tensor, cos: Tensor, sin: Tensor,
-               layout: str = 'pairs') -> Tensor:
-    """:func:`apply_rope_phasors` with real tensors (the exported path):
-    ``x cos + swap(x) sin`` with full-width ``(..., N, D)`` tables, both
-    channels of pair ``t`` holding ``cos a_t`` in ``cos`` and ``-sin a_t``
-    (real part), ``+sin a_t`` (imaginary part) in ``sin``; ``swap``
-    exchanges the two channels of every pair."""
-    y = x.to(cos.dtype)
-    if layout == 'pairs':
-        # strided slices, not flip: exporters (ONNX -> TensorRT) take them
-        swapped = torch.stack((y[..., 1::2], y[..., 0::2]),
-                              dim=-1).flatten(-2)
-    else:
-        half = y.shape[-1] // 2
-        swapped = torch.cat((y[..., half:], y[..., :half]), dim=-1)
-    return torch.addcmul(y * cos, swapped, sin).to(x.dtype)
-
-
-def _prefixed(t: Tensor, pad: int, value) -> Tensor:
-    """``t`` ``(..., M, K)`` after ``pad`` rows of ``value`` (the prefix
-    tokens' angle 0)."""
-    if not pad:
-        return t
-    fill = torch.full_like(t[..., :1, :], value).expand(*t.shape[:-2], pad, -1)
-    return torch.cat((fill, t), dim=-2)
-
-
-class RoPETable(PositionTable):
-    """One block's rotation of ``M`` tokens: ``m exp(i a_t)`` per pair.
-
-    Args:
-        angles: ``(n, heads | 1, M, D/2)`` angles, in the dtype to rotate in.
-        layout: ``'pairs'`` / ``'half'``.
-        magnitude: ``m``, a factor on every query / key channel, prefix
-            tokens included (YaRN's temperature; 1: a pure rotation).
-    """
-
-    def __init__(self, angles: Tensor, layout: str = 'pairs',
-                 magnitude: float = 1.):
-        self.num_tokens, self.layout = angles.shape[-2], layout
-        self.angles, self.magnitude = angles, float(magnitude)
-        # (n, heads | 1, M, D/2) complex; ONNX has no complex tensors, so an
-        # exported graph rotates with export()'s real cos / sin
-        self.phasors = None if torch.compiler.is_exporting() else torch.polar(
-            torch.full_like(angles, self.magnitude), angles)
-
-    def rotate_tokens(self, x: Tensor) -> Tensor:
-        """``x`` ``(..., n', heads, N, D)``; the ``N - M`` leading tokens
-        turn by angle 0."""
-        if self.phasors is None:
-            return self.export().rotate_tokens(x)
-        phasors = _prefixed(self.phasors, self.num_prefix(x), self.magnitude)
-        y = per_window(x, phasors.shape[-4])
-        return apply_rope_phasors(y, phasors, self.layout).reshape(x.shape)
-
-    def export(self) -> 'CosSinTable':
-        """The real-valued table, ``cos`` / ``sin`` of the angles."""
-        return CosSinTable(self.magnitude * self.angles.cos(),
-                           self.magnitude * self.angles.sin(), self.layout,
-                           self.magnitude)
-
-
-class CosSinTable(PositionTable):
-    """:class:`RoPETable`'s rotation with real tensors (its
-    :meth:`~RoPETable.export`): ``cos``, ``sin`` ``(n, heads | 1, M, D/2)``
-    hold ``m cos a_t``, ``m sin a_t``."""
-
-    def __init__(self, cos: Tensor, sin: Tensor, layout: str,
-                 magnitude: float):
-        self.cos, self.sin, self.layout = cos, sin, layout
-        self.num_tokens, self.magnitude = cos.shape[-2], magnitude
-
-    def rotate_tokens(self, x: Tensor) -> Tensor:
-        pad = self.num_prefix(x)
-        cos = _prefixed(self.cos, pad, self.magnitude)
-        sin = _prefixed(self.sin, pad, 0.)
-        if self.layout == 'pairs':  # (..., N, D): (c, c), (-s, s) per pair
-            cos = torch.stack((cos, cos), -1).flatten(-2)
-            sin = torch.stack((-sin, sin), -1).flatten(-2)
-        else:
-            cos, sin = torch.cat((cos, cos), -1), torch.cat((-sin, sin), -1)
-        y = per_window(x, cos.shape[-4])
-        return apply_rope(y, cos, sin, self.layout).reshape(x.shape)
-
-
-class BasisRoPETable(PositionTable):
-    """``RoPE(r) P x``: ``rope`` (a :class:`RoPETable`, angle 0 on the
-    prefix tokens) after the per-head orthogonal ``basis`` ``P`` ``(heads,
-    D, D)`` on every token, so ``R(0) = P`` for the prefix tokens and those
-    without position (STRING; its ``P`` folds into the projections,
-    :meth:`STRINGRoPE.fold_`)."""
-
-    def __init__(self, rope: PositionTable, basis: Tensor):
-        self.rope, self.basis = rope, basis
-        self.num_tokens = rope.num_tokens
-
-    def rotate_tokens(self, x: Tensor) -> Tensor:
-        y = change_basis(x, self.basis)
-        return self.rope.rotate_tokens(y).to(x.dtype)
-
-    def export(self) -> 'BasisRoPETable':
-        return BasisRoPETable(self.rope.export(), self.basis)
-
-
-def change_basis(x: Tensor, basis: Tensor) -> Tensor:
-    """``P x`` per head: ``x`` ``(..., heads, N, D)``, ``basis`` ``P``
-    ``(heads, D, D)``; in ``basis.dtype`` (no rounding between the stages
-    of a table)."""
-    return torch.matmul(x.to(basis.dtype), basis.transpose(-1, -2))
-
-
-# ---------------------------------------------------------------- schemes
 class FrequencyScaling:
-    """Test-time frequency scaling (``freq_scaling=dict(...)`` of a scheme):
-    in eval mode on a grid ``s = max(H / H0, W / W0) > 1`` times the
-    training grid ``(H0, W0)`` every block turns with
-    :func:`scale_frequencies` (and, for YaRN, queries and keys carry its
-    temperature ``sqrt(1 / t) = 0.1 ln s + 1``, folded into the rotation as
-    YaRN's code folds it into its cos / sin tables).
-
-    Args:
-        method: ``'pi'``, ``'ntk'`` or ``'yarn'``.
-        train_grid: the training grid, ``n`` or ``(H0, W0)``; required.
-        alpha, beta: YaRN's turn thresholds over ``max(H0, W0)`` patches.
-        temperature: apply YaRN's temperature (default: for ``'yarn'``).
-    """
+    """Test-time frequency scaling (``freq_scaling=dict(...)``): on a grid
+    ``s = max(H / H0, W / W0) > 1`` times the ``train_grid`` ``(H0, W0)``
+    (or ``n``), :func:`scale_frequencies` by ``method`` (``alpha``,
+    ``beta``: YaRN's turn thresholds over ``max(H0, W0)`` patches) and, with
+    ``temperature`` (default: for ``'yarn'``), queries and keys times YaRN's
+    ``sqrt(1 / t) = 0.1 ln s + 1`` (folded into the rotation as in YaRN's
+    cos / sin tables)."""
 
     def __init__(self, method: str = 'yarn',
                  train_grid: Union[int, Sequence[int], None] = None,
                  alpha: float = 1., beta: float = 32.,
                  temperature: Optional[bool] = None):
-        if method not in FREQ_SCALINGS:
-            raise ValueError(f'freq_scaling method must be one of '
-                             f'{FREQ_SCALINGS}, got {method!r}')
+        check_choice('freq_scaling method', method, FREQ_SCALINGS)
         if train_grid is None:
             raise ValueError('freq_scaling needs train_grid, the training '
                              'patch grid (e.g. train_grid=14 for 224 px '
@@ -335,38 +146,137 @@ class FrequencyScaling:
         return (f'FrequencyScaling(method={self.method!r}, train_grid='
                 f'{self.train_grid}, temperature={self.temperature})')
 
-    def factor(self, hw: Sequence[int]) -> float:
-        """``s`` of the grid ``hw = (H, W)``."""
-        return max(hw[0] / self.train_grid[0], hw[1] / self.train_grid[1])
+    def __call__(self, freqs: Tensor, hw: Sequence[int]
+                 ) -> Tuple[Tensor, float]:
+        """``freqs`` scaled for the grid ``hw = (H, W)`` and the factor on
+        queries and keys."""
+        s = max(hw[0] / self.train_grid[0], hw[1] / self.train_grid[1])
+        if s <= 1.:
+            return freqs, 1.
+        return (scale_frequencies(freqs, s, self.method, max(self.train_grid),
+                                  self.alpha, self.beta),
+                0.1 * math.log(s) + 1. if self.temperature else 1.)
 
-    def frequencies(self, freqs: Tensor, scale: float) -> Tensor:
-        return scale_frequencies(freqs, scale, self.method,
-                                 max(self.train_grid), self.alpha, self.beta)
 
-    def magnitude(self, scale: float) -> float:
-        """The factor on queries and keys at ``scale > 1``."""
-        return 0.1 * math.log(scale) + 1. if self.temperature else 1.
+# ------------------------------------------------------------------ tables
+def rope_angles(coords: Tensor, freqs: Tensor) -> Tensor:
+    """``a_t = f_t . r`` (Eq. 14): coordinates ``([B,] N, 2)``, frequencies
+    ``(2, [heads,] K)`` -> ``([B,] heads | 1, N, K)`` (elementwise)."""
+    if freqs.dim() == 2:
+        freqs = freqs.unsqueeze(1)  # (2, 1, K)
+    xy = coords.unsqueeze(-3)  # (..., 1, N, 2)
+    return torch.addcmul(xy[..., 0:1] * freqs[0].unsqueeze(-2), xy[..., 1:2],
+                         freqs[1].unsqueeze(-2))
 
 
+def _prefixed(t: Tensor, pad: int, value) -> Tensor:
+    """``t`` ``(..., M, K)`` after ``pad`` rows of ``value`` (the prefix)."""
+    if not pad:
+        return t
+    fill = torch.full_like(t[..., :1, :], value).expand(*t.shape[:-2], pad, -1)
+    return torch.cat((fill, t), dim=-2)
+
+
+class RoPETable(PositionTable):
+    """One block's rotation of ``M`` tokens by ``m exp(i a_t)`` per pair:
+    ``angles`` ``(n, heads | 1, M, D/2)`` in the dtype to rotate in,
+    ``magnitude`` ``m`` on every channel, prefix tokens included (YaRN's
+    temperature). Exported graphs rotate with :meth:`export`'s real cos /
+    sin (ONNX has no complex tensors)."""
+
+    def __init__(self, angles: Tensor, layout: str = 'pairs',
+                 magnitude: float = 1.):
+        self.num_tokens, self.layout = angles.shape[-2], layout
+        self.angles, self.magnitude = angles, float(magnitude)
+        # (n, heads | 1, M, D/2) complex; ONNX has none (export(): cos, sin)
+        self.phasors = None if torch.compiler.is_exporting() else torch.polar(
+            torch.full_like(angles, self.magnitude), angles)
+
+    def rotate_tokens(self, x: Tensor) -> Tensor:
+        if self.phasors is None:
+            return self.export().rotate_tokens(x)
+        phasors = _prefixed(self.phasors, self.num_prefix(x), self.magnitude)
+        y = per_window(x, phasors.shape[-4]).to(phasors.real.dtype)
+        if self.layout == 'pairs':  # Eq. 11: pair t as y_r + i y_i
+            pairs = y.unflatten(-1, (y.shape[-1] // 2, 2))
+            # a view where the strides allow; compiled, the compiler picks
+            # the layout and fuses the copy
+            if torch.compiler.is_compiling() or pairs.storage_offset() % 2 \
+                    or any(st % 2 for st in pairs.stride()[:-1]):
+                pairs = pairs.contiguous()
+            out = torch.view_as_real(torch.view_as_complex(pairs) *
+                                     phasors).flatten(-2)
+        else:
+            re, im = y.chunk(2, dim=-1)  # (..., N, D/2) each
+            rotated = torch.complex(re, im) * phasors
+            out = torch.cat((rotated.real, rotated.imag), dim=-1)
+        return out.to(x.dtype).reshape(x.shape)
+
+    def export(self) -> 'CosSinTable':
+        return CosSinTable(self.magnitude * self.angles.cos(),
+                           self.magnitude * self.angles.sin(), self.layout,
+                           self.magnitude)
+
+
+class CosSinTable(PositionTable):
+    """:meth:`RoPETable.export`: ``cos``, ``sin`` ``(n, heads | 1, M,
+    D/2)`` hold ``m cos a_t``, ``m sin a_t``; ``y cos + swap(y) sin`` with
+    full-width tables, ``swap`` exchanging the channels of each pair."""
+
+    def __init__(self, cos: Tensor, sin: Tensor, layout: str,
+                 magnitude: float):
+        self.cos, self.sin, self.layout = cos, sin, layout
+        self.num_tokens, self.magnitude = cos.shape[-2], magnitude
+
+    def rotate_tokens(self, x: Tensor) -> Tensor:
+        pad = self.num_prefix(x)
+        cos = _prefixed(self.cos, pad, self.magnitude)
+        sin = _prefixed(self.sin, pad, 0.)
+        y = per_window(x, cos.shape[-4]).to(cos.dtype)
+        if self.layout == 'pairs':  # (..., N, D): (c, c), (-s, s) per pair
+            cos = torch.stack((cos, cos), -1).flatten(-2)
+            sin = torch.stack((-sin, sin), -1).flatten(-2)
+            # strided slices, not flip: exporters (ONNX -> TensorRT) take them
+            swapped = torch.stack((y[..., 1::2], y[..., 0::2]),
+                                  dim=-1).flatten(-2)
+        else:
+            cos, sin = torch.cat((cos, cos), -1), torch.cat((-sin, sin), -1)
+            half = y.shape[-1] // 2
+            swapped = torch.cat((y[..., half:], y[..., :half]), dim=-1)
+        return torch.addcmul(y * cos, swapped, sin).to(x.dtype).reshape(
+            x.shape)
+
+
+class BasisRoPETable(PositionTable):
+    """``RoPE(r) P x``: the :class:`RoPETable` ``rope`` after the per-head
+    orthogonal ``basis`` ``P`` ``(heads, D, D)`` on every token (prefix
+    and ``NaN`` tokens: ``P`` alone), computed in ``basis.dtype``."""
+
+    def __init__(self, rope: PositionTable, basis: Tensor):
+        self.rope, self.basis = rope, basis
+        self.num_tokens = rope.num_tokens
+
+    def rotate_tokens(self, x: Tensor) -> Tensor:
+        y = torch.matmul(x.to(self.basis.dtype),
+                         self.basis.transpose(-1, -2))  # P x per head
+        return self.rope.rotate_tokens(y).to(x.dtype)
+
+    def export(self) -> 'BasisRoPETable':
+        return BasisRoPETable(self.rope.export(), self.basis)
+
+
+# ----------------------------------------------------------------- schemes
 class LinearAngleRoPE(PositionScheme):
-    """Base of the linear-angle schemes: subclasses give block ``i``'s
-    frequencies (:meth:`block_frequencies`); angles are computed in their
-    dtype promoted with the coordinates'.
-
-    Args:
-        layout: ``'pairs'`` / ``'half'``.
-        coords: :class:`~.base.PatchCoords` options.
-        freq_scaling: :class:`FrequencyScaling` options (patch frame only:
-            a normalised frame keeps the extent of any grid).
-    """
+    """Base of the linear-angle schemes: block ``i`` turns with
+    :meth:`block_frequencies`, angles in their dtype promoted with the
+    coordinates'. ``layout``: ``'pairs'`` / ``'half'``; ``coords``:
+    :class:`~.base.PatchCoords` options; ``freq_scaling``:
+    :class:`FrequencyScaling` options, in eval mode (patch frame only)."""
 
     def __init__(self, head_dim, num_heads, depth, layout='pairs',
                  coords=None, freq_scaling=None):
         super().__init__(head_dim, num_heads, depth, coords)
-        if layout not in LAYOUTS:
-            raise ValueError(f'RoPE layout must be one of {LAYOUTS}, got '
-                             f'{layout!r}')
-        self.layout = layout
+        self.layout = check_choice('RoPE layout', layout, LAYOUTS)
         if isinstance(freq_scaling, dict):
             freq_scaling = FrequencyScaling(**freq_scaling)
         if freq_scaling is not None and self.coords.frame != 'patch':
@@ -379,44 +289,23 @@ class LinearAngleRoPE(PositionScheme):
         """Block ``index``'s ``(2, [heads,] D/2)`` frequencies."""
         raise NotImplementedError
 
-    def grid_scale(self, hw: Optional[Sequence[int]]) -> float:
-        """``s`` of :class:`FrequencyScaling` for the grid ``hw`` in eval
-        mode; 1 in training, without scaling or without ``hw``."""
-        if self.freq_scaling is None or hw is None or self.training:
-            return 1.
-        return max(self.freq_scaling.factor(hw), 1.)
-
     def block_table(self, index, coords, hw=None) -> RoPETable:
-        scale = self.grid_scale(hw)
-        freqs = self.block_frequencies(index)  # (2, [heads,] D/2)
-        if scale > 1.:
-            freqs = self.freq_scaling.frequencies(freqs, scale)
+        freqs, magnitude = self.block_frequencies(index), 1.
+        if self.freq_scaling is not None and hw is not None and \
+                not self.training:
+            freqs, magnitude = self.freq_scaling(freqs, hw)
         dtype = torch.promote_types(coords.dtype, freqs.dtype)
         xy = coords.nan_to_num(0.).to(dtype)  # (n, M, 2); NaN: angle 0
         angles = rope_angles(xy, freqs.to(dtype))  # (n, heads | 1, M, D/2)
-        magnitude = self.freq_scaling.magnitude(scale) if scale > 1. else 1.
         return RoPETable(angles.to(coords.dtype), self.layout, magnitude)
 
 
-def _check_axes(axes: str) -> str:
-    if axes not in AXES:
-        raise ValueError(f'RoPE axes must be one of {AXES}, got {axes!r}')
-    return axes
-
-
 class AxialRoPE(LinearAngleRoPE):
-    """RoPE-Axial (Eq. 12/13): fixed frequencies shared by heads and blocks,
-    pairs ``t < D/4`` turning with one axis, the rest with the other.
-
-    Args:
-        theta: frequency base (100), or ``periods``: DINOv3's
-            (:func:`frequency_magnitudes`).
-        axes: ``'xy'`` / ``'yx'``; ``layout``, ``coords``, ``freq_scaling``:
-            :class:`LinearAngleRoPE`.
-
-    ``freqs``: ``(2, D/2)`` fp64 buffer (not saved); angles in fp64 (exact
-    to fp32 rounding at any coordinate), then cast.
-    """
+    """RoPE-Axial (Eq. 12/13): fixed frequencies (``theta``, 100, or
+    DINOv3's ``periods``: :func:`frequency_magnitudes`) shared by heads and
+    blocks, pairs ``t < D/4`` turning with the first of ``axes``, the rest
+    with the other. ``freqs``: ``(2, D/2)`` fp64 buffer (not saved); angles
+    in fp64, then cast (exact to fp32 rounding at any coordinate)."""
     shared = True
 
     def __init__(self, head_dim, num_heads, depth, theta=None, periods=None,
@@ -426,8 +315,8 @@ class AxialRoPE(LinearAngleRoPE):
             raise ValueError('periods replaces theta, got theta='
                              f'{theta}, periods={periods}')
         self.theta = None if periods else float(theta or 100.)
-        self.periods, self.axes = (dict(periods) if periods else
-                                   None), _check_axes(axes)
+        self.periods = dict(periods) if periods else None
+        self.axes = check_choice('RoPE axes', axes, AXES)
         mag = frequency_magnitudes(head_dim, self.theta, self.periods)
         freqs = torch.stack((F.pad(mag, (0, mag.numel())),  # x: first D/4
                              F.pad(mag, (mag.numel(), 0))))  # y: last D/4
@@ -439,21 +328,15 @@ class AxialRoPE(LinearAngleRoPE):
 
 
 class MixedRoPE(LinearAngleRoPE):
-    """RoPE-Mixed (Eq. 14): learnable frequencies per block and head.
-
-    Args:
-        theta: base of the initial magnitudes (10).
-        rotate_init: a random direction per head at init (else axial).
-        axes, layout, coords, freq_scaling: as :class:`AxialRoPE`.
-
-    ``freqs.<i>``: block ``i``'s ``(2, heads, D/2)`` parameter (the
-    backbone's ``get_layer_depth`` gives it block ``i``'s depth).
-    """
+    """RoPE-Mixed (Eq. 14): learnable frequencies ``freqs.<i>`` ``(2,
+    heads, D/2)`` per block, :func:`mixed_frequencies` at init (``theta``:
+    10; ``rotate_init``: random directions, else axial)."""
 
     def __init__(self, head_dim, num_heads, depth, theta=None,
                  rotate_init=True, axes='xy', **kwargs):
         super().__init__(head_dim, num_heads, depth, **kwargs)
-        self.theta, self.axes = float(theta or 10.), _check_axes(axes)
+        self.theta = float(theta or 10.)
+        self.axes = check_choice('RoPE axes', axes, AXES)
         self.freqs = nn.ParameterList()
         for _ in range(depth):
             freqs = mixed_frequencies(head_dim, num_heads, self.theta,
@@ -468,9 +351,9 @@ class MixedRoPE(LinearAngleRoPE):
 class DINOv3RoPE(AxialRoPE):
     """DINOv3's RoPE (Simeoni et al. 2025): axial with periods ``100 ** (t /
     (D/4))``, axes ``(row, col)``, rotate-half layout, patch centres in
-    ``[-1, 1]``, and in training its coordinate augmentation as its
-    ``DinoVisionTransformer`` draws it (per block, per batch, ``rescale=2``
-    as its released models). ``coords`` entries replace these one by one."""
+    ``[-1, 1]`` and in training its ``DinoVisionTransformer``'s coordinate
+    augmentation (per block, per batch, ``rescale=2`` as its released
+    models). ``coords`` entries replace these one by one."""
     COORDS = dict(frame='separate', rescale=2., draw='per_block', per='batch')
 
     def __init__(self, head_dim, num_heads, depth, periods=dict(base=100.),
@@ -481,16 +364,9 @@ class DINOv3RoPE(AxialRoPE):
 
 
 class SpiralRoPE(LinearAngleRoPE):
-    """Spiral RoPE (:func:`spiral_frequencies`): fixed, shared by blocks.
-
-    Args:
-        num_directions: ``K`` (``head_dim`` divisible by ``2 K``; 2 is
-            RoPE-Axial), 4 by default (0, 45, 90, 135 degrees).
-        theta: frequency base (100, patch frame).
-        layout, coords, freq_scaling: :class:`LinearAngleRoPE`.
-
-    ``freqs``: ``(2, D/2)`` buffer (not saved).
-    """
+    """Spiral RoPE: fixed :func:`spiral_frequencies` of ``num_directions``
+    ``K`` (4: 0, 45, 90, 135 degrees) and ``theta`` (100), shared by blocks;
+    ``freqs``: ``(2, D/2)`` buffer (not saved)."""
     shared = True
 
     def __init__(self, head_dim, num_heads, depth, num_directions=4,
@@ -509,38 +385,27 @@ class SpiralRoPE(LinearAngleRoPE):
 
 
 def upper_skew(raw: Tensor) -> Tensor:
-    """The skew-symmetric matrix ``U - U^T`` of ``raw``'s strict upper
-    triangle ``U`` over the last two dims (STRING's and LieRE's
-    parametrisation)."""
+    """``U - U^T`` of ``raw``'s strict upper triangle ``U`` (last two dims):
+    STRING's and LieRE's skew-symmetric parametrisation."""
     upper = torch.triu(raw, diagonal=1)
     return upper - upper.transpose(-1, -2)
 
 
 def cayley(s: Tensor) -> Tensor:
     """Cayley map ``(I - S)(I + S)^{-1}`` of skew-symmetric ``S`` ``(..., D,
-    D)``: orthogonal, determinant 1; as the factors commute, ``solve(I + S,
-    I - S)``."""
+    D)``, orthogonal with determinant 1; the factors commute:
+    ``solve(I + S, I - S)``."""
     eye = torch.eye(s.shape[-1], dtype=s.dtype, device=s.device)
     return torch.linalg.solve(eye + s, eye - s)
 
 
 class STRINGRoPE(LinearAngleRoPE):
     """Cayley-STRING (Schenck et al., ICML 2025): ``RoPE(r) P``, RoPE-Mixed
-    after a learned orthogonal ``P = (I - S)(I + S)^{-1}`` per block and
-    head (:func:`cayley` of ``S`` = the skew part of
-    ``basis.<i>``'s strict upper triangle). ``basis.<i> = 0`` at init:
-    exactly RoPE-Mixed. ``P`` applies to every token (the prefix tokens
-    and those without position at angle 0: ``R(0) = P``), so the logit is
-    ``q^T P^T RoPE(r_k - r_q) P k`` for every pair and ``P`` folds into the
-    query / key projections for inference (:meth:`fold_`).
-
-    Args:
-        theta, rotate_init: RoPE-Mixed's (10, random directions).
-        coords, freq_scaling: :class:`LinearAngleRoPE` (pairs layout).
-
-    Parameters per block ``i``: ``freqs.<i>`` ``(2, heads, D/2)``,
-    ``basis.<i>`` ``(heads, D, D)``.
-    """
+    (``freqs.<i>``, ``theta``, ``rotate_init``; pairs layout) after a learned
+    orthogonal ``P`` = :func:`cayley` of :func:`upper_skew` of ``basis.<i>``
+    ``(heads, D, D)`` (0 at init: RoPE-Mixed), per block and head. ``P``
+    applies to every token (``R(0) = P``), so logits are ``q^T P^T RoPE(r_k
+    - r_q) P k`` and ``P`` folds into the projections (:meth:`fold_`)."""
 
     def __init__(self, head_dim, num_heads, depth, theta=10.,
                  rotate_init=True, coords=None, freq_scaling=None):
@@ -573,14 +438,13 @@ class STRINGRoPE(LinearAngleRoPE):
 
     @torch.no_grad()
     def fold_(self, qkv: Sequence[nn.Linear]) -> MixedRoPE:
-        """Fold every block's ``P`` into its query / key projection:
+        """Fold every block's ``P`` into the query and key rows of its
         ``qkv[i]`` (``(3 C, C)``, rows ``q, k, v`` by head, as
-        :class:`~mmpos.models.layers.RoPEAttention`) gets ``P`` on its query
-        and key rows, in place, and ``basis.<i>`` is zeroed (``P = I``).
-        Returns the RoPE-Mixed scheme of the folded model (these
-        frequencies, coordinates and frequency scaling; the cost of
-        RoPE-Mixed), which replaces this one: ``backbone.rope =
-        backbone.rope.fold_([l.attn.qkv for l in backbone.layers])``."""
+        :class:`~mmpos.models.layers.RoPEAttention`), in place, and zero
+        ``basis.<i>``. Returns the RoPE-Mixed scheme of the folded model
+        (these frequencies, coordinates and scaling) to replace this one:
+        ``backbone.rope = backbone.rope.fold_([l.attn.qkv for l in
+        backbone.layers])``."""
         if len(qkv) != self.depth:
             raise ValueError(f'STRING fold_ needs the qkv projection of each '
                              f'of its {self.depth} blocks, got {len(qkv)}')

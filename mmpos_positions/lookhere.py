@@ -9,7 +9,7 @@ from typing import List, Sequence
 import torch
 from torch import Tensor
 
-from .base import PositionScheme, PositionTable
+from .base import PositionScheme, PositionTable, check_choice
 
 #: the head directions per field of view, cycled over the heads (LH-180:
 #: half planes, LH-90: quadrants, LH-45: 45-degree wedges)
@@ -23,9 +23,8 @@ DISTANCES = ('linear', 'sqrt', 'square')
 
 
 def _fov_visible(dx: Tensor, dy: Tensor, direction: str) -> Tensor:
-    """Whether keys at offsets ``(dx, dy) = r_k - r_q`` (``y`` down, the row)
-    lie in a head's field of view; boundaries included, so the query's own
-    position always does."""
+    """Whether keys at offsets ``(dx, dy) = r_k - r_q`` (``y`` down) lie in
+    the field of view, boundaries included (so the query's own position)."""
     half = dict(up=dy <= 0, down=dy >= 0, left=dx <= 0, right=dx >= 0)
     if direction in half:
         return half[direction]
@@ -40,30 +39,14 @@ def _fov_visible(dx: Tensor, dy: Tensor, direction: str) -> Tensor:
     return half[first] & half[second]
 
 
-def lookhere_directions(num_heads: int, fov: int = 180) -> List[str]:
-    """Each head's direction: :data:`LOOKHERE_FOVS` ``[fov]`` cycled."""
-    if fov not in LOOKHERE_FOVS:
-        raise ValueError(f'LookHere fov must be one of '
-                         f'{sorted(LOOKHERE_FOVS)}, got {fov!r}')
-    dirs = LOOKHERE_FOVS[fov]
-    return [dirs[h % len(dirs)] for h in range(num_heads)]
-
-
-def lookhere_head_slopes(num_heads: int) -> Tensor:
-    """``2 ** -(1 + h // 4)`` ``(heads,)``: the four heads of a direction
-    cycle share a slope, halved from one cycle to the next (LookHere's
-    code)."""
-    return torch.exp2(-(1. + torch.arange(num_heads) // 4))
-
-
 def lookhere_bias(coords: Tensor, directions: Sequence[str], slopes: Tensor,
                   distance: str = 'linear') -> Tensor:
     """The additive bias of coordinates ``(n, M, 2)`` (patch units; ``NaN``:
-    bias 0 to and from it) for heads looking in ``directions``, with
-    distance penalties ``slopes`` ``(..., heads)`` (e.g. ``(depth, heads)``
-    for all blocks at once): ``(..., n, heads, M, M)`` fp32, ``-slope d``
-    inside the field of view, else the most negative fp32 (finite, so no row
-    is ever all ``-inf``). ``d``: Euclidean, its square root or square."""
+    bias 0 to and from it) for heads looking in ``directions`` with
+    distance penalties ``slopes`` ``(..., heads)`` (e.g. ``(depth, heads)``:
+    all blocks at once): ``(..., n, heads, M, M)`` fp32, ``-slope d`` in the
+    field of view, else the most negative fp32 (finite: no row is all
+    ``-inf``); ``d`` Euclidean, its square root or square."""
     xy = coords.float()
     off = xy[:, None, :, :] - xy[:, :, None, :]  # (n, M_q, M_k, 2)
     dx, dy = off[..., 0], off[..., 1]
@@ -80,48 +63,41 @@ def lookhere_bias(coords: Tensor, directions: Sequence[str], slopes: Tensor,
 
 
 class BiasTable(PositionTable):
-    """A bias-only table: ``attn_bias`` ``(n, heads, M, M)``."""
+    """A bias-only table: ``attn_bias`` ``(n, heads, M, M)``; rotates
+    nothing (returns ``x`` itself after :meth:`num_prefix`'s check)."""
 
     def __init__(self, attn_bias: Tensor):
         self.attn_bias = attn_bias
         self.num_tokens = attn_bias.shape[-1]
 
     def rotate_tokens(self, x: Tensor) -> Tensor:
-        """``x`` itself, no copy (after :meth:`num_prefix`'s check of the
-        token count): LookHere rotates nothing."""
         self.num_prefix(x)
         return x
 
 
 class LookHere(PositionScheme):
-    """LookHere's directed masks and distance penalties
-    (:func:`lookhere_bias`); no parameters.
-
-    Args:
-        fov: 180 (LH-180), 90 or 45; directions cycle over the heads.
-        global_slope: overall penalty (1).
-        layer_slopes: ``(first, last)``: block slopes linear over the depth.
-        distance: ``'linear'``, ``'sqrt'`` or ``'square'``.
-        coords: :class:`~.base.PatchCoords` options (the patch frame: the
-            penalty is per patch of distance).
-
-    ``slopes``: ``(depth, heads)`` buffer (not saved).
+    """LookHere's directed masks and distance penalties (:func:`lookhere_bias`;
+    no parameters): ``fov`` 180 (LH-180), 90 or 45 (:data:`LOOKHERE_FOVS`),
+    ``distance`` ``'linear'``, ``'sqrt'`` or ``'square'`` in patches (the
+    patch frame). ``slopes``: ``(depth, heads)`` buffer (not saved),
+    ``global_slope`` times block slopes linear from ``layer_slopes[0]`` to
+    ``[1]`` times ``2 ** -(1 + h // 4)`` for head ``h`` (a direction cycle's
+    four heads share a slope, halved per cycle, as LookHere's code).
     """
 
     def __init__(self, head_dim, num_heads, depth, fov=180, global_slope=1.,
                  layer_slopes=(1., 1.), distance='linear', coords=None):
         super().__init__(head_dim, num_heads, depth, coords)
-        if distance not in DISTANCES:
-            raise ValueError(f'LookHere distance must be one of {DISTANCES}'
-                             f', got {distance!r}')
-        self.fov, self.distance = fov, distance
-        self.directions = lookhere_directions(num_heads, fov)
+        dirs = LOOKHERE_FOVS[check_choice('LookHere fov', fov, LOOKHERE_FOVS)]
+        self.fov = fov
+        self.distance = check_choice('LookHere distance', distance, DISTANCES)
+        self.directions = [dirs[h % len(dirs)] for h in range(num_heads)]
         self.global_slope = float(global_slope)
         self.layer_slopes = tuple(float(v) for v in layer_slopes)
+        head_slopes = torch.exp2(-(1. + torch.arange(num_heads) // 4))
         self.register_buffer(
-            'slopes',
-            global_slope * torch.linspace(*self.layer_slopes, depth)[:, None]
-            * lookhere_head_slopes(num_heads),
+            'slopes', global_slope *
+            torch.linspace(*self.layer_slopes, depth)[:, None] * head_slopes,
             persistent=False)
 
     def extra_repr(self) -> str:

@@ -1,31 +1,21 @@
 """Matrix RoPE: ``q -> R(r) q`` with ``R(r) = exp(x A_x + y A_y)`` for
 learned skew-symmetric generators ``A_x, A_y`` (block-diagonal, ``b x b``
-blocks, per block and head), so ``R(r)`` is orthogonal.
+blocks over channels ``b j .. b j + b - 1``, per block and head), so ``R(r)``
+is orthogonal.
 
-* **ComRoPE** (Yu et al., CVPR 2025): the generators commute, hence
-  ``R(r_q)^T R(r_k) = R(r_k - r_q)`` and logits depend on the offset only.
-  ComRoPE-LD: ``B_aj = s_aj (P_j - P_j^T)``; ComRoPE-AP: block ``j`` turns
-  with axis ``j mod 2`` only, ``B_aj = P_j - P_j^T``. With ``b = 2`` LD is
-  RoPE-Mixed and AP RoPE-Axial-like.
+* **ComRoPE** (Yu et al., CVPR 2025): commuting generators, so ``R(r_q)^T
+  R(r_k) = R(r_k - r_q)``. LD: ``B_aj = s_aj (P_j - P_j^T)``; AP: block
+  ``j`` turns with axis ``j mod 2`` only, ``B_aj = P_j - P_j^T``. With ``b
+  = 2``, LD is RoPE-Mixed and AP RoPE-Axial-like. Block ``j`` turns about
+  one ``S_j = O_j J_j O_j^T`` (real Schur form), so ``R(r) = O RoPE(r)
+  O^T`` and, as attention reads queries and keys only through their
+  products, the table is RoPE-Mixed after the basis change ``O^T`` on every
+  token (:class:`~.linear.BasisRoPETable`): no per-token exponential.
 * **LieRE** (Ostmeier et al., 2024): unconstrained generators (strict upper
-  triangles made skew); they need not commute, so logits are not exactly
-  relative.
-
-The ``x`` of a ``b``-block is channels ``b j .. b j + b - 1`` (for ``b =
-2`` the ``'pairs'`` layout of :mod:`.linear`).
-
-Cost: ComRoPE's block ``j`` turns with one skew matrix ``S_j`` (``R_j(r) =
-exp(t_j(r) S_j)``, ``t_j`` linear in ``r``), so once per forward and block
-``S_j = O_j J_j O_j^T`` (real Schur form, :func:`skew_eigenbasis`) and
-``R(r) = O RoPE(r) O^T``. Attention reads rotated queries and keys only
-through their products ``(R(r_q) q)^T R(r_k) k = (RoPE(r_q) O^T q)^T
-RoPE(r_k) O^T k``, so the table is RoPE-Mixed after one block-diagonal
-basis change ``O^T`` on every token (STRING's
-:class:`~.linear.BasisRoPETable`), no per-token exponential. LieRE's
-generators do not commute: one ``b x b`` exponential per token, block and
-head (:func:`block_rotations`), whose Taylor terms all tokens share (only
-the squarings are per token, :func:`exp_at_points`), applied as one
-batched block product (:class:`BlockRotationTable`).
+  triangles made skew) need not commute, so logits are not exactly
+  relative: one ``b x b`` exponential per token, block and head
+  (:func:`block_rotations`), the Taylor terms shared by all tokens
+  (:func:`exp_at_points`), applied as one batched block product.
 """
 import math
 from typing import Optional, Tuple
@@ -35,40 +25,22 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .base import PositionScheme, PositionTable
+from .base import PositionScheme, PositionTable, check_choice
 from .linear import BasisRoPETable, RoPETable, rope_angles, upper_skew
 
-
-def comrope_blocks(base: Tensor, scales: Optional[Tensor] = None
-                   ) -> Tuple[Tensor, Tensor]:
-    """ComRoPE's skew blocks ``S_j = P_j - P_j^T`` ``(heads, m, b, b)`` of
-    ``P_j`` ``(heads, m, b, b)`` and their axis coefficients ``c`` ``(2,
-    m)``: axis ``a``'s generator block ``j`` is ``c_aj S_j``, with ``c =``
-    ``scales`` ``s_aj`` (LD; both axes turn block ``j`` about one matrix, so
-    they commute), else ``c_aj = [j mod 2 = a]`` (AP)."""
-    skew = base - base.transpose(-1, -2)
-    if scales is not None:
-        return skew, scales
-    owner = torch.arange(base.shape[1], device=base.device) % 2
-    mask = owner == torch.arange(2, device=base.device)[:, None]  # (2, m)
-    return skew, mask.to(skew.dtype)
+# squarings of :func:`exp_at_points` while compiling (a static loop, each
+# step kept only where needed): spectral norms up to max_norm * 2^16
+MAX_SQUARINGS = 16
 
 
 def skew_eigenbasis(skew: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-    """Real Schur form of skew-symmetric ``S`` ``(..., b, b)``, ``b`` even:
-    ``S = O J O^T`` with ``J`` turning channel pair ``(2a, 2a + 1)`` at rate
-    ``w_a >= 0``, so ``exp(t S) x = O RoPE(t w) O^T x`` (RoPE's ``'pairs'``
-    layout, angle ``t w_a``). Computed in fp64 from the eigenvectors of the
-    Hermitian ``i S`` (eigenvalues ``+-w_a``; pair ``a`` of ``O`` is
-    ``sqrt(2) (Re u_a, Im u_a)`` of ``+w_a``'s ``u_a``).
-
-    Returns:
-        ``O`` ``(..., b, b)``, ``w`` ``(..., b/2)`` (fp64) and the smallest
-        gap between neighbouring eigenvalues relative to ``max(1, |w|)``
-        (0-dim): ``O`` is well defined while it is clearly positive
-        (almost surely for learned ``S``); it is 0 where two rates meet or
-        one is 0, where ``O`` and its gradient are not.
-    """
+    """Real Schur form ``S = O J O^T`` of skew-symmetric ``S`` ``(..., b,
+    b)``, ``J`` turning pair ``(2a, 2a + 1)`` at rate ``w_a >= 0``, so
+    ``exp(t S) x = O RoPE(t w) O^T x``: ``O`` ``(..., b, b)``, ``w`` ``(...,
+    b/2)`` in fp64 from the Hermitian ``i S``'s eigenvectors ``u_a`` of
+    ``+w_a`` (pair ``a`` of ``O``: ``sqrt(2) (Re u_a, Im u_a)``), and the
+    smallest gap of neighbouring eigenvalues relative to ``max(1, |w|)``
+    (``O`` is undefined where it is 0: rates that meet)."""
     b = skew.shape[-1]
     lam, vec = torch.linalg.eigh(1j * skew.to(torch.complex128))
     top = vec[..., b // 2:]  # (..., b, b/2): eigenvalues +w_a
@@ -79,24 +51,17 @@ def skew_eigenbasis(skew: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
 
 
 def block_diagonal(blocks: Tensor) -> Tensor:
-    """``(..., m, b, b)`` blocks -> the block-diagonal ``(..., m b, m b)``
-    matrix."""
+    """``(..., m, b, b)`` -> the block-diagonal ``(..., m b, m b)``."""
     m, b = blocks.shape[-3], blocks.shape[-1]
     dense = torch.diag_embed(blocks.movedim(-3, -1), dim1=-4, dim2=-2)
     return dense.reshape(*blocks.shape[:-3], m * b, m * b)
 
 
-# squarings of :func:`exp_at_points` while compiling (a static loop, each
-# step kept only where needed): spectral norms up to max_norm * 2^16
-MAX_SQUARINGS = 16
-
-
 def _products(a: Tensor, b: Tensor, out: Optional[Tensor] = None
               ) -> Tensor:
-    """``a @ b`` (added to ``out`` if given) for matrices stored with the
-    batch last: ``(i, k, K)`` x ``(k, j, K)`` -> ``(i, j, K)``, ``k``
-    multiply-adds over ``(i, j, K)`` (for many small blocks faster on CPU
-    than ``bmm``, which makes one BLAS call per matrix)."""
+    """``a @ b`` (plus ``out``) of batch-last matrices: ``(i, k, K)`` x
+    ``(k, j, K)`` -> ``(i, j, K)`` by ``k`` multiply-adds (for many small
+    blocks faster on CPU than ``bmm``'s BLAS call per matrix)."""
     start = 0
     if out is None:
         out, start = a[:, 0, None] * b[None, 0], 1
@@ -105,16 +70,19 @@ def _products(a: Tensor, b: Tensor, out: Optional[Tensor] = None
     return out
 
 
+def _kept(new: Tensor, old: Tensor, steps: Tensor, j: int,
+          masked: bool) -> Tensor:
+    """Step ``j``'s ``new`` where ``steps > j`` (``masked``), else ``old``."""
+    return torch.where(steps > j, new, old) if masked else new
+
+
 class _Squarings(torch.autograd.Function):
-    """``M^(2^s)`` of batch-last ``(b, b, K)`` matrices ``M``: ``count``
-    squarings (:func:`_products`), step ``j`` kept where ``steps > j``
-    (``masked``; eager: ``count = steps``, every step; compiling: ``count
-    =`` :data:`MAX_SQUARINGS`, a static loop). Only ``M`` is saved: the
-    adjoint of ``G``, ``sum_{k < 2^s} (M^T)^k G (M^T)^(2^s - 1 - k)``, is
-    ``X_s`` of ``X_0 = G``, ``X_{j+1} = X_j N_j + N_j X_j`` (doubling the
-    sum) with ``N_j = (M^T)^(2^j)`` squared again in increasing order:
-    ``s - 1`` more products than keeping every power, ``s - 1`` fewer
-    ``(b, b, K)`` tensors kept from forward to backward."""
+    """``M^(2^s)`` of batch-last ``(b, b, K)`` ``M``: ``count`` squarings,
+    step ``j`` kept where ``steps > j`` if ``masked`` (compiling: ``count
+    =`` :data:`MAX_SQUARINGS`; eager: ``count = s``). Saves ``M`` only: the
+    adjoint of ``G`` is ``X_s``, ``X_0 = G``, ``X_{j+1} = X_j N_j + N_j
+    X_j``, ``N_j = (M^T)^(2^j)`` squared again (``s - 1`` more products,
+    ``s - 1`` fewer tensors kept for backward)."""
 
     @staticmethod
     def forward(ctx, m: Tensor, steps: Tensor, count: int,
@@ -139,40 +107,22 @@ class _Squarings(torch.autograd.Function):
         return adj, None, None, None
 
 
-def _kept(new: Tensor, old: Tensor, steps: Tensor, j: int,
-          masked: bool) -> Tensor:
-    """Step ``j``'s ``new`` where ``steps > j``, else ``old`` (``masked``;
-    otherwise ``new``)."""
-    return torch.where(steps > j, new, old) if masked else new
-
-
 def exp_at_points(points: Tensor, generators: Tensor,
                   max_norm: float = 2.) -> Tensor:
-    """``exp(x A + y B)`` at ``N`` points ``(x, y)`` ``(N, 2)`` for ``P``
-    generator pairs ``(2, P, b, b)`` -> ``(N, P, b, b)``.
+    """``exp(x A + y B)`` at ``N`` points ``(x, y)`` ``(N, 2)`` of ``P``
+    generator pairs ``(2, P, b, b)`` -> ``(N, P, b, b)``, equal to
+    ``torch.matrix_exp`` per point within rounding (values, gradients).
 
-    Scaling and squaring (Higham, SIAM J. Matrix Anal. Appl. 26(4), 2005)
-    with the Taylor terms shared by the points. Each axis is brought to
-    ``[-1, 1]`` by a power of two that the generators absorb; with ``A' =
-    A / 2^s``, ``B' = B / 2^s`` (``s`` the smallest making ``|x| ||A'||_2 +
-    |y| ||B'||_2 <= max_norm`` at every point and pair), ``exp(x A' + y
-    B') = sum_k sum_{i+j=k} x^i y^j C_ij / k!`` with ``C_ij`` the sum of
-    the words of ``i`` ``A'`` and ``j`` ``B'`` (``C_ij = A' C_{i-1,j} + B'
-    C_{i,j-1}``), then ``s`` squarings. The ``C_ij`` are computed once for
-    all points, each point's polynomial is one row of one matrix product,
-    and only the squarings are per point (batch-last :func:`_products`,
-    the ``N P`` matrices as the vector dimension). Degree: the smallest
-    whose next term bound ``theta^(K+1) / (K+1)!`` is below the dtype's
-    rounding (``eps / 2``), ``theta <= max_norm`` the largest scaled bound
-    (``max_norm`` while compiling); ``max_norm`` trades the shared terms
-    (their number grows with the square of the degree) against the
-    per-point squarings (one more per halving). Equal to
-    ``torch.matrix_exp`` per point within rounding, values and gradients
-    (tested), at a fraction of the cost: ``matrix_exp`` picks degree and
-    squarings per matrix and differentiates through an exponential of
-    twice the size. While compiling, the squarings are
-    :data:`MAX_SQUARINGS` steps, each kept where ``s`` asks for it (no
-    data-dependent loop).
+    Scaling and squaring (Higham, SIAM J. Matrix Anal. Appl. 26(4), 2005),
+    Taylor terms shared by the points: with each axis scaled into ``[-1,
+    1]`` by a power of two, ``A' = A / 2^s``, ``B' = B / 2^s`` (``s`` the
+    least making ``|x| ||A'||_2 + |y| ||B'||_2 <= max_norm``), ``exp(x A' +
+    y B') = sum_k sum_{i+j=k} x^i y^j C_ij / k!`` with ``C_ij = A' C_{i-1,j}
+    + B' C_{i,j-1}`` computed once, then ``s`` per-point squarings
+    (:class:`_Squarings`; compiling: :data:`MAX_SQUARINGS` masked steps).
+    Degree: the least whose next term bound ``theta^(K+1) / (K+1)!`` is
+    below ``eps / 2`` (``theta``: the largest scaled bound, or
+    ``max_norm``).
     """
     b = generators.shape[-1]
     with torch.no_grad():
@@ -217,9 +167,8 @@ def exp_at_points(points: Tensor, generators: Tensor,
 
 def block_rotations(coords: Tensor, generators: Tensor) -> Tensor:
     """``R(r) = exp(x A_x + y A_y)`` per token: coordinates ``(n, M, 2)``
-    (``NaN``: the identity) and generators ``(heads, 2, m, b, b)`` ->
-    ``(n, heads, M, m, b, b)`` blocks, in fp32 at least
-    (:func:`exp_at_points`)."""
+    (``NaN``: identity), generators ``(heads, 2, m, b, b)`` -> ``(n, heads,
+    M, m, b, b)`` blocks, fp32 at least."""
     dtype = torch.promote_types(generators.dtype, torch.float32)
     xy = coords.nan_to_num(0.).to(dtype)
     heads, _, m, b = generators.shape[:4]
@@ -230,10 +179,9 @@ def block_rotations(coords: Tensor, generators: Tensor) -> Tensor:
 
 
 class BlockRotationTable(PositionTable):
-    """Per-token block rotations ``(n, heads, M, m, b, b)``
-    (:func:`block_rotations`), applied as one batched product with the
-    batch's queries and keys as the columns of each block (matmuls and
-    reshapes, so also the export table)."""
+    """Per-token block rotations ``(n, heads, M, m, b, b)``, applied as one
+    batched product with the batch's queries and keys as the columns of
+    each block (matmuls and reshapes: its own export table)."""
 
     def __init__(self, rotations: Tensor):
         self.rotations = rotations
@@ -248,9 +196,8 @@ class BlockRotationTable(PositionTable):
 
 
 class MatrixRoPE(PositionScheme):
-    """Base of the matrix schemes: subclasses give block ``i``'s generators
-    (:meth:`generators`); ``position_scale`` multiplies the positions
-    first."""
+    """Base of the matrix schemes: block ``i``'s :meth:`generators` at the
+    positions times ``position_scale``, per token."""
 
     def __init__(self, head_dim, num_heads, depth, position_scale=1.,
                  coords=None):
@@ -267,29 +214,17 @@ class MatrixRoPE(PositionScheme):
 
 
 class ComRoPE(MatrixRoPE):
-    """ComRoPE (:func:`comrope_blocks`), per block and head.
-
-    Args:
-        variant: ``'ld'`` (the paper's best) or ``'ap'``.
-        block_size: ``b`` (``head_dim`` divisible by it; by ``2 b`` for
-            ``'ap'``), 8.
-        init_std: std of ``base``'s normal init (1; ``scales`` ``N(0, 1)``),
-            as ComRoPE's code.
-        position_scale: ComRoPE's code spans the training grid by ``[0,
-            1]`` (patch centre ``(p + 0.5) / n``): ``1 / n`` in the patch
-            frame; larger inputs extend beyond 1. Default 1.
-        coords: :class:`~.base.PatchCoords` options.
-
-    Parameters per block ``i`` (``m = D / b``): ``base.<i>`` ``(heads, m,
-    b, b)``, ``scales.<i>`` ``(2, m)`` (LD).
-    """
+    """ComRoPE ``variant`` ``'ld'`` (the paper's best) or ``'ap'`` with
+    ``b = block_size`` (8; ``head_dim`` divisible by ``b``, ``2 b`` for AP).
+    Parameters per block ``i`` (``m = D / b``): ``base.<i>`` ``(heads, m, b,
+    b)`` ``~ N(0, init_std^2)`` and, for LD, ``scales.<i>`` ``(2, m) ~ N(0,
+    1)``, as ComRoPE's code (which spans the training grid by ``[0, 1]``:
+    ``position_scale = 1 / n`` in the patch frame; default 1)."""
 
     def __init__(self, head_dim, num_heads, depth, variant='ld',
                  block_size=8, init_std=1., position_scale=1., coords=None):
         super().__init__(head_dim, num_heads, depth, position_scale, coords)
-        if variant not in ('ld', 'ap'):
-            raise ValueError(f"ComRoPE variant must be 'ld' or 'ap', got "
-                             f'{variant!r}')
+        check_choice('ComRoPE variant', variant, ('ld', 'ap'))
         step = block_size * (2 if variant == 'ap' else 1)
         if head_dim % step:
             raise ValueError(f'ComRoPE-{variant.upper()} needs head_dim '
@@ -308,23 +243,28 @@ class ComRoPE(MatrixRoPE):
                 f'position_scale={self.position_scale}')
 
     def blocks(self, index: int) -> Tuple[Tensor, Tensor]:
-        """Block ``index``'s :func:`comrope_blocks` ``(S, c)``."""
-        return comrope_blocks(
-            self.base[index],
-            None if self.scales is None else self.scales[index])
+        """Block ``index``'s skew ``S_j = P_j - P_j^T`` ``(heads, m, b,
+        b)`` and axis coefficients ``c`` ``(2, m)``: axis ``a``'s generator
+        block ``j`` is ``c_aj S_j``, ``c = s`` (LD) or ``[j mod 2 = a]``
+        (AP)."""
+        base = self.base[index]
+        skew = base - base.transpose(-1, -2)
+        if self.scales is not None:
+            return skew, self.scales[index]
+        owner = torch.arange(base.shape[1], device=base.device) % 2
+        mask = owner == torch.arange(2, device=base.device)[:, None]  # (2, m)
+        return skew, mask.to(skew.dtype)
 
     def generators(self, index):
         skew, coef = self.blocks(index)
         return skew[:, None] * coef[None, :, :, None, None]
 
     def block_table(self, index, coords, hw=None) -> PositionTable:
-        """``RoPE(r) O^T`` (:func:`skew_eigenbasis`, ``O^T`` on every token,
-        prefix included): pair ``a`` of block ``j`` turns by ``(c_j . r)
-        w_ja``. Its query-key products are those of ``R(r) = O RoPE(r)
-        O^T`` (``O`` orthogonal); the rotated vectors differ from ``R(r)
-        x`` by ``O``. Where two rates meet (the eigenbasis undefined) the
-        per-token exponentials of :class:`MatrixRoPE` (not checked while
-        compiling)."""
+        """``RoPE(r) O^T`` (:func:`skew_eigenbasis`; ``O^T`` on every token):
+        pair ``a`` of block ``j`` turns by ``(c_j . r) w_ja``, the
+        query-key products of ``R(r) = O RoPE(r) O^T``. Where two rates meet
+        (no eigenbasis), the per-token exponentials of :class:`MatrixRoPE`
+        (not checked while compiling)."""
         skew, coef = self.blocks(index)
         basis, rates, gap = skew_eigenbasis(skew)
         # dynamo cannot branch on a tensor's value: compiled, no fallback
@@ -341,21 +281,12 @@ class ComRoPE(MatrixRoPE):
 
 
 class LieRE(MatrixRoPE):
-    """LieRE: learned, unconstrained skew-symmetric generators (the strict
-    upper triangles of ``generators_raw.<i>``, :func:`upper_skew`), per
-    block and head.
-
-    Args:
-        block_size: ``b`` (LieRE's ``generator_dim``), 8.
-        init_range: entries start ``U[0, init_range)`` (``2 pi``, as LieRE's
-            code).
-        position_scale: LieRE's code spans ``[0, 1]`` from the first to the
-            last patch: ``1 / (n - 1)`` in the patch frame. Default 1.
-        coords: :class:`~.base.PatchCoords` options.
-
-    Parameters per block ``i``: ``generators_raw.<i>`` ``(heads, 2, m, b,
-    b)``.
-    """
+    """LieRE: generators :func:`upper_skew` of ``generators_raw.<i>``
+    ``(heads, 2, m, b, b)`` per block, ``b = block_size`` (LieRE's
+    ``generator_dim``, 8), entries ``U[0, init_range)`` at init (``2 pi``)
+    as LieRE's code (which spans ``[0, 1]`` from the first to the last
+    patch: ``position_scale = 1 / (n - 1)`` in the patch frame; default
+    1)."""
 
     def __init__(self, head_dim, num_heads, depth, block_size=8,
                  init_range=2 * math.pi, position_scale=1., coords=None):

@@ -1,17 +1,12 @@
-"""Non-overlapping window partition for ViTDet-style window attention.
-
-ViTDet (Li et al., "Exploring Plain Vision Transformer Backbones for Object
-Detection", ECCV 2022, Sec. 3) runs most blocks of a plain ViT inside
-``ws x ws`` windows of the patch grid, without shifts; the grid is padded with
-zero tokens at its bottom/right to a multiple of ``ws`` and cropped back
-after the block. Padded tokens take part in the attention of their window, as
-in ViTDet's code (no mask).
-
-For 2-D RoPE the tokens of a window keep their *absolute* grid coordinates
-(:meth:`~mmpos.models.layers.positions.PositionScheme.forward` partitions
-them as the tokens), so the rotation of a query or key inside a window is the
-one it gets in the global model, and the query-key logit of two tokens of one
-window is the global model's logit for that pair.
+"""Non-overlapping window partition for ViTDet-style window attention (Li
+et al., "Exploring Plain Vision Transformer Backbones for Object
+Detection", ECCV 2022, Sec. 3): blocks attend inside ``ws x ws`` windows of
+the patch grid, zero-padded at its bottom / right to a multiple of ``ws``
+(padding tokens take part in their window's attention, no mask, as ViTDet's
+code) and cropped back after the block. For 2-D RoPE the window tokens keep
+their absolute grid coordinates (:meth:`~.base.PositionScheme.forward`
+partitions them as the tokens): a pair of one window gets the global
+model's query-key logit.
 """
 from typing import Tuple
 
@@ -24,23 +19,12 @@ def padded_hw(hw: Tuple[int, int], window_size: int) -> Tuple[int, int]:
     return tuple(-(-int(s) // window_size) * window_size for s in hw)
 
 
-def window_partition(x: Tensor,
-                     hw: Tuple[int, int],
-                     window_size: int,
+def window_partition(x: Tensor, hw: Tuple[int, int], window_size: int,
                      pad_value: float = 0.) -> Tensor:
-    """Split grid tokens into windows.
-
-    Args:
-        x: ``(B, H * W, C)`` tokens of the ``hw = (H, W)`` grid, row-major.
-        window_size: window side ``ws``.
-        pad_value: value of the padding tokens (``nan`` for coordinates:
-            no position, see :mod:`mmpos.models.layers.positions`).
-
-    Returns:
-        ``(B * nH * nW, ws * ws, C)`` with ``nH, nW`` the windows per column
-        and row of the zero-padded grid; windows are ordered batch-major,
-        then row-major, tokens row-major inside a window.
-    """
+    """``(B, H * W, C)`` row-major tokens of the ``hw = (H, W)`` grid ->
+    ``(B * nH * nW, ws * ws, C)`` windows of side ``ws = window_size`` of
+    the grid padded with ``pad_value`` (``nan`` for coordinates: no
+    position); batch-major, then row-major, tokens row-major inside."""
     B, N, C = x.shape
     H, W = hw
     if N != H * W:

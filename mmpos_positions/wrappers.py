@@ -1,10 +1,6 @@
-"""Opt-in wrappers around a :class:`~.base.PositionScheme`; the schemes
-themselves keep no state between forwards.
-
-* :class:`CachedTables`: a backbone's eval forwards on one grid reuse the
-  tables (a forward after the first only rotates);
-* :class:`FrozenTables`: the tables of one grid as constants of an exported
-  graph (ONNX: no coordinates, trigonometry or caches in the graph).
+"""Opt-in wrappers around a :class:`~.base.PositionScheme` (the schemes keep
+no state between forwards): :class:`CachedTables` reuses a grid's eval
+tables, :class:`FrozenTables` holds them as constants of an exported graph.
 """
 from typing import List, Optional, Sequence
 
@@ -17,15 +13,13 @@ from .base import PositionScheme, PositionTable, table_device_dtype
 
 class CachedTables:
     """``cache(scheme, coords, hw, batch_size, windows, device, dtype)``:
-    ``scheme(...)``'s tables, the eval-mode tables of the grid
-    (``coords=None``) reused while the scheme, ``hw``, ``windows``,
-    ``device``, ``dtype`` and the scheme's parameters and buffers (compared
-    with a copy taken with the tables: an optimizer step, an EMA update or
-    a loaded checkpoint recomputes) are those of the last call. Computed
-    every time: training mode, given coordinates, tables that need a
-    gradient, and compiled or exported forwards (there the tables are part
-    of the graph). A plain object, not a module: it adds no state-dict
-    entry to its owner.
+    ``scheme(...)``'s tables, the eval tables of the grid (``coords=None``)
+    reused while the scheme, ``hw``, ``windows``, ``device``, ``dtype`` and
+    the scheme's parameters and buffers (compared with copies: an optimizer
+    step, EMA update or loaded checkpoint recomputes) are the last call's.
+    Computed every time in training mode, for given coordinates, for tables
+    that need a gradient and in compiled or exported forwards (the tables
+    are part of the graph). A plain object: no state-dict entry.
     """
 
     def __init__(self):
@@ -44,26 +38,22 @@ class CachedTables:
         key = (id(scheme), tuple(int(s) for s in hw), tuple(windows),
                *table_device_dtype(coords, device, dtype))
         state = [*scheme.parameters(), *scheme.buffers()]
-        if self.entry is None or self.entry[0] != key or not _same(
-                state, self.entry[1]):
+        if self.entry is None or self.entry[0] != key or not (
+                len(state) == len(self.entry[1]) and all(
+                    t.dtype == c.dtype and t.device == c.device
+                    and t.shape == c.shape and torch.equal(t, c)
+                    for t, c in zip(state, self.entry[1]))):
             tables = scheme(None, hw, batch_size, windows, device, dtype)
             self.entry = (key, [t.detach().clone() for t in state], tables)
         return self.entry[2]
 
 
-def _same(state: List[Tensor], copies: List[Tensor]) -> bool:
-    return len(state) == len(copies) and all(
-        t.dtype == c.dtype and t.device == c.device and t.shape == c.shape
-        and torch.equal(t, c) for t, c in zip(state, copies))
-
-
 class FrozenTables(nn.Module):
-    """The eval-mode tables of the ``hw`` grid computed once from
-    ``scheme`` (for ``windows``, on ``device``), as
-    :meth:`~.base.PositionTable.export` gives them (real tensors), and
-    returned by every forward on that grid: a drop-in for the scheme in a
-    backbone exported for one input size. :attr:`scheme` is the wrapped
-    scheme (a backbone unwraps it to unfreeze)."""
+    """``scheme``'s eval tables of the ``hw`` grid (for ``windows``, on
+    ``device``), computed once as :meth:`~.base.PositionTable.export`
+    gives them (real tensors) and returned by every forward on that grid:
+    the scheme of a backbone exported for one input size. :attr:`scheme`:
+    the wrapped scheme (a backbone unwraps it to unfreeze)."""
 
     def __init__(self, scheme: PositionScheme, hw: Sequence[int],
                  windows: Sequence[int] = (), device=None):

@@ -7,6 +7,8 @@
   and test-time frequency scaling;
 * :mod:`.matrix`: matrix RoPE (ComRoPE, LieRE);
 * :mod:`.lookhere`: LookHere;
+* :mod:`.pape`: PaPE and PaPE-RI (biases that read the tokens:
+  :mod:`.tokens`);
 * :mod:`.wrappers`: opt-in eval-table cache and export-frozen tables;
 * :mod:`.window`: ViTDet's window partition.
 
@@ -22,20 +24,23 @@ from .linear import (AxialRoPE, DINOv3RoPE, FrequencyScaling, MixedRoPE,
                      spiral_frequencies)
 from .lookhere import LookHere, lookhere_bias
 from .matrix import ComRoPE, LieRE
+from .pape import PaPE, PaPERI
+from .tokens import TokenTable, reads_tokens
 from .wrappers import CachedTables, FrozenTables
 
 #: ``{name: class}`` of every scheme, in registration order
 SCHEMES = {
     'axial': AxialRoPE, 'mixed': MixedRoPE, 'dinov3': DINOv3RoPE,
     'spiral': SpiralRoPE, 'string': STRINGRoPE, 'comrope': ComRoPE,
-    'liere': LieRE, 'lookhere': LookHere
+    'liere': LieRE, 'lookhere': LookHere, 'pape': PaPE, 'pape_ri': PaPERI
 }
 
 __all__ = [
     'AxialRoPE', 'CachedTables', 'ComRoPE', 'DINOv3RoPE', 'FrequencyScaling',
-    'FrozenTables', 'LieRE', 'LookHere', 'MixedRoPE', 'PatchCoords',
-    'PositionScheme', 'PositionTable', 'RoPETable', 'SCHEMES', 'SpiralRoPE',
-    'STRINGRoPE', 'box_coords', 'frame_coords', 'frequency_magnitudes',
-    'grid_coords', 'lookhere_bias', 'mixed_frequencies', 'rope_angles',
-    'scale_frequencies', 'sincos_pos_embed_2d', 'spiral_frequencies'
+    'FrozenTables', 'LieRE', 'LookHere', 'MixedRoPE', 'PaPE', 'PaPERI',
+    'PatchCoords', 'PositionScheme', 'PositionTable', 'RoPETable', 'SCHEMES',
+    'SpiralRoPE', 'STRINGRoPE', 'TokenTable', 'box_coords', 'frame_coords', 'frequency_magnitudes',
+    'grid_coords', 'lookhere_bias', 'mixed_frequencies', 'reads_tokens',
+    'rope_angles', 'scale_frequencies', 'sincos_pos_embed_2d',
+    'spiral_frequencies'
 ]

@@ -20,6 +20,16 @@ from mmpos.models.utils.pretrained import load_pretrained
 # methods' defaults) has a DropPos and a DINOv2 config
 SCHEMES = tuple(n for n in mmpos_positions.SCHEMES
                 if n not in ('axial', 'mixed', 'dinov3'))
+# schemes whose bias reads the tokens (PaPE): torch's ONNX exporter fails
+# to decompose attention with a token-dependent mask (torch 2.14:
+# ConversionError, "Cannot view a tensor ..."), and RoPE-Swin's window
+# attention does not bind them
+READS_TOKENS = {n for n in SCHEMES if mmpos_positions.reads_tokens(
+    mmpos_positions.SCHEMES[n](8, 1, 1))}
+ONNX_SCHEMES = [pytest.param(n, marks=pytest.mark.xfail(
+    raises=torch.onnx.OnnxExporterError, strict=True,
+    reason='ONNX export of a token-dependent attention bias')) if n in
+    READS_TOKENS else n for n in SCHEMES]
 METHODS = ('droppos', 'dinov2')
 CONFIGS = Path('configs/position_schemes')
 ARCH = dict(embed_dims=96, num_layers=4, num_heads=3,
@@ -118,7 +128,7 @@ def test_mini_pretraining_runs_and_transfers(pretrained, method, scheme):
                 assert torch.equal(value, state[f'backbone.{name}']), name
 
 
-@pytest.mark.parametrize('scheme', SCHEMES)
+@pytest.mark.parametrize('scheme', ONNX_SCHEMES)
 def test_onnx_export_matches_torch(scheme, tmp_path):
     """tools/deployment/rope_vit2onnx.py with frozen tables: ComRoPE /
     LieRE's matrix exponentials, STRING's basis and LookHere's masks are
@@ -150,13 +160,19 @@ def test_onnx_export_matches_torch(scheme, tmp_path):
 
 @pytest.mark.parametrize('scheme', SCHEMES)
 def test_schemes_run_in_rope_swin(scheme):
-    """RoPE-Swin builds one scheme per stage; shifted windows included."""
+    """RoPE-Swin builds one scheme per stage; shifted windows included. A
+    scheme whose bias reads the tokens gets one clear error (its window
+    attention takes rotations only)."""
     from mmpos.models.backbones.rope_swin import RoPESwinTransformer
     rope = Config.fromfile(config('dinov2', scheme)).model.backbone.rope
     model = RoPESwinTransformer(
         arch=dict(embed_dims=32, depths=[2, 2], num_heads=[2, 4]),
         window_size=4, rope=rope, out_indices=(0, 1))
     model.eval()  # (mmpretrain's Swin.train returns None)
+    if scheme in READS_TOKENS:
+        with pytest.raises(TypeError, match='must call table.bind'):
+            model(torch.randn(1, 3, 64, 48))
+        return
     outs = model(torch.randn(1, 3, 64, 48))
     assert [tuple(o.shape) for o in outs] == [(1, 32, 16, 12),
                                                (1, 64, 8, 6)]

@@ -99,6 +99,13 @@ DYNAMIC_OPS = STATIC_OPS | {
 OPTIONS = dict(comrope=dict(block_size=8), liere=dict(block_size=8))
 #: every registered scheme, with the options of this test
 SCHEMES = {name: OPTIONS.get(name, {}) for name in mmpos_positions.SCHEMES}
+# a bias that reads the tokens (PaPE): torch's exporter fails to decompose
+# the attention (ConversionError, "Cannot view a tensor ..."; torch 2.14)
+STATIC_SCHEMES = [pytest.param(name, marks=pytest.mark.xfail(
+    raises=torch.onnx.OnnxExporterError, strict=True,
+    reason='ONNX export of a token-dependent attention bias'))
+    if mmpos_positions.reads_tokens(cls(8, 1, 1)) else name
+    for name, cls in mmpos_positions.SCHEMES.items()]
 
 
 def op_types(path):
@@ -113,7 +120,7 @@ def run_onnx(path, img):
     return torch.from_numpy(out)
 
 
-@pytest.mark.parametrize('scheme', list(SCHEMES))
+@pytest.mark.parametrize('scheme', STATIC_SCHEMES)
 def test_every_scheme_exports_a_static_graph(tmp_path, scheme):
     """Every position scheme exports at a fixed size with only
     :data:`STATIC_OPS` and runs in onnxruntime with torch's outputs."""

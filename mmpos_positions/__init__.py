@@ -39,8 +39,8 @@ __all__ = [
     'AxialRoPE', 'CachedTables', 'ComRoPE', 'DINOv3RoPE', 'FrequencyScaling',
     'FrozenTables', 'LieRE', 'LookHere', 'MixedRoPE', 'PaPE', 'PaPERI',
     'PatchCoords', 'PositionScheme', 'PositionTable', 'RoPETable', 'SCHEMES',
-    'SpiralRoPE', 'STRINGRoPE', 'TokenTable', 'box_coords', 'frame_coords', 'frequency_magnitudes',
-    'grid_coords', 'lookhere_bias', 'mixed_frequencies', 'reads_tokens',
-    'rope_angles', 'scale_frequencies', 'sincos_pos_embed_2d',
-    'spiral_frequencies'
+    'SpiralRoPE', 'STRINGRoPE', 'TokenTable', 'box_coords', 'frame_coords',
+    'frequency_magnitudes', 'grid_coords', 'lookhere_bias',
+    'mixed_frequencies', 'reads_tokens', 'rope_angles', 'scale_frequencies',
+    'sincos_pos_embed_2d', 'spiral_frequencies'
 ]

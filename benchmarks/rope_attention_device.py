@@ -120,7 +120,9 @@ class Attention(nn.Module):
         bias = None
         if self.rope is not None:  # the table, as a backbone computes it
             table = self.tables(self.rope, None, hw, B, device=x.device)[0]
-            qk, bias = table.rotate(qk), table.attn_bias  # bias: LookHere
+            if isinstance(table, mmpos_positions.TokenTable):  # PaPE
+                table = table.bind(x)
+            qk, bias = table.rotate(qk), table.attn_bias  # LookHere, PaPE
         q, k = qk.unbind(0)
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=None if bias is None else bias.to(q.dtype))

@@ -16,7 +16,8 @@ HARNESS = 'mmpos_harness'
 #: the tools that reproduce the project's numbers, the only ones that import
 #: the harness (a folder: every tool in it)
 HARNESS_TOOLS = ('tools/demo.py', 'tools/misc/make_mini_data.py',
-                 'tools/misc/results_status.py', 'tools/paper_tables/')
+                 'tools/misc/rehearse.py', 'tools/misc/results_status.py',
+                 'tools/paper_tables/')
 
 
 def _harness_references(path):

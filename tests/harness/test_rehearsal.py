@@ -1,0 +1,95 @@
+"""Full-size rehearsals (mmpos_harness.rehearsal): the synthetic data is read
+by the real dataset classes through the configs' own pipelines, a
+rehearsal changes only what it lists, and one paper config per family
+(pretraining, mmdet ViTDet, mmseg UperNet) runs unshrunk through
+``dist_train.sh`` with 2 gloo processes: 2 iterations, validation,
+checkpoint and resume."""
+import math
+
+import pytest
+
+from conftest import REPO
+from mmpos.guardrails.launch import load_config
+from mmpos_harness import rehearsal
+
+PRETRAIN = 'configs/cr2pq/cr2pq_vit-small-p16_32xb64-100e_in1k.py'
+VITDET = ('configs/transfer/mmdet/'
+          'mask-rcnn_vit-small-p16-ape_simple-fpn_lsj-1024_8xb8-12e_coco.py')
+UPERNET = ('configs/transfer/mmseg/'
+           'upernet_vit-small-p16-rope-mixed_mln_4xb4-160k_ade20k-512x512.py')
+
+
+def _dataset(cfg, key):
+    from mmengine.registry import DATASETS, init_default_scope
+    init_default_scope(cfg.get('default_scope', 'mmpos'))
+    return DATASETS.build(cfg[key].dataset)
+
+
+@pytest.mark.parametrize('config', [PRETRAIN, VITDET, UPERNET])
+def test_synthetic_data_read_by_the_config_pipeline(config, tmp_path):
+    cfg = load_config(str(REPO / config))
+    changes = rehearsal.rehearsal_config(cfg, str(tmp_path), procs=2)
+    batch = cfg.train_dataloader.batch_size
+    train = _dataset(cfg, 'train_dataloader')
+    assert len(train) == 2 * batch * rehearsal.ITERS
+    sample = train[0]  # the config's own training pipeline
+    assert 'inputs' in sample
+    if cfg.get('val_dataloader'):
+        val = _dataset(cfg, 'val_dataloader')
+        assert len(val) == 2 and 'inputs' in val[0]
+    # every path the run reads is under the synthetic root
+    dumped = cfg.pretty_text
+    assert 'data/coco' not in dumped and 'data/ade' not in dumped
+    assert 'data/imagenet' not in dumped
+    assert any('synthetic' in line for line in changes)
+
+
+def test_coco_instances_survive_the_filter(tmp_path):
+    """The detection set keeps every image (mmdet drops images without
+    instances of at least 32 px) with its :data:`INSTANCES` masks."""
+    cfg = load_config(str(REPO / VITDET))
+    rehearsal.rehearsal_config(cfg, str(tmp_path), procs=2)
+    train = _dataset(cfg, 'train_dataloader')
+    train.full_init()
+    info = train.get_data_info(0)
+    assert len(info['instances']) == rehearsal.INSTANCES
+    assert info['width'] == 1024
+
+
+def test_rehearsal_changes_only_what_it_lists(tmp_path):
+    cfg = load_config(str(REPO / UPERNET))
+    before = load_config(str(REPO / UPERNET))
+    changes = rehearsal.rehearsal_config(cfg, str(tmp_path), procs=2)
+    assert 'SyncBN' in str(before.model) and 'SyncBN' not in str(cfg.model)
+    assert any(line.startswith('SyncBN -> BN') for line in changes)
+    assert cfg.train_dataloader.batch_size == 2  # BN needs 2 per channel
+    assert cfg.train_cfg.max_iters == rehearsal.ITERS
+    # the model is the config's, apart from the norm layers
+    assert cfg.model.backbone == before.model.backbone
+    assert (cfg.val_dataloader.dataset.pipeline ==
+            before.val_dataloader.dataset.pipeline)
+    amp = load_config(str(REPO / PRETRAIN))
+    assert amp.optim_wrapper.type == 'AmpOptimWrapper'
+    changes = rehearsal.rehearsal_config(amp, str(tmp_path / 'p'), procs=2)
+    assert amp.optim_wrapper.type == 'OptimWrapper'
+    assert 'loss_scale' not in amp.optim_wrapper
+    assert amp.train_cfg.max_epochs == 1 and amp.train_dataloader.batch_size == 1
+
+
+def test_unknown_dataset_refused_in_one_line(tmp_path):
+    cfg = load_config(str(REPO / PRETRAIN))
+    cfg.train_dataloader.dataset.type = 'Places365'
+    with pytest.raises(ValueError, match=r"^rehearse: train_dataloader"
+                       r"\.dataset\.type='Places365' has no synthetic"):
+        rehearsal.rehearsal_config(cfg, str(tmp_path), procs=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('config', [PRETRAIN, VITDET, UPERNET])
+def test_rehearse_at_full_size(config, tmp_path):
+    result = rehearsal.rehearse(config, procs=2, work_root=str(tmp_path))
+    assert len(result['losses']) == 2 * rehearsal.ITERS  # across the resume
+    assert all(math.isfinite(v) for v in result['losses'])
+    assert result['peak_rss_mib'] > 100
+    if load_config(str(REPO / config)).get('val_dataloader'):
+        assert result['val_metrics']  # the validation step ran

@@ -1,10 +1,11 @@
 from .crop_boxes import (MultiViewWithBoxes, RandomFlipWithBox,
                          RandomResizedCropWithBox, box_to_tlhw, tlhw_to_box)
-from .naflex import (NaFlexPatchify, NaFlexResize, PackNaFlexInputs,
-                     naflex_size, patchify)
+from .naflex import (NaFlexPatchify, NaFlexRandomResizedCrop, NaFlexResize,
+                     PackNaFlexInputs, naflex_size, patchify)
 
 __all__ = [
-    'MultiViewWithBoxes', 'NaFlexPatchify', 'NaFlexResize',
+    'MultiViewWithBoxes', 'NaFlexPatchify', 'NaFlexRandomResizedCrop',
+    'NaFlexResize',
     'PackNaFlexInputs', 'RandomFlipWithBox', 'RandomResizedCropWithBox',
     'box_to_tlhw', 'naflex_size', 'patchify', 'tlhw_to_box'
 ]

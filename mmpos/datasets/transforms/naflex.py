@@ -7,6 +7,7 @@ token budget, as a sequence of patches with their grid coordinates
   scale ``s`` whose patch grid ``ceil(h s / p) x ceil(w s / p)`` holds at
   most ``max_tokens`` patches, each side at least one patch);
 * :class:`NaFlexResize`: resize ``img`` to that size;
+  :class:`NaFlexRandomResizedCrop` first crops at a random aspect ratio;
 * :class:`NaFlexPatchify`: ``img`` -> ``naflex = dict(patches, patch_coord)``,
   ``(h w, p p c)`` pixels row-major over the grid, each patch ``(row,
   column, channel)`` (timm's ``channels_last``), and ``(h w, 2)`` integer
@@ -123,6 +124,42 @@ class NaFlexResize(BaseTransform):
         return (f'{type(self).__name__}(patch_size={self.patch_size}, '
                 f'max_tokens={self.max_tokens}, max_ratio={self.max_ratio},'
                 f' interpolation={self.interpolation!r})')
+
+
+@TRANSFORMS.register_module()
+class NaFlexRandomResizedCrop(NaFlexResize):
+    """A random crop of ``scale`` of the image's area at an aspect ratio
+    drawn log-uniformly from ``ratio`` (width / height, as torchvision's
+    ``RandomResizedCrop``; 10 tries, then the whole image), resized as
+    :class:`NaFlexResize` (the idea of timm's
+    ``RandomResizedCropToSequence``): views of many aspect ratios, each
+    at its own, from square images too. Draws from numpy's global
+    generator."""
+
+    def __init__(self, patch_size=16, max_tokens: int = 256,
+                 scale: Sequence[float] = (0.08, 1.),
+                 ratio: Sequence[float] = (3 / 4, 4 / 3), **kwargs):
+        super().__init__(patch_size, max_tokens, **kwargs)
+        self.scale, self.ratio = tuple(scale), tuple(ratio)
+
+    def crop_box(self, h: int, w: int) -> Tuple[int, int, int, int]:
+        """``(y, x, ch, cw)`` of the crop."""
+        log_ratio = np.log(self.ratio)
+        for _ in range(10):
+            area = h * w * np.random.uniform(*self.scale)
+            aspect = np.exp(np.random.uniform(*log_ratio))
+            cw = int(round(np.sqrt(area * aspect)))
+            ch = int(round(np.sqrt(area / aspect)))
+            if 0 < cw <= w and 0 < ch <= h:
+                return (np.random.randint(0, h - ch + 1),
+                        np.random.randint(0, w - cw + 1), ch, cw)
+        return 0, 0, h, w
+
+    def transform(self, results: dict) -> dict:
+        img = results['img']
+        y, x, ch, cw = self.crop_box(*img.shape[:2])
+        results['img'] = img[y:y + ch, x:x + cw]
+        return super().transform(results)
 
 
 @TRANSFORMS.register_module()

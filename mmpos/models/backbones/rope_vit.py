@@ -644,7 +644,8 @@ class RoPEVisionTransformer(BaseBackbone):
         return self.forward_tokens(tokens, hw=hw)
 
     def forward_naflex(self, patches: Tensor, patch_coord: Tensor,
-                       patch_valid: Tensor) -> tuple:
+                       patch_valid: Tensor,
+                       grids: Optional[Tensor] = None) -> tuple:
         """The blocks on a NaFlex batch: images of their own sizes, each a
         row-major sequence of its patches, padded to the longest
         (:func:`~mmpos.datasets.naflex_collate`, timm's NaFlex layout).
@@ -656,6 +657,9 @@ class RoPEVisionTransformer(BaseBackbone):
                 its image's grid; a sample's grid ``(h, w)`` is its largest
                 valid coordinate + 1.
             patch_valid: ``(B, N)`` bool, ``False`` for padding.
+            grids: ``(B, 2)`` each image's grid ``(h, w)``; default
+                :func:`naflex_grids` (give it when the patches are a subset
+                of the grid, e.g. MAE's kept patches).
 
         Every image gets what :meth:`forward` gives it alone (within float
         rounding): the patch projection as a matrix product, APE resized to
@@ -666,7 +670,8 @@ class RoPEVisionTransformer(BaseBackbone):
         grid).
         """
         valid = patch_valid.bool()
-        grids = naflex_grids(patch_coord, valid)
+        if grids is None:
+            grids = naflex_grids(patch_coord, valid)
         hw = tuple(int(v) for v in grids.amax(0))  # the batch's bounding grid
         x = self.embed_patches(patches)
         x = x + self.naflex_pos_embed(patch_coord, valid, grids, x.dtype)

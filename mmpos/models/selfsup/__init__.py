@@ -3,5 +3,6 @@ from .cr2pq import CR2PQ
 from .dinov2 import DINOv2
 from .droppos import DropPos
 from .icpf import ICPF
+from .naflex_mae import NaFlexMAE
 
-__all__ = ['QBHeat', 'CR2PQ', 'DINOv2', 'DropPos', 'ICPF']
+__all__ = ['QBHeat', 'CR2PQ', 'DINOv2', 'DropPos', 'ICPF', 'NaFlexMAE']

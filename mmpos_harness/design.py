@@ -1,0 +1,353 @@
+"""Study designs: what a study will run and how it will be judged, fixed in
+a file committed before its runs (issue 55: selection apart from
+confirmation).
+
+Every design lives in ``designs/<study>.yaml`` (one place). :func:`load`
+reads one and refuses a bad one in one line naming the file and key;
+:func:`check` recomputes from the stored runs what the file claims (the
+per-run SD, the runs its power calculation asks for, the CPU hours of the
+plan) and refuses a design whose confirmation seeds overlap the seeds that
+selected it or whose plan exceeds its budget; :func:`command` is the
+runner's command line for the design (the runner reads its arms, seeds and
+tasks from it).
+
+A design file (YAML)::
+
+    study: method_ranking_confirm          # the file's name without .yaml
+    status: planned                        # planned | running | done
+    question: one sentence
+    runner: tools/paper_tables/method_ranking.py   # or null: not runnable yet
+    options: {images: 32000}               # the runner's other options
+    arms: [droppos, ..., random]           # the runner's names
+    reference: random
+    seeds:
+      selection: {tuning: [0, 1], ...}     # seeds that chose anything
+      confirmation: [100, 101, ...]        # fresh pretraining seeds
+      transfer: [0, 1, 2]
+    tasks: [linear-probe, ...]
+    families:                              # one adjustment per family
+      headline: {correction: holm, tests: [[droppos, linear-probe], ...]}
+    alpha: 0.05
+    power:
+      target: 0.8
+      sd_from: results/method_ranking/summary.json   # stored per-run values
+      deltas: {linear-probe: 2.0}          # difference to detect per task
+    margins: {linear-probe: 1.0}           # TOST equivalence margins
+    budget:
+      cpu_hours: 15
+      cost_from: results/method_ranking/summary.json # stored timings
+    notes: free text (what is left out and why)
+
+``families`` lists each family's tests as ``[arm, task]`` pairs (each
+against ``reference``; ``[arm, task, other]`` against another arm or a
+baseline, ``pixels`` or ``image-free``) and their ``kind``:
+``difference`` (Welch, two-sided, the default), ``equivalence`` (TOST
+within the task's ``margins``, :func:`~mmpos.evaluation.stats.tost`) or
+``above_margin`` (the difference's interval at the family's level lies
+above the task's margin).
+"""
+import glob
+import json
+import math
+import os
+import os.path as osp
+import statistics
+from typing import Dict, List
+
+import yaml
+
+from mmpos.errors import BadInputError
+from mmpos.evaluation import stats
+
+from .provenance import ROOT
+
+DESIGNS = 'designs'
+KEYS = {'study', 'status', 'question', 'runner', 'options', 'arms',
+        'reference', 'seeds', 'tasks', 'families', 'alpha', 'power',
+        'margins', 'budget', 'notes'}
+REQUIRED = KEYS - {'options', 'margins', 'notes'}
+SEED_KEYS = {'selection', 'confirmation', 'transfer'}
+FAMILY_KEYS = {'correction', 'tests', 'kind'}
+POWER_KEYS = {'target', 'sd_from', 'deltas'}
+BUDGET_KEYS = {'cpu_hours', 'cost_from'}
+STATUSES = ('planned', 'running', 'done')
+KINDS = ('difference', 'equivalence', 'above_margin')
+# the study runners: whether each takes the arms and tasks (the demo's
+# are fixed: DropPos and random init, detection and segmentation)
+RUNNERS = {'tools/paper_tables/method_ranking.py': True, 'tools/demo.py': False}
+# the runners' names of the arms -> the names in their summaries
+ARM_NAMES = {'droppos': 'DropPos', 'cr2pq': 'CR2PQ', 'dinov2': 'DINOv2',
+             'icpf': 'ICPF', 'mae': 'MAE', 'random': 'random init',
+             'pixels': 'raw pixels', 'image-free': 'image-free'}
+
+
+def _keys(path: str, where: str, found: dict, allowed: set,
+          required: set) -> None:
+    if not isinstance(found, dict):
+        raise BadInputError(f'{path}: {where} must be a mapping, got '
+                            f'{found!r}')
+    unknown = sorted(set(found) - allowed)
+    if unknown:
+        raise BadInputError(f'{path}: unknown key {where}{unknown[0]!r}; '
+                            f'allowed: {sorted(allowed)}')
+    missing = sorted(required - set(found))
+    if missing:
+        raise BadInputError(f'{path}: missing key {where}{missing[0]!r}')
+
+
+def _seed_list(path: str, where: str, value) -> List[int]:
+    if not isinstance(value, list) or not value or not all(
+            isinstance(s, int) and not isinstance(s, bool) for s in value):
+        raise BadInputError(f'{path}: {where} must be a non-empty list of '
+                            f'integer seeds, got {value!r}')
+    return value
+
+
+def load(path: str) -> dict:
+    """The design in ``path``, its keys and values checked (one
+    :class:`~mmpos.errors.BadInputError` line naming the file and the
+    key); the file's name must be its ``study``."""
+    if not osp.isfile(path):
+        raise FileNotFoundError(f'design not found: {path}')
+    with open(path) as f:
+        design = yaml.safe_load(f)
+    _keys(path, '', design, KEYS, REQUIRED)
+    name = osp.splitext(osp.basename(path))[0]
+    if design['study'] != name:
+        raise BadInputError(f'{path}: study is {design["study"]!r}, the '
+                            f'file is named {name!r}')
+    if design['status'] not in STATUSES:
+        raise BadInputError(f'{path}: status must be one of {STATUSES}, '
+                            f'got {design["status"]!r}')
+    if design['runner'] is not None and design['runner'] not in RUNNERS:
+        raise BadInputError(f'{path}: runner {design["runner"]!r} is not a '
+                            f'study runner; runners: {sorted(RUNNERS)}')
+    for key in ('arms', 'tasks'):
+        if not isinstance(design[key], list) or not design[key]:
+            raise BadInputError(f'{path}: {key} must be a non-empty list')
+    if design['reference'] not in design['arms']:
+        raise BadInputError(f'{path}: reference {design["reference"]!r} is '
+                            'not one of the arms')
+    seeds = design['seeds']
+    _keys(path, 'seeds.', seeds, SEED_KEYS, SEED_KEYS)
+    if not isinstance(seeds['selection'], dict):
+        raise BadInputError(f'{path}: seeds.selection must map what chose '
+                            'something to its seeds')
+    for what, value in seeds['selection'].items():
+        _seed_list(path, f'seeds.selection.{what}', value)
+    for key in ('confirmation', 'transfer'):
+        _seed_list(path, f'seeds.{key}', seeds[key])
+    alpha = design['alpha']
+    if not isinstance(alpha, float) or not 0 < alpha < 1:
+        raise BadInputError(f'{path}: alpha must be a number in (0, 1), '
+                            f'got {alpha!r}')
+    _families(path, design)
+    _keys(path, 'power.', design['power'], POWER_KEYS, POWER_KEYS)
+    _keys(path, 'budget.', design['budget'], BUDGET_KEYS, BUDGET_KEYS)
+    for where, mapping in (('power.deltas', design['power']['deltas']),
+                           ('margins', design.get('margins') or {})):
+        for task, value in mapping.items():
+            if task not in design['tasks']:
+                raise BadInputError(f'{path}: {where}.{task}: not one of '
+                                    'the tasks')
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise BadInputError(f'{path}: {where}.{task} must be a '
+                                    f'positive number, got {value!r}')
+    return design
+
+
+def _families(path: str, design: dict) -> None:
+    if not isinstance(design['families'], dict) or not design['families']:
+        raise BadInputError(f'{path}: families must map a name to its tests')
+    for name, fam in design['families'].items():
+        where = f'families.{name}.'
+        _keys(path, where, fam, FAMILY_KEYS, {'correction', 'tests'})
+        if fam['correction'] not in stats.CORRECTIONS:
+            raise BadInputError(f'{path}: {where}correction must be one of '
+                                f'{list(stats.CORRECTIONS)}, got '
+                                f'{fam["correction"]!r}')
+        kind = fam.get('kind', 'difference')
+        if kind not in KINDS:
+            raise BadInputError(f'{path}: {where}kind must be one of '
+                                f'{KINDS}, got {kind!r}')
+        for test in fam['tests']:
+            if not isinstance(test, list) or len(test) not in (2, 3) or \
+                    test[1] not in design['tasks'] or any(
+                        arm not in design['arms'] + ['pixels', 'image-free']
+                        for arm in test[:1] + test[2:]):
+                raise BadInputError(f'{path}: {where}tests: {test!r} is not '
+                                    '[arm, task] or [arm, task, other arm] '
+                                    'of the design\'s arms and tasks')
+            if kind != 'difference' and test[1] not in (
+                    design.get('margins') or {}):
+                raise BadInputError(f'{path}: {where}tests: {test!r} is '
+                                    f'an {kind} test without margins.'
+                                    f'{test[1]}')
+
+
+# ------------------------------------------------- from the stored runs
+def _summary(path: str) -> dict:
+    with open(osp.join(ROOT, path)) as f:
+        return json.load(f)
+
+
+def run_sd(summary_path: str, task: str) -> tuple:
+    """The per-run SD of ``task``'s first metric in a stored comparison
+    summary: the per-pretraining-run means (each the mean over its
+    transfer seeds; complete runs only) pooled within the inits
+    (:func:`~mmpos.evaluation.stats.pooled_sd`). Returns ``(sd, df)``."""
+    spec = _summary(summary_path)['tasks'][task]
+    key = next(iter(spec['metrics']))
+    groups = []
+    for per_metric in spec['inits'].values():
+        groups.append([statistics.mean(g) for g in per_metric[key]['groups']
+                       if g and None not in g])
+    return stats.pooled_sd(groups)
+
+
+def family_sizes(design: dict) -> Dict[str, int]:
+    """Tests per family."""
+    return {name: len(fam['tests'])
+            for name, fam in design['families'].items()}
+
+
+def runs_needed(design: dict) -> Dict[str, int]:
+    """Per task with a ``power.deltas`` entry, the pretraining runs per arm
+    that detect that difference with ``power.target`` power at the level
+    of the largest family testing the task (``alpha / m``, Holm's and
+    BH's level for a lone effect, :func:`~mmpos.evaluation.stats.
+    family_alpha`), with the stored per-run SD (:func:`run_sd`)."""
+    power = design['power']
+    out = {}
+    for task, delta in power['deltas'].items():
+        sizes = [len(fam['tests']) for fam in design['families'].values()
+                 if any(t[1] == task for t in fam['tests'])]
+        alpha = design['alpha'] / max(sizes or [1])
+        sd, _ = run_sd(power['sd_from'], task)
+        out[task] = stats.runs_for_difference(sd, float(delta), alpha,
+                                              power['target'])
+    return out
+
+
+def _stored_cpu_minutes(path: str) -> float:
+    """CPU minutes of one stored run file (its ``compute.json``)."""
+    with open(path) as f:
+        files = json.load(f)['files']
+    return float(json.loads(files['compute.json'])['cpu_minutes'])
+
+
+def cost_per_run(design: dict) -> Dict[str, float]:
+    """CPU minutes of one pretraining run of each arm with its transfer
+    runs (``len(seeds.transfer)`` per task), measured on the stored runs
+    of ``budget.cost_from``: a folder of stored run files (the ranking's
+    layout, ``pretraining/<init>/pseed<p>.json`` and ``<task>/<init>/
+    pseed<p>/seed<k>.json``, each with its ``compute.json``: the mean per
+    pretraining run and per transfer run of each task the design runs) or
+    a comparison summary (its ``compute`` sums over its pretraining seeds
+    and every stored task, scaled to the design's transfer seeds)."""
+    source = osp.join(ROOT, design['budget']['cost_from'])
+    transfer = len(design['seeds']['transfer'])
+    out = {}
+    if osp.isfile(source):
+        summary = _summary(source)
+        runs = len(summary.get('pretrain_seeds') or [None])
+        for arm in design['arms']:
+            compute = summary['compute'][ARM_NAMES.get(arm, arm)]
+            out[arm] = ((compute['pretrain_cpu_minutes'] or 0.0) +
+                        compute['transfer_cpu_minutes'] * transfer /
+                        len(summary['seeds'])) / runs
+        return out
+    for arm in design['arms']:
+        slug = ARM_NAMES.get(arm, arm).replace(' ', '_')
+        pre = glob.glob(osp.join(source, 'pretraining', slug, '*.json'))
+        minutes = statistics.mean(map(_stored_cpu_minutes, pre)) if pre \
+            else 0.0
+        for task in design['tasks']:
+            found = glob.glob(osp.join(source, task, slug, '**', '*.json'),
+                              recursive=True)
+            if not found:
+                raise BadInputError(f'{source}: no stored runs of {task} / '
+                                    f'{slug} to measure the cost from')
+            minutes += transfer * statistics.mean(
+                map(_stored_cpu_minutes, found))
+        out[arm] = minutes
+    return out
+
+
+def planned_cpu_hours(design: dict) -> float:
+    """CPU hours of the design's runs: every arm with every confirmation
+    seed at the measured per-run cost (:func:`cost_per_run`)."""
+    return sum(cost_per_run(design).values()) * len(
+        design['seeds']['confirmation']) / 60
+
+
+def check(design: dict, path: str = 'design') -> dict:
+    """Recompute what the design rests on and refuse it (one
+    :class:`~mmpos.errors.BadInputError` line) when its confirmation seeds
+    overlap a selection seed, are fewer than its power calculation asks
+    for (:func:`runs_needed`) or its plan exceeds its budget. Returns
+    ``{'runs_needed', 'runs_planned', 'cpu_hours', 'sd'}``."""
+    seeds = design['seeds']
+    used = {s for v in seeds['selection'].values() for s in v}
+    overlap = sorted(used & set(seeds['confirmation']))
+    if overlap:
+        raise BadInputError(f'{path}: seeds.confirmation {overlap} were used '
+                            'to select (seeds.selection); confirmation '
+                            'needs fresh seeds')
+    needed = runs_needed(design)
+    short = {t: n for t, n in needed.items()
+             if n > len(seeds['confirmation'])}
+    if short:
+        task = next(iter(short))
+        raise BadInputError(f'{path}: power.deltas.{task} needs '
+                            f'{short[task]} runs per arm, seeds.confirmation '
+                            f'has {len(seeds["confirmation"])}')
+    hours = planned_cpu_hours(design)
+    if hours > design['budget']['cpu_hours']:
+        raise BadInputError(f'{path}: the plan needs {hours:.1f} CPU hours, '
+                            f'budget.cpu_hours is '
+                            f'{design["budget"]["cpu_hours"]}')
+    return dict(runs_needed=needed,
+                runs_planned=len(seeds['confirmation']),
+                cpu_hours=hours,
+                sd={t: run_sd(design['power']['sd_from'], t)[0]
+                    for t in design['power']['deltas']})
+
+
+def command(design: dict) -> str:
+    """The runner's command line for the design: its confirmation seeds
+    (``--pretrain-seeds``), transfer seeds (``--seeds``), where the runner
+    takes them (:data:`RUNNERS`) its arms (``--methods``) and tasks
+    (``--tasks``), and ``options``."""
+    if design['runner'] is None:
+        raise BadInputError(f'design {design["study"]}: no runner (not '
+                            'runnable yet; see its notes)')
+    parts = ['python', design['runner']]
+    if RUNNERS[design['runner']]:  # the runner takes the arms and tasks
+        parts += ['--methods', *design['arms'], '--tasks', *design['tasks']]
+    parts += ['--pretrain-seeds', *map(str, design['seeds']['confirmation']),
+              '--seeds', *map(str, design['seeds']['transfer'])]
+    for key, value in (design.get('options') or {}).items():
+        parts += [f'--{key}', *map(str, value if isinstance(value, list)
+                                   else [value])]
+    return ' '.join(parts)
+
+
+def designs(root: str = ROOT) -> List[str]:
+    """The design files of the repository, sorted."""
+    folder = osp.join(root, DESIGNS)
+    return sorted(osp.join(folder, f) for f in os.listdir(folder)
+                  if f.endswith('.yaml')) if osp.isdir(folder) else []
+
+
+def mdd_planned(design: dict, task: str) -> float:
+    """The minimum detectable difference of a ``task`` cell with the
+    planned runs per arm, at the level of its largest family (as
+    :func:`runs_needed`)."""
+    sizes = [len(fam['tests']) for fam in design['families'].values()
+             if any(t[1] == task for t in fam['tests'])]
+    n = len(design['seeds']['confirmation'])
+    sd, _ = run_sd(design['power']['sd_from'], task)
+    return stats.minimum_detectable_difference(
+        sd * math.sqrt(2 / n), 2 * n - 2,
+        design['alpha'] / max(sizes or [1]), design['power']['target'])

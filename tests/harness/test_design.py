@@ -1,0 +1,168 @@
+"""Study designs (mmpos_harness.design): every committed design file loads,
+its numbers are recomputed from the stored runs (the per-run SD as
+statsmodels' one-way ANOVA residual, the runs its power calculation asks
+for as statsmodels' sample size at the family's alpha, the CPU hours from
+the runs' own timings), its confirmation seeds are disjoint from the seeds
+that selected anything, its command is one its runner parses; a bad file
+is refused in one line naming the key."""
+import json
+import math
+import os
+import os.path as osp
+import shutil
+import statistics
+
+import pandas as pd
+import pytest
+import yaml
+from statsmodels.formula.api import ols
+from statsmodels.stats.power import TTestIndPower
+
+from mmpos.errors import BadInputError
+from mmpos_harness import design, method_ranking
+
+ROOT = design.ROOT
+RANKING = osp.join(ROOT, design.DESIGNS, 'method_ranking_confirm.yaml')
+
+
+def test_every_design_loads_and_holds_against_the_stored_runs():
+    paths = design.designs()
+    assert [osp.basename(p) for p in paths] == [
+        'demo_confirm.yaml', 'method_ranking_confirm.yaml', 'probes.yaml']
+    total = 0.0
+    for path in paths:
+        found = design.load(path)
+        got = design.check(found, path)
+        assert got['runs_planned'] >= max(got['runs_needed'].values())
+        total += found['budget']['cpu_hours']
+        assert got['cpu_hours'] <= found['budget']['cpu_hours']
+    # the shares add up to the re-runs' 15 CPU hours
+    assert total == pytest.approx(15.0)
+
+
+def test_the_ranking_design_reads_its_selection_seeds_from_the_results():
+    found = design.load(RANKING)
+    with open(osp.join(ROOT, 'results/method_ranking_tuning/tuning.json')) \
+            as f:
+        assert found['seeds']['selection']['tuning'] == json.load(f)['seeds']
+    with open(osp.join(ROOT, 'results/method_ranking/summary.json')) as f:
+        summary = json.load(f)
+    assert found['seeds']['selection']['ranking'] == \
+        summary['pretrain_seeds']
+    assert not set(found['seeds']['transfer']) & set(summary['seeds'])
+    # its command is one the ranking's own parser takes, with its seeds
+    argv = design.command(found).split()[2:]
+    args = method_ranking.parse_args(argv)
+    assert args.pretrain_seeds == found['seeds']['confirmation']
+    assert args.seeds == found['seeds']['transfer']
+    assert args.methods == found['arms'] and args.tasks == found['tasks']
+    assert args.images == 32000
+
+
+def test_run_sd_is_the_anova_residual_of_the_stored_per_run_means():
+    summary_path = 'results/method_ranking/summary.json'
+    with open(osp.join(ROOT, summary_path)) as f:
+        task = json.load(f)['tasks']['linear-probe']
+    rows = [(init, statistics.mean(g))
+            for init, per_metric in task['inits'].items()
+            for g in per_metric['mIoU']['groups']]
+    fit = ols('y ~ C(g)', pd.DataFrame(rows, columns=['g', 'y'])).fit()
+    sd, df = design.run_sd(summary_path, 'linear-probe')
+    assert df == fit.df_resid == 12
+    assert sd == pytest.approx(math.sqrt(fit.mse_resid), rel=1e-12)
+
+
+def test_runs_needed_is_statsmodels_sample_size_at_the_family_level():
+    found = design.load(RANKING)
+    sd, _ = design.run_sd(found['power']['sd_from'], 'linear-probe')
+    alpha = 0.05 / len(found['families']['headline']['tests'])
+    n = TTestIndPower().solve_power(effect_size=3.0 / sd, alpha=alpha,
+                                    power=0.8, ratio=1.0)
+    assert design.runs_needed(found) == {'linear-probe': math.ceil(n)}
+    # the planned runs detect the delta at that level, one fewer would not
+    assert design.mdd_planned(found, 'linear-probe') <= 3.0
+
+
+def _write_run(path, cpu_minutes):
+    os.makedirs(osp.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        json.dump({'files': {'compute.json': json.dumps(
+            {'minutes': cpu_minutes, 'cpu_minutes': cpu_minutes})}}, f)
+
+
+def test_cost_is_measured_on_the_stored_runs(tmp_path):
+    runs = tmp_path / 'runs'
+    for p, minutes in ((0, 4.0), (1, 6.0)):
+        _write_run(str(runs / 'pretraining' / 'DropPos' / f'pseed{p}.json'),
+                   minutes)
+        for k, t in enumerate((1.0, 3.0)):
+            _write_run(str(runs / 'linear-probe' / 'DropPos' / f'pseed{p}' /
+                           f'seed{k}.json'), t)
+            _write_run(str(runs / 'linear-probe' / 'random_init' /
+                           f'pseed{p}' / f'seed{k}.json'), t / 2)
+    found = design.load(RANKING)
+    found = dict(found, arms=['droppos', 'random'], tasks=['linear-probe'],
+                 budget=dict(found['budget'], cost_from=str(runs)))
+    # pretraining 5 min mean + 3 transfer seeds x 2 min mean; random init:
+    # no pretraining file, 3 x 1 min
+    assert design.cost_per_run(found) == {'droppos': 11.0, 'random': 3.0}
+    assert design.planned_cpu_hours(found) == pytest.approx(14.0 * 6 / 60)
+    shutil.rmtree(runs / 'linear-probe' / 'random_init')
+    with pytest.raises(BadInputError, match='no stored runs of linear-probe '
+                       '/ random_init'):
+        design.cost_per_run(found)
+
+
+def _bad(tmp_path, change, name='method_ranking_confirm'):
+    with open(RANKING) as f:
+        found = yaml.safe_load(f)
+    change(found)
+    path = tmp_path / f'{name}.yaml'
+    path.write_text(yaml.safe_dump(found))
+    return str(path)
+
+
+@pytest.mark.parametrize('change, match', [
+    (lambda d: d.update(seed=[1]), r"unknown key 'seed'; allowed"),
+    (lambda d: d.pop('alpha'), r"missing key 'alpha'"),
+    (lambda d: d['seeds'].update(fresh=[3]), r"unknown key seeds.'fresh'"),
+    (lambda d: d['seeds'].update(confirmation=['a']),
+     r'seeds.confirmation must be a non-empty list of integer seeds'),
+    (lambda d: d.update(reference='moco'), r"reference 'moco' is not one"),
+    (lambda d: d.update(runner='tools/train.py'),
+     r"runner 'tools/train.py' is not a study runner"),
+    (lambda d: d['families']['headline'].update(correction='bonferroni'),
+     r'families.headline.correction must be one of'),
+    (lambda d: d['families']['headline']['tests'].append(['moco', 'knn']),
+     r"families.headline.tests: \['moco', 'knn'\] is not"),
+    (lambda d: d.update(margins={}),
+     r"\['droppos', 'segmentation'\] is an equivalence test without "
+     r'margins.segmentation'),
+    (lambda d: d['power'].update(deltas={'imagenet': 1.0}),
+     r'power.deltas.imagenet: not one of the tasks'),
+])
+def test_a_bad_design_is_one_line_naming_the_key(tmp_path, change, match):
+    path = _bad(tmp_path, change)
+    with pytest.raises(BadInputError, match=match) as err:
+        design.load(path)
+    assert str(err.value).startswith(path) and '\n' not in str(err.value)
+
+
+def test_check_refuses_reused_seeds_too_few_runs_and_over_budget(tmp_path):
+    def reuse(d):
+        d['seeds']['confirmation'] = [2, 100, 101, 102, 103, 104]
+    with pytest.raises(BadInputError, match=r'seeds.confirmation \[2\] were '
+                       'used to select'):
+        design.check(design.load(_bad(tmp_path, reuse)))
+    few = _bad(tmp_path, lambda d: d['seeds'].update(confirmation=[7, 8]))
+    with pytest.raises(BadInputError, match='power.deltas.linear-probe needs '
+                       '6 runs per arm, seeds.confirmation has 2'):
+        design.check(design.load(few))
+    poor = _bad(tmp_path, lambda d: d['budget'].update(cpu_hours=1.0))
+    with pytest.raises(BadInputError, match=r'the plan needs 7.0 CPU hours, '
+                       'budget.cpu_hours is 1.0'):
+        design.check(design.load(poor))
+    named = _bad(tmp_path, lambda d: None, name='other')
+    with pytest.raises(BadInputError, match="study is "
+                       "'method_ranking_confirm', the file is named 'other'"):
+        design.load(named)

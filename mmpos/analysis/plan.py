@@ -13,9 +13,14 @@ step (AMP as autocast in the wrapper's dtype), twice, so that the second
 step holds the optimizer's state as every later step does. The peak is
 that of the second step.
 
-A step that reads tensor values (``.item()``, data-dependent shapes)
-cannot run on fake tensors and raises ``NotImplementedError`` naming the
-config (today every self-supervised method's loss does).
+Fake tensors have no values. Where a step reads one (``.item()``,
+``bool(t)``: a loss's guard, an EMA step counter, a masking loop's exit
+test, a DropPos sigma) or asks for a data-dependent shape (``nonzero``,
+``unique``), :func:`_stand_ins` answers: a read gives ``1`` / ``1.`` /
+``False``, a data-dependent size its upper bound (every element). The plan
+counts those answers in its notes; tests/analysis/test_plan.py checks a
+self-supervised step planned this way against its measured peak. A step
+that still cannot run raises ``NotImplementedError`` naming the config.
 
 What it does not model (said by :func:`plan`'s ``notes``): CUDA's caching
 allocator (fragmentation) and the CUDA context, for which
@@ -135,16 +140,108 @@ _CPU_SDPA = {
 
 @contextlib.contextmanager
 def _one_line(config: str):
-    """A training step that reads a tensor's value (``.item()``, a
-    data-dependent shape) cannot run on fake tensors: one line saying so."""
-    from torch._subclasses.fake_tensor import DataDependentOutputException
+    """A training step that reads a tensor's value in a way
+    :func:`_stand_ins` does not answer cannot run on fake tensors: one line
+    saying so."""
+    from torch._subclasses.fake_tensor import (DataDependentOutputException,
+                                               DynamicOutputShapeException)
     try:
         yield
-    except DataDependentOutputException as err:
+    except (DataDependentOutputException,
+            DynamicOutputShapeException) as err:
         raise NotImplementedError(
             f'{config}: its training step reads tensor values ({err.func}),'
             ' which fake tensors do not have; it cannot be planned yet') \
             from None
+
+
+def _stand_ins():
+    """A dispatch mode, entered inside the fake mode, that runs an op whose
+    tensors are all real (the data samples' crop boxes, labels, instances)
+    for real, and answers what fake tensors cannot (module docstring): ``aten._local_scalar_dense`` (every
+    ``.item()``, ``int(t)``, ``bool(t)``) gives ``False`` / ``1`` / ``1.``
+    (not 0: an optimizer divides by its bias correction at step 1);
+    ``nonzero`` (also a boolean mask's indexing) gives one index per
+    element, ``_unique2`` every element as its own value (their largest
+    outputs). ``reads`` counts the answers."""
+    from torch._subclasses.fake_tensor import (FakeTensor,
+                                               unset_fake_temporarily)
+    from torch.utils import _pytree as pytree
+    from torch.utils._python_dispatch import TorchDispatchMode
+    aten = torch.ops.aten
+
+    class StandIns(TorchDispatchMode):
+        reads = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            tensors = [t for t in pytree.tree_leaves((args, kwargs))
+                       if isinstance(t, torch.Tensor)]
+            if tensors and not any(isinstance(t, FakeTensor)
+                                   for t in tensors):
+                # real in, real out: the host's work on the data samples
+                with unset_fake_temporarily():
+                    return func(*args, **kwargs)
+            if func is aten._local_scalar_dense.default:
+                self.reads += 1
+                dtype = args[0].dtype
+                return (False if dtype is torch.bool else
+                        1. if dtype.is_floating_point else 1)
+            if func is aten.nonzero.default:
+                self.reads += 1
+                x = args[0]
+                return x.new_empty((x.numel(), x.dim()), dtype=torch.long)
+            if func in (aten.index.Tensor, aten.index_put_.default,
+                        aten.index_put.default) and any(
+                            i is not None and i.dtype is torch.bool
+                            for i in args[1]):
+                # a boolean mask selects its nonzero stand-in's elements
+                self.reads += 1
+                indices = []
+                for index in args[1]:
+                    if index is None or index.dtype is not torch.bool:
+                        indices.append(index)
+                        continue
+                    indices += [index.new_empty((index.numel(), ),
+                                                dtype=torch.long)
+                                ] * index.dim()
+                return func(args[0], indices, *args[2:], **kwargs)
+            if func is aten._unique2.default:
+                self.reads += 1
+                x = args[0]
+                flat = x.reshape(-1).clone()
+                inverse = (x.new_empty(x.shape, dtype=torch.long)
+                           if kwargs.get('return_inverse', args[3:4] and
+                                         args[3]) else
+                           x.new_empty((0, ), dtype=torch.long))
+                counts = (x.new_empty(flat.shape, dtype=torch.long)
+                          if kwargs.get('return_counts', args[4:5] and
+                                        args[4]) else
+                          x.new_empty((0, ), dtype=torch.long))
+                return flat, inverse, counts
+            return func(*args, **kwargs)
+
+    return StandIns()
+
+
+def _rehome(model, mode):
+    """Tensors of ``model`` that a deepcopy made under ``mode`` left in a
+    fake mode of their own (an EMA teacher copying its fake student) are
+    replaced by ``mode``'s tensors of the same shape: fake values do not
+    matter, one step must not mix modes."""
+    from torch._subclasses.fake_tensor import FakeTensor
+    for module in model.modules():
+        for store in (module._parameters, module._buffers):
+            for name, tensor in store.items():
+                if isinstance(tensor, FakeTensor) and \
+                        tensor.fake_mode is not mode:
+                    with mode:
+                        new = torch.empty_strided(tensor.shape,
+                                                  tensor.stride(),
+                                                  dtype=tensor.dtype)
+                    store[name] = (torch.nn.Parameter(
+                        new, tensor.requires_grad) if isinstance(
+                            tensor, torch.nn.Parameter) else new)
 
 
 def _tracker():
@@ -176,7 +273,9 @@ def _build(model_cfg, mode):
                                                FakeCopyMode)
     try:
         with mode:
-            return MODELS.build(copy.deepcopy(model_cfg))
+            model = MODELS.build(copy.deepcopy(model_cfg))
+        _rehome(model, mode)
+        return model
     except DataDependentOutputException:
         model = MODELS.build(copy.deepcopy(model_cfg))
         with FakeCopyMode(mode):
@@ -280,7 +379,9 @@ def plan(cfg, batch: Optional[int] = None, image_size=(224, 224)) -> Plan:
     model_cfg = copy.deepcopy(cfg.model)
     if cfg.get('data_preprocessor'):
         model_cfg.setdefault('data_preprocessor', cfg.data_preprocessor)
-    mode = FakeTensorMode()
+    # the data samples' own tensors (labels, crop boxes, instances) stay
+    # real: steps read them on the host; the fake mode converts them
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
     model = _build(model_cfg, mode)
     pre_cfg = {k: v for k, v in (model_cfg.get('data_preprocessor')
                                  or {}).items()
@@ -293,31 +394,42 @@ def plan(cfg, batch: Optional[int] = None, image_size=(224, 224)) -> Plan:
     if dtype is not None:
         notes.append(f'AMP: autocast {dtype}'.replace('torch.', ''))
     params = sum(p.numel() for p in model.parameters())
-    with mode, _one_line(cfg.filename):
-        wrapper = build_optim_wrapper(model, wrapper_cfg)
-        data = _fake(data, mode)
-        # EMA teachers start as a copy of the student (what the configs'
-        # EMATeacherHook does before training)
-        for ema, source in getattr(model, 'ema_teachers', list)():
-            update_ema(ema, source, model)
-        tracker = _tracker()
-        tracker.track_external(model, wrapper.optimizer)
-        flops = []
-        with tracker:
-            for _ in range(2):
-                with FlopCounterMode(display=False,
-                                     custom_mapping=_CPU_SDPA) as counter:
-                    with torch.autocast('cpu', dtype=dtype,
-                                        enabled=dtype is not None):
-                        losses = model(**data, mode='loss')
-                        loss = model.parse_losses(losses)[0]
-                    fwd = counter.get_total_flops()
-                    loss.backward()
-                flops.append((fwd, counter.get_total_flops()))
-                wrapper.step()
-                wrapper.zero_grad()
-                tracker.reset_mod_stats()  # MemTracker: one call a step
-        peak = tracker.get_tracker_snapshot('peak')
+    stand_ins = _stand_ins()
+    validate = torch.distributions.Distribution._validate_args
+    # a distribution's argument check reads values (stand-ins: False)
+    torch.distributions.Distribution.set_default_validate_args(False)
+    try:
+        with mode, _one_line(cfg.filename), stand_ins:
+            wrapper = build_optim_wrapper(model, wrapper_cfg)
+            data['inputs'] = _fake(data['inputs'], mode)
+            # EMA teachers start as a copy of the student (what the configs'
+            # EMATeacherHook does before training)
+            for ema, source in getattr(model, 'ema_teachers', list)():
+                update_ema(ema, source, model)
+            tracker = _tracker()
+            tracker.track_external(model, wrapper.optimizer)
+            flops = []
+            with tracker:
+                for _ in range(2):
+                    with FlopCounterMode(display=False,
+                                         custom_mapping=_CPU_SDPA) as count:
+                        with torch.autocast('cpu', dtype=dtype,
+                                            enabled=dtype is not None):
+                            losses = model(**data, mode='loss')
+                            loss = model.parse_losses(losses)[0]
+                        fwd = count.get_total_flops()
+                        loss.backward()
+                    flops.append((fwd, count.get_total_flops()))
+                    wrapper.step()
+                    wrapper.zero_grad()
+                    tracker.reset_mod_stats()  # MemTracker: one a step
+            peak = tracker.get_tracker_snapshot('peak')
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(validate)
+    if stand_ins.reads:
+        notes.append(f'{stand_ins.reads} reads of tensor values answered by '
+                     'stand-ins (1 / False; data-dependent sizes: all '
+                     'elements)')
     by_kind = {str(k).rpartition('.')[2]: float(v)
                for device in peak.values() for k, v in device.items()}
     notes.append(f'the pipeline on a synthetic {image_size[0]}x'

@@ -41,24 +41,33 @@ def test_vit_flops_are_the_analytic_count(vit_s):
 def _measured_peak(config, batch):
     """Bytes a real training step of ``config`` holds at its peak: what
     exists before the second step (parameters, buffers, optimizer state)
-    and the profiler's peak of the step's own allocations."""
+    and the profiler's peak of the step's own allocations. The step is the
+    planner's: the config's optimizer without loss scaling, autocast in its
+    AMP dtype, EMA teachers set from their students."""
     from mmengine.optim import build_optim_wrapper
     from mmengine.registry import MODELS, init_default_scope
     from torch.profiler import ProfilerActivity, profile
 
     from mmpos.guardrails.launch import load_config
+    from mmpos.models.utils import update_ema
     cfg = load_config(str(REPO / config))
     init_default_scope(cfg.default_scope)
     model_cfg = copy.deepcopy(cfg.model)
-    model_cfg.setdefault('data_preprocessor', cfg.data_preprocessor)
+    if cfg.get('data_preprocessor'):
+        model_cfg.setdefault('data_preprocessor', cfg.data_preprocessor)
     model = MODELS.build(model_cfg)
-    wrapper = build_optim_wrapper(model, copy.deepcopy(cfg.optim_wrapper))
+    wrapper_cfg, dtype = planner.plain_optim_wrapper(cfg)
+    wrapper = build_optim_wrapper(model, wrapper_cfg)
+    for ema, source in getattr(model, 'ema_teachers', list)():
+        update_ema(ema, source, model)
     item = planner._pipeline_item(cfg, (224, 224))
     data = model.data_preprocessor(planner._collate(cfg, item, batch), True)
 
     def step():
-        losses = model(**data, mode='loss')
-        model.parse_losses(losses)[0].backward()
+        with torch.autocast('cpu', dtype=dtype, enabled=dtype is not None):
+            losses = model(**data, mode='loss')
+            loss = model.parse_losses(losses)[0]
+        loss.backward()
         wrapper.step()
         wrapper.zero_grad()
 
@@ -102,10 +111,17 @@ def test_report_fits_and_prices_the_schedule(vit_s):
             tool.main(argv)
 
 
-def test_a_step_that_reads_tensor_values_is_refused_in_one_line():
-    """DropPos' loss reads values (``.item()``): fake tensors have none."""
-    tool = load_tool('plan')
-    with pytest.raises(SystemExit, match='plan.py: error: .*droppos_vit-'
-                       'tiny_mini.py: its training step reads tensor values'):
-        tool.main([str(REPO / 'configs/droppos/droppos_vit-tiny_mini.py'),
-                   '--batch-per-gpu', '2'])
+@pytest.mark.parametrize('config', [
+    'configs/droppos/droppos_vit-tiny_mini.py',  # sigma.item(), loss guard
+    'configs/dinov2/dinov2_vit-tiny_mini.py',  # masking loop, mask indexing
+])
+def test_a_step_that_reads_values_is_planned_with_stand_ins(config):
+    """Self-supervised steps read tensor values (module docstring): with
+    the stand-ins' answers (largest data-dependent sizes) the predicted
+    peak is the real step's within 10 %, never below it by more than 1 %."""
+    from mmpos.guardrails.launch import load_config
+    torch.manual_seed(0)
+    plan = planner.plan(load_config(str(REPO / config)), batch=2)
+    assert any('answered by stand-ins' in n for n in plan.notes)
+    measured = _measured_peak(config, 2)
+    assert measured * 0.99 <= plan.peak['Total'] <= measured * 1.10

@@ -64,16 +64,27 @@ class NaFlexDataPreprocessor(BaseDataPreprocessor):
     """Normalise the pixels of a NaFlex batch per channel, ``(x - mean) /
     std`` after an optional BGR -> RGB swap (as mmpretrain's image data
     preprocessor does to whole images), and move it to the model's device.
-    Padding stays finite (it is masked out in the backbone).
+    Padding stays finite (it is masked out in the backbone). A batch of
+    whole images of one size (``(B, c, H, W)`` or a list of ``(c, H, W)``,
+    mmengine's ``default_collate`` / ``pseudo_collate``) is normalised
+    likewise and stays a batch of images.
 
     Args:
         mean, std: per channel.
         to_rgb: swap the channel order (images loaded BGR by mmcv).
+        batch_augments: must be ``None`` (mmpretrain's ``ImageClassifier``
+            passes its ``train_cfg`` here); Mixup / CutMix of whole images
+            are not defined on NaFlex batches.
     """
 
     def __init__(self, mean: Sequence[float] = (0., 0., 0.),
-                 std: Sequence[float] = (1., 1., 1.), to_rgb: bool = False):
+                 std: Sequence[float] = (1., 1., 1.), to_rgb: bool = False,
+                 batch_augments: Optional[dict] = None):
         super().__init__()
+        if batch_augments:
+            raise ValueError('NaFlexDataPreprocessor: batch augments '
+                             f'{batch_augments} (Mixup / CutMix of whole '
+                             'images) are not defined on NaFlex batches')
         if len(mean) != len(std):
             raise ValueError(f'mean {tuple(mean)} and std {tuple(std)} need '
                              'one value per channel each')
@@ -85,6 +96,15 @@ class NaFlexDataPreprocessor(BaseDataPreprocessor):
 
     def forward(self, data: dict, training: bool = False) -> dict:
         data = self.cast_data(data)
+        if not isinstance(data['inputs'], dict):  # whole images, one size
+            images = data['inputs']
+            images = torch.stack(images) if isinstance(
+                images, (list, tuple)) else images
+            images = images.float().flip(-3) if self.to_rgb else \
+                images.float()
+            images = (images - self.mean[:, None, None]) / \
+                self.std[:, None, None]
+            return dict(inputs=images, data_samples=data.get('data_samples'))
         inputs = dict(data['inputs'])
         patches = inputs['patches'].float()
         c = self.mean.numel()

@@ -39,3 +39,20 @@ def test_preprocessor_normalises_like_whole_images():
     expected = rgb.reshape(2, 8, 3, 8, 3).transpose(0, 2, 1, 3, 4)
     np.testing.assert_allclose(out['patches'][0].numpy(),
                                expected.reshape(6, 192), rtol=1e-6)
+
+
+def test_preprocessor_passes_whole_images_normalised():
+    mean, std = (120., 110., 100.), (60., 50., 40.)
+    img, _ = packed(16, 24, 0)
+    pre = NaFlexDataPreprocessor(mean=mean, std=std, to_rgb=True)
+    out = pre(dict(inputs=[torch.from_numpy(img.copy()).permute(2, 0, 1)],
+                   data_samples=None))['inputs']
+    expected = (img[..., ::-1] - np.array(mean)) / np.array(std)
+    np.testing.assert_allclose(out[0].permute(1, 2, 0).numpy(), expected,
+                               rtol=1e-6)
+
+
+def test_preprocessor_refuses_batch_augments():
+    import pytest
+    with pytest.raises(ValueError, match='batch augments'):
+        NaFlexDataPreprocessor(batch_augments=dict(augments=[]))

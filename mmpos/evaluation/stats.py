@@ -819,8 +819,7 @@ def describe(columns: Mapping[str, Sequence[Comparison]],
             ranges.append(f'{label} none testable')
     level = (f'α {ALPHA} before adjustment' if not adjusted else
              f'α {ALPHA}' if correction == 'none' else
-             f'α {ALPHA}/{size}, the level at which a cell is a verdict '
-             'whatever the others\' p')
+             f'α {ALPHA}/{size}, the family\'s level')
     return (f'Cells: difference [95 % interval of its t test], {how} '
             f'(two-sided; a verdict needs p_adj < {ALPHA}, otherwise no '
             'verdict: the design cannot tell the difference from 0). '

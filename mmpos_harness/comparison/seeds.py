@@ -564,7 +564,7 @@ def markdown(summary: dict) -> str:
                           else 'not ranked: no task has every init')
     else:
         ranked_on_text = 'rank by the mean rank over the tasks\' first ' \
-            'metrics, with its 95 % interval (t draws of the per-run means)'
+            'metrics, with its 95 % interval (t draws of the run means)'
     budget = summary.get('budget')
     lines = [f'**{summary["title"]}** ({seeds}; Δ = vs '
              f'{summary["reference"]}; {ranked_on_text})', '']
@@ -625,13 +625,9 @@ def _aggregate_lines(summary: dict) -> List[str]:
     ref = summary['reference']
     fmt = lambda v: f'{v[0]:.2f} [{v[1]:.2f}, {v[2]:.2f}]'  # noqa: E731
     lines = ['', f'Aggregates over the ranked tasks (Agarwal et al. 2021; '
-             f'a run\'s score on a task divided by {ref}\'s mean there; '
-             '95 % stratified bootstrap intervals, the runs of each task '
-             'resampled, 2,000 draws; descriptive, no verdict: with 2-5 '
-             'runs per task they cover less than 95 %, see '
-             'docs/user_guides/statistics.md):', '',
-             f'| init | IQM of normalised scores | P(run above a {ref} run) '
-             f'| fraction of runs above {ref}\'s mean |',
+             f'scores / {ref}\'s mean per task; 95 % stratified bootstrap '
+             'intervals; descriptive, they undercover):', '',
+             f'| init | IQM | P(run > {ref} run) | runs > {ref} mean |',
              '| --- | --- | --- | --- |']
     for init in ranking(summary):
         entry = found[init]

@@ -490,7 +490,7 @@ def test_mdd_at_the_family_level():
     alone = stats.welch(NESTED_A, NESTED_B)
     assert stats.family_mdd(alone) == pytest.approx(alone.mdd)
     text = stats.describe({'mIoU': cells}, adjusted=True)
-    assert f'α 0.05/35, the level' in text and f'mIoU {mdd:.1f} (' in text
+    assert "α 0.05/35, the family's level)" in text and f'mIoU {mdd:.1f} (' in text
     assert stats.family_mdd(stats.welch([[1.0]], [[2.0]] * 2)) is None
 
 

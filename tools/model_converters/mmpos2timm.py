@@ -26,7 +26,9 @@ uploading). Targets (``mmpos.converters.to_timm``): RoPE-Axial
 ``vit_*_patch16_rope_mixed[_ape]_224``, DINOv3's RoPE
 ``vit_*_patch16_dinov3[_qkvb]``, no RoPE ``vit_*_patch14_reg4_dinov2``
 (registers) or ``vit_*_patch16_224``. Before writing, timm's tokens are
-checked against mmpos' on a random image (relative 1e-4). Refused with one
+checked against mmpos' on a random image (relative 1e-4); where they also
+agree at another input size (RoPE without APE), ``model_args`` hold
+``dynamic_img_size=True`` and the model takes any size. Refused with one
 line: schemes timm has no model for (ComRoPE, LieRE, STRING, Spiral,
 LookHere), window attention, a non-zero key bias for DINOv3's q/v biases,
 tensors with no place in timm. An existing DST_DIR is kept unless

@@ -24,10 +24,13 @@ rejects (e.g. ``optim_wrapper.optimizer.lr=-1``) into a line naming the
 class being built and its error. :func:`config_dicts` is the one walk over
 a config's nested dicts and lists that mmpos' checks share.
 """
+import ast
 import contextlib
 import difflib
+import functools
 import inspect
 import re
+import textwrap
 from typing import Iterable, Iterator, List, Optional, Tuple
 
 from mmengine.config import Config
@@ -39,6 +42,7 @@ from mmengine.registry import (DATA_SAMPLERS, DATASETS, EVALUATOR, HOOKS,
                                VISUALIZERS)
 from mmengine.registry.build_functions import build_from_cfg
 from mmengine.runner import Runner
+from torch.utils.data import DataLoader
 
 from mmpos.errors import BadInputError
 from mmpos.registry import POSITION_ENCODINGS
@@ -58,6 +62,31 @@ REGISTRIES = (MODELS, TASK_UTILS, DATASETS, TRANSFORMS, DATA_SAMPLERS, LOOPS,
               HOOKS, OPTIM_WRAPPERS, OPTIM_WRAPPER_CONSTRUCTORS, OPTIMIZERS,
               PARAM_SCHEDULERS, METRICS, EVALUATOR, VISUALIZERS, VISBACKENDS,
               LOG_PROCESSORS)
+# Keys of a dict built from a registry that mmengine's builder takes for
+# itself (by the registry's name).
+BUILDER_KEYS = {
+    OPTIM_WRAPPERS.name: frozenset({'constructor', 'paramwise_cfg'}),
+    PARAM_SCHEDULERS.name: frozenset({'convert_to_iter_based'}),
+}
+_SPLIT = r'(train|val|test)_dataloader'
+# The dicts with a ``type`` that the runner builds with their keys as the
+# arguments of the class a registry holds (by their config key).
+BUILT_DICTS = tuple((re.compile(pattern), registry) for pattern, registry in (
+    (r'model\.backbone', MODELS),
+    (r'model\.backbone\.rope', POSITION_ENCODINGS),
+    (_SPLIT + r'\.dataset', DATASETS),
+    (_SPLIT + r'\.dataset\.pipeline\.\d+', TRANSFORMS),
+    (_SPLIT + r'\.sampler', DATA_SAMPLERS),
+    (r'default_hooks\.\w+|custom_hooks\.\d+', HOOKS),
+    (r'param_scheduler(\.\d+)?', PARAM_SCHEDULERS),
+    (r'optim_wrapper', OPTIM_WRAPPERS),
+    (r'optim_wrapper\.optimizer', OPTIMIZERS),
+))
+# The keys of ``*_dataloader`` that mmengine's Runner.build_dataloader takes
+# besides torch's DataLoader arguments.
+DATALOADER_KEYS = frozenset(
+    inspect.signature(DataLoader.__init__).parameters) - {'self'} | {
+        'num_batch_per_epoch', 'disable_subprocess_warning'}
 TOP_LEVEL_CUTOFF = 0.8  # difflib ratio; 'trian_dataloader' scores 0.94
 
 
@@ -94,18 +123,19 @@ def resolve_type(type_, scope: Optional[str]):
     for registry in REGISTRIES:
         with registry.switch_scope_and_registry(scope) as scoped:
             cls = scoped.get(type_)
-        if cls is not None:
+        if inspect.isclass(cls):  # not a module of the same name
             return cls
     return POSITION_ENCODINGS.get(type_)
 
 
 def accepted_arguments(cls) -> Optional[List[str]]:
     """Keyword arguments of ``cls(...)``; ``None`` if it takes ``**kwargs``
-    that are not checked (or has no inspectable signature). An mmpos class
-    (or a position scheme of :mod:`mmpos_positions`) hands its ``**kwargs``
-    to its base class (e.g. ``MAERoPEViT`` to
-    ``RoPEVisionTransformer``), so it takes the arguments of its classes up
-    to the first without ``**kwargs``."""
+    that are not checked (or has no inspectable signature). A class
+    whose ``__init__`` only hands its ``**kwargs`` on to
+    ``super().__init__`` (:func:`forwards_kwargs`; e.g. ``MAERoPEViT`` to
+    ``RoPEVisionTransformer``, mmpretrain's ``CustomDataset`` to mmengine's
+    ``BaseDataset``) takes the arguments of its classes up to the first
+    without ``**kwargs``."""
     names = []
     for klass in cls.__mro__:
         if '__init__' not in vars(klass):
@@ -116,9 +146,39 @@ def accepted_arguments(cls) -> Optional[List[str]]:
         names += [n for n in named if n != 'self' and n not in names]
         if not open_ended:
             return names
-        if not klass.__module__.startswith(('mmpos.', 'mmpos_positions.')):
+        if not forwards_kwargs(klass.__init__):
             return None
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def forwards_kwargs(init) -> bool:
+    """Whether the ``**kwargs`` of the function ``init`` are used only
+    passed whole to ``super().__init__(...)`` (at least once), so that the
+    next ``__init__`` in the class' MRO takes them."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    func = tree.body[0]
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+            func.args.kwarg is None:
+        return False
+    name = func.args.kwarg.arg
+    forwarded = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and \
+                isinstance(node.func, ast.Attribute) and \
+                node.func.attr == '__init__' and \
+                isinstance(node.func.value, ast.Call) and \
+                isinstance(node.func.value.func, ast.Name) and \
+                node.func.value.func.id == 'super':
+            forwarded |= {id(k.value) for k in node.keywords
+                          if k.arg is None and isinstance(k.value, ast.Name)
+                          and k.value.id == name}
+    uses = [id(node) for node in ast.walk(func)
+            if isinstance(node, ast.Name) and node.id == name]
+    return bool(uses) and set(uses) == forwarded
 
 
 def _init_arguments(func) -> Tuple[Optional[List[str]], bool]:
@@ -212,6 +272,116 @@ def type_switch_problem(cfg, options: dict) -> Optional[str]:
     return None
 
 
+def built_dicts(cfg) -> Iterator[Tuple[str, dict, object]]:
+    """``(key, dict, registry)`` for every dict with a ``type`` that the
+    runner builds with exactly its keys from a registry, in a config with a
+    ``default_scope`` (without one, the tool reading it picks the scope):
+    the backbone and
+    its position scheme (``model.backbone.rope``), the datasets, their
+    pipelines' transforms and the samplers of the dataloaders, the hooks,
+    the parameter schedulers and the optimizer (see :data:`BUILT_DICTS`).
+    """
+    if not cfg.get('default_scope'):
+        return
+    for key in cfg.keys():
+        for where, node in config_dicts(cfg[key], key):
+            if not isinstance(node.get('type'), str):
+                continue
+            for pattern, registry in BUILT_DICTS:
+                if pattern.fullmatch(where):
+                    yield where, node, registry
+                    break
+
+
+def registered_type_problem(where: str, node: dict, registry,
+                            scope: Optional[str]) -> Optional[str]:
+    """``<key>.type='X' is not registered in <registry> (did you mean
+    'Y'?)`` when ``registry`` (in the dict's ``_scope_``, else ``scope``)
+    does not hold the dict's ``type``; ``None`` when it does."""
+    type_ = node['type']
+    scope = node.get('_scope_', scope)
+    if registry is POSITION_ENCODINGS:
+        if registry.get(type_) is not None:
+            return None
+        names = list(registry.module_dict)
+    else:
+        with registry.switch_scope_and_registry(scope) as scoped:
+            if scoped.get(type_) is not None:
+                return None
+            names = _registered_names(scoped, type_)
+    return (f'{where}.type={type_!r} is not registered in {registry.name}'
+            f'{_suggest(type_, names, 0.6)}; if a module defines it, the '
+            'config must import that module (custom_imports)')
+
+
+def dataloader_problems(cfg) -> List[str]:
+    """Keys of ``{train,val,test}_dataloader`` that neither torch's
+    ``DataLoader`` nor mmengine's ``Runner.build_dataloader`` takes, and
+    batch sizes that are not a positive number."""
+    problems = []
+    for split in ('train', 'val', 'test'):
+        loader = cfg.get(f'{split}_dataloader') or {}
+        for key in loader:
+            if key not in DATALOADER_KEYS and not key.startswith('_'):
+                problems.append(
+                    f'{split}_dataloader.{key}: a dataloader takes no '
+                    f'argument {key!r}'
+                    f'{_suggest(key, DATALOADER_KEYS, 0.6)}')
+        size = loader.get('batch_size')
+        if size is not None and (not isinstance(size, int) or size < 1):
+            problems.append(f'{split}_dataloader.batch_size={size!r}: '
+                            'needs a positive number of samples')
+    return problems
+
+
+def patch_grid_problem(cfg) -> Optional[str]:
+    """One line when ``model.head.num_patches`` (DropPos' position
+    classes) is not the patch grid of ``model.backbone``'s ``img_size``
+    and ``patch_size``, or that size is not a whole number of patches: the
+    backbone pads such an image to a larger grid, while DropPos (as its
+    authors' code, whose patch embedding takes whole patches only) predicts
+    one of ``num_patches`` positions per patch; ``None`` otherwise."""
+    model = cfg.get('model') or {}
+    head, backbone = model.get('head'), model.get('backbone')
+    if not (isinstance(head, dict) and isinstance(backbone, dict)) or \
+            head.get('type') != 'DropPosHead' or \
+            not isinstance(head.get('num_patches'), int):
+        return None
+    size, patch = backbone.get('img_size'), backbone.get('patch_size')
+    sizes = (size, size) if isinstance(size, int) else size
+    if not (isinstance(patch, int) and isinstance(sizes, (list, tuple))):
+        return None
+    if any(s % patch for s in sizes):
+        below = sizes[0] // patch * patch
+        fits = f'{below} or {below + patch}' if below else str(patch)
+        return (f'model.backbone.img_size={size!r} is not a multiple of '
+                f'patch_size={patch}: DropPos predicts each patch\'s position '
+                'on a grid of whole patches (model.head.num_patches); use '
+                f'img_size={fits}')
+    grid = (sizes[0] // patch) * (sizes[1] // patch)
+    if head['num_patches'] != grid:
+        return (f'model.head.num_patches={head["num_patches"]} is not the '
+                f'{sizes[0] // patch}x{sizes[1] // patch} patch grid of '
+                f'model.backbone.img_size={size!r}, patch_size={patch}; use '
+                f'num_patches={grid}')
+    return None
+
+
+def _nested_suggestion(key: str, cfg) -> str:
+    """`` (did you mean 'a.b'?)`` for the dotted key of ``cfg`` (below the
+    top level) whose last part is closest to ``key`` (``max_iter`` ->
+    ``train_cfg.max_iters``); empty when none is close."""
+    paths = {}
+    for top in cfg.keys():
+        value = cfg[top]
+        if isinstance(value, dict):
+            for sub in value:
+                paths.setdefault(str(sub), f'{top}.{sub}')
+    close = difflib.get_close_matches(key, list(paths), n=1,
+                                      cutoff=TOP_LEVEL_CUTOFF)
+    return f' (did you mean {paths[close[0]]!r}?)' if close else ''
+
+
 def config_key_problems(cfg, options: Optional[dict] = None,
                         new_keys: Iterable[str] = ()) -> List[str]:
     """Problems of the merged ``cfg`` (see the module docstring).
@@ -230,23 +400,30 @@ def config_key_problems(cfg, options: Optional[dict] = None,
         if key in known or key in TTA_KEYS:
             continue
         hint = _suggest(key, known, TOP_LEVEL_CUTOFF)
+        if key in new_keys and not hint:
+            hint = _nested_suggestion(key, cfg)
         if hint or key in new_keys:
             problems.append(f'unknown top-level key {key!r}{hint}')
-    for split in ('train', 'val', 'test'):
-        size = (cfg.get(f'{split}_dataloader') or {}).get('batch_size')
-        if size is not None and (not isinstance(size, int) or size < 1):
-            problems.append(f'{split}_dataloader.batch_size={size!r}: '
-                            'needs a positive number of samples')
-    backbone = cfg.get('model', {}).get('backbone')
-    if isinstance(backbone, dict):
-        problems += unknown_arguments(backbone, 'model.backbone', scope)
+    problems += dataloader_problems(cfg)
+    grid = patch_grid_problem(cfg)
+    if grid:
+        problems.append(grid)
+    for where, node, registry in built_dicts(cfg):
+        unregistered = registered_type_problem(where, node, registry, scope)
+        if unregistered:
+            problems.append(unregistered)
+            continue
+        keys = [k for k in node if k not in BUILDER_KEYS.get(
+            registry.name, ())]
+        problems += unknown_arguments(node, where, node.get('_scope_', scope),
+                                      keys)
     for key in options or {}:
         parts = key.split('.')
         parent, found = lookup_path(cfg, parts)
         if not found:
             continue
         owner = key.rsplit('.', 1)[0] if len(parts) > 1 else None
-        if owner not in (None, 'model.backbone'):  # that one is checked
+        if owner is not None:
             if parts[-1] == 'type':  # another class: all its arguments
                 problems += unknown_arguments(parent, owner, scope)
             elif key in new_keys:

@@ -137,3 +137,86 @@ def test_an_option_into_a_value_that_is_not_a_dict_names_the_way_out():
                             'model.backbone.rope.type': 'axial',
                             'model.backbone.rope.theta': 10.})
     assert cfg.model.backbone.rope == dict(type='axial', theta=10.)
+
+
+DROPPOS_MINI = 'configs/droppos/droppos_vit-tiny_mini.py'
+
+
+@pytest.mark.parametrize('options, problem', [
+    ({'train_dataloader.dataset.data_rot': 'data/x'},
+     "train_dataloader.dataset.data_rot: CustomDataset takes no argument "
+     "'data_rot' (did you mean 'data_root'?)"),
+    ({'train_dataloader.batchsize': 8},
+     "train_dataloader.batchsize: a dataloader takes no argument 'batchsize' "
+     "(did you mean 'batch_size'?)"),
+    ({'train_dataloader.sampler.shufle': False},
+     "train_dataloader.sampler.shufle: InfiniteSampler takes no argument "
+     "'shufle' (did you mean 'shuffle'?)"),
+    ({'train_dataloader.dataset.pipeline.1.interpolaton': 'bicubic'},
+     "train_dataloader.dataset.pipeline.1.interpolaton: Resize takes no "
+     "argument 'interpolaton' (did you mean 'interpolation'?)"),
+    ({'default_hooks.logger.intervall': 1},
+     "default_hooks.logger.intervall: LoggerHook takes no argument "
+     "'intervall' (did you mean 'interval'?)"),
+    ({'param_scheduler.0.end_factorr': 1.},
+     "param_scheduler.0.end_factorr: LinearLR takes no argument "
+     "'end_factorr' (did you mean 'end_factor'?)"),
+    ({'max_iter': 4},
+     "unknown top-level key 'max_iter' (did you mean 'train_cfg.max_iters'?)"),
+    ({'model.backbone.img_size': 36},
+     'model.backbone.img_size=36 is not a multiple of patch_size=8: DropPos '
+     "predicts each patch's position on a grid of whole patches "
+     '(model.head.num_patches); use img_size=32 or 40'),
+    ({'model.head.num_patches': 25},
+     'model.head.num_patches=25 is not the 4x4 patch grid of '
+     'model.backbone.img_size=32, patch_size=8; use num_patches=16'),
+])
+def test_a_typo_at_any_depth_is_one_line_with_the_closest_key(
+        options, problem):
+    """#58: datasets, dataloaders, samplers, transforms, hooks, schedulers,
+    top-level keys and DropPos' patch grid, before anything is built."""
+    with pytest.raises(LaunchError) as info:
+        load_config(DROPPOS_MINI, options)
+    assert str(info.value) == f'{DROPPOS_MINI}: {problem}'
+
+
+def test_a_users_config_is_checked_at_every_depth(tmp_path):
+    """own_images.md's situation: a typo in one's own config (no
+    --cfg-options), and a position scheme's ``type`` typo."""
+    config = tmp_path / 'mine.py'
+    config.write_text(
+        f"_base_ = ['{REPO / DROPPOS_MINI}']\n"
+        "train_dataloader = dict(dataset=dict(data_roott='data/mine'))\n")
+    with pytest.raises(LaunchError) as info:
+        load_config(str(config))
+    assert str(info.value) == (
+        f'{config}: train_dataloader.dataset.data_roott: CustomDataset takes '
+        "no argument 'data_roott' (did you mean 'data_root'?)")
+    cls_config = REPO / 'configs/rope_vit/vit-mini_rope-mixed_mini-cls.py'
+    config.write_text(
+        f"_base_ = ['{cls_config}']\n"
+        "model = dict(backbone=dict(rope=dict(type='mixd')))\n")
+    with pytest.raises(LaunchError) as info:
+        load_config(str(config))
+    assert str(info.value) == (
+        f"{config}: model.backbone.rope.type='mixd' is not registered in "
+        "position encoding (did you mean 'mixed'?); if a module defines it, "
+        'the config must import that module (custom_imports)')
+
+
+def test_kwargs_are_followed_only_where_they_go_to_the_base_class():
+    """CustomDataset hands its ``**kwargs`` to BaseDataset (checked);
+    OnlineDepthProbeHook keeps its own (not checked)."""
+    from mmengine.dataset import BaseDataset
+    from mmpretrain.datasets import CustomDataset
+
+    from mmpos.engine.hooks.dense_probes import OnlineDepthProbeHook
+    from mmpos.guardrails.config_check import (accepted_arguments,
+                                               forwards_kwargs)
+    assert forwards_kwargs(CustomDataset.__init__)
+    assert set(accepted_arguments(CustomDataset)) >= {
+        'data_root', 'extensions', 'pipeline', 'serialize_data'}
+    assert set(accepted_arguments(BaseDataset)) < set(
+        accepted_arguments(CustomDataset))
+    assert not forwards_kwargs(OnlineDepthProbeHook.__init__)
+    assert accepted_arguments(OnlineDepthProbeHook) is None

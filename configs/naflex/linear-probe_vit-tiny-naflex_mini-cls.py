@@ -7,42 +7,32 @@
 # trains. Point the backbone at a pretrained checkpoint with
 # --cfg-options model.backbone.init_cfg.checkpoint=PATH (e.g. the MAE run of
 # ./mae_vit-tiny-naflex_mini.py after tools/model_converters/mmpos2backbone.py).
-_base_ = ['../_base_/default_runtime_pretrain.py']
-custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
+_base_ = ['./_base_/naflex_mini.py', '../_base_/default_runtime_pretrain.py']
 
-patch_size, max_tokens = 8, 64
+max_tokens = 64
 model = dict(
     type='ImageClassifier',
     backbone=dict(
-        type='RoPEVisionTransformer',
-        arch=dict(embed_dims=96, num_layers=4, num_heads=3,
-                  feedforward_channels=384),
-        img_size=64, patch_size=patch_size, out_type='cls_token',
-        rope=dict(type='mixed'), frozen_stages=4,
+        _base_.mini_vit, img_size=64, out_type='cls_token', frozen_stages=4,
         init_cfg=dict(type='Pretrained', checkpoint=None,
                       prefix='backbone.')),
     neck=None,
     head=dict(type='LinearClsHead', num_classes=3, in_channels=96,
               loss=dict(type='CrossEntropyLoss')),
-    data_preprocessor=dict(
-        type='NaFlexDataPreprocessor',
-        mean=[123.675, 116.28, 103.53],
-        std=[58.395, 57.12, 57.375],
-        to_rgb=True))
+    data_preprocessor=_base_.naflex_preprocessor)
 
 train_pipeline = [
     dict(type='LoadImageFromFile'),
-    dict(type='NaFlexRandomResizedCrop', patch_size=patch_size,
+    dict(type='NaFlexRandomResizedCrop', patch_size=_base_.patch_size,
          max_tokens=max_tokens, scale=(0.35, 1.), ratio=(1 / 2, 2.)),
     dict(type='RandomFlip', prob=0.5),
-    dict(type='NaFlexPatchify', patch_size=patch_size),
-    dict(type='PackNaFlexInputs'),
+    *_base_.naflex_pack,
 ]
 test_pipeline = [
     dict(type='LoadImageFromFile'),
-    dict(type='NaFlexResize', patch_size=patch_size, max_tokens=max_tokens),
-    dict(type='NaFlexPatchify', patch_size=patch_size),
-    dict(type='PackNaFlexInputs'),
+    dict(type='NaFlexResize', patch_size=_base_.patch_size,
+         max_tokens=max_tokens),
+    *_base_.naflex_pack,
 ]
 data_root = 'data/mini/cls/'
 train_dataloader, val_dataloader = (

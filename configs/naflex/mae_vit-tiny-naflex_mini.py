@@ -8,36 +8,26 @@
 # MSE on the removed patches. No online probe or health hooks (they feed
 # square images).
 _base_ = [
+    './_base_/naflex_mini.py',
     '../_base_/default_runtime_pretrain.py',
     '../_base_/schedules/pretrain_mini.py',
     '../_base_/datasets/mini_unlabeled.py',
 ]
-custom_imports = dict(imports=['mmpos'], allow_failed_imports=False)
 
-patch_size, max_tokens = 8, 32
+max_tokens = 32
 model = dict(
     type='NaFlexMAE',
-    backbone=dict(
-        type='RoPEVisionTransformer',
-        arch=dict(embed_dims=96, num_layers=4, num_heads=3,
-                  feedforward_channels=384),
-        img_size=48, patch_size=patch_size, out_type='raw',
-        rope=dict(type='mixed')),
+    backbone=dict(_base_.mini_vit, img_size=48, out_type='raw'),
     mask_ratio=0.75,
     decoder=dict(embed_dims=128, num_layers=2, num_heads=4),
-    data_preprocessor=dict(
-        type='NaFlexDataPreprocessor',
-        mean=[123.675, 116.28, 103.53],
-        std=[58.395, 57.12, 57.375],
-        to_rgb=True))
+    data_preprocessor=_base_.naflex_preprocessor)
 
 train_pipeline = [
     dict(type='LoadImageFromFile'),
-    dict(type='NaFlexRandomResizedCrop', patch_size=patch_size,
+    dict(type='NaFlexRandomResizedCrop', patch_size=_base_.patch_size,
          max_tokens=max_tokens, scale=(0.3, 1.), ratio=(1 / 3, 3.)),
     dict(type='RandomFlip', prob=0.5),
-    dict(type='NaFlexPatchify', patch_size=patch_size),
-    dict(type='PackNaFlexInputs'),
+    *_base_.naflex_pack,
 ]
 train_dataloader = dict(
     batch_size=16,

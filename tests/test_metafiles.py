@@ -13,9 +13,10 @@ from mmpos_harness.paper_tables.manifest import load_manifest
 
 # not pretraining methods with model-zoo entries: shared bases, transfer
 # protocols, CPU demos and comparisons, frozen-evaluation protocols and the
-# mini configs of the position-scheme zoo
+# mini configs of the position-scheme zoo, and what has mini configs only
+# and no paper numbers in the manifest yet (distillation, NaFlex batches)
 NOT_METHODS = {'_base_', 'transfer', 'demo', 'method_ranking', 'dense_probes',
-               'position_schemes'}
+               'position_schemes', 'distill', 'naflex'}
 # CPU-sized configs for tests and demos are not model-zoo entries
 MINI = re.compile(r'(^|[_-])mini([_.-]|$)')
 # metafile metric name -> manifest metric

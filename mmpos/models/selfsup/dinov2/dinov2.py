@@ -276,29 +276,61 @@ class DINOv2(BaseSelfSupervisor):
             inputs: views, globals first, each ``(B, 3, H, W)``.
             data_samples: one per image.
         """
-        num_g, batch = self.num_global_crops, inputs[0].shape[0]
-        globals_, locals_ = self._split_views(inputs)
-        device = globals_.device
-        geometry = self._view_geometry(data_samples, batch, device)
+        globals_ = self._split_views(inputs)[0]
+        geometry = self._view_geometry(data_samples, inputs[0].shape[0],
+                                       globals_.device)
         if self.training:
             check_teachers_set(self)
-        teacher = self.teacher.module
-
         hw = self._grid(globals_)
-        masks = self._sample_masks(num_g * batch, hw, device)
-        selected = torch.stack(list(masks.values())).any(dim=0)  # (nB, N)
-        g_views = slice(0, num_g)
-        with torch.no_grad():
-            t_tokens = self._encode(
-                teacher, globals_, self._positions(teacher, hw, g_views,
-                                                   geometry),
-                coords=self._rope_coords(teacher, hw, g_views, geometry))
-            t_logits = teacher.head(t_tokens[:, 0])
-            t_image = self.image_centering(t_logits, self.teacher_temp)
-            t_patch = self.patch_centering(
-                self._patch_head(teacher)(t_tokens[:, 1:][selected]),
-                self.teacher_temp)
+        masks = self._sample_masks(self.num_global_crops * len(inputs[0]),
+                                   hw, globals_.device)
+        targets = self.teacher_targets(globals_, hw, geometry, masks)
+        return self.student_losses(inputs, geometry, masks, targets)
 
+    def teacher_network(self) -> nn.Module:
+        """The network that gives the targets: the EMA teacher's."""
+        return self.teacher.module
+
+    @torch.no_grad()
+    def teacher_targets(self, globals_: Tensor, hw: Sequence[int], geometry,
+                        masks: Dict[str, Tensor]) -> Dict[str, Tensor]:
+        """The teacher's outputs on the global views ``(num_g * B, 3, H,
+        W)`` (patch grid ``hw``), unmasked.
+
+        Returns:
+            ``logits`` ``(num_g * B, K)`` of the image head before
+            centering, ``image`` its centered targets, ``patch`` the
+            centered patch-head targets ``(M, K')`` of the ``M`` patches
+            that some mask of ``masks`` selects (``selected``, ``(num_g *
+            B, N)`` bool).
+        """
+        teacher = self.teacher_network()
+        selected = torch.stack(list(masks.values())).any(dim=0)  # (nB, N)
+        g_views = slice(0, self.num_global_crops)
+        t_tokens = self._encode(
+            teacher, globals_, self._positions(teacher, hw, g_views,
+                                               geometry),
+            coords=self._rope_coords(teacher, hw, g_views, geometry))
+        t_logits = teacher.head(t_tokens[:, 0])
+        return dict(
+            logits=t_logits, selected=selected,
+            image=self.image_centering(t_logits, self.teacher_temp),
+            patch=self.patch_centering(
+                self._patch_head(teacher)(t_tokens[:, 1:][selected]),
+                self.teacher_temp))
+
+    def student_losses(self, inputs: List[Tensor], geometry,
+                       masks: Dict[str, Tensor],
+                       targets: Dict[str, Tensor]) -> Dict[str, Tensor]:
+        """This network's losses against the teacher's ``targets``
+        (:meth:`teacher_targets`): the image loss on every view (Eq. 1),
+        the masked-patch losses on the masked global views (Eq. 2) and
+        KoLeo on the global class tokens."""
+        num_g, batch = self.num_global_crops, inputs[0].shape[0]
+        globals_, locals_ = self._split_views(inputs)
+        hw = self._grid(globals_)
+        selected = targets['selected']
+        g_views = slice(0, num_g)
         s_tokens = self._encode(
             self, globals_,
             self._student_positions(hw, g_views, geometry, masks),
@@ -316,18 +348,18 @@ class DINOv2(BaseSelfSupervisor):
                                                       geometry))[:, 0])
         s_image = self.head(torch.cat(s_cls)).view(len(inputs), batch, -1)
         losses = dict(
-            loss_image=self.image_loss(s_image,
-                                       t_image.view(num_g, batch, -1)))
+            loss_image=self.image_loss(
+                s_image, targets['image'].view(num_g, batch, -1)))
 
         s_patch = self._patch_head(self)(s_tokens[:, 1:][selected])
         image_index = selected.nonzero()[:, 0]
         for key, mask in masks.items():
             token_sel = mask[selected]
             losses[f'loss_{key}'] = self._masked_losses()[key](
-                s_patch[token_sel], t_patch[token_sel],
+                s_patch[token_sel], targets['patch'][token_sel],
                 image_index[token_sel], num_images=num_g * batch)
         losses['teacher_entropy'] = self.teacher_entropy(
-            t_logits, self.teacher_temp)
+            targets['logits'], self.teacher_temp)
         if self.koleo_loss is not None:
             cls = s_tokens[:, 0].view(num_g, batch, -1)
             koleo = torch.stack([self.koleo_loss(c) for c in cls])

@@ -11,12 +11,12 @@ layout (:data:`SYNTHETIC`):
 2. a second launch with ``--resume`` that continues from that checkpoint
    for 2 more iterations.
 
-What a rehearsal changes, and nothing else (:func:`rehearsal_config`): the
-datasets' roots (to the synthetic data), batch size 1 (2 where SyncBN
-became BN, :func:`rehearsal_config`) and at most one worker per dataloader, the loop length, the logging and checkpoint
-intervals, mmengine's ``AmpOptimWrapper`` for the fp32 ``OptimWrapper``
-and ``SyncBN`` for ``BN`` (both need CUDA); FSDP gets ``device_id='cpu'``. The result lists
-them (``changes``).
+What a rehearsal changes, and nothing else (:func:`rehearsal_config`):
+the datasets' roots (to the synthetic data), batch size 1 (2 where SyncBN
+became BN) and at most one worker per dataloader, the loop length, the
+logging and checkpoint intervals, mmengine's ``AmpOptimWrapper`` for the
+fp32 ``OptimWrapper`` and ``SyncBN`` for ``BN`` (both need CUDA); FSDP
+gets ``device_id='cpu'``. The result lists them (``changes``).
 
 It records the time of each iteration, the peak resident memory of the
 largest process, the losses (finite or not) and the iteration the resume
@@ -109,7 +109,8 @@ def _ade20k(root: str, img_dir: str, seg_dir: str, count: int) -> None:
     the classes; mmseg reduces 0 to ignore)."""
     for i in range(count):
         name = f'ADE_{i:08d}'
-        _image(osp.join(root, img_dir, name + '.jpg'), (683, 512), seed=200 + i)
+        _image(osp.join(root, img_dir, name + '.jpg'), (683, 512),
+               seed=200 + i)
         labels = (np.arange(683)[None, :] // 60 + np.arange(512)[:, None]
                   // 60 + 7 * i) % 151
         os.makedirs(osp.join(root, seg_dir), exist_ok=True)

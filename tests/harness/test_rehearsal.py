@@ -73,7 +73,8 @@ def test_rehearsal_changes_only_what_it_lists(tmp_path):
     changes = rehearsal.rehearsal_config(amp, str(tmp_path / 'p'), procs=2)
     assert amp.optim_wrapper.type == 'OptimWrapper'
     assert 'loss_scale' not in amp.optim_wrapper
-    assert amp.train_cfg.max_epochs == 1 and amp.train_dataloader.batch_size == 1
+    assert amp.train_cfg.max_epochs == 1
+    assert amp.train_dataloader.batch_size == 1
 
 
 def test_unknown_dataset_refused_in_one_line(tmp_path):

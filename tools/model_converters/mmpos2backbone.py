@@ -146,7 +146,8 @@ def main(argv=None):
         meta = dict(source=osp.abspath(args.src),
                     converter='mmpos2backbone', src_prefix=args.src_prefix,
                     ema=args.ema, positional_field_grid=grid,
-                    backbone_cfg=backbone_text(args.config or checkpoint))
+                    backbone_cfg=backbone_text(args.config or checkpoint)
+                    if grid is None else None)
         if model is not None:  # keys as in the output
             target = nn.ModuleDict(dict(
                 backbone=model)) if args.keep_prefix else model

@@ -20,6 +20,11 @@ PRETRAIN_MINI_CONFIGS = {
     'dinov2': 'configs/dinov2/dinov2_vit-tiny_mini.py',
     'icpf': 'configs/icpf/icpf_vit-tiny_mini.py',
 }
+# Options a position scheme of mmpos_positions.SCHEMES needs in the tests'
+# tiny ViTs (8- or 16-channel heads; default: none): ComRoPE's and LieRE's
+# default blocks are larger than such a head.
+SMALL_HEAD_SCHEME_OPTIONS = dict(comrope=dict(block_size=8),
+                                 liere=dict(block_size=8))
 
 
 def _restore_current_instances():

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import mmpos_positions
+from conftest import SMALL_HEAD_SCHEME_OPTIONS as OPTIONS
 
 onnx = pytest.importorskip('onnx')
 pytest.importorskip('onnxruntime')
@@ -96,7 +97,6 @@ DYNAMIC_OPS = STATIC_OPS | {
     'Shape', 'Range', 'Expand', 'Sin', 'Cos', 'Where', 'IsNaN', 'IsInf',
     'Greater', 'Less', 'And'
 }
-OPTIONS = dict(comrope=dict(block_size=8), liere=dict(block_size=8))
 #: every registered scheme, with the options of this test
 SCHEMES = {name: OPTIONS.get(name, {}) for name in mmpos_positions.SCHEMES}
 # a bias that reads the tokens (PaPE): torch's exporter fails to decompose

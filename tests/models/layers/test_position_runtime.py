@@ -13,10 +13,10 @@ import pytest
 import torch
 import torch._dynamo as dynamo
 
+from conftest import SMALL_HEAD_SCHEME_OPTIONS as OPTIONS
 from mmpos.models.backbones import RoPEVisionTransformer
 from mmpos_positions import SCHEMES
 
-OPTIONS = dict(comrope=dict(block_size=8), liere=dict(block_size=8))
 WINDOWED = dict(window_size=3, global_attn_indexes=(1, ),
                 with_cls_token=False, out_type='featmap')
 

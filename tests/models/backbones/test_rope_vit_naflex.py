@@ -113,3 +113,18 @@ def test_what_a_padded_sequence_cannot_run_is_refused(options, message):
     model = tiny(**options)
     with pytest.raises(ValueError, match=message):
         model(naflex_batch(images()))
+
+
+@pytest.mark.parametrize('scheme', list(mmpos_positions.SCHEMES))
+def test_nan_positions_of_the_padding_never_leak(scheme):
+    """Training mode with DINOv3's coordinate augmentation: every token's
+    output (padding included) and every gradient stays finite, so a loss
+    that masks padding by multiplication is safe."""
+    model = tiny(rope=dict(type=scheme, coords=dict(
+        frame='separate', shift=0.5, jitter=1.2, rescale=1.5)),
+        use_ape=True, out_type='raw', num_register_tokens=1).train()
+    out = model(naflex_batch(images()))[0]
+    out.sum().backward()
+    assert torch.isfinite(out).all()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters()
+               if p.grad is not None)

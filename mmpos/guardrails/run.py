@@ -22,7 +22,9 @@ config (:func:`ready_config`) and holds what the run needs around it:
   process ended is named in one line (:func:`~.launch.lost_rank`).
 """
 import contextlib
+import copy
 import gc
+import logging
 import os
 import sys
 
@@ -76,6 +78,28 @@ def _train_options(cfg, args) -> None:
                               'auto_scale_lr.base_batch_size')
         cfg.auto_scale_lr.enable = True
     use_safe_image_loading(cfg, args.bad_images)
+    log_short_runs(cfg)
+
+
+# Loss lines a run shorter than its logger interval prints instead of none
+SHORT_RUN_LOG_LINES = 10
+
+
+def log_short_runs(cfg) -> None:
+    """Let an iteration-based run shorter than its logger interval
+    (``train_cfg.max_iters=4`` with a logger every 10 iterations prints no
+    loss) log every ``max_iters // 10`` iterations (at least every one).
+
+    Changes this run's ``cfg`` only, at run time: the configs resolve to
+    what they did."""
+    logger = (cfg.get('default_hooks') or {}).get('logger')
+    train_cfg = cfg.get('train_cfg') or {}
+    max_iters = train_cfg.get('max_iters')
+    if not isinstance(logger, dict) or not isinstance(max_iters, int) or \
+            train_cfg.get('by_epoch'):
+        return
+    if max_iters < logger.get('interval', 10):
+        logger.interval = max(1, max_iters // SHORT_RUN_LOG_LINES)
 
 
 def _test_options(cfg, args) -> None:
@@ -122,8 +146,8 @@ def ready_config(config: str, args, tool: str = 'train'):
 class Run:
     """What :func:`prepare` yields: the ready ``cfg`` and :meth:`build`."""
 
-    def __init__(self, cfg, tool: str):
-        self.cfg, self.tool = cfg, tool
+    def __init__(self, cfg, tool: str, quiet: bool = False):
+        self.cfg, self.tool, self.quiet = cfg, tool, quiet
         self.runner, self.processes = None, []
 
     def build(self) -> Runner:
@@ -132,10 +156,17 @@ class Run:
         (:class:`~mmpos.engine.hooks.CheckpointFitHook`: every model tensor
         when resuming or testing, at least one when fine-tuning), saving on
         preemption when training, with no line per parameter on the
-        console."""
+        console; ``quiet``: without mmengine's environment, config and hook
+        dumps (the config is still written to the work dir)."""
         cfg = self.cfg
+        if self.quiet:
+            cfg = copy.deepcopy(cfg)
+            cfg.log_level = 'WARNING'  # while the runner is built
         self.runner = (RUNNERS.build(cfg) if 'runner_type' in cfg else
                        Runner.from_cfg(cfg))
+        if self.quiet:
+            self._speak_again()
+        cfg = self.cfg
         strict = self.tool == 'test' or bool(cfg.get('resume'))
         self.runner.register_hook(
             CheckpointFitHook(cfg.get('load_from'), strict=strict))
@@ -144,6 +175,16 @@ class Run:
         self.processes = rank_processes()
         quiet_console(self.runner.logger)
         return self.runner
+
+    def _speak_again(self) -> None:
+        """After a quiet build: the handlers log at the config's level again
+        and the work dir's copy of the config is the one given."""
+        level = self.cfg.get('log_level', 'INFO')
+        for handler in self.runner.logger.handlers:
+            if handler.level == logging.WARNING:
+                handler.setLevel(level)
+        self.runner.cfg = copy.deepcopy(self.cfg)
+        self.runner.dump_config()
 
     def trained(self) -> bool:
         """Whether a step was taken or a checkpoint saved (then a failure
@@ -168,7 +209,7 @@ def prepare(config: str, args, tool: str = 'train'):
     with exit_on_bad_input(prog, (NonFiniteLossError, )):
         cfg = ready_config(config, args, tool)
         start_cpu_process_group(cfg, args.launcher)
-        run = Run(cfg, tool)
+        run = Run(cfg, tool, quiet=getattr(args, 'quiet', False))
         try:
             with work_dir_lock(cfg.work_dir, keep_output=run.trained), \
                     blame_config(cfg):

@@ -348,7 +348,7 @@ def plain_optim_wrapper(cfg):
     return wrapper, dtype
 
 
-def _schedule(cfg) -> dict:
+def schedule(cfg) -> dict:
     """``max_iters``, or ``epochs`` and ``epoch_images`` (a dataset of
     :data:`EPOCH_IMAGES`), of the config's train loop (None: unknown)."""
     train = cfg.get('train_cfg') or {}
@@ -439,7 +439,23 @@ def plan(cfg, batch: Optional[int] = None, image_size=(224, 224)) -> Plan:
     return Plan(config=cfg.filename, batch=batch, params=params,
                 flops_fwd=flops[-1][0] / batch,
                 flops_train=flops[-1][1] / batch, peak=by_kind,
-                **_schedule(cfg), amp=dtype, notes=notes)
+                **schedule(cfg), amp=dtype, notes=notes)
+
+
+#: kinds that do not grow with the batch
+FIXED_KINDS = ('PARAM', 'BUFFER', 'GRAD', 'OPT')
+
+
+def at_batch(p: Plan, batch: int) -> Plan:
+    """``p`` at ``batch`` images per GPU, its peak scaled as
+    ``fixed + per_image * batch``: parameters, buffers, gradients and
+    optimizer state (:data:`FIXED_KINDS`) stay, the other kinds scale with
+    the batch (one plan's estimate; :func:`largest_batch` fits two)."""
+    scale = batch / p.batch
+    peak = {k: v if k in FIXED_KINDS else v * scale
+            for k, v in p.peak.items() if k != 'Total'}
+    peak['Total'] = sum(peak.values())
+    return dataclasses.replace(p, batch=batch, peak=peak)
 
 
 def largest_batch(cfg, gpu: str, start: int, image_size=(224, 224)) -> int:

@@ -1,0 +1,95 @@
+"""tools/paper_tables/run.py --dry-run --plan / --page: every run of a
+table priced from the planner's plan of its config (mmpos.analysis.plan),
+the run's total batch kept on the GPUs named, the table's total."""
+import math
+
+import pytest
+import yaml
+
+from conftest import REPO, load_tool
+from mmpos.analysis import plan as planner
+from mmpos.guardrails.launch import load_config
+from mmpos_harness.paper_tables.manifest import load_manifest
+
+MINI = 'configs/rope_vit/vit-mini_rope-mixed_mini-cls.py'
+VIT_S = 'configs/rope_vit/vit-small-p16_rope-mixed_8xb256-400e_in1k.py'
+
+
+@pytest.fixture(scope='module')
+def mini_plan():
+    return planner.plan(load_config(str(REPO / MINI)), batch=4)
+
+
+@pytest.fixture
+def manifest(tmp_path):
+    data = {
+        'pending': [],
+        'metrics': {'top1': {'key': 'accuracy/top1'}},
+        'runs': {
+            'pre': {'config': str(REPO / VIT_S), 'epochs': 400,
+                    'views': [[1, 224]], 'gpus': 16},
+            'pre_200e': {'config': str(REPO / VIT_S), 'epochs': 200,
+                         'views': [[1, 224]],
+                         'cfg_options': {'train_cfg.max_epochs': 200}},
+            'ft': {'config': str(REPO / MINI), 'init_from': 'pre'},
+            'ft_tta': {'config': str(REPO / MINI), 'test_of': 'ft',
+                       'tta': True},
+        },
+        'tables': [{
+            'id': 't1', 'paper': 'Fake', 'title': 'fabricated',
+            'source': 'none', 'info': ['method'],
+            'columns': [{'metric': 'top1', 'run': 'a'},
+                        {'metric': 'top1', 'run': 'b'}],
+            'rows': [{'method': 'x', 'runs': {'a': 'ft_tta',
+                                              'b': 'pre_200e'},
+                      'paper': [1.0, 2.0]}],
+        }],
+    }
+    path = tmp_path / 'manifest.yaml'
+    path.write_text(yaml.safe_dump(data))
+    return load_manifest(str(path))
+
+
+def test_runs_are_priced_at_their_total_batch(manifest, mini_plan):
+    """The cache maps a config to its plan: ViT-S's schedule (400 / 200
+    epochs of ImageNet at batch 256 per GPU) priced with the mini model's
+    plan, so that the arithmetic is checked without planning a ViT-S."""
+    tool = load_tool('run', 'paper_tables')
+    cache = {str(REPO / VIT_S): mini_plan,
+             str(REPO / MINI): 'NotImplementedError: cannot plan'}
+    table = manifest.table('t1')
+    runs = tool.table_runs(manifest, table)
+    assert [r.id for r in runs] == ['pre', 'ft', 'ft_tta', 'pre_200e']
+    priced = tool.price(manifest, runs, 'a100-80gb', 8, cache=cache)
+    pre = priced['pre']
+    # 16 GPUs x 256 of the recipe on 8 GPUs: 512 per GPU; the parameters,
+    # gradients and optimizer state stay, the activations scale
+    assert pre.plan.batch == 512
+    for kind in planner.FIXED_KINDS:
+        assert pre.plan.peak.get(kind) == mini_plan.peak.get(kind)
+    assert pre.plan.peak['ACT'] == pytest.approx(
+        mini_plan.peak['ACT'] * 512 / 4)
+    iters = math.ceil(1281167 / (16 * 256)) * 400
+    assert pre.hours == pytest.approx(
+        mini_plan.flops_train * 16 * 256 * iters / (19.5e12 * 0.4) / 3600)
+    # cfg_options change the schedule: half the epochs, half the hours at
+    # the same total batch (8 x 256)
+    assert priced['pre_200e'].hours == pytest.approx(
+        mini_plan.flops_train * 8 * 256 * math.ceil(1281167 / 2048) * 200 /
+        (19.5e12 * 0.4) / 3600)
+    assert priced['ft'].error.startswith('NotImplementedError')
+    assert priced['ft_tta'].hours is None  # a test costs no training
+    lines = tool.price_lines(manifest, [table], 'a100-80gb', 8, cache=cache)
+    total = pre.hours + priced['pre_200e'].hours
+    assert lines[-1] == f'  total: {total:,.0f} GPU-h + 1 run(s) not priced'
+    assert 'MFU 0.4 (assumed; 0.3-0.5' in lines[0]
+    page = tool.page(manifest, [table], cache)
+    assert '| t1 | ' in page and 'not planned: NotImplementedError' in page
+
+
+def test_plan_goes_with_dry_run():
+    tool = load_tool('run', 'paper_tables')
+    with pytest.raises(SystemExit):
+        tool.parse_args(['--plan'])
+    with pytest.raises(SystemExit):
+        tool.parse_args(['--dry-run', '--plan', '--gpu', 'tpu'])

@@ -32,9 +32,11 @@ set in ``results/fingerprints/<id>.json`` (the record keeps the id):
   inputs, for results whose ``depends`` hold them.
 
 While a probe runs, the repository files whose functions it calls are
-noted. The files of ``depends`` that the result's probes call are judged
-by behaviour; the rest of ``depends`` (files no probe reaches, e.g. a
-tool's command line) by text, as before: a commit that changed them.
+noted. The files of ``depends`` that the result's probes reach
+(:func:`text_judged`: those they call, the library's ``__init__.py``
+files, the model files) are judged by behaviour; the rest of ``depends``
+(e.g. a tool's command line, a hook no probe runs) by text: their content
+now against the record's commit.
 
 :func:`status`: a result is ``current`` when every probe gives its stored
 values again (numbers within :data:`RTOL`: the same computation in another
@@ -690,22 +692,52 @@ def changed_probes(fingerprint: dict) -> List[str]:
 
 
 def text_judged(record: dict, fingerprint: dict) -> List[str]:
-    """The files of the record's ``depends`` that none of its probes calls.
-    Config files (``configs/**.py``) of a record with config probes are
-    judged by those probes' resolved configs: a ``_base_`` file that a
-    refactor empties, moves or deletes while every probed config resolves
-    to the same dict changed nothing the result ran."""
+    """The files of the record's ``depends`` that none of its probes
+    reaches (judged by their text). Reached, and so judged by the probes'
+    outputs instead:
+
+    * a file whose functions a probe calls;
+    * a library package's ``__init__.py`` (``import mmpos`` runs every one
+      of them in every probe);
+    * a model file (:data:`MODEL_FILES`) that no probe calls: the probes
+      build and run every model the result built (its configs', its
+      position schemes', its benchmark's), so it was not on its path;
+    * config files (``configs/**.py``) of a record with config probes,
+      through those probes' resolved configs: a ``_base_`` file that a
+      refactor empties, moves or deletes while every probed config
+      resolves to the same dict changed nothing the result ran;
+    * for a benchmark (``bench:`` probes and no config probes), every
+      library file (:data:`LIBRARY`): its probe runs the benchmark's timed
+      steps as ``run.py`` does.
+
+    Files added after the record's commit are left out: they did not exist
+    when it ran (a file that imports them changed, and is judged).
+    """
     covered = {f for probe in fingerprint['probes'].values()
                for f in probe['files']}
-    configs = any(name.startswith('config:')
-                  for name in fingerprint['probes'])
-    # the files of depends now and at the record's commit (a deleted one
+    names = list(fingerprint['probes'])
+    configs = any(n.startswith('config:') for n in names)
+    bench = any(n.startswith('bench:') for n in names) and not configs
+    # the files of depends at the record's commit (one deleted since
     # changed too)
-    files = set(_files(record['depends'])) | set(provenance._git(
-        'ls-tree', '-r', '--name-only', record['commit'], '--',
-        *record['depends']).splitlines())
-    return sorted(f for f in files if f not in covered and not (
-        configs and f.startswith('configs/') and f.endswith('.py')))
+    files = provenance._git('ls-tree', '-r', '--name-only', record['commit'],
+                            '--', *record['depends']).splitlines()
+
+    def reached(path: str) -> bool:
+        library = path.startswith(LIBRARY)
+        return (path in covered or path.startswith(MODEL_FILES)
+                or (library and osp.basename(path) == '__init__.py')
+                or (bench and library)
+                or (configs and path.startswith('configs/')
+                    and path.endswith('.py')))
+
+    return sorted(f for f in files if not reached(f))
+
+
+#: the library's packages
+LIBRARY = ('mmpos/', 'mmpos_positions/')
+#: the files that define models and position schemes
+MODEL_FILES = ('mmpos/models/', 'mmpos_positions/')
 
 
 def status(record: dict) -> dict:

@@ -90,6 +90,18 @@ def test_text_judged_files_are_those_no_probe_reaches():
                    'mmpos/models/backbones/rope_vit.py'):
         assert frozen not in text, frozen
     assert 'tools/train.py' in text  # no probe runs the command line
+    # judged by the probes: every library __init__ (imported by each probe),
+    # model files (the probes build every model the result built), and
+    # nothing added after the record's commit
+    assert not [f for f in text if f.startswith(('mmpos/models/',
+                                                  'mmpos_positions/'))]
+    assert not [f for f in text if f.endswith('__init__.py')
+                and f.startswith('mmpos')]
+    added = provenance._git('diff', '--name-only', '--diff-filter=A',
+                            record['commit'], 'HEAD', '--',
+                            *record['depends']).split()
+    assert added and not set(added) & set(text)
+    assert 'mmpos/engine/hooks/online_probe.py' in text  # runs, not probed
 
 
 def test_json_is_rewritten_in_its_own_layout():

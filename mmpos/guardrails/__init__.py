@@ -8,7 +8,16 @@ built (:mod:`.config_check`), datasets checked against their annotations
 named by the config, CPU process groups (:mod:`.launch`). Nothing else in
 :mod:`mmpos` imports this package.
 """
-from .launch import add_launch_arguments
-from .run import prepare
+import warnings
+
+# mmengine's Config.fromfile reloads pkg_resources (is_installed, for every
+# ``mmdet::`` / ``mmseg::`` base), which warns each time that it is
+# deprecated: the tools, which all import this package, drop that warning
+# only.
+warnings.filterwarnings('ignore', 'pkg_resources is deprecated as an API',
+                        UserWarning)
+
+from .launch import add_launch_arguments  # noqa: E402
+from .run import prepare  # noqa: E402
 
 __all__ = ['add_launch_arguments', 'prepare']

@@ -1,18 +1,13 @@
 """The position-scheme interface and the patch coordinates it reads.
 
-A backbone owns one :class:`PositionScheme` (``rope=dict(type=...)``) and
-calls it once per forward for every block's :class:`PositionTable`
-(``tables = self.rope(coords, hw, batch_size, windows)``; block ``i`` runs
-``layer(x, rope=tables[i])``, as timm's Eva and DINOv3).
-
-Coordinates: ``(x, y)`` = (column, row) floats in patch units, ``(M, 2)``
-or ``(B, M, 2)`` (:func:`grid_coords`: ``PatchEmbed``'s row-major grid);
-``NaN`` = no position (DropPos' dropped patches, window padding: angle 0,
-identity, no bias); :class:`PatchCoords` maps them into the scheme's frame.
+A backbone calls its :class:`PositionScheme` once per forward for every
+block's :class:`PositionTable` (as timm's Eva and DINOv3). Coordinates are
+``(x, y)`` = (column, row) floats in patch units, ``(M, 2)`` or ``(B, M,
+2)``; ``NaN`` = no position (DropPos' dropped patches, window padding).
 Tables and rotations run outside autocast (:func:`full_precision`) in fp32
-at least (fp64 for fp64 coordinates), as torchtitan keeps RoPE in fp32 (a
-bf16 angle at ``r = 63`` patches is off by up to 0.125 rad). Schemes keep
-no state between forwards; caching and freezing are :mod:`.wrappers`.
+at least, as torchtitan keeps RoPE in fp32 (a bf16 angle at ``r = 63``
+patches is off by up to 0.125 rad). Schemes keep no state between
+forwards; caching and freezing are the wrappers of :mod:`.wrappers`.
 """
 import contextlib
 import math
@@ -81,11 +76,9 @@ def sincos_pos_embed_2d(coords: Tensor, embed_dims: int,
 
 def frame_coords(coords: Tensor, hw: Sequence[int], frame: str) -> Tensor:
     """``(..., 2)`` patch-unit coordinates of an ``hw = (H, W)`` grid in
-    ``frame``: ``'patch'`` unchanged (RoPE-ViT); else ``x' = 2 (x + 0.5) /
-    d_x - 1`` with ``(d_x, d_y) = (W, H)`` (``'separate'``) or ``max`` /
-    ``min(H, W)`` for both (DINOv3's ``normalize_coords``: patch centres in
-    ``[-1, 1]``). Symbolic sizes stay symbolic (``torch.sym_max``, no
-    tensor built from them): a dynamic-shape export follows its input."""
+    ``frame``: ``'patch'`` unchanged; else ``x' = 2 (x + 0.5) / d_x - 1``,
+    ``(d_x, d_y) = (W, H)`` (``'separate'``) or ``max`` / ``min(H, W)``
+    (DINOv3's ``normalize_coords``); symbolic sizes stay symbolic."""
     if frame == 'patch':
         return coords
     h, w = hw
@@ -115,20 +108,13 @@ def box_coords(boxes: Tensor, hw: Sequence[int],
 
 
 class PatchCoords(nn.Module):
-    """Coordinate frame and train-time augmentation of the patch positions
-    (DINOv3, Simeoni et al. 2025), in training only, drawn from torch's
-    generator in DINOv3's order and axes ``(row, column)``.
-
-    Args:
-        frame: one of :data:`COORD_FRAMES` (:func:`frame_coords`).
-        shift: ``s``: add ``U[-s, s]`` per axis (frame units; ``None``: off).
-        jitter: ``J >= 1``: multiply by ``exp(U[-log J, log J])`` per axis.
-        rescale: ``R >= 1``: multiply both axes by one ``exp(U[-log R,
-            log R])`` (DINOv3's released models: 2).
-        draw: ``'per_forward'`` (one draw for all blocks, timm) or
-            ``'per_block'`` (DINOv3's code).
-        per: ``'sample'`` (a draw per image) or ``'batch'`` (DINOv3, timm).
-    """
+    """The coordinate ``frame`` (:func:`frame_coords`) and DINOv3's
+    train-time augmentation (Simeoni et al. 2025; torch's generator, its
+    order, axes ``(row, column)``): add ``U[-shift, shift]`` per axis,
+    multiply by ``exp(U[-log J, log J])`` per axis (``jitter`` ``J``) and
+    both by one ``exp(U[-log R, log R])`` (``rescale`` ``R``); ``None``:
+    off. ``draw``: one draw ``'per_forward'`` (timm) or ``'per_block'``
+    (DINOv3); ``per``: ``'sample'`` or ``'batch'`` (DINOv3, timm)."""
 
     def __init__(self, frame: str = 'patch', shift: Optional[float] = None,
                  jitter: Optional[float] = None,

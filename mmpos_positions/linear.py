@@ -438,13 +438,10 @@ class STRINGRoPE(LinearAngleRoPE):
 
     @torch.no_grad()
     def fold_(self, qkv: Sequence[nn.Linear]) -> MixedRoPE:
-        """Fold every block's ``P`` into the query and key rows of its
-        ``qkv[i]`` (``(3 C, C)``, rows ``q, k, v`` by head, as
-        :class:`~mmpos.models.layers.RoPEAttention`), in place, and zero
-        ``basis.<i>``. Returns the RoPE-Mixed scheme of the folded model
-        (these frequencies, coordinates and scaling) to replace this one:
-        ``backbone.rope = backbone.rope.fold_([l.attn.qkv for l in
-        backbone.layers])``."""
+        """Fold block ``i``'s ``P`` into the query and key rows of ``qkv[i]``
+        (``(3 C, C)``, rows ``q, k, v`` by head) in place, zero
+        ``basis.<i>`` and return the RoPE-Mixed scheme that replaces this
+        one: ``rope = rope.fold_([l.attn.qkv for l in backbone.layers])``."""
         if len(qkv) != self.depth:
             raise ValueError(f'STRING fold_ needs the qkv projection of each '
                              f'of its {self.depth} blocks, got {len(qkv)}')

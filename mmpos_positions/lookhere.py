@@ -76,14 +76,11 @@ class BiasTable(PositionTable):
 
 
 class LookHere(PositionScheme):
-    """LookHere's directed masks and distance penalties (:func:`lookhere_bias`;
-    no parameters): ``fov`` 180 (LH-180), 90 or 45 (:data:`LOOKHERE_FOVS`),
-    ``distance`` ``'linear'``, ``'sqrt'`` or ``'square'`` in patches (the
-    patch frame). ``slopes``: ``(depth, heads)`` buffer (not saved),
-    ``global_slope`` times block slopes linear from ``layer_slopes[0]`` to
-    ``[1]`` times ``2 ** -(1 + h // 4)`` for head ``h`` (a direction cycle's
-    four heads share a slope, halved per cycle, as LookHere's code).
-    """
+    """LookHere's masks and penalties (:func:`lookhere_bias`), ``fov`` 180,
+    90 or 45 (:data:`LOOKHERE_FOVS`), ``distance`` in patches. ``slopes``
+    ``(depth, heads)`` (buffer, not saved): ``global_slope`` x block slopes
+    linear over ``layer_slopes`` x ``2 ** -(1 + h // 4)`` for head ``h``
+    (as LookHere's code)."""
 
     def __init__(self, head_dim, num_heads, depth, fov=180, global_slope=1.,
                  layer_slopes=(1., 1.), distance='linear', coords=None):

@@ -4,18 +4,13 @@ blocks over channels ``b j .. b j + b - 1``, per block and head), so ``R(r)``
 is orthogonal.
 
 * **ComRoPE** (Yu et al., CVPR 2025): commuting generators, so ``R(r_q)^T
-  R(r_k) = R(r_k - r_q)``. LD: ``B_aj = s_aj (P_j - P_j^T)``; AP: block
-  ``j`` turns with axis ``j mod 2`` only, ``B_aj = P_j - P_j^T``. With ``b
-  = 2``, LD is RoPE-Mixed and AP RoPE-Axial-like. Block ``j`` turns about
-  one ``S_j = O_j J_j O_j^T`` (real Schur form), so ``R(r) = O RoPE(r)
-  O^T`` and, as attention reads queries and keys only through their
-  products, the table is RoPE-Mixed after the basis change ``O^T`` on every
-  token (:class:`~.linear.BasisRoPETable`): no per-token exponential.
-* **LieRE** (Ostmeier et al., 2024): unconstrained generators (strict upper
-  triangles made skew) need not commute, so logits are not exactly
-  relative: one ``b x b`` exponential per token, block and head
-  (:func:`block_rotations`), the Taylor terms shared by all tokens
-  (:func:`exp_at_points`), applied as one batched block product.
+  R(r_k) = R(r_k - r_q)``; LD: ``B_aj = s_aj (P_j - P_j^T)``, AP: ``B_aj =
+  P_j - P_j^T`` for axis ``j mod 2`` only. Block ``j`` turns about one
+  ``S_j = O_j J_j O_j^T``, so ``R(r) = O RoPE(r) O^T``: RoPE-Mixed after
+  ``O^T`` on every token (:class:`~.linear.BasisRoPETable`).
+* **LieRE** (Ostmeier et al., 2024): unconstrained generators, not
+  commuting: one ``b x b`` exponential per token, block and head
+  (:func:`block_rotations`, :func:`exp_at_points`).
 """
 import math
 from typing import Optional, Tuple
@@ -77,12 +72,10 @@ def _kept(new: Tensor, old: Tensor, steps: Tensor, j: int,
 
 
 class _Squarings(torch.autograd.Function):
-    """``M^(2^s)`` of batch-last ``(b, b, K)`` ``M``: ``count`` squarings,
-    step ``j`` kept where ``steps > j`` if ``masked`` (compiling: ``count
-    =`` :data:`MAX_SQUARINGS`; eager: ``count = s``). Saves ``M`` only: the
-    adjoint of ``G`` is ``X_s``, ``X_0 = G``, ``X_{j+1} = X_j N_j + N_j
-    X_j``, ``N_j = (M^T)^(2^j)`` squared again (``s - 1`` more products,
-    ``s - 1`` fewer tensors kept for backward)."""
+    """``M^(2^s)`` of batch-last ``(b, b, K)`` ``M`` by ``count`` squarings
+    (step ``j`` kept where ``steps > j`` if ``masked``). Saves ``M`` only:
+    the adjoint of ``G`` is ``X_s``, ``X_0 = G``, ``X_{j+1} = X_j N_j + N_j
+    X_j``, ``N_j = (M^T)^(2^j)`` squared again."""
 
     @staticmethod
     def forward(ctx, m: Tensor, steps: Tensor, count: int,

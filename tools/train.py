@@ -6,7 +6,7 @@ mmpretrain's registry. Examples::
 
     python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]]
         [--auto-resume] [--amp] [--bad-images raise|skip] [--auto-scale-lr]
-        [--skip-data-check] [--quiet] [--cfg-options KEY=VALUE ...]
+        [--skip-data-check] [--cfg-options KEY=VALUE ...]
     bash tools/dist_train.sh CONFIG 8 [same options]
 
 As mmpretrain's ``tools/train.py``, plus the gaps mmengine leaves, filled
@@ -57,12 +57,6 @@ def parse_args(argv=None):
         action='store_true',
         help='scale the lr by the actual total batch / '
         'auto_scale_lr.base_batch_size of the config')
-    parser.add_argument(
-        '--quiet',
-        action='store_true',
-        help="leave mmengine's environment, config and hook dumps off the "
-        'console and the log (the config is still written to the work '
-        'dir); the loss lines remain')
     add_launch_arguments(parser)
     return parser.parse_args(argv)
 

@@ -50,15 +50,21 @@ def global_rank() -> int:
 
 
 def add_launch_arguments(parser) -> None:
-    """``--skip-data-check``, ``--cfg-options``, ``--launcher`` and
-    ``--local-rank`` (which ``torch.distributed.launch`` passes; torchrun
-    sets ``LOCAL_RANK``)."""
+    """``--skip-data-check``, ``--quiet``, ``--cfg-options``, ``--launcher``
+    and ``--local-rank`` (which ``torch.distributed.launch`` passes;
+    torchrun sets ``LOCAL_RANK``)."""
     parser.add_argument(
         '--skip-data-check',
         action='store_true',
         help='do not check the datasets the run reads before starting (their '
         'annotation files and a fixed sample of 32 label maps each; '
         'tools/misc/validate_dataset.py checks every entry)')
+    parser.add_argument(
+        '--quiet',
+        action='store_true',
+        help="leave mmengine's environment, config and hook dumps off the "
+        'console and the log (the config is still written to the work '
+        'dir); the loss and metric lines remain')
     parser.add_argument(
         '--cfg-options',
         nargs='+',

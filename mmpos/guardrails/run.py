@@ -209,7 +209,7 @@ def prepare(config: str, args, tool: str = 'train'):
     with exit_on_bad_input(prog, (NonFiniteLossError, )):
         cfg = ready_config(config, args, tool)
         start_cpu_process_group(cfg, args.launcher)
-        run = Run(cfg, tool, quiet=getattr(args, 'quiet', False))
+        run = Run(cfg, tool, quiet=args.quiet)
         try:
             with work_dir_lock(cfg.work_dir, keep_output=run.trained), \
                     blame_config(cfg):

@@ -9,8 +9,18 @@ registry. :func:`config_key_problems` finds both, with a close match from
 :mod:`difflib`:
 
 * a top-level key close to one the Runner reads, or any unknown top-level
-  key that ``--cfg-options`` adds (configs may hold helper variables such
-  as ``train_pipeline``, so other unknown keys of the file pass);
+  key that ``--cfg-options`` adds, with the closest key of the config one
+  level down (``max_iter`` -> ``train_cfg.max_iters``; configs may hold
+  helper variables such as ``train_pipeline``, so other unknown keys of
+  the file pass);
+* the keys of the dataloaders (torch's ``DataLoader`` and mmengine's
+  own), and of every dict the runner builds from a registry with its keys
+  (:data:`BUILT_DICTS`: the backbone and its position scheme, datasets,
+  pipeline transforms, samplers, hooks, parameter schedulers, the
+  optimizer): an unregistered ``type`` there, or an argument its class
+  does not take (:func:`accepted_arguments`);
+* a DropPos head whose ``num_patches`` is not the backbone's patch grid
+  (:func:`patch_grid_problem`);
 * an argument of ``model.backbone``, any key that ``--cfg-options`` adds to
   a dict with a ``type``, every key of a dict whose ``type`` it sets, and
   every key of the dicts with a ``type`` inside a dict value it gives

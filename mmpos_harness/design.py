@@ -64,12 +64,17 @@ from .provenance import ROOT
 DESIGNS = 'designs'
 KEYS = {'study', 'status', 'question', 'runner', 'options', 'arms',
         'reference', 'seeds', 'tasks', 'families', 'alpha', 'power',
-        'margins', 'budget', 'notes'}
-REQUIRED = KEYS - {'options', 'margins', 'notes'}
+        'margins', 'budget', 'notes', 'exploratory'}
+REQUIRED = KEYS - {'options', 'margins', 'notes', 'exploratory'}
 SEED_KEYS = {'selection', 'confirmation', 'transfer'}
 FAMILY_KEYS = {'correction', 'tests', 'kind'}
-POWER_KEYS = {'target', 'sd_from', 'deltas'}
-BUDGET_KEYS = {'cpu_hours', 'cost_from'}
+POWER_KEYS = {'target', 'sd_from', 'deltas', 'effects'}
+EFFECT_KEYS = {'test', 'delta', 'sd_cell', 'source', 'powered'}
+BUDGET_KEYS = {'cpu_hours', 'cost_from', 'estimate'}
+EXPLORATORY_KEYS = {'arms', 'seeds'}
+# the resolution study: its runs' cost from the stored study's CPU seconds
+# per FLOP (mmpos_harness.position_study.cpu_seconds_per_flop)
+POSITION_STUDY = 'tools/paper_tables/position_study.py'
 STATUSES = ('planned', 'running', 'done')
 KINDS = ('difference', 'equivalence', 'above_margin')
 # the study runners: whether each takes the arms and tasks (the demo's
@@ -129,22 +134,32 @@ def load(path: str) -> dict:
         raise BadInputError(f'{path}: reference {design["reference"]!r} is '
                             'not one of the arms')
     seeds = design['seeds']
-    _keys(path, 'seeds.', seeds, SEED_KEYS, SEED_KEYS)
+    _keys(path, 'seeds.', seeds, SEED_KEYS, SEED_KEYS - {'transfer'})
     if not isinstance(seeds['selection'], dict):
         raise BadInputError(f'{path}: seeds.selection must map what chose '
                             'something to its seeds')
     for what, value in seeds['selection'].items():
         _seed_list(path, f'seeds.selection.{what}', value)
-    for key in ('confirmation', 'transfer'):
+    for key in sorted(set(seeds) - {'selection'}):
         _seed_list(path, f'seeds.{key}', seeds[key])
     alpha = design['alpha']
     if not isinstance(alpha, float) or not 0 < alpha < 1:
         raise BadInputError(f'{path}: alpha must be a number in (0, 1), '
                             f'got {alpha!r}')
     _families(path, design)
-    _keys(path, 'power.', design['power'], POWER_KEYS, POWER_KEYS)
-    _keys(path, 'budget.', design['budget'], BUDGET_KEYS, BUDGET_KEYS)
-    for where, mapping in (('power.deltas', design['power']['deltas']),
+    _keys(path, 'power.', design['power'], POWER_KEYS,
+          POWER_KEYS - {'effects' if 'deltas' in design['power'] else
+                        'deltas'})
+    _effects(path, design)
+    _exploratory(path, design)
+    _keys(path, 'budget.', design['budget'], BUDGET_KEYS,
+          BUDGET_KEYS - {'estimate'})
+    if design['budget'].get('estimate') not in (None, 'flops'):
+        raise BadInputError(f'{path}: budget.estimate must be flops (the '
+                            'position study\'s cost model), got '
+                            f'{design["budget"]["estimate"]!r}')
+    for where, mapping in (('power.deltas',
+                            design['power'].get('deltas') or {}),
                            ('margins', design.get('margins') or {})):
         for task, value in mapping.items():
             if task not in design['tasks']:
@@ -154,6 +169,47 @@ def load(path: str) -> dict:
                 raise BadInputError(f'{path}: {where}.{task} must be a '
                                     f'positive number, got {value!r}')
     return design
+
+
+def _exploratory(path: str, design: dict) -> None:
+    """``exploratory``: arms run with fewer seeds, a subset of the
+    confirmation seeds (so that they pair with the reference's runs)."""
+    found = design.get('exploratory')
+    if found is None:
+        return
+    _keys(path, 'exploratory.', found, EXPLORATORY_KEYS, EXPLORATORY_KEYS)
+    seeds = _seed_list(path, 'exploratory.seeds', found['seeds'])
+    extra = sorted(set(seeds) - set(design['seeds']['confirmation']))
+    if extra:
+        raise BadInputError(f'{path}: exploratory.seeds {extra} are not '
+                            'confirmation seeds (no reference run to pair '
+                            'with)')
+    both = sorted(set(found['arms']) & set(design['arms']))
+    if not isinstance(found['arms'], list) or not found['arms'] or both:
+        raise BadInputError(f'{path}: exploratory.arms must be a non-empty '
+                            f'list apart from arms, got {found["arms"]!r}')
+
+
+def _effects(path: str, design: dict) -> None:
+    """``power.effects``: the papers' effects, each a family's test, the
+    difference it claims, the stored paired cell whose SD stands in
+    (``[table, row, column, reference row]``) and whether the seeds must
+    detect it (``powered``)."""
+    tests = [t for fam in design['families'].values() for t in fam['tests']]
+    for k, effect in enumerate(design['power'].get('effects') or []):
+        where = f'power.effects[{k}].'
+        _keys(path, where, effect, EFFECT_KEYS, EFFECT_KEYS)
+        if effect['test'] not in tests:
+            raise BadInputError(f'{path}: {where}test {effect["test"]!r} is '
+                                'not a test of the families')
+        delta = effect['delta']
+        if not isinstance(delta, (int, float)) or delta <= 0:
+            raise BadInputError(f'{path}: {where}delta must be a positive '
+                                f'number, got {delta!r}')
+        cell = effect['sd_cell']
+        if not (isinstance(cell, list) and len(cell) == 4):
+            raise BadInputError(f'{path}: {where}sd_cell must be [table, '
+                                f'row, column, reference row], got {cell!r}')
 
 
 def _families(path: str, design: dict) -> None:
@@ -173,7 +229,8 @@ def _families(path: str, design: dict) -> None:
         for test in fam['tests']:
             if not isinstance(test, list) or len(test) not in (2, 3) or \
                     test[1] not in design['tasks'] or any(
-                        arm not in design['arms'] + ['pixels', 'image-free']
+                        arm not in design['arms'] + ['pixels', 'image-free'] +
+                        (design.get('exploratory') or {}).get('arms', [])
                         for arm in test[:1] + test[2:]):
                 raise BadInputError(f'{path}: {where}tests: {test!r} is not '
                                     '[arm, task] or [arm, task, other arm] '
@@ -205,6 +262,63 @@ def run_sd(summary_path: str, task: str) -> tuple:
     return stats.pooled_sd(groups)
 
 
+def paired_sd(summary_path: str, cell: list) -> tuple:
+    """The SD of the per-seed differences ``row - reference`` in column
+    ``column`` of table ``table`` of a stored position study
+    (``cell = [table, row, column, reference]``; the same seeds in the
+    same order in both rows). Returns ``(sd, df)``."""
+    table, row, column, reference = cell
+    rows = _summary(summary_path)['tables'][table]['rows']
+    diffs = [a - b for a, b in zip(rows[row][column]['values'],
+                                   rows[reference][column]['values'])]
+    return statistics.stdev(diffs), len(diffs) - 1
+
+
+def paired_power(sd: float, delta: float, n: int, alpha: float) -> float:
+    """Power of a two-sided paired t test over ``n`` pairs (SD of a pair's
+    difference ``sd``) at level ``alpha`` against a true ``delta``: the
+    noncentral t's mass beyond the critical values."""
+    from scipy.stats import nct
+    from scipy.stats import t as student_t
+    crit = float(student_t.ppf(1 - alpha / 2, n - 1))
+    shift = delta / (sd / math.sqrt(n))
+    return float(nct.sf(crit, n - 1, shift) + nct.cdf(-crit, n - 1, shift))
+
+
+def paired_runs(sd: float, delta: float, alpha: float,
+                power: float) -> int:
+    """The fewest pairs (at least 2) whose paired t test detects ``delta``
+    with ``power`` at level ``alpha`` (:func:`paired_power`)."""
+    return next(n for n in range(2, 10000)
+                if paired_power(sd, delta, n, alpha) >= power)
+
+
+def _level(design: dict, test: list) -> float:
+    """``alpha / m`` of the largest family holding ``test``."""
+    return design['alpha'] / max(len(fam['tests'])
+                                 for fam in design['families'].values()
+                                 if test in fam['tests'])
+
+
+def effects(design: dict) -> List[dict]:
+    """Per ``power.effects`` entry: its ``test``, ``delta``, the stored
+    paired ``sd`` (:func:`paired_sd`), the family ``level``, the pairs
+    ``needed`` for ``power.target`` and the ``power`` with the
+    confirmation seeds."""
+    out = []
+    n = len(design['seeds']['confirmation'])
+    for effect in design['power'].get('effects') or []:
+        sd, _ = paired_sd(design['power']['sd_from'], effect['sd_cell'])
+        level = _level(design, effect['test'])
+        out.append(dict(
+            test=effect['test'], delta=effect['delta'], sd=sd, level=level,
+            powered=effect['powered'],
+            needed=paired_runs(sd, effect['delta'], level,
+                               design['power']['target']),
+            power=paired_power(sd, effect['delta'], n, level)))
+    return out
+
+
 def family_sizes(design: dict) -> Dict[str, int]:
     """Tests per family."""
     return {name: len(fam['tests'])
@@ -218,8 +332,9 @@ def runs_needed(design: dict) -> Dict[str, int]:
     BH's level for a lone effect, :func:`~mmpos.evaluation.stats.
     family_alpha`), with the stored per-run SD (:func:`run_sd`)."""
     power = design['power']
-    out = {}
-    for task, delta in power['deltas'].items():
+    out = {'/'.join(e['test']): e['needed'] for e in effects(design)
+           if e['powered']}
+    for task, delta in (power.get('deltas') or {}).items():
         sizes = [len(fam['tests']) for fam in design['families'].values()
                  if any(t[1] == task for t in fam['tests'])]
         alpha = design['alpha'] / max(sizes or [1])
@@ -246,8 +361,10 @@ def cost_per_run(design: dict) -> Dict[str, float]:
     a comparison summary (its ``compute`` sums over its pretraining seeds
     and every stored task, scaled to the design's transfer seeds)."""
     source = osp.join(ROOT, design['budget']['cost_from'])
-    transfer = len(design['seeds']['transfer'])
+    transfer = len(design['seeds'].get('transfer') or [])
     out = {}
+    if design['budget'].get('estimate') == 'flops':
+        return _flops_cost(design, source)
     if osp.isfile(source):
         summary = _summary(source)
         runs = len(summary.get('pretrain_seeds') or [None])
@@ -274,11 +391,42 @@ def cost_per_run(design: dict) -> Dict[str, float]:
     return out
 
 
+def _flops_cost(design: dict, source: str) -> Dict[str, float]:
+    """An estimate for a design no run of which is measured yet (the
+    position study's, ``budget.estimate: flops``): per trained arm (an
+    arm or exploratory arm without `` +``, the test-time scalings riding
+    on its runs) the stored study ``source``'s CPU seconds per FLOP times
+    the FLOPs of one run with the design's ``options``
+    (:func:`mmpos_harness.position_study.run_flops`), in minutes."""
+    from . import position_study as study
+    opt = design['options']
+    rate = study.cpu_seconds_per_flop(source)
+    table = study.all_schemes(opt['train-size'] // study.PATCH)
+    arch = dict(embed_dims=opt['embed-dims'],
+                feedforward_channels=4 * opt['embed-dims'])
+    out = {}
+    for arm in design['arms'] + design['exploratory']['arms']:
+        if ' +' in arm:
+            continue
+        variants = 1 + (len(opt['scalings'])
+                        if study.scalable(table[arm]) else 0)
+        out[arm] = rate * study.run_flops(
+            opt['train-size'], opt['sizes'], opt['iters'],
+            opt['batch-size'], opt['num-val'], len(opt['factors']),
+            variants, **arch) / 60
+    return out
+
+
 def planned_cpu_hours(design: dict) -> float:
     """CPU hours of the design's runs: every arm with every confirmation
-    seed at the measured per-run cost (:func:`cost_per_run`)."""
-    return sum(cost_per_run(design).values()) * len(
-        design['seeds']['confirmation']) / 60
+    seed, every exploratory arm with its seeds, at the per-run cost
+    (:func:`cost_per_run`)."""
+    cost = cost_per_run(design)
+    exploratory = design.get('exploratory') or dict(arms=[], seeds=[])
+    return sum(minutes * len(exploratory['seeds']
+                             if arm in exploratory['arms'] else
+                             design['seeds']['confirmation'])
+               for arm, minutes in cost.items()) / 60
 
 
 def check(design: dict, path: str = 'design') -> dict:
@@ -299,7 +447,8 @@ def check(design: dict, path: str = 'design') -> dict:
              if n > len(seeds['confirmation'])}
     if short:
         task = next(iter(short))
-        raise BadInputError(f'{path}: power.deltas.{task} needs '
+        where = 'effects ' if '/' in task else 'deltas.'
+        raise BadInputError(f'{path}: power.{where}{task} needs '
                             f'{short[task]} runs per arm, seeds.confirmation '
                             f'has {len(seeds["confirmation"])}')
     hours = planned_cpu_hours(design)
@@ -307,11 +456,12 @@ def check(design: dict, path: str = 'design') -> dict:
         raise BadInputError(f'{path}: the plan needs {hours:.1f} CPU hours, '
                             f'budget.cpu_hours is '
                             f'{design["budget"]["cpu_hours"]}')
+    sd = {'/'.join(e['test']): e['sd'] for e in effects(design)}
+    sd.update({t: run_sd(design['power']['sd_from'], t)[0]
+               for t in design['power'].get('deltas') or {}})
     return dict(runs_needed=needed,
                 runs_planned=len(seeds['confirmation']),
-                cpu_hours=hours,
-                sd={t: run_sd(design['power']['sd_from'], t)[0]
-                    for t in design['power']['deltas']})
+                cpu_hours=hours, sd=sd)
 
 
 def command(design: dict) -> str:

@@ -140,6 +140,20 @@ def schemes(train_grid: int) -> dict:
     }
 
 
+# schemes of the zoo added after the stored study (results/position_study):
+# kept out of :func:`schemes`, whose table that study's runs recorded
+LATER_SCHEMES = {
+    'PaPE': dict(rope=dict(type='pape')),
+    'PaPE-RI': dict(rope=dict(type='pape_ri')),
+}
+
+
+def all_schemes(train_grid: int) -> dict:
+    """:func:`schemes` and :data:`LATER_SCHEMES`: every scheme of the zoo
+    by its study name."""
+    return dict(schemes(train_grid), **LATER_SCHEMES)
+
+
 def scalable(kwargs: dict) -> bool:
     """Whether test-time frequency scaling applies: linear-angle RoPE in
     the patch frame (DINOv3's normalised frame keeps the extent)."""
@@ -429,6 +443,65 @@ def evaluate(model: nn.Module, kwargs: dict, data: dict, train_size: int,
             out.setdefault(f'canvas{suffix}', {})[str(size)] = accuracy(
                 net, *data['canvas'][size], size)
     return out
+
+
+def forward_flops(tokens: int, embed_dims: int = ARCH['embed_dims'],
+                  feedforward_channels: int = ARCH['feedforward_channels'],
+                  num_layers: int = ARCH['num_layers']) -> float:
+    """FLOPs (2 per multiply-add) of one image's forward pass with
+    ``tokens`` tokens (patches and the class token): per block the four
+    projections ``8 N D^2``, the MLP ``4 N D F`` and attention's two
+    products ``4 N^2 D``; the patch embedding ``6 PATCH^2 N D``. Norms,
+    softmax, the position scheme and the head are left out (the cost
+    model of :func:`cpu_minutes_estimate`)."""
+    n, d = tokens, embed_dims
+    return num_layers * (8 * n * d * d + 4 * n * d * feedforward_channels +
+                         4 * n * n * d) + 6 * PATCH**2 * n * d
+
+
+def run_flops(train_size: int, sizes, iters: int, batch_size: int,
+              num_val: int, factors: int = len(FACTORS), variants: int = 1,
+              **arch) -> float:
+    """FLOPs of one study run (:func:`one_run`): ``iters`` training steps
+    of ``batch_size`` images (backward as twice the forward), the intact
+    and shuffled validation images at ``train_size`` and each of
+    ``factors`` tables at every size in ``sizes`` for each of
+    ``variants`` models (1 + the test-time scalings of a scalable
+    scheme), ``num_val`` images each (:func:`forward_flops`)."""
+    def tokens(size):
+        return (size // PATCH)**2 + 1
+    train = 3 * forward_flops(tokens(train_size), **arch) * iters * \
+        batch_size
+    evals = 2 * num_val * forward_flops(tokens(train_size), **arch)
+    evals += sum(factors * variants * num_val * forward_flops(tokens(s),
+                                                              **arch)
+                 for s in sizes)
+    return train + evals
+
+
+def cpu_seconds_per_flop(study_dir: str) -> float:
+    """The stored study ``study_dir``'s CPU seconds per FLOP: the mean
+    over its runs (``runs/*/seed*.json``, the demo-size model) of the
+    run's ``cpu_seconds`` over its :func:`run_flops` (sizes, iterations,
+    batch and scalings read off the run, ``num_val`` off the study's
+    ``position_study.json``)."""
+    with open(osp.join(study_dir, 'position_study.json')) as f:
+        num_val = json.load(f)['num_val']
+    rates = []
+    for path in sorted(glob.glob(osp.join(study_dir, 'runs', '*',
+                                          'seed*.json'))):
+        with open(path) as f:
+            run = json.load(f)
+        train_size = int(next(iter(run['shuffled'])))
+        sizes = [int(s) for s in run['resize'] if int(s) != train_size]
+        variants = 1 + sum(1 for k in run if k.startswith('resize_'))
+        rates.append(run['cpu_seconds'] / run_flops(
+            train_size, sizes, run['iters'], run['batch_size'], num_val,
+            variants=variants))
+    if not rates:
+        raise FileNotFoundError(f'{study_dir}: no stored runs '
+                                '(runs/*/seed*.json)')
+    return float(np.mean(rates))
 
 
 def code(names) -> list:

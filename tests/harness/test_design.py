@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import yaml
 from statsmodels.formula.api import ols
-from statsmodels.stats.power import TTestIndPower
+from statsmodels.stats.power import TTestIndPower, TTestPower
 
 from mmpos.errors import BadInputError
 from mmpos_harness import design, method_ranking
@@ -28,13 +28,15 @@ RANKING = osp.join(ROOT, design.DESIGNS, 'method_ranking_confirm.yaml')
 def test_every_design_loads_and_holds_against_the_stored_runs():
     paths = design.designs()
     assert [osp.basename(p) for p in paths] == [
-        'demo_confirm.yaml', 'method_ranking_confirm.yaml', 'probes.yaml']
+        'demo_confirm.yaml', 'method_ranking_confirm.yaml', 'probes.yaml',
+        'resolution_study.yaml']
     total = 0.0
     for path in paths:
         found = design.load(path)
         got = design.check(found, path)
         assert got['runs_planned'] >= max(got['runs_needed'].values())
-        total += found['budget']['cpu_hours']
+        if found['study'] != 'resolution_study':  # its own 40 CPU hours
+            total += found['budget']['cpu_hours']
         assert got['cpu_hours'] <= found['budget']['cpu_hours']
     # the shares add up to the re-runs' 15 CPU hours
     assert total == pytest.approx(15.0)
@@ -166,3 +168,70 @@ def test_check_refuses_reused_seeds_too_few_runs_and_over_budget(tmp_path):
     with pytest.raises(BadInputError, match="study is "
                        "'method_ranking_confirm', the file is named 'other'"):
         design.load(named)
+
+
+RESOLUTION = osp.join(ROOT, design.DESIGNS, 'resolution_study.yaml')
+
+
+def test_paired_power_is_statsmodels_one_sample_power():
+    for sd, delta, n, alpha in ((0.98, 1.2, 10, 0.05 / 3),
+                                (2.12, 1.0, 10, 0.05 / 3), (1.0, 0.5, 30,
+                                                            0.05)):
+        want = TTestPower().power(effect_size=delta / sd, nobs=n,
+                                  alpha=alpha, alternative='two-sided')
+        assert design.paired_power(sd, delta, n, alpha) == pytest.approx(
+            want, rel=1e-6)
+    n = design.paired_runs(0.98, 1.2, 0.05 / 3, 0.8)
+    assert design.paired_power(0.98, 1.2, n, 0.05 / 3) >= 0.8 > \
+        design.paired_power(0.98, 1.2, n - 1, 0.05 / 3)
+
+
+def test_the_resolution_design_rests_on_the_stored_paired_sds():
+    found = design.load(RESOLUTION)
+    with open(osp.join(ROOT, found['power']['sd_from'])) as f:
+        rows = json.load(f)['tables']['resize']['rows']
+    diffs = [a - b for a, b in zip(rows['RoPE-Mixed']['change']['values'],
+                                   rows['APE']['change']['values'])]
+    got = {tuple(e['test']): e for e in design.effects(found)}
+    mixed = got[('RoPE-Mixed', 'resize-change')]
+    assert mixed['sd'] == pytest.approx(statistics.stdev(diffs), rel=1e-12)
+    # the headline family's 3 tests set the level; 10 seeds reach 80 %
+    assert mixed['level'] == pytest.approx(0.05 / 3)
+    assert mixed['needed'] == 10 == len(found['seeds']['confirmation'])
+    # RoPE-Axial's claim is not powered with these seeds, and says so
+    axial = got[('RoPE-Axial', 'resize-change')]
+    assert not axial['powered'] and axial['power'] < 0.2
+    # every scheme of the zoo is an arm, confirmatory or exploratory
+    from mmpos_harness import position_study
+    from mmpos_positions import SCHEMES
+    table = position_study.all_schemes(16)
+    trained = [a for a in found['arms'] + found['exploratory']['arms']
+               if ' +' not in a]
+    assert sorted(trained) == sorted(table)
+    assert {(table[a].get('rope') or {}).get('type') for a in trained} >= \
+        set(SCHEMES)
+
+
+def test_the_flops_estimate_prices_the_stored_runs_at_their_cost():
+    from mmpos_harness import position_study as study
+    rate = study.cpu_seconds_per_flop(osp.join(ROOT, 'results',
+                                               'position_study'))
+    path = osp.join(ROOT, 'results/position_study/runs/APE/seed0.json')
+    with open(path) as f:
+        run = json.load(f)
+    estimate = rate * study.run_flops(64, [80, 96, 128], 6000, 32, 1200)
+    # one rate for every stored run: each within 15 % of its estimate
+    assert estimate == pytest.approx(run['cpu_seconds'], rel=0.15)
+    # attention's N^2: a 4x side costs more than 16x the tokens' share
+    assert study.forward_flops(4097) > 16 * study.forward_flops(257)
+
+
+def test_exploratory_seeds_must_pair_with_the_reference(tmp_path):
+    with open(RESOLUTION) as f:
+        found = yaml.safe_load(f)
+    found['exploratory']['seeds'] = [100, 200]
+    path = tmp_path / 'resolution_study.yaml'
+    path.write_text(yaml.safe_dump(found))
+    with pytest.raises(BadInputError, match=r'exploratory.seeds \[200\] are '
+                       'not confirmation seeds'):
+        design.load(str(path))

@@ -457,12 +457,13 @@ def run(out=None, batch=None, cases=tuple(CASES), iters=None, warmup=None,
         _free(device)
         save()
         c = report['cases'][name]
+        error = f" {c['error']}" if 'error' in c else ''
         print(f"[gpu_check] {name}: batch {c.get('batch')}, measured "
               f"{_mib(c.get('peak_bytes'))} MiB, planned "
               f"{_mib(c.get('planned_peak_bytes'))} MiB (ratio "
               f"{_num(c.get('mem_ratio'), '.3f')}), step "
               f"{_num(c.get('step_s'), '.3f')} s, MFU "
-              f"{_num(c.get('mfu'), '.3f')}{' ' + c['error'] if 'error' in c else ''}"
+              f"{_num(c.get('mfu'), '.3f')}{error}"
               f" ({time.perf_counter() - start:.0f} s)", flush=True)
     why = 'off' if mask_rcnn == 'off' else cuda_mmcv_ops()
     left = budget - (time.perf_counter() - start)

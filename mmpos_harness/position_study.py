@@ -37,6 +37,9 @@ offset.
         [--seeds 0 1 2 3 4] [--iters N] [--num-train N] [--num-val 1200]
         [--train-size 64] [--sizes 80 96 128] [--batch-size 32] [--lr 1e-3]
         [--layer-scale 0.1] [--threads 1]
+    python tools/paper_tables/position_study.py OUT_DIR [...]
+        [--rrc-scale 0.08 1] [--factors resize pad] [--scalings pi ntk
+        yarn] [--embed-dims 64 --num-heads 2] [--summary NAME]
     python tools/paper_tables/position_study.py OUT_DIR --calibrate
         [--calibrate-iters ...] [--num-train N] [--layer-scale V]
         [--schemes APE RoPE-Mixed]
@@ -87,6 +90,7 @@ from mmpos.checkpoint import atomic_open, write_atomically
 from mmpos.evaluation import stats
 from mmpos.guardrails.cli import cli_main
 from mmpos.guardrails.launch import work_dir_lock
+from mmpos_positions.linear import FREQ_SCALINGS
 
 from . import provenance
 from .comparison.seeds import write_json
@@ -100,8 +104,10 @@ LAYER_SCALE = 0.1
 WEIGHT_DECAY = 0.05
 RADIUS = (0.18, 0.4)  # mini-cls' circumradius, share of the side
 NUM_CLASSES = 3
-SCALINGS = ('ntk', 'yarn')
-FACTORS = ('resize', 'canvas')
+SCALINGS = ('ntk', 'yarn')  # the default; ``--scalings`` adds 'pi'
+FACTORS = ('resize', 'canvas')  # the default; ``--factors`` adds 'pad'
+ALL_FACTORS = ('resize', 'canvas', 'pad')
+PAD_VALUE = 128  # the padded canvas' grey (uint8), about 0 normalised
 REFERENCE = 'APE'
 DEFAULT_SCHEMES = ('none', 'APE', 'RoPE-Axial', 'RoPE-Mixed', 'DINOv3',
                    'DINOv3-noaug')
@@ -231,14 +237,14 @@ def image_set(path: str, stream: tuple, num: int, base: int,
 
 
 def make_data(root: str, num_train: int, num_val: int, train_size: int,
-              sizes) -> dict:
+              sizes, canvas: bool = True) -> dict:
     """The study's images (cached under ``root``). Every image is rendered
     at ``render = max(sizes)`` px per training side: ``train`` downsampled
     to ``train_size``; ``val`` kept at ``render`` (the resize table
     downsamples it to each size); ``canvas[s]`` for each ``s`` in
     ``sizes``: canvases ``s / train_size`` times as large, downsampled by
     the training ratio to ``s`` px (the object keeps its training pixel
-    size)."""
+    size; none without ``canvas``)."""
     render = max(sizes)
     base = osp.join(root, f'{render}px')
     data = dict(
@@ -247,11 +253,54 @@ def make_data(root: str, num_train: int, num_val: int, train_size: int,
         val=image_set(f'{base}_val{num_val}.pt', (1, ), num_val, render, 1.,
                       render),
         canvas={})
-    for size in sizes:
+    for size in sizes if canvas else ():
         data['canvas'][size] = image_set(
             f'{base}_canvas{num_val}_{size}of{train_size}px.pt', (2, size),
             num_val, render, size / train_size, size)
     return data
+
+
+def pad_canvas(images: torch.Tensor, train_size: int,
+               size: int) -> torch.Tensor:
+    """The ``pad`` factor's images: uint8 ``images`` downsampled to
+    ``train_size`` and centred on a ``size`` x ``size`` canvas of grey
+    :data:`PAD_VALUE` (no texture, no object: nothing distracts). With
+    ``size - train_size`` a multiple of ``2 PATCH`` every image patch is a
+    training-time token, only its grid position moves."""
+    small = downsample(images, train_size)
+    low = (size - train_size) // 2
+    high = size - train_size - low
+    return F.pad(small, (low, high, low, high), value=PAD_VALUE)
+
+
+def random_resized_crop(images: torch.Tensor, scale: tuple,
+                        gen: torch.Generator) -> torch.Tensor:
+    """uint8 ``(n, 3, S, S)`` -> each image's random crop resized back to
+    ``S`` (bilinear), as torchvision's ``RandomResizedCrop`` (DeiT's and
+    the RoPE-ViT authors' training crop): area a share ``U(scale)`` of the
+    image, aspect ratio log-uniform in ``[3/4, 4/3]``, 10 tries, else the
+    whole image; every draw from ``gen``."""
+    n, _, side, _ = images.shape
+    out = torch.empty_like(images)
+    log_ratio = (math.log(3 / 4), math.log(4 / 3))
+    for k in range(n):
+        top, left, h, w = 0, 0, side, side
+        for _ in range(10):
+            u = torch.rand(4, generator=gen, dtype=torch.float64).tolist()
+            area = side * side * (scale[0] + (scale[1] - scale[0]) * u[0])
+            ratio = math.exp(log_ratio[0] + (log_ratio[1] - log_ratio[0]) *
+                             u[1])
+            cw = int(round(math.sqrt(area * ratio)))
+            ch = int(round(math.sqrt(area / ratio)))
+            if 0 < cw <= side and 0 < ch <= side:
+                top = int(u[2] * (side - ch + 1))
+                left = int(u[3] * (side - cw + 1))
+                h, w = ch, cw
+                break
+        crop = images[k:k + 1, :, top:top + h, left:left + w].float()
+        out[k] = F.interpolate(crop, size=(side, side), mode='bilinear',
+                               align_corners=False)[0].round().clamp(0, 255)
+    return out
 
 
 def normalise(images: torch.Tensor) -> torch.Tensor:
@@ -286,16 +335,22 @@ class Classifier(nn.Module):
     ``layer_scale``) and a linear head."""
 
     def __init__(self, train_size: int, layer_scale: float = LAYER_SCALE,
-                 **backbone):
+                 arch: dict = ARCH, **backbone):
         super().__init__()
         from mmpos.models.backbones import RoPEVisionTransformer
         self.backbone = RoPEVisionTransformer(
-            arch=ARCH, img_size=train_size, patch_size=PATCH,
+            arch=arch, img_size=train_size, patch_size=PATCH,
             layer_scale_init_value=layer_scale, **backbone)
-        self.head = nn.Linear(ARCH['embed_dims'], NUM_CLASSES)
+        self.head = nn.Linear(arch['embed_dims'], NUM_CLASSES)
 
     def forward(self, x):
         return self.head(self.backbone(x)[0])
+
+
+def arch_of(embed_dims: int, num_heads: int) -> dict:
+    """:data:`ARCH` at another width (MLP 4x, the depth kept)."""
+    return dict(ARCH, embed_dims=embed_dims, num_heads=num_heads,
+                feedforward_channels=4 * embed_dims)
 
 
 def decay_split(model: nn.Module) -> tuple:
@@ -367,14 +422,16 @@ def turning_pairs(backbone: nn.Module, grid: int) -> dict:
 # ------------------------------------------------------------ training
 def train(kwargs: dict, images: torch.Tensor, labels: torch.Tensor,
           seed: int, iters: int, train_size: int, batch_size: int,
-          lr: float, layer_scale: float) -> tuple:
+          lr: float, layer_scale: float, arch: dict = ARCH,
+          rrc_scale=None) -> tuple:
     """Train a :class:`Classifier` with scheme ``kwargs`` on uint8
     ``images`` at ``train_size``: ``iters`` AdamW steps (:func:`
     make_optimizer`, linear warm-up over a tenth, cosine), batches and
-    flips drawn from ``seed``. Returns ``(model, mean loss of the last
-    tenth of the steps)``."""
+    flips drawn from ``seed``, with ``rrc_scale`` a random-resized crop of
+    each image first (:func:`random_resized_crop`). Returns ``(model, mean
+    loss of the last tenth of the steps)``."""
     torch.manual_seed(seed)
-    model = Classifier(train_size, layer_scale, **kwargs)
+    model = Classifier(train_size, layer_scale, arch, **kwargs)
     init_quietly(model.backbone)  # no INFO line per parameter
     opt = make_optimizer(model, lr)
     warmup = max(1, iters // 10)
@@ -386,7 +443,10 @@ def train(kwargs: dict, images: torch.Tensor, labels: torch.Tensor,
     losses = []
     for _ in range(iters):
         idx = torch.randint(len(images), (batch_size, ), generator=gen)
-        x = normalise(images[idx])
+        batch = images[idx]
+        if rrc_scale is not None:
+            batch = random_resized_crop(batch, rrc_scale, gen)
+        x = normalise(batch)
         flip = torch.rand(batch_size, generator=gen) < 0.5
         x = torch.where(flip[:, None, None, None], x.flip(-1), x)
         loss = F.cross_entropy(model(x), labels[idx])
@@ -415,33 +475,44 @@ def accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
 
 
 def evaluate(model: nn.Module, kwargs: dict, data: dict, train_size: int,
-             sizes, layer_scale: float) -> dict:
+             sizes, layer_scale: float, arch: dict = ARCH,
+             factors=FACTORS, scalings=SCALINGS) -> dict:
     """Top-1 (%) of a trained ``model`` (scheme ``kwargs``, LayerScale
-    ``layer_scale``): ``resize``
-    and ``canvas`` per size (the training size and ``sizes``; the two
-    tables share the training-size images), ``shuffled`` at the training
+    ``layer_scale``, width ``arch``): each factor's top-1 per size (the
+    training size and ``sizes``; the factors share the training-size
+    images), ``shuffled`` at the training
     size, and for a scalable scheme ``<factor>_<scaling>`` on ``sizes``
-    (the trained weights with test-time frequency scaling)."""
+    (the trained weights with test-time frequency scaling), for each of
+    ``factors`` (``pad``: :func:`pad_canvas`) and ``scalings``."""
     val = data['val']
-    out = dict(resize={}, canvas={})
-    out['resize'][str(train_size)] = out['canvas'][str(train_size)] = \
-        accuracy(model, *val, train_size)
+    out = {factor: {} for factor in factors}
+    intact = accuracy(model, *val, train_size)
+    for factor in factors:
+        out[factor][str(train_size)] = intact
     out['shuffled'] = {str(train_size): accuracy(
         model, *val, train_size, permutations(len(val[0]),
                                               train_size // PATCH))}
     models = {'': model}
     if scalable(kwargs):
-        for method in SCALINGS:
-            scaled = Classifier(train_size, layer_scale, **with_scaling(
-                kwargs, method, train_size // PATCH))
+        for method in scalings:
+            scaled = Classifier(train_size, layer_scale, arch,
+                                **with_scaling(kwargs, method,
+                                               train_size // PATCH))
             scaled.load_state_dict(model.state_dict())
             models[f'_{method}'] = scaled.eval()
+    sets = {}
+    for size in sizes:
+        sets[('resize', size)] = val
+        if 'canvas' in factors:
+            sets[('canvas', size)] = data['canvas'][size]
+        if 'pad' in factors:
+            sets[('pad', size)] = (pad_canvas(val[0], train_size, size),
+                                   val[1])
     for suffix, net in models.items():
         for size in sizes:
-            out.setdefault(f'resize{suffix}', {})[str(size)] = accuracy(
-                net, *val, size)
-            out.setdefault(f'canvas{suffix}', {})[str(size)] = accuracy(
-                net, *data['canvas'][size], size)
+            for factor in factors:
+                out.setdefault(f'{factor}{suffix}', {})[str(size)] = \
+                    accuracy(net, *sets[(factor, size)], size)
     return out
 
 
@@ -509,7 +580,7 @@ def code(names) -> list:
     the positions package without the position modules of schemes not among them
     (:func:`mmpos_harness.provenance.without_schemes`), so that a change to
     LieRE does not make an APE run stale."""
-    table = schemes(2)  # the grid does not change which modules run
+    table = all_schemes(2)  # the grid does not change which modules run
     return provenance.without_schemes(
         (*CODE, provenance.POSITIONS),
         {(table[n].get('rope') or {}).get('type') for n in names})
@@ -527,12 +598,13 @@ def one_run(name: str, data: dict, seed: int, iters: int, args) -> dict:
     """Train and evaluate scheme ``name``'s model; its result with its
     cost."""
     wall, cpu = time.time(), time.process_time()
-    kwargs = schemes(args.train_size // PATCH)[name]
+    kwargs = all_schemes(args.train_size // PATCH)[name]
+    arch = arch_of(args.embed_dims, args.num_heads)
     model, loss = train(kwargs, *data['train'], seed, iters,
                         args.train_size, args.batch_size, args.lr,
-                        args.layer_scale)
+                        args.layer_scale, arch, args.rrc_scale)
     out = evaluate(model, kwargs, data, args.train_size, args.sizes,
-                   args.layer_scale)
+                   args.layer_scale, arch, args.factors, args.scalings)
     out.update(loss=loss, iters=iters, num_train=args.num_train,
                lr=args.lr, layer_scale=args.layer_scale,
                batch_size=args.batch_size,
@@ -557,7 +629,7 @@ def factor_table(runs: dict, factor: str, train_size: int, sizes) -> dict:
     rows = {}
     for name, seeds in runs.items():
         base = [run[factor][train] for run in seeds.values()]
-        for scaling in ('', *SCALINGS):
+        for scaling in ('', *FREQ_SCALINGS):
             key = factor + (f'_{scaling}' if scaling else '')
             if not all(key in run for run in seeds.values()):
                 continue
@@ -639,8 +711,8 @@ def _heading(table: dict, col: str) -> str:
     size = int(col)
     if size == train:
         return f'{size} px (train)'
-    return f'{size} px' + (f' (canvas x{size / train:g})'
-                           if table['factor'] == 'canvas' else '')
+    return f'{size} px' + (f" ({table['factor']} x{size / train:g})"
+                           if table['factor'] in ('canvas', 'pad') else '')
 
 
 CAPTIONS = {
@@ -652,6 +724,9 @@ CAPTIONS = {
     'canvas': 'Canvas: the same kind of scene on a canvas larger by the '
     'factor given, the object and the textures at their training pixel size '
     '(more context). Brackets as in the resize table.',
+    'pad': 'Padded canvas: the training-size image centred on a larger '
+    'uniform grey canvas (no texture, no object: position without scale '
+    'or distractors). Brackets as in the resize table.',
     'shuffled': 'Shuffled patches: each validation image\'s patches permuted '
     '(the same permutation for every model) at the training size; in '
     'brackets the shuffled top-1 minus the intact one.',
@@ -714,7 +789,7 @@ def markdown(summary: dict) -> str:
         f"Command `{summary['command']}`, {summary['date']}, "
         f"{summary['machine']}; {cpu:.0f} CPU minutes over "
         f"{summary['num_runs']} runs.", '']
-    for factor in (*FACTORS, 'shuffled'):
+    for factor in summary['tables']:
         lines += [f'**{factor}**', '', *table_markdown(
             summary['tables'][factor]), '']
     lines += turns_markdown(summary['turns'], summary['train_size'])
@@ -724,7 +799,7 @@ def markdown(summary: dict) -> str:
 def summarise(runs: dict, args, turns: dict) -> dict:
     tables = {factor: analyse(factor_table(runs, factor, args.train_size,
                                            args.sizes))
-              for factor in FACTORS}
+              for factor in args.factors}
     tables['shuffled'] = analyse(shuffle_table(runs, args.train_size))
     costs = [r['cpu_seconds'] for seeds in runs.values()
              for r in seeds.values()]
@@ -765,9 +840,11 @@ def plot(summary: dict, path: str) -> None:
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(FACTORS), figsize=(12, 5), sharey=True)
+    factors = [f for f in summary['tables'] if f != 'shuffled']
+    fig, axes = plt.subplots(1, len(factors), figsize=(6 * len(factors), 5),
+                             sharey=True)
     train = summary['train_size']
-    for ax, factor in zip(axes, FACTORS):
+    for ax, factor in zip(axes, factors):
         rows = summary['tables'][factor]['rows']
         bases = [label for label in rows if ' +' not in label]
         colours = dict(zip(bases, plt.get_cmap('tab20').colors))
@@ -782,7 +859,7 @@ def plot(summary: dict, path: str) -> None:
             xs, ys, es = zip(*pts)
             ax.errorbar(xs, ys, yerr=es, marker='o', markersize=3,
                         capsize=2, color=colours[base], label=label,
-                        linestyle={'': '-', 'NTK': ':',
+                        linestyle={'': '-', 'PI': '-.', 'NTK': ':',
                                    'YARN': '--'}[scaling])
         ax.axvline(train, color='grey', linewidth=0.8)
         ax.set_xlabel('test size (px; training: grey line)')
@@ -800,7 +877,8 @@ def calibration_markdown(records: list, turns: dict, train_size: int,
     lines = [f'Calibration runs (`--calibrate`, first seed; top-1 % on the '
              f'validation images at the {train_size} px training size, with '
              'the binomial standard error of one accuracy; the change at '
-             f'{largest} px in each table; the shuffled-patch top-1):', '',
+             f'{largest} px in each table, the padded one in a study without '
+             'the canvas; the shuffled-patch top-1):', '',
              '| training images | iterations | LayerScale init | lr | '
              f'scheme | top-1 at {train_size} px | resize {largest} px '
              f'(change) | canvas {largest} px (change) | shuffled | final '
@@ -809,12 +887,14 @@ def calibration_markdown(records: list, turns: dict, train_size: int,
         acc = r['resize'][str(train_size)]
         se = math.sqrt(acc * (100 - acc) / r['num_val'])
         big = str(largest)
+        # a study without the canvas factor calibrates on the padded one
+        other = r['canvas'] if 'canvas' in r else r['pad']
         lines.append(
             f"| {r['num_train']} | {r['iters']} | {r['layer_scale']:g} | "
             f"{r['lr']:g} | {r['scheme']} | "
             f"{acc:.1f} ± {se:.1f} | {r['resize'][big]:.1f} "
-            f"({r['resize'][big] - acc:+.1f}) | {r['canvas'][big]:.1f} "
-            f"({r['canvas'][big] - acc:+.1f}) | "
+            f"({r['resize'][big] - acc:+.1f}) | {other[big]:.1f} "
+            f"({other[big] - acc:+.1f}) | "
             f"{r['shuffled'][str(train_size)]:.1f} | {r['loss']:.3f} | "
             f"{r['cpu_seconds'] / 60:.1f} |")
     cpu = sum(r['cpu_seconds'] for r in records) / 60
@@ -868,7 +948,7 @@ def calibrate(args, data: dict, table: dict, names, turns: dict) -> list:
 
 # ------------------------------------------------------------------ CLI
 def run_study(args):
-    table = schemes(args.train_size // PATCH)
+    table = all_schemes(args.train_size // PATCH)
     names = args.schemes or (['APE', 'RoPE-Mixed'] if args.calibrate else
                              list(DEFAULT_SCHEMES))
     unknown = set(names) - set(table)
@@ -876,12 +956,14 @@ def run_study(args):
         raise SystemExit(f'unknown schemes {sorted(unknown)}; choose from '
                          f'{list(table)}')
     data = make_data(osp.join(args.out_dir, 'data'), args.num_train,
-                     args.num_val, args.train_size, args.sizes)
+                     args.num_val, args.train_size, args.sizes,
+                     'canvas' in args.factors)
     turns = {}
     for name in names:
         torch.manual_seed(0)
         turns[name] = turning_pairs(Classifier(
-            args.train_size, **table[name]).backbone,
+            args.train_size, arch=arch_of(args.embed_dims, args.num_heads),
+            **table[name]).backbone,
             args.train_size // PATCH)
     if args.calibrate:
         return calibrate(args, data, table, names, turns)
@@ -898,7 +980,7 @@ def run_study(args):
             with open(path) as f:
                 runs[name][seed] = json.load(f)
     summary = summarise(runs, args, turns)
-    base = osp.join(args.out_dir, 'position_study')
+    base = osp.join(args.out_dir, args.summary)
     text = write_tables(summary, base)
     plot(summary, base + '.png')
     print(text)
@@ -928,6 +1010,24 @@ def parse_args(argv=None):
     parser.add_argument('--num-train', type=int, default=12000)
     parser.add_argument('--num-val', type=int, default=1200)
     parser.add_argument('--threads', type=int, default=1)
+    parser.add_argument('--rrc-scale', nargs=2, type=float, metavar=('LO',
+                        'HI'), help='random-resized-crop training with '
+                        'this area share (the RoPE-ViT recipe: 0.08 1); '
+                        'default: flips only')
+    parser.add_argument('--factors', nargs='+', choices=ALL_FACTORS,
+                        default=list(FACTORS), help='test factors (pad: '
+                        'the image on a plain grey canvas)')
+    parser.add_argument('--scalings', nargs='*', choices=FREQ_SCALINGS,
+                        default=list(SCALINGS), help='test-time frequency '
+                        'scalings of the linear-angle RoPEs (pi: position '
+                        'interpolation)')
+    parser.add_argument('--embed-dims', type=int,
+                        default=ARCH['embed_dims'])
+    parser.add_argument('--num-heads', type=int, default=ARCH['num_heads'])
+    parser.add_argument('--summary', default='position_study',
+                        help='the tables\' file name in OUT_DIR (e.g. '
+                        'a second family of schemes and seeds beside the '
+                        'first)')
     parser.add_argument('--calibrate', action='store_true')
     parser.add_argument('--calibrate-iters', nargs='+', type=int,
                         default=[1000, 2000, 3000])

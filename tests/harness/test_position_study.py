@@ -370,3 +370,64 @@ def test_second_study_refused_and_a_killed_one_resumes_to_the_same_table(
     tables = [json.loads((d / 'position_study.json').read_text())['tables']
               for d in (out, tmp_path / 'whole')]
     assert tables[0] == tables[1]
+
+
+def test_the_resolution_designs_grid_turns_several_pairs():
+    # 16 x 16 patches, head dim 32 (embed 64, 2 heads): more pairs turn
+    # than on the stored study's 8 x 8 grid, as the paper's formula says
+    arch = study.arch_of(64, 2)
+    table = study.all_schemes(16)
+    for name, theta in (('RoPE-Axial', 100.), ('RoPE-Mixed', 10.)):
+        turns = study.turning_pairs(study.Classifier(
+            128, arch=arch, **table[name]).backbone, 16)
+        count = _paper_count(theta, 8, 15)
+        assert turns['pairs'] == [count, count] and turns['of'] == 16
+        assert count > _paper_count(theta, 8, 7)
+    assert study.turning_pairs(study.Classifier(
+        128, arch=arch, **table['PaPE']).backbone, 16) == {}
+
+
+def test_pad_canvas_moves_the_training_tokens_onto_plain_grey():
+    images = torch.randint(0, 256, (2, 3, 32, 32), dtype=torch.uint8)
+    small = study.downsample(images, 16)
+    padded = study.pad_canvas(images, 16, 32)
+    assert padded.shape == (2, 3, 32, 32)
+    assert torch.equal(padded[..., 8:24, 8:24], small)
+    border = padded.clone()
+    border[..., 8:24, 8:24] = study.PAD_VALUE
+    assert (border == study.PAD_VALUE).all()
+
+
+def test_random_resized_crop_draws_the_area_share_and_is_seeded():
+    side = 32
+    ramp = (torch.arange(side) * 8).expand(3, side, side)[None]
+    images = ramp.repeat(64, 1, 1, 1).to(torch.uint8)
+    crops = study.random_resized_crop(images, (0.25, 0.25),
+                                      torch.Generator().manual_seed(0))
+    again = study.random_resized_crop(images, (0.25, 0.25),
+                                      torch.Generator().manual_seed(0))
+    assert torch.equal(crops, again) and crops.dtype == torch.uint8
+    # a quarter of the area at aspect 3/4-4/3: 14-18 columns of the ramp
+    spans = (crops[:, 0].float().amax((1, 2)) -
+             crops[:, 0].float().amin((1, 2))) / 8
+    assert spans.min() >= 12 and spans.max() <= 18
+    whole = study.random_resized_crop(images[:4], (1., 1.),
+                                      torch.Generator().manual_seed(0))
+    assert torch.equal(whole, images[:4])  # the whole image, resized 1:1
+
+
+def test_the_design_options_run_a_tiny_study(tmp_path):
+    argv = [str(tmp_path), '--schemes', 'APE', 'RoPE-Mixed', 'PaPE',
+            '--seeds', '0', '1', '--rrc-scale', '0.08', '1', '--factors',
+            'resize', 'pad', '--scalings', 'pi', 'yarn', '--embed-dims',
+            '64', '--num-heads', '2', '--summary', 'exploratory', *TINY]
+    study.main(argv)
+    summary = json.loads((tmp_path / 'exploratory.json').read_text())
+    assert list(summary['tables']) == ['resize', 'pad', 'shuffled']
+    assert set(summary['tables']['pad']['rows']) == {
+        'APE', 'RoPE-Mixed', 'RoPE-Mixed +PI', 'RoPE-Mixed +YARN', 'PaPE'}
+    assert not (tmp_path / 'data' / '32px_canvas9_24of16px.pt').exists()
+    md = (tmp_path / 'exploratory.md').read_text()
+    assert '32 px (pad x2)' in md and 'Padded canvas' in md
+    run = json.loads((tmp_path / 'runs' / 'PaPE' / 'seed0.json').read_text())
+    assert set(run) >= {'resize', 'pad', 'shuffled'} and 'canvas' not in run

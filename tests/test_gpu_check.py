@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 
 import pytest
 import torch
@@ -15,6 +16,20 @@ import torch
 from conftest import REPO
 
 BENCH = REPO / 'benchmarks'
+
+
+def _wheel(folder, name, version):
+    """A pure-Python wheel of the module ``name`` (one constant)."""
+    info = f'{name}-{version}.dist-info'
+    path = folder / f'{name}-{version}-py3-none-any.whl'
+    with zipfile.ZipFile(path, 'w') as whl:
+        whl.writestr(f'{name}.py', 'VALUE = 7\n')
+        whl.writestr(f'{info}/METADATA', f'Metadata-Version: 2.1\nName: '
+                     f'{name}\nVersion: {version}\n')
+        whl.writestr(f'{info}/WHEEL', 'Wheel-Version: 1.0\nGenerator: '
+                     'test\nRoot-Is-Purelib: true\nTag: py3-none-any\n')
+        whl.writestr(f'{info}/RECORD', '')
+    return path
 
 
 @pytest.fixture
@@ -25,15 +40,22 @@ def gpu_check(monkeypatch):
 
 def test_dry_run_of_the_script_plans_measures_and_writes(tmp_path,
                                                          gpu_check):
-    out = tmp_path / 'out'
-    env = dict(os.environ, PYTHON=sys.executable,
-               MMPOS_SITE=str(tmp_path / 'site'))
-    env.pop('WHEELS', None)
+    """The wheel folder: a missing distribution is installed into the
+    site folder, an installed one (torch; here not even a zip) is left."""
+    out, wheels, site = tmp_path / 'out', tmp_path / 'wheels', tmp_path / \
+        'site'
+    wheels.mkdir()
+    _wheel(wheels, 'gpucheckprobe', '1.0')
+    (wheels / 'torch-0.0-py3-none-any.whl').write_text('not a wheel')
+    env = dict(os.environ, PYTHON=sys.executable, MMPOS_SITE=str(site),
+               WHEELS=str(wheels))
     done = subprocess.run(
         ['bash', str(BENCH / 'gpu_check.sh'), str(out), '--dry-run'],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert 'rope_attention_device.py not run (no CUDA' in done.stderr
+    assert f'installing 1 wheels from {wheels}' in done.stderr
+    assert (site / 'gpucheckprobe.py').read_text() == 'VALUE = 7\n'
     report = json.loads((out / 'cpu_gpu_check.json').read_text())
     assert report['settings']['dry_run'] is True
     prov = report['provenance']

@@ -79,7 +79,8 @@ STATUSES = ('planned', 'running', 'done')
 KINDS = ('difference', 'equivalence', 'above_margin')
 # the study runners: whether each takes the arms and tasks (the demo's
 # are fixed: DropPos and random init, detection and segmentation)
-RUNNERS = {'tools/paper_tables/method_ranking.py': True, 'tools/demo.py': False}
+RUNNERS = {'tools/paper_tables/method_ranking.py': True, 'tools/demo.py': False,
+           'tools/paper_tables/position_study.py': False}
 # the runners' names of the arms -> the names in their summaries
 ARM_NAMES = {'droppos': 'DropPos', 'cr2pq': 'CR2PQ', 'dinov2': 'DINOv2',
              'icpf': 'ICPF', 'mae': 'MAE', 'random': 'random init',
@@ -464,23 +465,52 @@ def check(design: dict, path: str = 'design') -> dict:
                 cpu_hours=hours, sd=sd)
 
 
-def command(design: dict) -> str:
+def _options(design: dict) -> list:
+    parts = []
+    for key, value in (design.get('options') or {}).items():
+        parts += [f'--{key}', *map(str, value if isinstance(value, list)
+                                   else [value])]
+    return parts
+
+
+def _study_command(design: dict, exploratory: bool) -> str:
+    """The position study's command: into ``work_dirs/<study>`` (its
+    rendered images' cache, about 1 GB, stays out of git; each finished
+    ``runs/<scheme>/seed<k>.json`` is copied to ``results/<study>/runs``
+    and committed), the trained
+    arms (an arm with `` +`` is a test-time scaling of its scheme's runs,
+    ``options.scalings``) with the confirmation seeds, or the reference
+    and the exploratory arms with theirs (``--summary exploratory``)."""
+    if exploratory:
+        arms = [design['reference'], *design['exploratory']['arms']]
+        seeds = design['exploratory']['seeds']
+    else:
+        arms = [a for a in design['arms'] if ' +' not in a]
+        seeds = design['seeds']['confirmation']
+    parts = ['python', design['runner'], f'work_dirs/{design["study"]}',
+             '--schemes', *arms, '--seeds', *map(str, seeds),
+             *_options(design)]
+    return ' '.join(parts + (['--summary', 'exploratory'] if exploratory
+                             else []))
+
+
+def command(design: dict, exploratory: bool = False) -> str:
     """The runner's command line for the design: its confirmation seeds
     (``--pretrain-seeds``), transfer seeds (``--seeds``), where the runner
     takes them (:data:`RUNNERS`) its arms (``--methods``) and tasks
-    (``--tasks``), and ``options``."""
+    (``--tasks``), and ``options``; for the position study
+    :func:`_study_command` (``exploratory``: the exploratory arms')."""
     if design['runner'] is None:
         raise BadInputError(f'design {design["study"]}: no runner (not '
                             'runnable yet; see its notes)')
+    if design['runner'] == POSITION_STUDY:
+        return _study_command(design, exploratory)
     parts = ['python', design['runner']]
     if RUNNERS[design['runner']]:  # the runner takes the arms and tasks
         parts += ['--methods', *design['arms'], '--tasks', *design['tasks']]
     parts += ['--pretrain-seeds', *map(str, design['seeds']['confirmation']),
               '--seeds', *map(str, design['seeds']['transfer'])]
-    for key, value in (design.get('options') or {}).items():
-        parts += [f'--{key}', *map(str, value if isinstance(value, list)
-                                   else [value])]
-    return ' '.join(parts)
+    return ' '.join(parts + _options(design))
 
 
 def designs(root: str = ROOT) -> List[str]:

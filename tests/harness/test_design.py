@@ -235,3 +235,30 @@ def test_exploratory_seeds_must_pair_with_the_reference(tmp_path):
     with pytest.raises(BadInputError, match=r'exploratory.seeds \[200\] are '
                        'not confirmation seeds'):
         design.load(str(path))
+
+
+def test_the_resolution_commands_are_ones_the_study_parses():
+    from mmpos_harness import position_study
+    found = design.load(RESOLUTION)
+    opt = found['options']
+    for exploratory in (False, True):
+        argv = design.command(found, exploratory).split()[2:]
+        args = position_study.parse_args(argv)
+        trained = [a for a in found['arms'] if ' +' not in a]
+        if exploratory:
+            assert args.schemes == ['APE', *found['exploratory']['arms']]
+            assert args.seeds == found['exploratory']['seeds']
+            assert args.summary == 'exploratory'
+        else:
+            assert args.schemes == trained
+            assert args.seeds == found['seeds']['confirmation']
+        assert args.out_dir == 'work_dirs/resolution_study'
+        assert args.rrc_scale == opt['rrc-scale'] and args.sizes == \
+            opt['sizes'] and args.factors == opt['factors']
+        assert args.scalings == opt['scalings'] and args.iters == \
+            opt['iters'] and (args.embed_dims, args.num_heads) == (64, 2)
+    # the scaled arms are the study's rows of its scalings
+    rows = {f'{a} +{m.upper()}' for a in trained
+            if position_study.scalable(position_study.all_schemes(16)[a])
+            for m in opt['scalings']}
+    assert rows == {a for a in found['arms'] if ' +' in a}

@@ -2,7 +2,8 @@
 archive`` copy, as a zip download or the Docker image, whose
 ``.dockerignore`` drops ``.git``): a short training through
 ``tools/train.py`` talks (loss lines, once each; ``--quiet`` leaves the
-config dump out) and its provenance record says "no git"."""
+config dump out), ``plot_curves.py`` draws its loss, and its provenance
+record says "no git"."""
 import json
 import os
 import subprocess
@@ -57,6 +58,12 @@ def test_a_short_run_talks_in_a_tree_without_git(archive, mini_data,
     assert 'Config:' not in out and 'Hooks will be executed' not in out
     assert (work_dir / 'iter_2.pth').is_file()
     assert (work_dir / 'droppos_vit-tiny_mini.py').is_file()
+    # plot_curves reads the short run's loss lines
+    plot = run_in(archive, 'tools/analysis_tools/plot_curves.py', work_dir,
+                  '--keys', 'loss', '--out-dir', tmp_path / 'plots')
+    assert plot.returncode == 0, plot.stderr[-3000:]
+    rows = (tmp_path / 'plots' / 'curves.csv').read_text().splitlines()
+    assert len(rows) == 3, rows  # a header and the two iterations
     # the provenance of a result made in this tree
     record = run_in(archive, '-c',
                     'import json; from mmpos_harness import provenance; '

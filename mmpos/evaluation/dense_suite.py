@@ -20,14 +20,15 @@ import torch
 
 def depth_run(cfg, backbone, mean, std, seed: int = 0,
               data_root: Optional[str] = None, batch_size: int = 32,
-              device='cpu', **overrides):
+              device='cpu', progress: bool = False, **overrides):
     """The depth probe of probe config ``cfg`` on ``backbone`` (built with
     the config's ``blocks`` out). Returns ``(metrics, details)``:
     :func:`~mmpos.evaluation.depth_probe.depth_metrics`' keys, and the
     settings, validation paths, true and predicted depths, and
     ``baselines``: the same metrics of the image-free ``constant`` and
     per-pixel ``prior`` (``depth_constant_baseline``,
-    ``depth_prior_baseline``) on the same training and validation depths."""
+    ``depth_prior_baseline``) on the same training and validation depths;
+    ``progress``: a progress bar over the head's training."""
     from .dense import probe_settings, split_features
     from .depth_probe import (DEPTH_PROBE, FIT_KEYS, HEAD_KEYS,
                               depth_constant_baseline, depth_eval_settings,
@@ -42,7 +43,7 @@ def depth_run(cfg, backbone, mean, std, seed: int = 0,
         data += [split_features(backbone, paths[split], s['size'], mean, std,
                                 batch_size, device), depths]
     metrics, pred = run_depth_probe(
-        *data, seed=seed, cls_token=s['cls_token'],
+        *data, seed=seed, cls_token=s['cls_token'], progress=progress,
         **{k: s[k] for k in HEAD_KEYS + FIT_KEYS}, **depth_eval_settings(cfg))
     counts = {f'{k}_images': len(v) for k, v in paths.items()}
     baselines = {name: fn(data[1], data[3], **depth_eval_settings(cfg))
@@ -166,7 +167,8 @@ class DenseProbe:
 
     Attributes:
         run: ``(cfg, backbone, mean, std, data_root=, batch_size=, device=,
-            [seed=], **overrides) -> (metrics, details)`` on a backbone.
+            [seed=], [progress=], **overrides) -> (metrics, details)`` on a
+            backbone.
         image_free: ``(cfg, data_root) -> metrics``: what never looks at an
             image, deterministic.
         config: its probe config on the mini data (64 px).
@@ -176,6 +178,8 @@ class DenseProbe:
             informative (:func:`informative`).
         lower_is_better: of ``deciding``.
         seeded: its run draws from the seed (beside a random init).
+        progress: its run takes ``progress=True`` to show a progress bar
+            (a loop that runs for minutes at full size); its tool sets it.
     """
     run: Callable
     image_free: Callable
@@ -185,13 +189,14 @@ class DenseProbe:
     deciding: str
     lower_is_better: bool
     seeded: bool
+    progress: bool = False
 
 
 #: the suite's probes, in the order of its tables
 PROBES = {
     'depth': DenseProbe(
         depth_run, depth_image_free, 'configs/dense_probes/depth_mini-nyu.py',
-        'nyu', ('rmse', 'abs_rel', 'd1'), 'rmse', True, True),
+        'nyu', ('rmse', 'abs_rel', 'd1'), 'rmse', True, True, True),
     'correspondence': DenseProbe(
         correspondence_run, correspondence_image_free,
         'configs/dense_probes/correspondence_mini-spair.py', 'spair',
@@ -384,7 +389,8 @@ def probe_tool(args, name: str, title: str, **overrides):
     extra = dict(seed=seed) if _probe(name).seeded else {}
     metrics, details = PROBES[name].run(
         cfg, backbone, *data_mean_std(args.config), data_root=args.data_root,
-        batch_size=args.batch_size, device=args.device, **extra, **overrides)
+        batch_size=args.batch_size, device=args.device, **extra,
+        **(dict(progress=True) if _probe(name).progress else {}), **overrides)
     metrics = {f'{name}/{k}': float(v) for k, v in metrics.items()}
     settings = dict(config=args.config, checkpoint=args.checkpoint,
                     probe=args.probe, out_indices=list(getattr(

@@ -86,12 +86,14 @@ evaluates with horizontal-flip test-time augmentation; mmpos keeps DINOv2's
 head and predicts without flips.
 """
 import math
+import sys
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from mmengine.evaluator import BaseMetric
+from mmengine.utils import track_iter_progress
 from mmseg.models.decode_heads.decode_head import BaseDecodeHead
 from torch import Tensor
 
@@ -292,7 +294,7 @@ def head_inputs(feats: dict, index, cls_token: bool) -> List:
 def fit_depth_probe(feats: dict, depths: Tensor, cls_token: bool = True,
                     iters: int = 500, batch_size: int = 16, lr: float = 1e-3,
                     weight_decay: float = 1e-4, seed: int = 0,
-                    **head_cfg) -> LinearDepthHead:
+                    progress: bool = False, **head_cfg) -> LinearDepthHead:
     """Train a :class:`LinearDepthHead` on cached frozen features.
 
     Args:
@@ -303,6 +305,7 @@ def fit_depth_probe(feats: dict, depths: Tensor, cls_token: bool = True,
         iters, batch_size, lr, weight_decay: AdamW on random batches.
         seed: seed of the head's init and the batch draws (a private
             generator: the global random state is not touched).
+        progress: show mmengine's progress bar over the iterations.
         **head_cfg: :class:`LinearDepthHead` arguments.
 
     Returns:
@@ -319,7 +322,10 @@ def fit_depth_probe(feats: dict, depths: Tensor, cls_token: bool = True,
                               weight_decay=weight_decay)
     num = depths.shape[0]
     head.train()
-    for _ in range(iters):
+    steps = range(iters)
+    if progress:
+        steps = track_iter_progress(steps, file=sys.stdout)
+    for _ in steps:
         idx = torch.randint(num, (min(batch_size, num), ), generator=gen)
         pred = head(head_inputs(feats, idx, cls_token))
         loss = sum(head.depth_losses(pred, depths[idx, None]).values())
@@ -571,7 +577,7 @@ EVAL_KEYS = ('min_depth_eval', 'max_depth_eval', 'crop_type')
 
 def run_depth_probe(train_feats: dict, train_depths: Tensor, val_feats: dict,
                     val_depths: Tensor, seed: int = 0, cls_token: bool = True,
-                    **settings) -> Tuple[Dict[str, float], Tensor]:
+                    progress: bool = False, **settings) -> Tuple[Dict[str, float], Tensor]:
     """Fit the probe on the training features and depths, predict the
     validation depths ``(M, H, W)`` and score them
     (:func:`depth_metrics`).
@@ -580,6 +586,7 @@ def run_depth_probe(train_feats: dict, train_depths: Tensor, val_feats: dict,
         settings: :class:`LinearDepthHead` (:data:`HEAD_KEYS`),
             :func:`fit_depth_probe` (:data:`FIT_KEYS`) and
             :func:`depth_metrics` (:data:`EVAL_KEYS`) arguments.
+        progress: show the fit's progress bar (:func:`fit_depth_probe`).
 
     Returns:
         ``(metrics, predicted depths (M, H, W))``.
@@ -589,7 +596,7 @@ def run_depth_probe(train_feats: dict, train_depths: Tensor, val_feats: dict,
         raise BadInputError(f'unknown depth probe settings {unknown}')
     head = fit_depth_probe(
         train_feats, train_depths, cls_token=cls_token, seed=seed,
-        **{k: v for k, v in settings.items() if k in HEAD_KEYS + FIT_KEYS})
+        progress=progress, **{k: v for k, v in settings.items() if k in HEAD_KEYS + FIT_KEYS})
     pred = predict_depth(head, val_feats, tuple(val_depths.shape[-2:]),
                          cls_token)
     metrics = depth_metrics(pred, val_depths, **{

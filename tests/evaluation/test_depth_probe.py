@@ -165,7 +165,9 @@ def test_mini_nyu_depth_is_exact(dense_mini):
             assert np.allclose(gap, 0, atol=1e-9)  # on a face
 
 
-def test_depth_tool_end_to_end(dense_mini, tmp_path):
+def test_depth_tool_end_to_end(dense_mini, tmp_path, capsys):
+    """The tool writes its metrics and pictures and shows the head's
+    training as mmengine's progress bar (#58: a run of minutes talks)."""
     probe = REPO / 'configs/dense_probes/depth_mini-nyu.py'
     assert Config.fromfile(probe).val_evaluator.crop_type == 'nyu_crop'
     load_tool('depth_probe').main([
@@ -176,6 +178,7 @@ def test_depth_tool_end_to_end(dense_mini, tmp_path):
     assert {'depth/rmse', 'depth/abs_rel', 'depth/d1'} <= set(metrics)
     assert 0 <= metrics['depth/d1'] <= 1 and metrics['depth/rmse'] > 0
     assert (tmp_path / 'depth_pictures.png').stat().st_size < 200_000
+    assert '] 20/20, ' in capsys.readouterr().out
 
 
 def test_depth_estimator_config_trains(dense_mini):

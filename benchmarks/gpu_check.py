@@ -230,10 +230,11 @@ def measure_fitting(cfg, batch: int, image_size, device, warmup, iters):
                                        warmup, iters), oom
         except torch.cuda.OutOfMemoryError:
             oom.append(batch)
-            _free(device)
-            if batch == 1:
-                return batch, None, oom
-            batch //= 2
+        # outside the handler: its traceback holds the failed step's model
+        _free(device)
+        if batch == 1:
+            return batch, None, oom
+        batch //= 2
 
 
 def gpu_key(device):

@@ -20,16 +20,18 @@
 # and platform (versions as pinned in requirements/runtime.txt):
 #
 #   pip download -d wheels mmengine==0.10.7 mmpretrain==1.2.0 mmdet==3.3.0 \
-#       mmsegmentation==1.2.2 pycocotools ftfy regex scipy
-#   pip wheel --no-deps -w wheels mmcv==2.1.0   # with MMCV_WITH_OPS=0: no ops
+#       mmsegmentation==1.2.2 pycocotools ftfy regex scipy 'setuptools<81'
+#   bash tools/setup_env.sh && cp ~/.cache/mmpos/wheels/torch<version>-*/mmcv-2.1.0-*.whl wheels/
 #
 # pip download brings each package's dependencies (none of them is torch);
-# those the target already has are skipped at install. mmcv 2.1.0 is
-# source-only: a wheel with its CUDA ops must be built for the target's torch
-# and CUDA (tools/setup_env.sh builds one into ~/.cache/mmpos/wheels/<torch
-# version>-cuXY/ where nvcc and a GPU exist); a pure-Python build
-# (MMCV_WITH_OPS=0) gives mmpretrain its transforms, and the check then skips
-# the mini Mask R-CNN, saying so.
+# those the target already has are skipped at install (setuptools too, unless
+# its pkg_resources is gone: mmengine reads `mmdet::` configs with it).
+# mmcv 2.1.0 is source-only on PyPI, and `import mmpos` needs its compiled
+# ops (mmseg imports mmcv.ops), so a pure-Python build (MMCV_WITH_OPS=0) does
+# not do: bring the wheel tools/setup_env.sh builds and caches for the
+# target's torch version, on a machine with that torch. Its CPU ops serve the
+# three configs; a build with CUDA ops (where nvcc and a GPU exist, or
+# FORCE_CUDA=1) also gives the mini Mask R-CNN.
 #
 # Environment: PYTHON (default python3), WHEELS, MMPOS_SITE, TOTAL_S (the
 # whole run's seconds, default 470), ROPE_S.
@@ -52,9 +54,19 @@ import importlib.metadata as metadata
 import pathlib
 import sys
 
+try:
+    import pkg_resources  # noqa: F401
+    installed = metadata.version
+except ImportError:  # setuptools >= 81: counts as missing
+
+    def installed(name):
+        if name.lower() == 'setuptools':
+            raise metadata.PackageNotFoundError(name)
+        return metadata.version(name)
+
 for wheel in sorted(pathlib.Path(sys.argv[1]).glob('*.whl')):
     try:
-        metadata.version(wheel.name.split('-')[0])
+        installed(wheel.name.split('-')[0])
     except metadata.PackageNotFoundError:
         print(wheel)
 PY
@@ -67,8 +79,9 @@ PY
         log "every wheel in $WHEELS is installed"
     fi
 fi
-"$PYTHON" -c "import mmengine, mmpretrain, mmpos" || {
-    log "mmengine / mmpretrain / mmpos do not import: set WHEELS (see the header)"
+"$PYTHON" -c "import mmengine, mmpretrain, mmcv.ops, mmpos" || {
+    log "mmengine, mmpretrain, mmcv.ops or mmpos does not import: set WHEELS" \
+        "(an mmcv wheel with ops built for this torch; see the header)"
     exit 1; }
 
 check_s=$(( TOTAL_S - SECONDS - ROPE_S ))

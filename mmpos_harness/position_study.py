@@ -47,7 +47,9 @@ offset.
 
 Every run writes ``OUT_DIR/runs/<scheme>/seed<k>.json`` (accuracies per
 table, size and scaling; command, date, machine, CPU and wall seconds) and
-is skipped when that file exists (the study resumes; rendered images are
+is skipped when that file exists and records the command's settings
+(:func:`settings`; other settings are refused: the study resumes; rendered
+images are
 cached in ``OUT_DIR/data``). Then ``OUT_DIR/position_study.{md,json,png}``:
 per table, row and column the top-1 mean +- std over the seeds (sample
 std) and a paired t over the training seeds
@@ -594,6 +596,29 @@ def run_record(args, names) -> dict:
                 threads=torch.get_num_threads())
 
 
+def settings(args, iters: int) -> dict:
+    """What a run's numbers depend on besides its scheme and seed, as its
+    file records them (the stored study's files record the first five)."""
+    return dict(iters=iters, num_train=args.num_train, lr=args.lr,
+                layer_scale=args.layer_scale, batch_size=args.batch_size,
+                train_size=args.train_size, sizes=args.sizes,
+                num_val=args.num_val, rrc_scale=args.rrc_scale,
+                embed_dims=args.embed_dims, num_heads=args.num_heads,
+                factors=args.factors, scalings=args.scalings)
+
+
+def stored_run(path: str, args) -> dict:
+    """The run file ``path`` a resumed study reuses; refused (one line)
+    when it records other :func:`settings` than the command's."""
+    with open(path) as f:
+        run = json.load(f)
+    for key, value in settings(args, args.iters).items():
+        if key in run and run[key] != value:
+            raise SystemExit(f'{path}: recorded {key}={run[key]!r}, this '
+                             f'command asks {value!r}; give another OUT_DIR')
+    return run
+
+
 def one_run(name: str, data: dict, seed: int, iters: int, args) -> dict:
     """Train and evaluate scheme ``name``'s model; its result with its
     cost."""
@@ -605,9 +630,7 @@ def one_run(name: str, data: dict, seed: int, iters: int, args) -> dict:
                         args.layer_scale, arch, args.rrc_scale)
     out = evaluate(model, kwargs, data, args.train_size, args.sizes,
                    args.layer_scale, arch, args.factors, args.scalings)
-    out.update(loss=loss, iters=iters, num_train=args.num_train,
-               lr=args.lr, layer_scale=args.layer_scale,
-               batch_size=args.batch_size,
+    out.update(loss=loss, **settings(args, iters),
                cpu_seconds=time.process_time() - cpu,
                wall_seconds=time.time() - wall, **run_record(args, [name]))
     return out
@@ -977,8 +1000,7 @@ def run_study(args):
                 write_json(path, result, indent=1)  # the run's done marker
                 print(f"{name} seed {seed}: {result['resize']} "
                       f"({result['cpu_seconds']:.0f} CPU s)", flush=True)
-            with open(path) as f:
-                runs[name][seed] = json.load(f)
+            runs[name][seed] = stored_run(path, args)
     summary = summarise(runs, args, turns)
     base = osp.join(args.out_dir, args.summary)
     text = write_tables(summary, base)

@@ -431,3 +431,9 @@ def test_the_design_options_run_a_tiny_study(tmp_path):
     assert '32 px (pad x2)' in md and 'Padded canvas' in md
     run = json.loads((tmp_path / 'runs' / 'PaPE' / 'seed0.json').read_text())
     assert set(run) >= {'resize', 'pad', 'shuffled'} and 'canvas' not in run
+    assert run['rrc_scale'] == [0.08, 1.0] and run['embed_dims'] == 64
+    # resuming with other settings is refused, naming the run file
+    with pytest.raises(SystemExit, match=r"runs/APE/seed0.json: recorded "
+                       r"rrc_scale=\[0.08, 1.0\], this command asks None"):
+        study.main([a for a in argv if a not in ('--rrc-scale', '0.08',
+                                                 '1')])

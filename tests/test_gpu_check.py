@@ -38,6 +38,7 @@ def gpu_check(monkeypatch):
     return importlib.import_module('gpu_check')
 
 
+@pytest.mark.slow
 def test_dry_run_of_the_script_plans_measures_and_writes(tmp_path,
                                                          gpu_check):
     """The wheel folder: a missing distribution is installed into the

@@ -13,6 +13,7 @@ from mmengine.registry import init_default_scope
 
 import mmpos  # noqa: F401  (registers the backbone, the checkpoint loader)
 from mmpos.models.backbones.rope_vit import RoPEVisionTransformer
+from mmpos.errors import CheckpointMismatchError
 from mmpos.models.utils.pretrained import load_pretrained
 
 from conftest import REPO
@@ -244,6 +245,61 @@ def test_load_pretrained_returns_the_key_lists(tmp_path):
     assert report['missing'] == ['pos_embed']
     assert report['unexpected'] == []
     assert len(report['matched']) == len(source.state_dict())
+
+
+MIXED, AXIAL = dict(rope=dict(type='mixed')), dict(rope=dict(type='axial'))
+APE = dict(rope=None, use_ape=True)
+
+
+@pytest.mark.parametrize('source,target,theirs,own,fates', [
+    (APE, MIXED, 'APE (pos_embed) and no RoPE tensors', "RoPE 'mixed'",
+     ['4 re-initialised (rope.freqs.0, rope.freqs.1, rope.freqs.2 (+1 more))',
+      '1 dropped (pos_embed)']),
+    (MIXED, APE, "RoPE 'mixed'", 'APE (pos_embed)',
+     ['1 re-initialised (pos_embed)', '4 dropped (rope.freqs.0']),
+    (AXIAL, MIXED, 'no position tensors (no position encoding, or a RoPE '
+     'that saves none: axial/dinov3/spiral/lookhere)', "RoPE 'mixed'",
+     ['4 re-initialised (rope.freqs.0']),
+    (MIXED, AXIAL, "RoPE 'mixed'", "RoPE 'axial'", ['4 dropped (rope.freqs']),
+    (dict(MIXED, use_ape=True), MIXED, "RoPE 'mixed' + APE (pos_embed)",
+     "RoPE 'mixed'", ['1 dropped (pos_embed)']),
+])
+def test_position_mismatch_is_one_warning_or_refused_when_strict(
+        tmp_path, log, source, target, theirs, own, fates):
+    """#58: a checkpoint of another position scheme is one WARNING line
+    naming both schemes and what keeps its initialisation or is dropped;
+    init_cfg strict=True refuses it in one line."""
+    path = save_pretraining_checkpoint(tmp_path / 'p.pth',
+                                       pretraining_backbone(**source))
+    RoPEVisionTransformer(arch=ARCH, out_type='raw', **target, init_cfg=dict(
+        type='Pretrained', checkpoint=path)).init_weights()
+    named = [r.getMessage() for r in log if r.levelno >= logging.WARNING
+             and theirs in r.getMessage() and own in r.getMessage()]
+    assert len(named) == 1, named
+    assert f'POSITION MISMATCH: pretrained checkpoint {path} holds {theirs}, ' \
+        f'the config builds {own}; ' in named[0]
+    assert all(fate in named[0] for fate in fates), named[0]
+    strict = RoPEVisionTransformer(arch=ARCH, out_type='raw', **target,
+                                   init_cfg=dict(type='Pretrained',
+                                                 checkpoint=path, strict=True))
+    with pytest.raises(CheckpointMismatchError) as err:
+        strict.init_weights()
+    assert f'holds {theirs}, the config builds {own}' in str(err.value)
+    assert str(err.value).endswith('refused (init_cfg strict=True)')
+    assert '\n' not in str(err.value)
+
+
+def test_same_position_scheme_loads_without_a_warning_also_strictly(
+        tmp_path, log):
+    path = save_pretraining_checkpoint(tmp_path / 'p.pth',
+                                       pretraining_backbone(**MIXED))
+    RoPEVisionTransformer(arch=ARCH, out_type='raw', **MIXED, init_cfg=dict(
+        type='Pretrained', checkpoint=path, strict=True)).init_weights()
+    assert not messages(log, logging.WARNING)
+    with pytest.raises(ValueError, match="strict must be True or False, "
+                       "got 'yes'"):
+        RoPEVisionTransformer(arch=ARCH, init_cfg=dict(
+            type='Pretrained', checkpoint=path, strict='yes'))
 
 
 def test_raw_icpf_checkpoint_is_refused_for_an_ape_backbone(tmp_path):

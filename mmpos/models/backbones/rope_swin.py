@@ -37,7 +37,7 @@ from torch import Tensor
 from mmpos.registry import MODELS
 from ..layers.attention import head_dims
 from ..layers.positions import build_position_scheme
-from ..utils.pretrained import load_pretrained, split_pretrained_cfg
+from ..utils.pretrained import load_backbone_pretrained, split_pretrained_cfg
 
 DEFAULT_ROPE = dict(type='mixed')
 
@@ -229,14 +229,12 @@ class RoPESwinTransformer(SwinTransformer):
     def init_weights(self):
         """Swin's init, then the ``Pretrained`` checkpoint of ``init_cfg``
         (``dict(type='Pretrained', checkpoint=PATH, prefix='backbone.')``)
-        over it with :func:`~mmpos.models.utils.pretrained.load_pretrained`
+        over it with
+        :func:`~mmpos.models.utils.pretrained.load_backbone_pretrained`
         (``checkpoint=None``: random init, logged as a warning)."""
         super().init_weights()
         if self.pretrained_cfg is not None:
-            load_pretrained(
-                self,
-                self.pretrained_cfg.get('checkpoint'),
-                prefix=self.pretrained_cfg.get('prefix', 'backbone.'))
+            load_backbone_pretrained(self, self.pretrained_cfg)
 
     @property
     def window_size(self) -> list:

@@ -39,7 +39,7 @@ from mmpos.registry import MODELS
 from ..layers.attention import RoPEAttention
 from ..layers.masking import gather_tokens
 from ..layers.positions import build_position_scheme
-from ..utils.pretrained import load_pretrained, split_pretrained_cfg
+from ..utils.pretrained import load_backbone_pretrained, split_pretrained_cfg
 
 DEFAULT_ROPE = dict(type='mixed')
 
@@ -208,8 +208,11 @@ class RoPEVisionTransformer(BaseBackbone):
             DeiT's: truncated normal (std 0.02) for linear layers. A
             ``dict(type='Pretrained', checkpoint=PATH, prefix='backbone.')``
             entry (alone or in a list) loads a checkpoint over the random
-            init with :func:`~mmpos.models.utils.pretrained.load_pretrained`
-            (``checkpoint=None``: random init, logged as a warning).
+            init with
+            :func:`~mmpos.models.utils.pretrained.load_backbone_pretrained`
+            (``checkpoint=None``: random init, logged as a warning; a
+            position scheme other than this backbone's: one warning, or
+            refused with ``strict=True``).
     """
     arch_zoo = {
         **dict.fromkeys(['t', 'tiny'], {
@@ -448,16 +451,14 @@ class RoPEVisionTransformer(BaseBackbone):
     def init_weights(self):
         """Random init (``init_cfg``, tokens truncated normal), then the
         ``Pretrained`` checkpoint, if any, over it (keys it lacks stay
-        random; see :func:`mmpos.models.utils.pretrained.load_pretrained`,
+        random; see
+        :func:`mmpos.models.utils.pretrained.load_backbone_pretrained`,
         which raises when nothing matches)."""
         super().init_weights()
         self.init_tokens()
         if self.pretrained_cfg is not None:
-            load_pretrained(
-                self,
-                self.pretrained_cfg.get('checkpoint'),
-                prefix=self.pretrained_cfg.get('prefix', 'backbone.'),
-                resizable=('pos_embed', ))
+            load_backbone_pretrained(self, self.pretrained_cfg,
+                                     resizable=('pos_embed', ))
 
     def init_tokens(self):
         """The random init of the class and register tokens and of a

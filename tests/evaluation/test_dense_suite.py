@@ -2,6 +2,8 @@
 the table reports mean ± std over seeds and the difference to the first
 run, tested as scipy's paired t over the seeds and adjusted by Holm over
 the table as statsmodels does."""
+import inspect
+
 import pytest
 from scipy.stats import ttest_rel
 from statsmodels.stats.multitest import multipletests
@@ -100,6 +102,9 @@ def test_every_probe_is_one_registry_entry_the_suite_reads():
         assert probe.deciding in probe.headline
         assert dense_suite.MINI_PROBES[name] == probe.config
         assert callable(probe.run) and callable(probe.image_free)
+        # the tool passes progress=True exactly to the runs that take it
+        assert probe.progress == ('progress' in inspect.signature(
+            probe.run).parameters), name
     assert HEADLINE == tuple(f'{n}/{k}' for n, p in dense_suite.PROBES.items()
                              for k in p.headline)
     with pytest.raises(ValueError, match="unknown probe 'nope'"):

@@ -542,6 +542,47 @@ def probes_for(depends: Iterable[str], command: str = '') -> List[str]:
     return list(_probes_for(tuple(sorted(set(depends))), mode))
 
 
+def record_probes(record: dict) -> List[str]:
+    """The probes a stored provenance record's fingerprint holds: those of
+    its ``depends`` and command (:func:`probes_for`) as they were at its
+    commit: without the position schemes added since (a result that reads
+    the registry's list built the schemes it held then), and without every
+    scheme where no file of its ``depends`` read that list then."""
+    return list(_record_probes(record['commit'],
+                               tuple(sorted(set(record['depends']))),
+                               record['command']))
+
+
+@functools.lru_cache(None)
+def _record_probes(commit: str, depends: Tuple[str, ...],
+                   command: str) -> Tuple[str, ...]:
+    names = probes_for(depends, command)
+    readers = provenance.registry_readers(depends)
+    if readers and not provenance.registry_readers(readers, commit):
+        built = provenance._completed(depends, registry_reads=False)[1]
+        names = [n for n in names
+                 if not n.startswith('scheme:') or n[len('scheme:'):] in built]
+    later = {f'scheme:{name}' for name, path in
+             provenance.scheme_files().items()
+             if not _added_before(path, commit)}
+    return tuple(n for n in names if n not in later)
+
+
+@functools.lru_cache(None)
+def _added_before(path: str, commit: str) -> bool:
+    """Whether the file at ``path`` (under any earlier name) was added in
+    ``commit`` or before it."""
+    added = provenance._git('log', '--follow', '--diff-filter=A',
+                            '--format=%H', '--', path).split()
+    if not added:
+        return False
+    try:
+        provenance._git('merge-base', '--is-ancestor', added[-1], commit)
+    except subprocess.CalledProcessError:
+        return False
+    return True
+
+
 @functools.lru_cache(None)
 def _probes_for(depends: Tuple[str, ...], mode: str) -> Tuple[str, ...]:
     files = _files(depends)

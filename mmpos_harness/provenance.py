@@ -29,9 +29,10 @@ import os
 import os.path as osp
 import platform
 import subprocess
+import tempfile
 import time
 from types import MappingProxyType
-from typing import Dict, Iterable, List, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 
@@ -292,7 +293,8 @@ def _reads_all_schemes(path: str, root: str) -> bool:
 
 
 @functools.lru_cache(None)
-def _completed_cached(depends: Tuple[str, ...], root: str
+def _completed_cached(depends: Tuple[str, ...], root: str,
+                      registry_reads: bool = True
                       ) -> Tuple[Tuple[str, ...], frozenset]:
     paths = set(depends)
     if any(p in ('mmpos', 'mmpos/models') or p.startswith('mmpos/models/')
@@ -304,7 +306,7 @@ def _completed_cached(depends: Tuple[str, ...], root: str
                for f in files_under(p, root)
                if f.endswith('.py') and not f.startswith(POSITION_PACKAGES)]
     strings = set().union(*(_strings(p, root) for p in modules))
-    if any(_reads_all_schemes(p, root) for p in modules):
+    if registry_reads and any(_reads_all_schemes(p, root) for p in modules):
         strings |= set(scheme_files())
     named = set().union(*(_strings(p, root) for p in modules
                           if not p.startswith('mmpos/')))
@@ -318,10 +320,39 @@ def _completed_cached(depends: Tuple[str, ...], root: str
     return tuple(sorted(paths)), frozenset(schemes)
 
 
-def _completed(depends: Iterable[str], root: str = ROOT):
+def _completed(depends: Iterable[str], root: str = ROOT,
+               registry_reads: bool = True):
     """``(paths, schemes)``: ``depends`` with the configs its modules name,
-    and :func:`built_schemes`."""
-    return _completed_cached(tuple(sorted(set(depends))), root)
+    and :func:`built_schemes` (without the modules that read the
+    registry's list where ``registry_reads`` is false)."""
+    return _completed_cached(tuple(sorted(set(depends))), root,
+                             registry_reads)
+
+
+def registry_readers(depends: Iterable[str], commit: Optional[str] = None,
+                     root: str = ROOT) -> List[str]:
+    """The Python files of ``depends`` (outside configs and the positions
+    packages) that read the registry's list of schemes: now, or in their
+    text at ``commit``."""
+    modules = [f for p in depends
+               if not p.startswith(('configs/', *POSITION_PACKAGES))
+               for f in files_under(p, root)
+               if f.endswith('.py') and not f.startswith(POSITION_PACKAGES)]
+    if commit is None:
+        return [p for p in modules if _reads_all_schemes(p, root)]
+    found = []
+    for path in modules:
+        try:
+            text = _git('show', f'{commit}:{path}', root=root)
+        except subprocess.CalledProcessError:
+            continue  # not there then
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(osp.join(tmp, osp.dirname(path)), exist_ok=True)
+            with open(osp.join(tmp, path), 'w') as f:
+                f.write(text)
+            if _reads_all_schemes.__wrapped__(path, tmp):
+                found.append(path)
+    return found
 
 
 def resolve(depends: Iterable[str], root: str = ROOT) -> List[str]:

@@ -69,7 +69,8 @@ def test_no_result_ran_with_uncommitted_changes():
 
 def test_every_record_has_the_fingerprint_its_depends_call_for():
     """Each record names a stored fingerprint holding exactly the probes
-    of its ``depends`` (``fingerprint.probes_for``); a stale result, marked
+    of its ``depends`` (``fingerprint.record_probes``: the schemes that
+    existed at its commit); a stale result, marked
     in ``results/status.json``, keeps the fingerprint it was measured with
     (a probe added since cannot speak for code that changed)."""
     wrong, marks = {}, fingerprint.read_marks()
@@ -80,8 +81,7 @@ def test_every_record_has_the_fingerprint_its_depends_call_for():
             wrong[str(path)] = 'no fingerprint'
             continue
         stored = set(fingerprint.load(record['fingerprint'])['probes'])
-        wanted = set(fingerprint.probes_for(record['depends'],
-                                            record['command']))
+        wanted = set(fingerprint.record_probes(record))
         if stored != wanted:
             wrong[str(path)] = sorted(stored ^ wanted)[:3]
     assert not wrong, (

@@ -333,12 +333,16 @@ def rehearse(config: str, procs: int = 2, work_root: str = None) -> dict:
                            'resume')
     if not all(math.isfinite(v) for v in losses):
         raise RuntimeError(f'rehearse: {config}: losses {losses}')
-    val = {k: v for r in records if 'loss' not in r for k, v in r.items()
+    # validation records: mmengine logs one per validation pass (time and
+    # the metrics, none where an untrained detector finds no box)
+    val_records = [r for r in records if 'loss' not in r]
+    val = {k for r in val_records for k in r
            if k not in ('step', 'iter', 'epoch', 'time', 'data_time')}
     return dict(config=config, procs=procs,
                 batch_per_process=cfg.train_dataloader.batch_size,
                 changes=changes, iter_seconds=[r['time'] for r in steps],
-                losses=losses, resumed_at=ITERS, val_metrics=sorted(val),
+                losses=losses, resumed_at=ITERS,
+                val_passes=len(val_records), val_metrics=sorted(val),
                 peak_rss_mib=round(max(peak, peak2), 1),
                 wall_seconds=round(wall + wall2, 1))
 

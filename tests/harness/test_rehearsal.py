@@ -98,4 +98,4 @@ def test_rehearse_at_full_size(config, procs, tmp_path):
     assert all(math.isfinite(v) for v in result['losses'])
     assert result['peak_rss_mib'] > 100
     if load_config(str(REPO / config)).get('val_dataloader'):
-        assert result['val_metrics']  # the validation step ran
+        assert result['val_passes'] >= 1  # the validation step ran

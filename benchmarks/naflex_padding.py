@@ -26,17 +26,14 @@ interleaved) of a RoPE-Mixed ViT on one batch of each kind and reports
         [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
 """
 import math
-import os.path as osp
-import sys
 from typing import List, Sequence, Tuple
 
 import _timing
 import numpy as np
 import torch
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
-from mmpos.datasets.naflex import pad_naflex  # noqa: E402
-from mmpos.datasets.transforms import naflex_size  # noqa: E402
+from mmpos.datasets.naflex import pad_naflex
+from mmpos.datasets.transforms import naflex_size
 
 #: width / height of the mix (equally likely)
 ASPECTS = (1 / 3, 1 / 2, 2 / 3, 3 / 4, 1., 4 / 3, 3 / 2, 16 / 9, 2., 3.)

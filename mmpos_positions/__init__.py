@@ -35,12 +35,30 @@ SCHEMES = {
     'liere': LieRE, 'lookhere': LookHere, 'pape': PaPE, 'pape_ri': PaPERI
 }
 
+
+
+def scheme_name(scheme: PositionScheme) -> str:
+    """The name of ``scheme``'s class in :data:`SCHEMES` (its class name
+    where it is not registered)."""
+    return next((name for name, cls in SCHEMES.items()
+                 if type(scheme) is cls), type(scheme).__name__)
+
+
+def saved_tensors() -> dict:
+    """``{name: state-dict keys}`` of every scheme of :data:`SCHEMES` built
+    at a small size with its default options (one block): the tensors a
+    checkpoint of that scheme holds, e.g. ``freqs.0`` for RoPE-Mixed."""
+    return {name: tuple(cls(head_dim=16, num_heads=2, depth=1).state_dict())
+            for name, cls in SCHEMES.items()}
+
+
 __all__ = [
     'AxialRoPE', 'CachedTables', 'ComRoPE', 'DINOv3RoPE', 'FrequencyScaling',
     'FrozenTables', 'LieRE', 'LookHere', 'MixedRoPE', 'PaPE', 'PaPERI',
     'PatchCoords', 'PositionScheme', 'PositionTable', 'RoPETable', 'SCHEMES',
     'SpiralRoPE', 'STRINGRoPE', 'TokenTable', 'box_coords', 'frame_coords',
     'frequency_magnitudes', 'grid_coords', 'lookhere_bias',
-    'mixed_frequencies', 'reads_tokens', 'rope_angles', 'scale_frequencies',
-    'sincos_pos_embed_2d', 'spiral_frequencies'
+    'mixed_frequencies', 'reads_tokens', 'rope_angles', 'saved_tensors',
+    'scale_frequencies', 'scheme_name', 'sincos_pos_embed_2d',
+    'spiral_frequencies'
 ]

@@ -164,8 +164,9 @@ def accepted_arguments(cls) -> Optional[List[str]]:
 @functools.lru_cache(maxsize=None)
 def forwards_kwargs(init) -> bool:
     """Whether the ``**kwargs`` of the function ``init`` are used only
-    passed whole to ``super().__init__(...)`` (at least once), so that the
-    next ``__init__`` in the class' MRO takes them."""
+    passed whole to ``super().__init__(...)`` (at least once; besides
+    ``.get`` / ``.setdefault`` on them), so that the next ``__init__`` in
+    the class' MRO takes them."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
     except (OSError, TypeError, SyntaxError):
@@ -186,9 +187,16 @@ def forwards_kwargs(init) -> bool:
             forwarded |= {id(k.value) for k in node.keywords
                           if k.arg is None and isinstance(k.value, ast.Name)
                           and k.value.id == name}
+    # reading a key or giving a default (``kwargs.setdefault('init_cfg',
+    # ...)``, MAERoPEViT's) leaves every given argument to the next class
+    reads = {id(node.value) for node in ast.walk(func)
+             if isinstance(node, ast.Attribute)
+             and node.attr in ('get', 'setdefault')
+             and isinstance(node.value, ast.Name) and node.value.id == name}
     uses = [id(node) for node in ast.walk(func)
-            if isinstance(node, ast.Name) and node.id == name]
-    return bool(uses) and set(uses) == forwarded
+            if isinstance(node, ast.Name) and node.id == name
+            and id(node) not in reads]
+    return bool(forwarded) and set(uses) == forwarded
 
 
 def _init_arguments(func) -> Tuple[Optional[List[str]], bool]:

@@ -472,9 +472,10 @@ def test_a_type_no_module_registered_is_named(tmp_path, mini_data):
         'train_dataloader.dataset.type=NoSuchADEDataset', env=QUIET)
     assert result.returncode == 1
     line = result.stderr.strip().splitlines()[-1]
-    assert line.startswith("train.py: error: train_dataloader.dataset.type="
+    assert line.startswith(f"train.py: error: {LINEAR}: "
+                           "train_dataloader.dataset.type="
                            "'NoSuchADEDataset' is not registered in "
-                           "mmseg::dataset"), result.stderr[-3000:]
+                           "dataset (did you mean"), result.stderr[-3000:]
     assert '_scope_' not in line and 'Traceback' not in result.stderr
     assert not (tmp_path / 'run').exists()
 

@@ -28,7 +28,7 @@ from typing import FrozenSet, Iterable, Optional, Tuple
 
 import torch.nn as nn
 from mmengine.logging import print_log
-from mmpos_positions import SCHEMES, PositionScheme
+from mmpos_positions import PositionScheme, saved_tensors, scheme_name
 
 from mmpos.checkpoint.load import load_pretrained
 from mmpos.checkpoint.match import KeyReport, _names
@@ -84,9 +84,8 @@ def _stems(keys: Iterable[str]) -> FrozenSet[str]:
 def _scheme_stems() -> Tuple[Tuple[str, FrozenSet[str]], ...]:
     """``(name, stems of its saved tensors)`` of every registered scheme
     (built at a small size with its default options)."""
-    return tuple((name, _stems(f'rope.{k}' for k in cls(
-        head_dim=16, num_heads=2, depth=1).state_dict()))
-        for name, cls in SCHEMES.items())
+    return tuple((name, _stems(f'rope.{k}' for k in keys))
+                 for name, keys in saved_tensors().items())
 
 
 def _checkpoint_scheme(keys: Iterable[str]) -> str:
@@ -112,9 +111,7 @@ def _module_scheme(module: nn.Module) -> str:
     rope = getattr(module, 'rope', None)
     scheme = next((m for m in rope.modules() if isinstance(
         m, PositionScheme)), None) if rope is not None else None
-    parts = [] if scheme is None else ['RoPE ' + repr(next(
-        (n for n, c in SCHEMES.items() if type(scheme) is c),
-        type(scheme).__name__))]
+    parts = [] if scheme is None else ['RoPE ' + repr(scheme_name(scheme))]
     if getattr(module, 'pos_embed', None) is not None:
         parts.append('APE (pos_embed)')
     return ' + '.join(parts) or 'no position encoding'

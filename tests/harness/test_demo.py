@@ -125,6 +125,21 @@ def test_parallel_flow(tmp_path, monkeypatch, capsys):
     with pytest.raises(ValueError, match='needs one'):
         demo_table.publish(root, None, str(stored), str(readme))
 
+    # the confirmation on fresh seeds: its own folder and the demo page's
+    # block, naming the design it tests and its own result files
+    page = tmp_path / 'demo.md'
+    page.write_text(f'a\n{demo_table.CONFIRM_BEGIN}\n'
+                    f'{demo_table.CONFIRM_END}\nb\n')
+    confirmed = tmp_path / 'confirmed'
+    block = demo_table.publish_confirmation(root, str(confirmed), str(page))
+    assert page.read_text() == (f'a\n{demo_table.CONFIRM_BEGIN}\n{block}'
+                                f'{demo_table.CONFIRM_END}\nb\n')
+    assert block == demo_table.confirm_block(str(confirmed))
+    assert demo_table.DESIGN in block and \
+        f'result files in `{demo_table.CONFIRM}/`' in block
+    assert seeds.render(seeds.load(root)) in block
+    assert not (confirmed / demo_table.THREADS).exists()
+
 
 def test_second_demo_on_a_work_dir_is_refused(tmp_path, monkeypatch):
     """While a demo holds its --work-dir (its lock), another demo pointed

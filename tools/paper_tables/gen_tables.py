@@ -5,6 +5,7 @@
     python tools/paper_tables/gen_tables.py --seeds DIR|SUMMARY [--out-dir DIR]
         [--print]
     python tools/paper_tables/gen_tables.py --demo RUN_DIR [THREADS_RUN_DIR]
+    python tools/paper_tables/gen_tables.py --demo-confirm RUN_DIR
 
 For every table of MANIFEST (default ``tools/paper_tables/manifest.yaml``)
 writes ``<out-dir>/<table>.md`` and ``.csv`` plus ``<out-dir>/tables.md``:
@@ -22,7 +23,10 @@ random init with its interval and Holm-adjusted p
 orderings) to ``--out-dir`` (default ``DIR/tables``, or the summary's
 folder); see :mod:`mmpos_harness.comparison.seeds`.
 ``--demo RUN_DIR`` stores a finished demo run as the README's result files
-and rewrites the README's table from them (:mod:`mmpos_harness.demo_table`).
+and rewrites the README's table from them (:mod:`mmpos_harness.demo_table`);
+``--demo-confirm RUN_DIR`` stores the demo run on
+``designs/demo_confirm.yaml``'s fresh seeds and rewrites the demo page's
+confirmation block.
 ``--check`` also fails (exit 1) when a config is missing without being listed
 in the manifest's ``pending`` or when the effective-epoch accounting
 disagrees with a paper's ``eff_ep``.
@@ -62,6 +66,11 @@ def parse_args(argv=None):
         help=f'store a finished tools/demo.py run (and, second, a --jobs 1 '
         f'run of its first pretraining seed) as {demo_table.RESULTS}/ and '
         f'regenerate {demo_table.README}\'s demo table from it')
+    parser.add_argument(
+        '--demo-confirm', metavar='RUN_DIR',
+        help=f'store a finished tools/demo.py run on the fresh seeds of '
+        f'{demo_table.DESIGN} as {demo_table.CONFIRM}/ and regenerate '
+        f'{demo_table.PAGE}\'s confirmation block from it')
     return parser.parse_args(argv)
 
 
@@ -81,9 +90,10 @@ def seed_table(args):
 @cli_main('gen_tables.py')
 def main(argv=None):
     args = parse_args(argv)
-    if args.demo:
+    if args.demo or args.demo_confirm:
         try:
-            print(demo_table.publish(*args.demo[:2]))
+            print(demo_table.publish(*args.demo[:2]) if args.demo else
+                  demo_table.publish_confirmation(args.demo_confirm))
         except (ValueError, FileNotFoundError) as err:
             sys.exit(f'gen_tables.py: error: {err}')
         return None

@@ -7,10 +7,14 @@
 * :func:`drop_positions`: the second masking of DropPos (Eq. 2, Alg. 1):
   the same operation applied to the ``K`` visible tokens, giving the tokens
   whose position embedding is dropped.
+* :func:`naflex_masking`: the same shuffle on padded sequences of
+  different lengths (NaFlex batches): each sample keeps its own count of
+  its own valid tokens, padding is never kept.
 * :func:`gather_tokens`: ``(B, L, ...)`` -> ``(B, K, ...)`` by indices.
 
 Every image gets exactly the same count (Eq. 1 / Eq. 2), so the results
-stack into dense tensors; no Python loop over images or tokens. Uses the
+stack into dense tensors; no Python loop over images or tokens (NaFlex:
+the kept sequences are padded to the longest, with a mask). Uses the
 global torch RNG unless ``noise`` or a ``generator`` is given.
 """
 import math
@@ -92,6 +96,65 @@ def drop_positions(ids_keep: Tensor,
     batch_size, length = ids_keep.shape
     return random_masking(batch_size, length, ratio, ids_keep.device, noise,
                           generator).mask
+
+
+class NaFlexMasking(NamedTuple):
+    """Result of :func:`naflex_masking`.
+
+    Attributes:
+        ids_keep: ``(B, K)`` long, ``K = max_b K_b``: row ``b`` holds its
+            ``K_b`` kept token indices (random order), then indices of
+            padding.
+        kept_valid: ``(B, K)`` bool, ``True`` for the first ``K_b`` entries
+            of row ``b`` (``False``: padding of the kept sequence).
+        removed: ``(B, L)`` bool, ``True`` for the valid tokens not kept.
+    """
+    ids_keep: Tensor
+    kept_valid: Tensor
+    removed: Tensor
+
+
+def naflex_masking(valid: Tensor,
+                   ratio: float,
+                   min_kept: int = 1,
+                   noise: Optional[Tensor] = None,
+                   generator: Optional[torch.Generator] = None
+                   ) -> NaFlexMasking:
+    """Remove ``ratio`` of each sample's own valid tokens (padded batches).
+
+    Sample ``b`` with ``n_b`` valid tokens keeps ``K_b = min(n_b,
+    max(min_kept, num_kept(n_b, ratio)))`` of them, drawn as
+    :func:`random_masking` draws them (the lowest ``noise`` among its valid
+    tokens); padding is never kept. On a batch without padding it keeps
+    what :func:`random_masking` keeps from the same noise (``min_kept``
+    aside).
+
+    Args:
+        valid: ``(B, L)`` bool, ``False`` for padding.
+        ratio: removed fraction of each sample's valid tokens.
+        min_kept: the least kept per sample (1: an encoder needs a token;
+            0 for DropPos' position dropping, Eq. 2, where all may go).
+        noise: optional ``(B, L)`` scores in ``[0, 1)``; drawn uniformly
+            otherwise.
+        generator: RNG for the noise.
+    """
+    if not 0. <= ratio <= 1.:
+        raise ValueError(f'mask ratio must lie in [0, 1], got {ratio}')
+    batch_size, length = valid.shape
+    n = valid.sum(1)
+    keep_n = ((1. - ratio) * n.double() + 1e-6).floor().long()
+    keep_n = keep_n.clamp(min=min_kept).minimum(n)
+    if noise is None:
+        noise = torch.rand(batch_size, length, device=valid.device,
+                           generator=generator)
+    elif noise.shape != valid.shape:
+        raise ValueError(f'noise must have shape {tuple(valid.shape)}, got '
+                         f'{tuple(noise.shape)}')
+    order = noise.masked_fill(~valid, float('inf')).argsort(dim=1)
+    kept = int(keep_n.max())
+    kept_valid = torch.arange(kept, device=valid.device) < keep_n[:, None]
+    removed = valid & (order.argsort(dim=1) >= keep_n[:, None])
+    return NaFlexMasking(order[:, :kept], kept_valid, removed)
 
 
 def gather_tokens(x: Tensor, ids: Tensor) -> Tensor:

@@ -4,8 +4,9 @@ padded to the batch's longest sequence
 (:func:`~mmpos.datasets.naflex_collate`).
 
 Per image of ``n_i`` patches, ``K_i = max(1, floor((1 - r) n_i))`` patches
-are kept, drawn uniformly (``argsort`` of uniform noise, MAE's shuffle;
-padding never kept); the kept sequences are padded to ``max K_i``. The
+are kept, drawn uniformly (``naflex_masking``: ``argsort`` of uniform
+noise, MAE's shuffle; padding never kept); the kept sequences are padded
+to ``max K_i``. The
 encoder (:meth:`RoPEVisionTransformer.forward_naflex` with each image's
 full grid) positions every kept patch at its own ``(y, x)``. The decoder
 (MAE §3: a narrow transformer over encoded and mask tokens) places the
@@ -29,7 +30,7 @@ from torch import Tensor
 from mmpos_positions import sincos_pos_embed_2d
 
 from mmpos.registry import MODELS
-from ..layers.masking import gather_tokens
+from ..layers.masking import NaFlexMasking, gather_tokens, naflex_masking
 from ..backbones.rope_vit import RoPETransformerEncoderLayer, naflex_grids
 
 
@@ -81,31 +82,15 @@ class NaFlexMAE(BaseSelfSupervisor):
         """The backbone's outputs on a NaFlex batch (whole images)."""
         return self.backbone(inputs)
 
-    def keep(self, valid: Tensor) -> Dict[str, Tensor]:
-        """The kept patches of each image: ``ids_keep`` ``(B, K)`` indices
-        into the sequence, ``kept_valid`` ``(B, K)`` (``False``: padding of
-        the kept sequence) and ``removed`` ``(B, N)``, the real patches the
-        decoder reconstructs."""
-        B, N = valid.shape
-        keep_n = ((1 - self.mask_ratio) * valid.sum(1)).floor().clamp(min=1)
-        noise = torch.rand(B, N, device=valid.device).masked_fill(~valid, 2.)
-        order = noise.argsort(1)  # real patches in random order, then padding
-        K = int(keep_n.max())
-        kept_valid = torch.arange(K, device=valid.device) < keep_n[:, None]
-        rank = order.argsort(1)
-        removed = valid & (rank >= keep_n[:, None])
-        return dict(ids_keep=order[:, :K], kept_valid=kept_valid,
-                    removed=removed)
-
     def loss(self, inputs: dict, data_samples: List,
              **kwargs) -> Dict[str, Tensor]:
         patches, coord = inputs['patches'], inputs['patch_coord']
         valid = inputs['patch_valid'].bool()
-        kept = self.keep(valid)
-        ids = kept['ids_keep']
+        kept = naflex_masking(valid, self.mask_ratio)
+        ids = kept.ids_keep
         tokens = self.backbone.forward_naflex(
             gather_tokens(patches, ids), gather_tokens(coord, ids),
-            kept['kept_valid'], grids=naflex_grids(coord, valid))[-1]
+            kept.kept_valid, grids=naflex_grids(coord, valid))[-1]
         tokens = self.backbone.without_registers(tokens)
         pred = self.decode(tokens, kept, coord, valid)
         target = patches
@@ -114,17 +99,17 @@ class NaFlexMAE(BaseSelfSupervisor):
             var = target.var(-1, keepdim=True)
             target = (target - mean) / (var + 1e-6)**.5
         error = (pred - target).pow(2).mean(-1)  # (B, N)
-        removed = kept['removed'].to(error.dtype)
+        removed = kept.removed.to(error.dtype)
         return dict(loss=(error * removed).sum() / removed.sum())
 
-    def decode(self, tokens: Tensor, kept: Dict[str, Tensor], coord: Tensor,
+    def decode(self, tokens: Tensor, kept: NaFlexMasking, coord: Tensor,
                valid: Tensor) -> Tensor:
         """``(B, 1 + K, C)`` encoder tokens -> ``(B, N, p p c)`` predicted
         pixels of every patch of the padded sequence."""
         x = self.decoder_embed(tokens)
         B, N = valid.shape
         full = self.mask_token.expand(B, N, -1).clone()
-        ids, kept_valid = kept['ids_keep'], kept['kept_valid']
+        ids, kept_valid = kept.ids_keep, kept.kept_valid
         rows = torch.arange(B, device=x.device)[:, None].expand_as(ids)
         full[rows[kept_valid], ids[kept_valid]] = x[:, 1:][kept_valid]
         pos = sincos_pos_embed_2d(coord.flip(-1).float(), x.shape[-1])

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from mmpos.models.layers.masking import (drop_positions, gather_tokens,
-                                         num_kept, random_masking)
+                                         naflex_masking, num_kept,
+                                         random_masking)
 
 
 @pytest.mark.parametrize('length,ratio,kept', [
@@ -78,6 +79,37 @@ def test_drop_positions_paper_default_counts():
     dropped = drop_positions(ids_keep, 0.75)
     assert ids_keep.shape[1] == 49
     assert (dropped.sum(1) == 37).all() and (~dropped).sum(1).eq(12).all()
+
+
+def test_naflex_masking_keeps_a_share_of_each_samples_valid_tokens():
+    valid = torch.zeros(3, 32, dtype=torch.bool)
+    for i, n in enumerate((32, 20, 7)):
+        valid[i, :n] = True
+    kept = naflex_masking(valid, 0.75)
+    assert kept.kept_valid.sum(1).tolist() == [8, 5, 1]
+    assert valid.gather(1, kept.ids_keep)[kept.kept_valid].all()
+    rows = torch.arange(3)[:, None].expand_as(kept.ids_keep)
+    is_kept = torch.zeros_like(valid)
+    is_kept[rows[kept.kept_valid], kept.ids_keep[kept.kept_valid]] = True
+    assert torch.equal(kept.removed, valid & ~is_kept)  # padding: neither
+    assert kept.removed.sum(1).tolist() == [24, 15, 6]
+    # DropPos' position dropping (Eq. 2) may drop all: no minimum
+    assert naflex_masking(valid, 1., min_kept=0).kept_valid.sum() == 0
+    assert naflex_masking(valid[2:], 0.9, min_kept=0).removed.sum() == 7
+
+
+def test_naflex_masking_without_padding_is_random_masking():
+    noise = torch.rand(4, 12)
+    ref = random_masking(4, 12, 0.75, noise=noise)
+    out = naflex_masking(torch.ones(4, 12, dtype=torch.bool), 0.75,
+                         noise=noise)
+    assert torch.equal(out.ids_keep, ref.ids_keep)
+    assert out.kept_valid.all() and torch.equal(out.removed, ref.mask)
+    # padding changes nothing of the valid tokens' draw
+    padded = torch.cat((noise, torch.rand(4, 5)), 1)
+    valid = torch.arange(17) < 12
+    out = naflex_masking(valid.expand(4, -1), 0.75, noise=padded)
+    assert torch.equal(out.ids_keep, ref.ids_keep)
 
 
 def test_gather_tokens_batched_and_shared():

@@ -1,7 +1,7 @@
 """MAE on NaFlex batches: the mini config's pipeline gives mixed aspect
-ratios, the masking keeps each image's own share of its real patches, the
-loss reads only removed real patches, and training on the config's batches
-lowers it."""
+ratios, the loss reads only removed real patches, and training on the
+config's batches lowers it (its masking, ``naflex_masking``: in
+tests/models/layers/test_masking.py)."""
 import torch
 from mmengine.config import Config
 from mmengine.registry import MODELS, init_default_scope
@@ -32,20 +32,6 @@ def test_pipeline_gives_mixed_aspect_ratios_within_the_budget(mini_data):
     valid = batch['inputs']['patch_valid']
     assert valid.sum(1).tolist() == [h * w for h, w in (
         s.patch_hw for s in batch['data_samples'])]
-
-
-def test_masking_keeps_a_share_of_each_images_real_patches(mini_data):
-    _, model = build(mini_data)
-    valid = torch.zeros(3, 32, dtype=torch.bool)
-    for i, n in enumerate((32, 20, 7)):
-        valid[i, :n] = True
-    kept = model.keep(valid)
-    assert kept['kept_valid'].sum(1).tolist() == [8, 5, 1]
-    ids = kept['ids_keep'][kept['kept_valid']]
-    assert valid.gather(1, kept['ids_keep'])[kept['kept_valid']].all()
-    assert ids.numel() == 14
-    assert kept['removed'].sum(1).tolist() == [24, 15, 6]
-    assert not (kept['removed'] & ~valid).any()
 
 
 def test_loss_ignores_the_padding_and_falls(mini_data):

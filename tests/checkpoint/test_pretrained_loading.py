@@ -273,9 +273,9 @@ def test_position_mismatch_is_one_warning_or_refused_when_strict(
                                        pretraining_backbone(**source))
     RoPEVisionTransformer(arch=ARCH, out_type='raw', **target, init_cfg=dict(
         type='Pretrained', checkpoint=path)).init_weights()
-    named = [r.getMessage() for r in log if r.levelno >= logging.WARNING
-             and theirs in r.getMessage() and own in r.getMessage()]
-    assert len(named) == 1, named
+    named = [r.getMessage() for r in log if r.levelno >= logging.WARNING]
+    assert len(named) == 1, named  # the key report's lines leave them to it
+    assert theirs in named[0] and own in named[0], named[0]
     assert f'POSITION MISMATCH: pretrained checkpoint {path} holds {theirs}, ' \
         f'the config builds {own}; ' in named[0]
     assert all(fate in named[0] for fate in fates), named[0]
@@ -287,6 +287,29 @@ def test_position_mismatch_is_one_warning_or_refused_when_strict(
     assert f'holds {theirs}, the config builds {own}' in str(err.value)
     assert str(err.value).endswith('refused (init_cfg strict=True)')
     assert '\n' not in str(err.value)
+
+
+def test_other_keys_keep_their_warning_beside_the_position_mismatch(
+        tmp_path, log):
+    """The key report's warnings leave out only the position keys: an
+    unexpected key that is no position tensor keeps its line (and its
+    count), the position keys are named by the mismatch line and logged
+    at DEBUG."""
+    path = save_pretraining_checkpoint(tmp_path / 'p.pth',
+                                       pretraining_backbone(**APE))
+    state = torch.load(path)
+    state['state_dict']['backbone.extra_token'] = torch.zeros(1, 1, 32)
+    torch.save(state, path)
+    MMLogger.get_current_instance().setLevel(logging.DEBUG)
+    RoPEVisionTransformer(arch=ARCH, out_type='raw', **MIXED, init_cfg=dict(
+        type='Pretrained', checkpoint=path)).init_weights()
+    warnings = [r.getMessage() for r in log if r.levelno == logging.WARNING]
+    assert warnings[0] == ('RoPEVisionTransformer: 1 unexpected keys '
+                           '(ignored): extra_token')
+    assert len(warnings) == 2 and 'POSITION MISMATCH' in warnings[1]
+    assert 'RoPEVisionTransformer: 4 missing keys (left as initialised): ' \
+        'rope.freqs.0, rope.freqs.1, rope.freqs.2, rope.freqs.3' in [
+            r.getMessage() for r in log if r.levelno == logging.DEBUG]
 
 
 def test_same_position_scheme_loads_without_a_warning_also_strictly(

@@ -16,18 +16,21 @@ scheme: a checkpoint whose position tensors (``pos_embed``: APE;
 ``rope.freqs.<i>``) differ from the backbone's -- an APE checkpoint into a
 RoPE config, RoPE into APE, one scheme's frequencies into another's --
 gets one WARNING line naming both schemes and the tensors re-initialised
-and dropped; with ``strict=True`` in the ``Pretrained`` entry it is
-refused in one line (and so is any other missing or unexpected key).
+and dropped, and the key report's per-key warnings leave those tensors to
+it (a line of position keys only goes to DEBUG; other keys keep their
+warning); with ``strict=True`` in the ``Pretrained`` entry it is refused
+in one line (and so is any other missing or unexpected key).
 Schemes that save no tensors (``axial``, ``dinov3``, ``spiral``,
 ``lookhere``) cannot be told apart by a checkpoint's keys.
 """
+import contextlib
 import functools
 import logging
 import re
-from typing import FrozenSet, Iterable, Optional, Tuple
+from typing import FrozenSet, Iterable, List, Optional, Tuple
 
 import torch.nn as nn
-from mmengine.logging import print_log
+from mmengine.logging import MMLogger, print_log
 from mmpos_positions import PositionScheme, saved_tensors, scheme_name
 
 from mmpos.checkpoint.load import load_pretrained
@@ -137,12 +140,57 @@ def position_mismatch(module: nn.Module, report: KeyReport,
             f'{theirs}, the config builds {own}; {", ".join(fate)}')
 
 
+@contextlib.contextmanager
+def _held_records():
+    """Hold back the records of mmengine's current logger inside the block
+    (the block gets their list and may change them); they are logged, in
+    order, when it ends (also when it raises)."""
+    logger = MMLogger.get_current_instance()
+    held: List[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        held.append(record)
+        return False
+
+    logger.addFilter(hold)
+    try:
+        yield held
+    finally:
+        logger.removeFilter(hold)
+        for record in held:
+            if logger.isEnabledFor(record.levelno):
+                logger.handle(record)
+
+
+def _fold_position_keys(records: List[logging.LogRecord],
+                        report: KeyReport) -> None:
+    """Leave the position keys out of the key report's WARNING lines
+    (``<Target>: N missing keys (<fate>): k1, k2, ...``, one per kind):
+    the POSITION MISMATCH line names them. A line of position keys only
+    goes to DEBUG; a line with other keys keeps those, and their count."""
+    for record in records:
+        head, sep, listed = record.getMessage().rpartition('): ')
+        for keys in (report.missing, report.unexpected):
+            others = [k for k in keys if not _is_position_key(k)]
+            if (record.levelno != logging.WARNING or not sep
+                    or listed != ', '.join(keys) or others == keys):
+                continue
+            if others:
+                record.msg = head.replace(f': {len(keys)} ',
+                                          f': {len(others)} ', 1) \
+                    + sep + ', '.join(others)
+                record.args = ()
+            else:
+                record.levelno, record.levelname = logging.DEBUG, 'DEBUG'
+
+
 def load_backbone_pretrained(module: nn.Module, pretrained_cfg: dict,
                              resizable: Iterable[str] = ()
                              ) -> Optional[KeyReport]:
     """Load a backbone's ``Pretrained`` entry (:func:`split_pretrained_cfg`)
     with :func:`load_pretrained`, then check its position scheme
-    (:func:`position_mismatch`): a mismatch is one WARNING line, or, with
+    (:func:`position_mismatch`): a mismatch is one WARNING line (the key
+    report's lines leave the position keys to it), or, with
     ``strict=True`` in the entry, a :class:`CheckpointMismatchError`
     (``strict`` also refuses any other missing or unexpected key).
 
@@ -151,13 +199,18 @@ def load_backbone_pretrained(module: nn.Module, pretrained_cfg: dict,
     """
     strict = pretrained_cfg.get('strict', False)
     checkpoint = pretrained_cfg.get('checkpoint')
-    report = load_pretrained(module, checkpoint,
-                             prefix=pretrained_cfg.get('prefix', 'backbone.'),
-                             resizable=resizable)
+    source = f'pretrained checkpoint {checkpoint}'
+    with _held_records() as report_lines:
+        report = load_pretrained(
+            module, checkpoint,
+            prefix=pretrained_cfg.get('prefix', 'backbone.'),
+            resizable=resizable)
+        mismatch = '' if report is None else position_mismatch(
+            module, report, source)
+        if mismatch:
+            _fold_position_keys(report_lines, report)
     if report is None:
         return None
-    source = f'pretrained checkpoint {checkpoint}'
-    mismatch = position_mismatch(module, report, source)
     if mismatch and strict:
         raise CheckpointMismatchError(
             f'{mismatch}; refused (init_cfg strict=True)')

@@ -34,6 +34,7 @@ from torch import Tensor
 
 from mmpos.models.selfsup.droppos import DropPos, position_accuracy
 from mmpos.errors import BadInputError
+from mmpos.evaluation.frozen import with_progress
 
 
 def token_vit_config(backbone: dict) -> dict:
@@ -144,14 +145,16 @@ def train_position_probe(probe: LinearPositionProbe,
                          lr: float = 0.1,
                          weight_decay: float = 0.) -> list:
     """SGD (momentum 0.9, cosine lr) on the head for ``iters`` batches drawn
-    from ``batches``; returns the per-iteration losses."""
+    from ``batches`` (a progress bar when there are many,
+    :func:`~mmpos.evaluation.frozen.with_progress`); returns the
+    per-iteration losses."""
     params = [p for p in probe.parameters() if p.requires_grad]
     optim = torch.optim.SGD(params, lr=lr, momentum=0.9,
                             weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(optim, iters)
     probe.train()
     losses = []
-    for _ in range(iters):
+    for _ in with_progress(range(iters)):
         loss = probe(next(batches))['loss']
         optim.zero_grad()
         loss.backward()

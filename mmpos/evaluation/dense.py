@@ -16,15 +16,19 @@ from torch import Tensor
 
 from mmpos.apis.features import extract_features
 from mmpos.errors import BadInputError, UnsupportedModelError
+from .frozen import load_inputs, with_progress
 
 
 @torch.no_grad()
 def dense_features(backbone, inputs: Tensor, batch_size: int = 32,
-                   device='cpu') -> Dict[str, List[Optional[Tensor]]]:
+                   device='cpu', progress: Optional[bool] = None
+                   ) -> Dict[str, List[Optional[Tensor]]]:
     """Patch tokens and class tokens of every output of ``backbone``.
 
     Args:
         inputs: preprocessed images ``(N, 3, H, W)``.
+        progress: a bar over the batches
+            (:func:`~mmpos.evaluation.frozen.with_progress`).
 
     Returns:
         dict: ``patch``: per output block ``(N, C, h, w)``; ``cls``: per
@@ -32,7 +36,8 @@ def dense_features(backbone, inputs: Tensor, batch_size: int = 32,
     """
     patch: List[List[Tensor]] = []
     cls: List[List[Tensor]] = []
-    for start in range(0, inputs.shape[0], batch_size):
+    for start in with_progress(range(0, inputs.shape[0], batch_size),
+                               progress):
         layers = extract_features(
             backbone, inputs[start:start + batch_size].to(device))['layers']
         if not patch:
@@ -116,16 +121,18 @@ def resize_maps(maps: Sequence[np.ndarray], size: Tuple[int, int],
 
 
 def split_features(backbone, paths: Sequence[str], size, mean, std,
-                   batch_size: int = 32,
-                   device='cpu') -> Dict[str, List[Optional[Tensor]]]:
+                   batch_size: int = 32, device='cpu',
+                   progress: Optional[bool] = None
+                   ) -> Dict[str, List[Optional[Tensor]]]:
     """:func:`dense_features` of image files, read and preprocessed
     (:func:`mmpos.evaluation.frozen.load_inputs`, resized to ``size``) one
-    batch at a time."""
-    from .frozen import load_inputs
+    batch at a time; ``progress``: a bar over the batches
+    (:func:`~mmpos.evaluation.frozen.with_progress`)."""
     parts = [dense_features(backbone, load_inputs(
         paths[start:start + batch_size], size, mean, std), batch_size,
                             device)
-             for start in range(0, len(paths), batch_size)]
+             for start in with_progress(range(0, len(paths), batch_size),
+                                        progress)]
     if not parts:
         raise BadInputError('no image to extract features from')
     return {key: [None if parts[0][key][i] is None else torch.cat(

@@ -381,7 +381,9 @@ def augmented_memory(backbone, infos: Sequence[dict], size, mean, std,
                      memory_size: Optional[int] = None, seed: int = 0,
                      batch_size: int = 32, device='cpu'):
     """The memory bank of the last output of ``backbone`` over the training
-    images and labels of mmseg data ``infos`` (read one batch at a time).
+    images and labels of mmseg data ``infos`` (read one batch at a time; a
+    progress bar over the batches of all passes where there are many,
+    :func:`~mmpos.evaluation.frozen.with_progress`).
 
     Args:
         augment_epochs: passes over the images, each view augmented by
@@ -399,6 +401,7 @@ def augmented_memory(backbone, infos: Sequence[dict], size, mean, std,
 
     from .dense import dense_features, image_size, read_label_maps, \
         resize_maps
+    from .frozen import with_progress
     if augment_epochs < 0:
         raise BadInputError(f'augment_epochs must be >= 0, got '
                             f'{augment_epochs}')
@@ -411,30 +414,31 @@ def augmented_memory(backbone, infos: Sequence[dict], size, mean, std,
         per_view = max(1, memory_size // (len(infos) * passes))
     feats: List[Tensor] = []
     labels: List[Tensor] = []
-    for epoch in range(passes):
-        for start in range(0, len(infos), batch_size):
-            batch = infos[start:start + batch_size]
-            images = read_images([info['img_path'] for info in batch])
-            maps = read_label_maps(batch)
-            rngs = [np.random.default_rng([seed, epoch, start + i])
-                    for i in range(len(batch))]
-            if augment_epochs:
-                views = [augment_view(rng, img, torch.from_numpy(
-                    np.asarray(lab, np.int64)), size)
-                         for rng, img, lab in zip(rngs, images, maps)]
-                images = [v[0] for v in views]
-                targets = torch.stack([v[1] for v in views])
-            else:
-                targets = resize_maps(maps, image_size(size), torch.long)
-            patch = dense_features(backbone, preprocess(
-                images, size, mean, std), batch_size, device)['patch'][-1]
-            dist, valid = patch_label_distribution(
-                targets, patch.shape[-2:], num_classes, ignore_index)
-            if per_view is not None:
-                valid = sample_memory_patches(dist, valid, per_view, rngs)
-            part = memory_bank(patch, dist, valid)
-            feats.append(part[0])
-            labels.append(part[1])
+    for epoch, start in with_progress([
+            (epoch, start) for epoch in range(passes)
+            for start in range(0, len(infos), batch_size)]):
+        batch = infos[start:start + batch_size]
+        images = read_images([info['img_path'] for info in batch])
+        maps = read_label_maps(batch)
+        rngs = [np.random.default_rng([seed, epoch, start + i])
+                for i in range(len(batch))]
+        if augment_epochs:
+            views = [augment_view(rng, img, torch.from_numpy(
+                np.asarray(lab, np.int64)), size)
+                     for rng, img, lab in zip(rngs, images, maps)]
+            images = [v[0] for v in views]
+            targets = torch.stack([v[1] for v in views])
+        else:
+            targets = resize_maps(maps, image_size(size), torch.long)
+        patch = dense_features(backbone, preprocess(
+            images, size, mean, std), batch_size, device)['patch'][-1]
+        dist, valid = patch_label_distribution(
+            targets, patch.shape[-2:], num_classes, ignore_index)
+        if per_view is not None:
+            valid = sample_memory_patches(dist, valid, per_view, rngs)
+        part = memory_bank(patch, dist, valid)
+        feats.append(part[0])
+        labels.append(part[1])
     return torch.cat(feats), torch.cat(labels)
 
 

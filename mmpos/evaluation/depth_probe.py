@@ -86,20 +86,19 @@ evaluates with horizontal-flip test-time augmentation; mmpos keeps DINOv2's
 head and predicts without flips.
 """
 import math
-import sys
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from mmengine.evaluator import BaseMetric
-from mmengine.utils import track_iter_progress
 from mmseg.models.decode_heads.decode_head import BaseDecodeHead
 from torch import Tensor
 
 from mmpos.apis.features import init_quietly
 from mmpos.registry import METRICS, MODELS
 from mmpos.errors import BadInputError
+from .frozen import with_progress
 
 NORM_STRATEGIES = ('linear', 'softmax', 'sigmoid')
 
@@ -322,10 +321,7 @@ def fit_depth_probe(feats: dict, depths: Tensor, cls_token: bool = True,
                               weight_decay=weight_decay)
     num = depths.shape[0]
     head.train()
-    steps = range(iters)
-    if progress:
-        steps = track_iter_progress(steps, file=sys.stdout)
-    for _ in steps:
+    for _ in with_progress(range(iters), progress):
         idx = torch.randint(num, (min(batch_size, num), ), generator=gen)
         pred = head(head_inputs(feats, idx, cls_token))
         loss = sum(head.depth_losses(pred, depths[idx, None]).values())

@@ -11,6 +11,8 @@ from mmengine.config import Config
 from conftest import REPO
 from mmpos.apis import extract_features, init_backbone
 from mmpos_harness.results import read_run
+from mmpos.evaluation.dense import dense_features
+from mmpos.evaluation.frozen import PROGRESS_MIN_STEPS, batch_features
 from mmpos.evaluation.knn import knn_accuracy, knn_scores
 
 DEMO_ROPE = 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'
@@ -103,6 +105,42 @@ def test_knn_eval_raw_pixels_and_the_class_prior(tmp_path, mini_data):
     assert metrics['knn/class_prior_top1'] == pytest.approx(
         100 * counts['val'][majority] / sum(counts['val'].values()))
     assert 'pixels' in (work_dir / 'result.md').read_text()
+
+
+def test_knn_eval_shows_progress_over_many_batches(tmp_path, mini_data,
+                                                   capsys):
+    """#58: feature extraction over many batches shows mmengine's progress
+    bar (with_progress): the training split's 48 images at 4 a batch are
+    12 batches, the 16 query images 4 batches, under the threshold: no
+    bar."""
+    tool('knn_eval').main(list(map(str, [
+        DEMO_ROPE, 'pixels', '--data', MINI_CLS, '--data-root',
+        mini_data / 'cls', '--size', 32, '--batch-size', 4, '--work-dir',
+        tmp_path / 'knn'])))
+    out = capsys.readouterr().out
+    assert out.count('] 12/12, ') == 1 and '] 4/4, ' not in out, out
+
+
+@pytest.mark.parametrize('num,progress,bar', [
+    (PROGRESS_MIN_STEPS, None, True), (PROGRESS_MIN_STEPS - 1, None, False),
+    (PROGRESS_MIN_STEPS, False, False), (2, True, True)])
+def test_feature_extraction_progress(capsys, num, progress, bar):
+    """``batch_features`` and ``dense_features`` show a bar over their
+    batches from PROGRESS_MIN_STEPS on (or when told), and extract the same
+    features either way."""
+    backbone = init_backbone(Config(dict(model=dict(backbone=dict(
+        type='RoPEVisionTransformer', arch=dict(
+            embed_dims=16, num_layers=1, num_heads=2,
+            feedforward_channels=32), img_size=32, patch_size=16))))).eval()
+    images = torch.randn(num, 3, 32, 32)
+    feats = batch_features(backbone, images, 1, progress=progress)
+    assert (f'] {num}/{num}, ' in capsys.readouterr().out) == bar
+    dense = dense_features(backbone, images, 1, progress=progress)
+    assert (f'] {num}/{num}, ' in capsys.readouterr().out) == bar
+    torch.testing.assert_close(feats, batch_features(backbone, images, num))
+    torch.testing.assert_close(dense['patch'], dense_features(
+        backbone, images, num)['patch'])
+    assert capsys.readouterr().out == ''
 
 
 def mini_vit_config(**backbone):

@@ -38,6 +38,15 @@ files, the model files) are judged by behaviour; the rest of ``depends``
 (e.g. a tool's command line, a hook no probe runs) by text: their content
 now against the record's commit.
 
+Files moved since (``git diff -M``: a rename, perhaps with edits) keep
+what judged them: a file a probe reached is still judged by that probe,
+whose outputs are compared with the moved files' paths and module names
+read as they were (a table that cites the module that computed it); a
+text-judged file that changed only the names of moved modules (its
+imports, the references in its docstrings) has the code it had
+(:func:`~mmpos_harness.provenance.moved_only`); the probes a record calls
+for are those of its ``depends`` where they live now.
+
 :func:`status`: a result is ``current`` when every probe gives its stored
 values again (numbers within :data:`RTOL`: the same computation in another
 order; digests equal) and no text-judged file changed, ``stale``
@@ -116,9 +125,20 @@ def _numbers(node, prefix: str) -> dict:
     return {}
 
 
+# the JSON text of each digest computed in this process (:func:`same`
+# compares it again with the files renamed since named as before)
+_TEXTS: Dict[str, str] = {}
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def _digest(obj) -> str:
     text = json.dumps(obj, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    digest = _hash(text)
+    _TEXTS[digest] = text
+    return digest
 
 
 def _seed(seed: int) -> None:
@@ -544,8 +564,10 @@ def probes_for(depends: Iterable[str], command: str = '') -> List[str]:
 
 def record_probes(record: dict) -> List[str]:
     """The probes a stored provenance record's fingerprint holds: those of
-    its ``depends`` and command (:func:`probes_for`) as they were at its
-    commit: without the position schemes added since (a result that reads
+    its ``depends`` (their files renamed since under their new paths:
+    :func:`~mmpos_harness.provenance.renamed_depends`) and command
+    (:func:`probes_for`) as they were at its commit: without the position
+    schemes added since (a result that reads
     the registry's list built the schemes it held then), and without every
     scheme where no file of its ``depends`` read that list then."""
     return list(_record_probes(record['commit'],
@@ -556,6 +578,9 @@ def record_probes(record: dict) -> List[str]:
 @functools.lru_cache(None)
 def _record_probes(commit: str, depends: Tuple[str, ...],
                    command: str) -> Tuple[str, ...]:
+    # the code it ran where it lives now (a file renamed since calls for
+    # the same probes under its new path)
+    depends = tuple(provenance.renamed_depends(depends, commit))
     names = probes_for(depends, command)
     readers = provenance.registry_readers(depends)
     if readers and not provenance.registry_readers(readers, commit):
@@ -705,17 +730,28 @@ def load(fid: str, root: str = ROOT) -> dict:
         return json.load(f)
 
 
-def same(stored, now) -> bool:
+def same(stored, now, renames: Dict[str, str] = None) -> bool:
     """Whether a probe value is what was stored: digests equal, numbers
-    within :data:`RTOL` / :data:`ATOL`."""
+    within :data:`RTOL` / :data:`ATOL`. With ``renames`` (``{old path: new
+    path}`` of the files moved since the fingerprint's commit), a digest
+    is also the stored one when its text, with those files' new paths and
+    module names written as the old ones
+    (:func:`~mmpos_harness.provenance.undo_renames`), is the stored text:
+    e.g. a table that cites the file whose functions computed it."""
     if isinstance(stored, str) or isinstance(now, str):
-        return stored == now
+        return stored == now or (bool(renames) and now in _TEXTS and _hash(
+            provenance.undo_renames(_TEXTS[now], renames)) == stored)
     return math.isclose(stored, now, rel_tol=RTOL, abs_tol=ATOL)
 
 
 def changed_probes(fingerprint: dict) -> List[str]:
     """The probes of a stored fingerprint whose outputs differ now (a
-    config that no longer exists: its probe, changed)."""
+    config that no longer exists: its probe, changed), a file's path in
+    them read as it was at the fingerprint's commit (:func:`same`)."""
+    try:
+        renames = dict(provenance.renames_since(fingerprint['commit']))
+    except subprocess.CalledProcessError:  # not in this clone
+        renames = {}
     changed = []
     for name, stored in sorted(fingerprint['probes'].items()):
         if name.startswith('config:') and not osp.isfile(
@@ -725,7 +761,7 @@ def changed_probes(fingerprint: dict) -> List[str]:
         values = dict(run_probe(name)[0])
         diff = [k for k in sorted(set(stored['values']) | set(values))
                 if k not in values or k not in stored['values']
-                or not same(stored['values'][k], values[k])]
+                or not same(stored['values'][k], values[k], renames)]
         if diff:
             changed.append(f'{name} ({", ".join(diff[:3])}'
                            f'{", ..." if len(diff) > 3 else ""})')

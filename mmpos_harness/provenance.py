@@ -28,11 +28,13 @@ import inspect
 import os
 import os.path as osp
 import platform
+import re
 import subprocess
 import tempfile
 import time
 from types import MappingProxyType
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import (Dict, Iterable, List, Mapping, Optional, Sequence, Set,
+                    Tuple)
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 
@@ -410,21 +412,145 @@ def changed_since(provenance: dict, root: str = ROOT) -> List[str]:
     that changed one of its ``depends`` (newest first); empty when the
     result still measures the current code, i.e. when its ``depends`` hold
     at ``HEAD`` what they held at its commit (a change and its revert leave
-    a result current).
+    a result current) or only what :func:`moved_only` finds: the same code
+    once the files renamed since are named as before.
 
     Raises:
         LookupError: the record's commit is not in the repository (a
             shallow clone, or history rewritten since).
     """
+    commit = provenance['commit']
     try:
-        _git('cat-file', '-e', f'{provenance["commit"]}^{{commit}}',
-             root=root)
+        _git('cat-file', '-e', f'{commit}^{{commit}}', root=root)
     except subprocess.CalledProcessError:
-        raise LookupError(f'commit {provenance["commit"]} of '
+        raise LookupError(f'commit {commit} of '
                           f'"{provenance["command"]}" is not in {root}') \
             from None
-    if not _git('diff', '--name-only', provenance['commit'], 'HEAD', '--',
-                *provenance['depends'], root=root):
+    changed = _git('diff', '--name-only', commit, 'HEAD', '--',
+                   *provenance['depends'], root=root).splitlines()
+    renames = renames_since(commit, root)
+    sources = {new: old for old, new in renames.items()}
+    changed = {sources.get(f, f) for f in changed}
+    changed = sorted(f for f in changed if not moved_only(f, commit, root))
+    if not changed:
         return []
-    return _git('log', '--format=%h %s', f'{provenance["commit"]}..HEAD',
-                '--', *provenance['depends'], root=root).splitlines()
+    return _git('log', '--format=%h %s', f'{commit}..HEAD', '--', *changed,
+                *(renames[f] for f in changed if f in renames),
+                root=root).splitlines()
+
+
+@functools.lru_cache(None)
+def renames_since(commit: str, root: str = ROOT
+                  ) -> 'MappingProxyType[str, str]':
+    """``{path at commit: path at HEAD}`` of the files git finds renamed
+    between ``commit`` and ``HEAD`` (``git diff -M``: moved, and perhaps
+    edited, with at least half of their content kept)."""
+    found = {}
+    for line in _git('diff', '-M', '--name-status', '--diff-filter=R',
+                     commit, 'HEAD', root=root).splitlines():
+        _, old, new = line.split('\t')
+        found[old] = new
+    return MappingProxyType(found)
+
+
+def renamed_depends(depends: Iterable[str], commit: str,
+                    root: str = ROOT) -> List[str]:
+    """``depends`` of a record measured at ``commit`` with the paths that
+    its files renamed since have now (:func:`renames_since`): the code it
+    ran, where it lives now."""
+    depends = set(depends)
+    moved = {new for old, new in renames_since(commit, root).items()
+             if any(old == d or old.startswith(d.rstrip('/') + '/')
+                    for d in depends)}
+    return sorted(depends | moved)
+
+
+def _module(path: str) -> str:
+    """The module name of the Python file ``path`` (``a/b/__init__.py``:
+    ``a.b``)."""
+    parts = path[:-len('.py')].split('/')
+    return '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
+
+
+def undo_renames(text: str, renames: Mapping[str, str]) -> str:
+    """``text`` with each renamed file's new path (``renames``: ``{old:
+    new}``) written as its old one, and for a Python file its new module
+    name (``mmpos_stats.paired``) as its old one."""
+    for old, new in renames.items():
+        text = text.replace(new, old)
+        if old.endswith('.py') and new.endswith('.py'):
+            text = re.sub(rf'(?<![\w.]){re.escape(_module(new))}(?!\w)',
+                          _module(old), text)
+    return text
+
+
+def _imports(node: ast.stmt, path: str) -> List[Tuple[str, str]]:
+    """``(bound name, module or name it binds)`` of an import statement of
+    the file ``path`` (relative imports resolved against its package)."""
+    if isinstance(node, ast.Import):
+        return [(a.asname or a.name.split('.')[0], a.name)
+                for a in node.names]
+    package = _module(path).split('.')
+    if not path.endswith('__init__.py'):
+        package = package[:-1]
+    base = node.module or ''
+    if node.level:
+        base = '.'.join(package[:len(package) - node.level + 1] +
+                        ([node.module] if node.module else []))
+    return [(a.asname or a.name, f'{base}.{a.name}') for a in node.names]
+
+
+def code_of(text: str, path: str,
+            renames: Mapping[str, str] = MappingProxyType({})) -> str:
+    """The code of the Python source ``text`` of the file ``path``: its
+    syntax tree (docstrings and every other constant kept; comments and
+    layout not), each run of consecutive import statements as the sorted
+    ``(name, module)`` pairs it binds (:func:`_imports`: ``from a import
+    b`` and ``import a.b as b`` are one); the files and modules of
+    ``renames`` (``{old: new}``) named as before (:func:`undo_renames`) in
+    its strings and imports."""
+    tree = ast.parse(text, path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            node.value = undo_renames(node.value, renames)
+        for field, value in ast.iter_fields(node):
+            if not (isinstance(value, list) and value
+                    and isinstance(value[0], ast.stmt)):
+                continue
+            merged, run = [], None
+            for stmt in value:
+                if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                    if run is None:
+                        run = ast.Import(names=[])
+                        merged.append(run)
+                    run.names += [ast.alias(name=undo_renames(
+                        f'{module} as {name}', renames))
+                        for name, module in _imports(stmt, path)]
+                    run.names.sort(key=lambda a: a.name)
+                else:
+                    run = None
+                    merged.append(stmt)
+            setattr(node, field, merged)
+    return ast.dump(tree)
+
+
+@functools.lru_cache(None)
+def moved_only(path: str, commit: str, root: str = ROOT) -> bool:
+    """Whether the file ``path`` of ``commit`` holds at ``HEAD`` (under its
+    new name, where renamed) what it held then once the renames since
+    (:func:`renames_since`) are undone in it (:func:`undo_renames`): for a
+    Python file the same code (:func:`code_of`), i.e. it changed only the
+    names of files and modules moved since (an import of a moved module)."""
+    renames = renames_since(commit, root)
+    try:
+        old = _git('show', f'{commit}:{path}', root=root)
+        new = _git('show', f'HEAD:{renames.get(path, path)}', root=root)
+    except subprocess.CalledProcessError:  # added or deleted since
+        return False
+    if not path.endswith('.py'):
+        return undo_renames(new, renames) == old
+    try:
+        return code_of(old, path) == code_of(new, renames.get(path, path),
+                                             renames)
+    except SyntaxError:
+        return False

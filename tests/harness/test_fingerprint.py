@@ -79,6 +79,23 @@ def test_probes_for_follow_the_depends():
         fingerprint.run_probe('nonsense')
 
 
+def test_a_digest_reads_the_files_moved_since_under_their_old_names():
+    """A probe's text output (a digest) that cites a module moved since the
+    fingerprint's commit is the stored one when, with the moved file's
+    path and module name written as before, its text is; any other change
+    of the text is not."""
+    renames = {'pkg/stats.py': 'newstats/__init__.py'}
+    stored = fingerprint._digest(['p 0.02 (pkg/stats.py)', 'pkg.stats.welch'])
+    moved = fingerprint._digest(['p 0.02 (newstats/__init__.py)',
+                                 'newstats.welch'])
+    other = fingerprint._digest(['p 0.03 (newstats/__init__.py)',
+                                 'newstats.welch'])
+    assert not fingerprint.same(stored, moved)
+    assert fingerprint.same(stored, moved, renames)
+    assert not fingerprint.same(stored, other, renames)
+    assert fingerprint.same(1.0, 1.0 + 1e-9, renames)
+
+
 def test_text_judged_files_are_those_no_probe_reaches():
     path, record = next((p, r) for p, r in fingerprint.stored_records()
                         if 'method_ranking.py' in r['command'])

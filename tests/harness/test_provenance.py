@@ -142,3 +142,63 @@ def test_a_tree_without_git_records_no_git(tmp_path):
         'code/a.py']
     with pytest.raises(LookupError, match='is not in'):
         provenance.changed_since(record, root=str(REPO))
+
+
+def test_a_moved_module_and_the_imports_that_follow_it_change_nothing(
+        tmp_path):
+    """A module moved with ``git mv`` (perhaps edited) and a file whose
+    only change is to import it, and name it in its docstring, from its
+    new place: the file holds the code it held (``moved_only``), so a
+    record that depends on it is current; a change of what either
+    computes is not."""
+    git(tmp_path, 'init', '-q')
+    git(tmp_path, 'config', 'user.email', 't@t')
+    git(tmp_path, 'config', 'user.name', 't')
+    (tmp_path / 'pkg').mkdir()
+    (tmp_path / 'pkg' / '__init__.py').write_text('')
+    (tmp_path / 'pkg' / 'stats.py').write_text(
+        'def double(x):\n    """Twice ``x``."""\n    return 2 * x\n\n\n'
+        'def half(x):\n    return x / 2\n')
+    (tmp_path / 'tool.py').write_text(
+        '"""Prints :func:`pkg.stats.double` of 1 (pkg/stats.py)."""\n'
+        'import os\nfrom pkg import stats\n\nprint(stats.double(1), os.sep)\n')
+    git(tmp_path, 'add', '-A')
+    git(tmp_path, 'commit', '-qm', 'first')
+    root = str(tmp_path)
+    record = dict(command='python tool.py', depends=['pkg', 'tool.py'],
+                  commit=provenance._git('rev-parse', 'HEAD', root=root))
+    (tmp_path / 'newstats').mkdir()
+    git(tmp_path, 'mv', 'pkg/stats.py', 'newstats/__init__.py')
+    (tmp_path / 'tool.py').write_text(
+        '"""Prints :func:`newstats.double` of 1 (newstats/__init__.py)."""\n'
+        'import os\n\nimport newstats as stats  # moved\n\n'
+        'print(stats.double(1), os.sep)\n')
+    git(tmp_path, 'commit', '-qam', 'statistics as a package of their own')
+    renames = provenance.renames_since(record['commit'], root)
+    assert dict(renames) == {'pkg/stats.py': 'newstats/__init__.py'}
+    assert provenance.undo_renames(
+        'see newstats.double in newstats/__init__.py', renames) == \
+        'see pkg.stats.double in pkg/stats.py'
+    assert provenance.renamed_depends(['pkg'], record['commit'], root) == [
+        'newstats/__init__.py', 'pkg']
+    assert provenance.moved_only('tool.py', record['commit'], root)
+    assert provenance.moved_only('pkg/stats.py', record['commit'], root)
+    assert provenance.changed_since(record, root=root) == []
+    # the moved module computes something else
+    (tmp_path / 'newstats' / '__init__.py').write_text(
+        'def double(x):\n    """Twice ``x``."""\n    return 3 * x\n\n\n'
+        'def half(x):\n    return x / 2\n')
+    git(tmp_path, 'commit', '-qam', 'thrice')
+    provenance.moved_only.cache_clear()
+    assert not provenance.moved_only('pkg/stats.py', record['commit'], root)
+    assert provenance.changed_since(record, root=root)[0].endswith(' thrice')
+    git(tmp_path, 'revert', '--no-edit', 'HEAD')
+    provenance.moved_only.cache_clear()
+    assert provenance.changed_since(record, root=root) == []
+    # the tool computes something else
+    (tmp_path / 'tool.py').write_text(
+        (tmp_path / 'tool.py').read_text().replace('double(1)', 'double(2)'))
+    git(tmp_path, 'commit', '-qam', 'of 2')
+    provenance.moved_only.cache_clear()
+    assert not provenance.moved_only('tool.py', record['commit'], root)
+    assert provenance.changed_since(record, root=root)[0].endswith(' of 2')

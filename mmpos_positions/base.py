@@ -15,6 +15,7 @@ from typing import List, Optional, Sequence, Union
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from torch import Tensor
 
 from .window import padded_hw, window_partition
@@ -183,6 +184,20 @@ def per_window(x: Tensor, n: int) -> Tensor:
     return x.unflatten(-4, (-1, n))
 
 
+def tile_windows(t: Tensor, batch: int) -> Tensor:
+    """``t`` ``(n, ...)`` for ``batch`` token sets: itself for ``n`` in
+    ``(1, batch)``, else repeated (the ``n`` windows of one image for
+    ``batch = B n`` windows, batch-major as
+    :func:`~.window.window_partition` orders them)."""
+    n = t.shape[0]
+    if n in (1, batch):
+        return t
+    if batch % n:
+        raise ValueError(f'a table of {n} position sets cannot serve '
+                         f'{batch} token sets')
+    return t.repeat(batch // n, *([1] * (t.dim() - 1)))
+
+
 class PositionTable:
     """One block's positions of the last ``M`` tokens, applied by attention:
     :meth:`rotate` on queries and keys and the additive :attr:`attn_bias`.
@@ -225,6 +240,30 @@ class PositionTable:
     def export(self) -> 'PositionTable':
         """The same table with real tensors only (ONNX); ``self`` here."""
         return self
+
+    def logit_bias(self, num_tokens: int, batch: int) -> Optional[Tensor]:
+        """:attr:`attn_bias` over all ``N = num_tokens`` tokens of ``batch``
+        token sets, ``(1 | batch, heads | 1, N, N)`` (0 on the prefix's rows
+        and columns; :func:`tile_windows`), added to the attention's
+        logits; ``None`` without bias."""
+        if self.attn_bias is None:
+            return None
+        pad = (num_tokens - self.num_tokens, 0) * 2
+        return tile_windows(F.pad(self.attn_bias, pad), batch)
+
+
+class BiasTable(PositionTable):
+    """A bias-only table (LookHere, a bound PaPE table): ``attn_bias``
+    ``(n, heads, M, M)``; rotates nothing (returns ``x`` itself after
+    :meth:`num_prefix`'s check)."""
+
+    def __init__(self, attn_bias: Tensor):
+        self.attn_bias = attn_bias
+        self.num_tokens = attn_bias.shape[-1]
+
+    def rotate_tokens(self, x: Tensor) -> Tensor:
+        self.num_prefix(x)
+        return x
 
 
 class PositionScheme(nn.Module):

@@ -9,7 +9,7 @@ from typing import List, Sequence
 import torch
 from torch import Tensor
 
-from .base import PositionScheme, PositionTable, check_choice
+from .base import BiasTable, PositionScheme, check_choice
 
 #: the head directions per field of view, cycled over the heads (LH-180:
 #: half planes, LH-90: quadrants, LH-45: 45-degree wedges)
@@ -60,19 +60,6 @@ def lookhere_bias(coords: Tensor, directions: Sequence[str], slopes: Tensor,
     slopes = slopes.to(dist)[..., None, :, None, None]  # (.., 1, heads, 1, 1)
     bias = -slopes * dist.nan_to_num(0.)[:, None]
     return bias.masked_fill(~visible, torch.finfo(torch.float32).min)
-
-
-class BiasTable(PositionTable):
-    """A bias-only table: ``attn_bias`` ``(n, heads, M, M)``; rotates
-    nothing (returns ``x`` itself after :meth:`num_prefix`'s check)."""
-
-    def __init__(self, attn_bias: Tensor):
-        self.attn_bias = attn_bias
-        self.num_tokens = attn_bias.shape[-1]
-
-    def rotate_tokens(self, x: Tensor) -> Tensor:
-        self.num_prefix(x)
-        return x
 
 
 class LookHere(PositionScheme):

@@ -29,7 +29,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .base import PositionScheme, PositionTable, full_precision
+from .base import (BiasTable, PositionScheme, full_precision,
+                   tile_windows)
 from .tokens import TokenTable
 
 
@@ -39,20 +40,6 @@ def _linear_init(rows: int, cols: int) -> Tensor:
     weight = torch.empty(rows, cols)
     nn.init.kaiming_uniform_(weight, a=math.sqrt(5))
     return weight
-
-
-def _tile(t: Tensor, batch: int) -> Tensor:
-    """``t`` ``(n, ...)`` for ``batch`` rows: itself for ``n`` in ``(1,
-    batch)``, else repeated (``n`` windows of one image for ``batch = B n``
-    windows, batch-major as :func:`~.window.window_partition` orders
-    them)."""
-    n = t.shape[0]
-    if n in (1, batch):
-        return t
-    if batch % n:
-        raise ValueError(f'a table of {n} position sets cannot serve '
-                         f'{batch} token sets')
-    return t.repeat(batch // n, *([1] * (t.dim() - 1)))
 
 
 def parabola_bias(u: Tensor, a: Tensor, b: Optional[Tensor] = None
@@ -73,19 +60,6 @@ def parabola_bias(u: Tensor, a: Tensor, b: Optional[Tensor] = None
         (u, u.square()), -1).transpose(-1, -2)
 
 
-class BoundBiasTable(PositionTable):
-    """A :class:`ParabolaTable` bound to one attention call: the bias
-    ``attn_bias`` ``(B', heads, M, M)``, no rotation."""
-
-    def __init__(self, attn_bias: Tensor):
-        self.attn_bias = attn_bias
-        self.num_tokens = attn_bias.shape[-1]
-
-    def rotate_tokens(self, x: Tensor) -> Tensor:
-        self.num_prefix(x)
-        return x
-
-
 class ParabolaTable(TokenTable):
     """One block's PaPE / PaPE-RI table: the projected positions ``u``
     ``(n, heads, M, P)`` (0 where there is none), ``missing`` ``(n, M)``,
@@ -99,7 +73,7 @@ class ParabolaTable(TokenTable):
         self.slopes, self.scale = slopes, scale
         self.num_tokens = u.shape[-2]
 
-    def bind(self, x: Tensor) -> BoundBiasTable:
+    def bind(self, x: Tensor) -> BiasTable:
         """The bias of the ``(B', N, C)`` tokens ``x`` (the last ``M`` are
         the positioned ones), in fp32 at least outside autocast."""
         batch, heads = x.shape[0], self.u.shape[1]
@@ -114,16 +88,16 @@ class ParabolaTable(TokenTable):
             feats = feats.unflatten(-1, (-1, heads, feats.shape[-1] //
                                          (heads * (2 if self.slopes else 1))))
             feats = feats.permute(2, 0, 3, 1, 4)  # (k, B', heads, M, P')
-            u = _tile(self.u.to(dtype), batch).expand(batch, -1, -1, -1)
+            u = tile_windows(self.u, batch).to(dtype).expand(batch, -1, -1, -1)
             # centred (the bias depends on differences only): smaller
             # squares in the expansion, less fp32 cancellation on large grids
             u = u - u.mean(-2, keepdim=True)
             bias = parabola_bias(u, F.softplus(feats[0]),
                                  feats[1] if self.slopes else None)
-            missing = _tile(self.missing, batch)
+            missing = tile_windows(self.missing, batch)
             none = missing[:, None, :, None] | missing[:, None, None, :]
             bias = (bias * self.scale).masked_fill(none, 0.)
-        return BoundBiasTable(bias)
+        return BiasTable(bias)
 
 
 class PaPE(PositionScheme):

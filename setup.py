@@ -25,11 +25,13 @@ setup(
     version=read_version(),
     description='Position-aware self-supervised pretraining and transfer '
     'for vision transformers, on the OpenMMLab stack',
-    # the library, its torch-only position schemes and, beside them, the
-    # harness that reproduces the README's numbers with it (mini data,
-    # demo, method ranking, paper tables)
+    # the library, its torch-only position schemes, its statistics (numpy
+    # and scipy only) and, beside them, the harness that reproduces the
+    # README's numbers with it (mini data, demo, method ranking, paper
+    # tables)
     packages=find_packages(include=('mmpos', 'mmpos.*', 'mmpos_harness',
-                                    'mmpos_harness.*', 'mmpos_positions')),
+                                    'mmpos_harness.*', 'mmpos_positions',
+                                    'mmpos_stats')),
     python_requires='>=3.9',
     install_requires=read_requirements('build.txt') +
     read_requirements('runtime.txt'),

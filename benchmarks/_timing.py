@@ -1,8 +1,9 @@
 """Shared measurement for the scripts in ``benchmarks/``.
 
-Needs only torch (``rope_attention_device.py`` runs where the OpenMMLab stack
-is absent); the scripts import it as a sibling module, so each runs
-standalone as ``python benchmarks/<script>.py``.
+Needs only torch and :mod:`mmpos_stats` (numpy, scipy):
+``rope_attention_device.py`` runs where the OpenMMLab stack is absent; the
+scripts import it as a sibling module, so each runs standalone as ``python
+benchmarks/<script>.py``.
 
 * **Steps.** :func:`train_step` wraps a loss closure into one training step:
   loss (under autocast when an AMP dtype is given; dict losses are summed
@@ -19,9 +20,8 @@ standalone as ``python benchmarks/<script>.py``.
 * **Ratios** (:func:`ratio`): one round holds one call of each step, so
   the rounds pair the steps. A ratio ours / baseline is the geometric mean
   of the per-round ratios with its 95 % interval, the paired t test on the
-  per-round log times (``mmpos.evaluation.stats.paired``, read from its
-  file: it needs numpy and scipy, not the OpenMMLab stack); fewer than 2
-  rounds give no interval. A row whose target bounds the time (``'<= x'``,
+  per-round log times (``mmpos_stats.paired``: numpy and scipy, not the
+  OpenMMLab stack); fewer than 2 rounds give no interval. A row whose target bounds the time (``'<= x'``,
   ``'time < x'``, :func:`time_bound`) carries the test of its log ratio
   against ``log x`` (``target_test``); ``run.py`` adjusts a run's target
   tests together (Holm) and reads the verdict: ``met`` (the ratio is below
@@ -56,8 +56,6 @@ standalone as ``python benchmarks/<script>.py``.
 import argparse
 import contextlib
 import ctypes
-import functools
-import importlib.util
 import math
 import os
 import re
@@ -67,6 +65,8 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 from torch.profiler import ProfilerActivity, profile
+
+import mmpos_stats
 
 try:
     import resource
@@ -304,17 +304,6 @@ def measure(steps: Dict[str, Callable[[], None]],
     return stats
 
 
-@functools.lru_cache(maxsize=None)
-def stats_module():
-    """``mmpos/evaluation/stats.py`` loaded from its file (numpy, scipy)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                        os.pardir, 'mmpos', 'evaluation', 'stats.py')
-    spec = importlib.util.spec_from_file_location('_mmpos_stats', path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _log_times(stats: dict, what: str) -> list:
     if 'times_ms' not in stats:
         raise ValueError(f'{what}: an entry without per-round times '
@@ -338,15 +327,15 @@ def ratio_of_logs(logs: Sequence[float], key: str = 'time_ratio',
     one-sample t (None with fewer than 2 replicates or equal ratios); with
     a ``target`` that bounds the time (:func:`time_bound`),
     ``target_test``: the one-sample t of the log ratios against the log
-    bound (a ``stats.Comparison`` as a dict, adjusted by ``run.py``)."""
-    stats = stats_module()
-    test = stats.paired(logs, [0.] * len(logs))
+    bound (a ``mmpos_stats.Comparison`` as a dict, adjusted by
+    ``run.py``)."""
+    test = mmpos_stats.paired(logs, [0.] * len(logs))
     out = {key: math.exp(test.difference),
            f'{key}_low': None if test.low is None else math.exp(test.low),
            f'{key}_high': None if test.high is None else math.exp(test.high)}
     bound = time_bound(target)
     if bound is not None:
-        out['target_test'] = stats.paired(
+        out['target_test'] = mmpos_stats.paired(
             logs, [math.log(bound)] * len(logs)).asdict()
     return out
 

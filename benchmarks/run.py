@@ -60,6 +60,7 @@ import time
 
 import _timing
 
+import mmpos_stats as stats
 from mmpos.checkpoint import write_atomically
 from mmpos.guardrails.cli import cli_main
 from mmpos.guardrails.launch import work_dir_lock
@@ -84,9 +85,9 @@ BENCHMARKS = {
 }
 DEFAULT_OUT = osp.join(osp.dirname(osp.abspath(__file__)), 'results')
 # what every benchmark's numbers go through beside its own module (the
-# intervals and verdicts: mmpos/evaluation/stats.py)
+# intervals and verdicts: mmpos_stats)
 CODE = ('benchmarks/_timing.py', 'benchmarks/run.py', 'mmpos/models',
-        'mmpos/datasets', 'mmpos/engine', 'mmpos/evaluation/stats.py')
+        'mmpos/datasets', 'mmpos/engine', 'mmpos_stats')
 
 
 def depends(names) -> list:
@@ -184,7 +185,6 @@ def judge_targets(rows: list) -> None:
     ``target_verdict``: ``met`` (the ratio is below the bound at adjusted
     p < 0.05), ``missed`` (above), ``no verdict`` or ``no test`` (fewer
     than 2 rounds)."""
-    stats = _timing.stats_module()
     judged = [row for row in rows if row.get('target_test')]
     tests = stats.family([stats.Comparison.from_dict(row['target_test'])
                           for row in judged], stats.HOLM)

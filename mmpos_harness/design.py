@@ -42,7 +42,7 @@ A design file (YAML)::
 against ``reference``; ``[arm, task, other]`` against another arm or a
 baseline, ``pixels`` or ``image-free``) and their ``kind``:
 ``difference`` (Welch, two-sided, the default), ``equivalence`` (TOST
-within the task's ``margins``, :func:`~mmpos.evaluation.stats.tost`) or
+within the task's ``margins``, :func:`~mmpos_stats.tost`) or
 ``above_margin`` (the difference's interval at the family's level lies
 above the task's margin).
 """
@@ -56,8 +56,8 @@ from typing import Dict, List
 
 import yaml
 
+import mmpos_stats as stats
 from mmpos.errors import BadInputError
-from mmpos.evaluation import stats
 
 from .provenance import ROOT
 
@@ -253,7 +253,7 @@ def run_sd(summary_path: str, task: str) -> tuple:
     """The per-run SD of ``task``'s first metric in a stored comparison
     summary: the per-pretraining-run means (each the mean over its
     transfer seeds; complete runs only) pooled within the inits
-    (:func:`~mmpos.evaluation.stats.pooled_sd`). Returns ``(sd, df)``."""
+    (:func:`~mmpos_stats.pooled_sd`). Returns ``(sd, df)``."""
     spec = _summary(summary_path)['tasks'][task]
     key = next(iter(spec['metrics']))
     groups = []
@@ -330,7 +330,7 @@ def runs_needed(design: dict) -> Dict[str, int]:
     """Per task with a ``power.deltas`` entry, the pretraining runs per arm
     that detect that difference with ``power.target`` power at the level
     of the largest family testing the task (``alpha / m``, Holm's and
-    BH's level for a lone effect, :func:`~mmpos.evaluation.stats.
+    BH's level for a lone effect, :func:`~mmpos_stats.
     family_alpha`), with the stored per-run SD (:func:`run_sd`)."""
     power = design['power']
     out = {'/'.join(e['test']): e['needed'] for e in effects(design)

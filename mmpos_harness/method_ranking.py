@@ -38,7 +38,7 @@ Seeds: each method is pretrained with every ``--pretrain-seeds`` seed (random
 init: that many random draws of the backbone), each transferred with every
 ``--seeds`` seed; the differences are tested as :mod:`~.comparison.seeds`
 says (Welch's t on the per-pretraining-run means, Holm over the table,
-:mod:`mmpos.evaluation.stats`). The pretraining runs log
+:mod:`mmpos_stats`). The pretraining runs log
 HealthMonitorHook's collapse monitors (every mini config has it); a
 collapsed run flags its method in the table, which still ranks it.
 
@@ -72,8 +72,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from mmengine.config import Config
 
+import mmpos_stats as stats
 from mmpos.checkpoint import write_atomically
-from mmpos.evaluation import stats
 from mmpos.evaluation.dense_suite import RAW_PIXELS as PIXELS
 from mmpos.guardrails.cli import cli_main
 from mmpos.guardrails.config_check import lookup_path
@@ -384,12 +384,12 @@ def _tune_values(config):
 def choose(log, entries, args):
     """Per method of ``log``: the chosen entry (highest mean of the tuning
     metric, configurations with a collapsed run excluded), its margin over
-    the runner-up (:func:`mmpos.evaluation.stats.paired` over the seeds,
+    the runner-up (:func:`mmpos_stats.paired` over the seeds,
     Holm over the methods), the grid axes it sits on the edge of
     (:func:`grid_edges`); and ``log['power']``: the pretraining-run SD
-    pooled over every configuration (:func:`~mmpos.evaluation.stats.
+    pooled over every configuration (:func:`~mmpos_stats.
     pooled_sd`) and the runs per method that detect ``--target``
-    (:func:`~mmpos.evaluation.stats.runs_for_difference`)."""
+    (:func:`~mmpos_stats.runs_for_difference`)."""
     margins = {}
     for method, entry in log['methods'].items():
         healthy = [c for c in entry['configs'] if not c['collapsed']]

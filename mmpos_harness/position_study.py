@@ -53,7 +53,7 @@ images are
 cached in ``OUT_DIR/data``). Then ``OUT_DIR/position_study.{md,json,png}``:
 per table, row and column the top-1 mean +- std over the seeds (sample
 std) and a paired t over the training seeds
-(:func:`mmpos.evaluation.stats.paired`): at each size against APE at that
+(:func:`mmpos_stats.paired`): at each size against APE at that
 size; in the change column (largest size minus training size) against
 APE's change, APE's own change against 0; in the shuffle table the
 shuffled accuracy against the same model's intact one. Each table is one
@@ -86,10 +86,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import mmpos_stats as stats
 from mmpos.analysis.pictures import save_figure
 from mmpos.apis.features import init_quietly
 from mmpos.checkpoint import atomic_open, write_atomically
-from mmpos.evaluation import stats
 from mmpos.guardrails.cli import cli_main
 from mmpos.guardrails.launch import work_dir_lock
 from mmpos_positions.linear import FREQ_SCALINGS
@@ -693,7 +693,7 @@ def shuffle_table(runs: dict, train_size: int) -> dict:
 def analyse(table: dict) -> dict:
     """(Re)compute a table's statistics from its cells' ``values``:
     ``mean``, ``std``, and for a cell with ``against`` the paired test
-    (:func:`~mmpos.evaluation.stats.paired` over the seeds) of its values
+    (:func:`~mmpos_stats.paired` over the seeds) of its values
     against that cell's (``'zero'``: against 0), adjusted by
     Benjamini-Hochberg over the table (one family). Returns ``table``."""
     rows, tested = table['rows'], []

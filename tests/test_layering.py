@@ -8,8 +8,9 @@ it counts as the top. mmpos' registries live in :mod:`mmpos.registry`
 registers them (``import mmpos.models``), never the whole package.
 
 Below every layer, outside ``mmpos``: the position schemes
-(``mmpos_positions``), which import torch and themselves only, so that
-they run without the OpenMMLab stack.
+(``mmpos_positions``), which import torch and themselves only, and the
+statistics (``mmpos_stats``), which import numpy and scipy only (no torch),
+so that both run without the OpenMMLab stack.
 """
 import subprocess
 import sys
@@ -127,5 +128,46 @@ def test_positions_and_the_device_benchmark_run_without_openmmlab():
                          capture_output=True, text=True).stdout
     loaded = set(eval(out))
     assert 'mmpos_positions' in loaded
+    assert not loaded & {'mmpos', 'mmengine', 'mmpretrain', 'mmcv', 'mmdet',
+                         'mmseg'}
+
+
+#: what ``mmpos_stats`` may import
+NUMPY_SCIPY = ('numpy', 'scipy', 'collections', 'dataclasses', 'math',
+               'typing')
+
+
+def test_stats_import_numpy_and_scipy_only():
+    """Every import of ``mmpos_stats`` is numpy, scipy or a standard
+    library module of :data:`NUMPY_SCIPY`: no torch, no ``mmpos``."""
+    offenders = [
+        f'{path.relative_to(REPO)}:{line}: {name}'
+        for path in sorted((REPO / 'mmpos_stats').glob('*.py'))
+        for line, name in provenance.imported_modules(
+            str(path.relative_to(REPO)), str(REPO))
+        if name.split('.')[0] not in NUMPY_SCIPY + ('mmpos_stats', )]
+    assert not offenders, '\n'.join(offenders)
+
+
+def test_stats_and_the_benchmarks_timing_run_without_openmmlab():
+    """Importing the statistics, and the benchmarks' timing helpers that
+    judge their verdicts with them, loads no OpenMMLab package and no
+    ``mmpos``; the statistics load no torch."""
+    code = ('import sys; import mmpos_stats; '
+            'mmpos_stats.welch([1., 2., 3.], [2., 3., 5.]); '
+            'print(sorted({m.split(".")[0] for m in sys.modules}))')
+    loaded = set(eval(subprocess.run(
+        [sys.executable, '-c', code], cwd=REPO, check=True,
+        capture_output=True, text=True).stdout))
+    assert {'mmpos_stats', 'scipy'} <= loaded
+    assert not loaded & {'torch', 'mmpos', 'mmengine', 'mmpretrain', 'mmcv',
+                         'mmdet', 'mmseg'}
+    code = ('import sys; sys.path.insert(0, "benchmarks"); import _timing; '
+            '_timing.ratio_of_logs([0.1, 0.2, 0.15], target="<= 1.5"); '
+            'print(sorted({m.split(".")[0] for m in sys.modules}))')
+    loaded = set(eval(subprocess.run(
+        [sys.executable, '-c', code], cwd=REPO, check=True,
+        capture_output=True, text=True).stdout))
+    assert 'mmpos_stats' in loaded
     assert not loaded & {'mmpos', 'mmengine', 'mmpretrain', 'mmcv', 'mmdet',
                          'mmseg'}

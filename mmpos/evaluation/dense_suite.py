@@ -260,7 +260,7 @@ def informative(trained: Dict[str, list], image_free: Dict[str, float]):
         image-free, lower is better)}`` for the probes with a deciding
         metric in the results.
     """
-    from . import stats
+    import mmpos_stats as stats
     found = {}
     for probe, spec in PROBES.items():
         key, lower = f'{probe}/{spec.deciding}', spec.lower_is_better

@@ -1,7 +1,7 @@
 """Seed-repeated comparisons of backbone initialisations (the demo and the
 CPU method ranking): per metric the values over seeds and their mean ± std,
 each task's first metric tested against the reference init
-(:mod:`mmpos.evaluation.stats`), one table ranked with rank intervals.
+(:mod:`mmpos_stats`), one table ranked with rank intervals.
 
 Layout of a comparison directory ``root``::
 
@@ -24,27 +24,27 @@ looking at the image; the raw pixels), run in
 :func:`mmpos_harness.results.read_run` (the final evaluation); runs that
 did not finish are ``None`` in the summary's ``groups``, never guessed.
 
-Designs and tests (the rules are :mod:`mmpos.evaluation.stats`'):
+Designs and tests (the rules are :mod:`mmpos_stats`'):
 
 * With pretraining seeds (the method ranking) every init is a two-level
   design: ``P`` pretraining runs (for random init: ``P`` random draws of
   the backbone), each transferred with ``T`` seeds, ``groups[p][t]``. The
   test is Welch's t on the per-pretraining-run means
-  (:func:`~mmpos.evaluation.stats.welch`) over the complete runs (every
+  (:func:`~mmpos_stats.welch`) over the complete runs (every
   transfer seed finished), which counts the pretraining and the transfer
   variance; its interval is the test's t interval.
 * Without (the demo: one pretraining run per init, ``groups`` ``[[y per
   seed]]``) the inits share the transfer seeds (both run each seed with
   the same ``randomness.seed``: the same order of batches), so the test
   is the paired t over the seeds both finished
-  (:func:`~mmpos.evaluation.stats.paired`). It measures the transfer
+  (:func:`~mmpos_stats.paired`). It measures the transfer
   variance only: one pretraining run cannot show its own.
 
 A table is one family: the first metric of every task for every
 non-reference init (its Δ columns), adjusted by Holm; the other metrics
 are shown as mean ± std, not tested; the minimum detectable differences
 under it are at the family's level (``0.05 / m``). The ranking
-(:func:`~mmpos.evaluation.stats.t_rank_intervals`) is over the tasks' first
+(:func:`~mmpos_stats.t_rank_intervals`) is over the tasks' first
 metrics, on the tasks where every init has at least 2 runs; under the
 table the aggregates over those tasks (Agarwal et al. 2021: IQM, the
 probability of improvement over the reference, the fraction of runs
@@ -73,10 +73,10 @@ import os.path as osp
 import statistics
 from typing import Dict, List, Optional
 
+import mmpos_stats as stats
 from mmpos.checkpoint import write_atomically
 from mmpos.engine.hooks.encoder_tokens import TOKENS_FILE
 from mmpos.engine.hooks.health_monitor import HEALTH_FILE, read_health
-from mmpos.evaluation import stats
 from mmpos.evaluation.health import collapse_reasons
 
 from ..results import read_run
@@ -280,7 +280,7 @@ def _num_seeds(task: dict) -> int:
 
 
 def _sample(summary: dict, task: dict, init: str, key: str) -> list:
-    """An init's sample for :mod:`mmpos.evaluation.stats`: with pretraining
+    """An init's sample for :mod:`mmpos_stats`: with pretraining
     seeds its complete pretraining runs, otherwise one run per finished
     seed."""
     groups = task['inits'][init][key]['groups']
@@ -308,7 +308,7 @@ def analyse(summary: dict) -> dict:
     (anything else a metric holds is replaced): per metric (of the inits
     and the baselines) ``values``,
     ``mean``, ``std``; per non-reference init and task the first metric's
-    ``test`` (:meth:`~mmpos.evaluation.stats.Comparison.asdict`, adjusted
+    ``test`` (:meth:`~mmpos_stats.Comparison.asdict`, adjusted
     by Holm over the table); ``expected`` runs per task; ``ranks`` (rank
     and its 95 % interval per init, None without a task where every init
     has 2 runs), ``ranked_on`` (those tasks' labels) and ``aggregates``
@@ -359,7 +359,7 @@ def _run_means(summary: dict, task: dict, init: str) -> List[float]:
 
 def _aggregates(summary: dict, ranked: List[dict]) -> Optional[dict]:
     """Over the ranked tasks, per init (Agarwal et al. 2021,
-    :mod:`mmpos.evaluation.stats`): ``iqm`` of its runs' scores normalised
+    :mod:`mmpos_stats`): ``iqm`` of its runs' scores normalised
     by the reference's mean on each task (1 = the reference), ``improvement``
     the probability that a run of it is above a run of the reference on a
     task, ``above`` the fraction of its normalised run scores above 1
@@ -542,7 +542,7 @@ def markdown(summary: dict) -> str:
     """One table: a row per init (ranked, with the rank's 95 % interval),
     per task its metrics as mean ± std (``(n=k)`` where only k of the runs
     finished) and the first metric's difference to the reference
-    (:func:`~mmpos.evaluation.stats.format_cell`), then the compute and
+    (:func:`~mmpos_stats.format_cell`), then the compute and
     the pretraining health; under it the test, the family and the
     minimum detectable differences."""
     header = ['rank [95 % interval]', 'init']

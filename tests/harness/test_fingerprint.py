@@ -68,7 +68,7 @@ def test_a_config_probe_trains_the_config_and_sees_its_loss_weight(
 
 def test_probes_for_follow_the_depends():
     names = fingerprint.probes_for(['mmpos/models', 'benchmarks/_timing.py',
-                                    'mmpos/evaluation/stats.py'])
+                                    'mmpos_stats'])
     assert {'timing', 'stats', 'scheme:mixed'} <= set(names)
     assert not any(n.startswith('config:') for n in names)
     configs = fingerprint.probes_for(

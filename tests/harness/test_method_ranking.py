@@ -15,8 +15,8 @@ import pytest
 from scipy.stats import ttest_ind
 from statsmodels.stats.multitest import multipletests
 
+import mmpos_stats as stats
 from conftest import load_tool
-from mmpos.evaluation import stats
 from mmpos.guardrails.config_check import lookup_path
 from mmpos.guardrails.launch import work_dir_lock
 from mmpos_harness import method_ranking, provenance

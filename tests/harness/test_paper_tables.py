@@ -318,7 +318,7 @@ def test_seed_table(tmp_path, capsys):
     from scipy.stats import ttest_rel
     from statsmodels.stats.multitest import multipletests
 
-    from mmpos.evaluation import stats
+    import mmpos_stats as stats
     from mmpos_harness.comparison import runs, seeds
     root = tmp_path / 'run'
     runs.write_plan(str(root), 'DropPos-pretrained vs random init',

@@ -29,7 +29,7 @@ Writes ``DIR/results.json`` (every run's metrics per seed) and
 ``DIR/result.md`` (mean ± std over seeds of the headline metrics, the
 difference of each run to the first with its 95 % interval and p: the
 paired t over the seeds, which the runs share, adjusted by Holm over the
-table, :mod:`mmpos.evaluation.stats`; then the informativeness tests).
+table, :mod:`mmpos_stats`; then the informativeness tests).
 """
 import argparse
 import json
@@ -37,8 +37,8 @@ import os
 import os.path as osp
 import time
 
+import mmpos_stats as stats
 from mmpos.checkpoint import write_atomically
-from mmpos.evaluation import stats
 from mmpos.guardrails.cli import cli_main
 from mmpos.errors import BadInputError
 
@@ -82,7 +82,7 @@ def table(results, seeds):
     """Markdown: mean ± std per row (the baselines first) and headline
     metric, the difference of every run to the first run (paired t over
     the seeds, Holm over the table,
-    :func:`~mmpos.evaluation.stats.format_cell`) and, under it, the family
+    :func:`~mmpos_stats.format_cell`) and, under it, the family
     and the minimum detectable differences."""
     from mmpos.evaluation.dense_suite import HEADLINE
     labels = list(results)

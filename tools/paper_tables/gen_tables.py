@@ -18,7 +18,7 @@ from ``DIR/plan.json`` and its work dirs, or from the raw values of a
 stored ``summary.json`` (``--seeds SUMMARY``, nothing re-run): one table
 ranked with rank intervals, ``mean ± std`` per metric, the difference to
 random init with its interval and Holm-adjusted p
-(:mod:`mmpos.evaluation.stats`) and the compute, written as ``seeds.md`` /
+(:mod:`mmpos_stats`) and the compute, written as ``seeds.md`` /
 ``seeds.csv`` / ``summary.json`` (and ``orderings.md`` when the plan claims
 orderings) to ``--out-dir`` (default ``DIR/tables``, or the summary's
 folder); see :mod:`mmpos_harness.comparison.seeds`.

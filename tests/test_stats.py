@@ -1,10 +1,12 @@
-"""mmpos.evaluation.stats against scipy, statsmodels, pandas and rliable on
+"""mmpos_stats against scipy, statsmodels, pandas and rliable on
 the same fixed numbers: Welch and paired t (statistic, df, p, interval),
 TOST, Holm and Benjamini-Hochberg, the minimum detectable difference (power
 of the t test, at the family's level too), average ranks with ties, IQM and
 the probability of improvement; the coverage of the intervals and rank
 intervals the tables print, simulated at the project's designs; the
 degenerate cases."""
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,7 +14,7 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestIndPower, TTestPower, ttest_power
 
-from mmpos.evaluation import stats
+import mmpos_stats as stats
 
 # per pretraining run, per transfer seed (unbalanced on purpose)
 NESTED_A = [[28.7, 29.52, 30.22], [26.14, 26.59], [24.24, 24.21, 24.73],
@@ -544,3 +546,20 @@ def test_performance_profile_and_stratified_interval_follow_the_paper():
         stats.stratified_interval('median', SCORES_X)
     with pytest.raises(ValueError, match='x: run 0 task 1 is nan'):
         stats.probability_of_improvement([[1.0, float('nan')]], [[1.0, 2]])
+
+
+def test_comparison_and_equivalence_share_the_test_fields():
+    """``Comparison`` and ``Equivalence`` hold the fields of ``Test`` (the
+    arms, the test's numbers, its family) and their own; an equivalence
+    test needs its margin."""
+    shared = {f.name for f in dataclasses.fields(stats.Test)}
+    comparison = stats.welch(A, B)
+    equivalence = stats.tost(comparison, 5.0)
+    assert set(comparison.asdict()) == shared | {'statistic', 'mdd',
+                                                 'verdict'}
+    assert set(equivalence.asdict()) == shared | {'margin', 'verdict'}
+    for name in ('test', 'difference', 'n_a', 'n_b', 'se', 'df'):
+        assert getattr(equivalence, name) == getattr(comparison, name)
+    assert stats.Comparison.from_dict(comparison.asdict()) == comparison
+    with pytest.raises(TypeError, match='margin is required'):
+        stats.Equivalence('welch', 1.0, 3, 3)

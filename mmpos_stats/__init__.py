@@ -1,9 +1,12 @@
 """Statistics of every table mmpos prints: comparing the runs of two arms
 (e.g. a pretrained backbone and random init), correcting for the number of
 comparisons in a table, the smallest difference a design can detect, and
-intervals of a ranking. A user comparing their own runs imports this module;
-the harness' tables (demo, method ranking, position study, paper-table
-runner, ``tools/analysis_tools/dense_probe_suite.py``) use nothing else.
+intervals of a ranking. A user comparing their own runs imports this package
+(``import mmpos_stats as stats``); the harness' tables (demo, method ranking,
+position study, paper-table runner,
+``tools/analysis_tools/dense_probe_suite.py``) and the benchmarks' verdicts
+use nothing else. It needs numpy and scipy only, not torch or mmpos (the
+benchmarks import it on a machine with torch alone).
 
 The rules, fixed before any stored result was read (issue 33), the same for
 every table:
@@ -68,7 +71,7 @@ every table:
   without a verdict is never read as "no difference".
 * **Intervals.** Every interval a table prints is its test's t interval
   on the per-run means; its coverage is simulated in
-  ``tests/evaluation/test_stats.py`` at 2, 3 and 5 pretraining runs x 3
+  ``tests/test_stats.py`` at 2, 3 and 5 pretraining runs x 3
   transfer runs (at least 93 % for 95 %). :func:`bootstrap_interval`,
   the hierarchical bootstrap (resample the pretraining runs, then the
   transfer seeds within each drawn run; 10,000 draws, seed 0, 2.5 / 97.5
@@ -118,9 +121,9 @@ Sample = Sequence[Run]
 
 
 @dataclasses.dataclass(frozen=True)
-class Comparison:
-    """Result of :func:`welch` or :func:`paired` (arm ``a`` minus arm
-    ``b``); :func:`family` fills the last three fields.
+class Test:
+    """The fields :class:`Comparison` and :class:`Equivalence` share (arm
+    ``a`` against arm ``b``); :func:`family` fills the last three.
 
     Attributes:
         test: ``'welch'`` or ``'paired'``.
@@ -129,14 +132,11 @@ class Comparison:
         n_a, n_b: replicates per arm (runs; paired: pairs, equal).
         se: standard error of ``D``; None without a test.
         df: degrees of freedom ``nu``; None without a test.
-        statistic: ``t = D / SE``; None without a test.
-        pvalue: two-sided p; None without a test (``reason``).
-        low, high: the 95 % t interval ``D -+ t_{0.975, nu} SE``.
-        mdd: minimum detectable difference at 80 % power
-            (:func:`minimum_detectable_difference`).
+        pvalue: p of the test; None without a test (``reason``).
+        low, high: the test's t interval of ``D``.
         reason: why there is no test (``pvalue`` None), else None.
-        p_adj: p adjusted within its family (a lone comparison is a
-            family of one: ``pvalue``).
+        p_adj: p adjusted within its family (a lone test is a family of
+            one: ``pvalue``).
         correction: ``'holm'``, ``'bh'`` or ``'none'``.
         family_size: tests in the family (those with a p value).
     """
@@ -146,22 +146,45 @@ class Comparison:
     n_b: int
     se: Optional[float] = None
     df: Optional[float] = None
-    statistic: Optional[float] = None
     pvalue: Optional[float] = None
     low: Optional[float] = None
     high: Optional[float] = None
-    mdd: Optional[float] = None
     reason: Optional[str] = None
     p_adj: Optional[float] = None
     correction: str = 'none'
     family_size: int = 1
+
+    def _without_p(self) -> str:
+        """The verdict of a test without a p value: ``'no test'`` (fewer
+        than 2 replicates on a side) or ``'no verdict'`` (e.g. zero
+        variance)."""
+        return 'no test' if min(self.n_a, self.n_b) < 2 else 'no verdict'
+
+    def asdict(self) -> dict:
+        """The fields and the verdict, for result files."""
+        return dict(dataclasses.asdict(self), verdict=self.verdict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison(Test):
+    """Result of :func:`welch` or :func:`paired` (:class:`Test`'s fields;
+    ``pvalue`` two-sided, ``low``, ``high`` the 95 % t interval ``D -+
+    t_{0.975, nu} SE``), and:
+
+    Attributes:
+        statistic: ``t = D / SE``; None without a test.
+        mdd: minimum detectable difference at 80 % power
+            (:func:`minimum_detectable_difference`).
+    """
+    statistic: Optional[float] = None
+    mdd: Optional[float] = None
 
     @property
     def verdict(self) -> str:
         """``'higher'`` / ``'lower'`` (``a`` than ``b``, adjusted p below
         ``ALPHA``), ``'no verdict'`` or ``'no test'`` (module docstring)."""
         if self.pvalue is None:
-            return 'no test' if min(self.n_a, self.n_b) < 2 else 'no verdict'
+            return self._without_p()
         if self.p_adj < ALPHA:
             return 'higher' if self.difference > 0 else 'lower'
         return 'no verdict'
@@ -173,11 +196,6 @@ class Comparison:
             ('low', self.high), ('high', self.low))}
         return dataclasses.replace(self, n_a=self.n_b, n_b=self.n_a, **flip)
 
-    def asdict(self) -> dict:
-        """The fields and the verdict, for result files (:meth:`from_dict`
-        rebuilds the comparison)."""
-        return dict(dataclasses.asdict(self), verdict=self.verdict)
-
     @classmethod
     def from_dict(cls, d: dict) -> 'Comparison':
         """Inverse of :meth:`asdict`."""
@@ -185,48 +203,32 @@ class Comparison:
 
 
 @dataclasses.dataclass(frozen=True)
-class Equivalence:
+class Equivalence(Test):
     """Result of :func:`tost`: whether the difference of a
-    :class:`Comparison` lies within ``[-margin, margin]``; :func:`family`
-    fills the last three fields as for a comparison.
+    :class:`Comparison` lies within ``[-margin, margin]`` (:class:`Test`'s
+    fields: the comparison's ``test``, ``difference``, ``n_a``, ``n_b``,
+    ``se``, ``df``; ``pvalue`` the larger of the two one-sided p values;
+    ``low``, ``high`` the 90 % t interval ``D -+ t_{0.95, nu} SE``, inside
+    ``[-margin, margin]`` exactly when the unadjusted p is below 0.05),
+    and:
 
     Attributes:
-        test: the comparison's test (``'welch'`` or ``'paired'``).
-        difference, n_a, n_b, se, df: the comparison's.
-        margin: the equivalence margin (from the study's design file).
-        pvalue: the larger of the two one-sided p values; None without a
-            test (``reason``).
-        low, high: the 90 % t interval ``D -+ t_{0.95, nu} SE`` (inside
-            ``[-margin, margin]`` exactly when the unadjusted p is below
-            0.05).
-        reason, p_adj, correction, family_size: as in :class:`Comparison`.
+        margin: the equivalence margin (from the study's design file);
+            required.
     """
-    test: str
-    difference: float
-    margin: float
-    n_a: int
-    n_b: int
-    se: Optional[float] = None
-    df: Optional[float] = None
-    pvalue: Optional[float] = None
-    low: Optional[float] = None
-    high: Optional[float] = None
-    reason: Optional[str] = None
-    p_adj: Optional[float] = None
-    correction: str = 'none'
-    family_size: int = 1
+    margin: Optional[float] = None
+
+    def __post_init__(self):
+        if self.margin is None:
+            raise TypeError('Equivalence: margin is required')
 
     @property
     def verdict(self) -> str:
         """``'equivalent'`` (adjusted p below ``ALPHA``: the difference is
         within the margin), ``'no verdict'`` or ``'no test'``."""
         if self.pvalue is None:
-            return 'no test' if min(self.n_a, self.n_b) < 2 else 'no verdict'
+            return self._without_p()
         return 'equivalent' if self.p_adj < ALPHA else 'no verdict'
-
-    def asdict(self) -> dict:
-        """The fields and the verdict, for result files."""
-        return dict(dataclasses.asdict(self), verdict=self.verdict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -450,8 +452,9 @@ def tost(comparison: Comparison, margin: float) -> Equivalence:
         raise ValueError(f'tost: margin must be a positive finite number, '
                          f'got {margin!r}')
     margin = float(margin)
-    out = Equivalence(comparison.test, comparison.difference, margin,
-                      comparison.n_a, comparison.n_b, reason=comparison.reason)
+    out = Equivalence(comparison.test, comparison.difference,
+                      comparison.n_a, comparison.n_b, reason=comparison.reason,
+                      margin=margin)
     if comparison.pvalue is None:
         return out
     se, df, diff = comparison.se, comparison.df, comparison.difference
@@ -530,11 +533,10 @@ def adjust(pvalues: Sequence[Optional[float]], method: str) -> List[
     return out
 
 
-def family(comparisons: Sequence[Comparison], method: str) -> List[
-        Comparison]:
-    """The comparisons of one family (a table) with ``p_adj`` by
-    :func:`adjust`, ``correction`` and ``family_size`` set (equivalence
-    tests, :class:`Equivalence`, alike)."""
+def family(comparisons: Sequence[Test], method: str) -> List[Test]:
+    """The tests of one family (a table: comparisons or equivalence tests)
+    with ``p_adj`` by :func:`adjust`, ``correction`` and ``family_size``
+    set."""
     adjusted = adjust([c.pvalue for c in comparisons], method)
     size = sum(p is not None for p in adjusted)
     return [dataclasses.replace(c, p_adj=p, correction=method,
@@ -542,7 +544,7 @@ def family(comparisons: Sequence[Comparison], method: str) -> List[
             for c, p in zip(comparisons, adjusted)]
 
 
-def family_alpha(c: Union[Comparison, Equivalence]) -> float:
+def family_alpha(c: Test) -> float:
     """The level at which a cell of its family is a verdict whatever the
     other cells' p values: ``ALPHA / m`` under Holm and Benjamini-Hochberg
     (both need ``p < ALPHA / m`` of a lone effect among ``m`` tests; Holm
@@ -646,7 +648,7 @@ def t_rank_intervals(samples: Mapping[str, Sequence[Sample]],
     pretraining run the unit; the small-sample correction the bootstrap
     lacks), independently, ``seed`` fixed; each draw ranked as the means
     are. Its coverage of the true rank is simulated in
-    ``tests/evaluation/test_stats.py`` at 2, 3 and 5 runs per arm. Fewer
+    ``tests/test_stats.py`` at 2, 3 and 5 runs per arm. Fewer
     than 2 runs of an arm on a task is refused (ValueError)."""
     runs = _rank_runs('t_rank_intervals', samples)
     scales = np.array([[_t_scale(task) for task in tasks]
@@ -825,4 +827,4 @@ def describe(columns: Mapping[str, Sequence[Comparison]],
             'verdict: the design cannot tell the difference from 0). '
             'Minimum detectable difference at 80 % power (each cell\'s '
             f'test, {level}): ' + '; '.join(ranges) +
-            ' (mmpos/evaluation/stats.py).')
+            ' (mmpos_stats/__init__.py).')

@@ -80,3 +80,37 @@ def test_distributed_run_frees_its_model_before_the_process_group(
     assert (tmp_path / 'iter_1.pth').is_file()
     assert alive_at_release == [False]
     assert not torch_dist.is_initialized()
+
+
+def lines_printed_twice(out: str) -> list:
+    """Lines of a run's output printed twice: a line right after its equal,
+    or a timestamped log line anywhere again (blank lines, separators,
+    progress bars and the indented lines of the config dump aside)."""
+    lines = [line for line in out.splitlines()
+             if any(c.isalnum() for c in line) and 'task/s' not in line
+             and not line[:1].isspace()]
+    again = [b for a, b in zip(lines, lines[1:]) if a == b]
+    logged = [line for line in lines if ' - mmengine - ' in line]
+    return again + sorted({line for line in logged if logged.count(line) > 1})
+
+
+def test_a_short_guide_run_prints_no_line_twice(tmp_path, mini_data, capsys):
+    """#58: the guides' short run (DropPos mini, fewer iterations than its
+    logger interval, the online probe and health monitor on, config and
+    hook dumps) and its --resume print every line once: one loss line per
+    iteration, one 'Saving checkpoint' line per run."""
+    options = [f'train_dataloader.dataset.data_root={mini_data}/unlabeled/',
+               'train_dataloader.batch_size=4']
+    for argv, iters in (([], 2), (['--resume'], 4)):
+        train_tool.main(['configs/droppos/droppos_vit-tiny_mini.py',
+                         '--work-dir', str(tmp_path), *argv, '--cfg-options',
+                         f'train_cfg.max_iters={iters}', *options])
+        out = capsys.readouterr().out
+        assert 'Hooks will be executed' in out and 'OnlineProbeHook: iter ' \
+            f'{iters}' in out, out[-3000:]
+        assert not lines_printed_twice(out), lines_printed_twice(out)
+        done = [line.split('Iter(train) [')[1].split(']')[0] for line in
+                out.splitlines() if 'Iter(train) [' in line]
+        assert done == [f'{i}/{iters}' for i in range(iters // 2 + 1 if argv
+                                                       else 1, iters + 1)]
+        assert out.count('Saving checkpoint at') == 1, out[-3000:]

@@ -96,6 +96,33 @@ def test_a_digest_reads_the_files_moved_since_under_their_old_names():
     assert fingerprint.same(1.0, 1.0 + 1e-9, renames)
 
 
+def test_results_that_ran_the_statistics_before_they_moved_stay_current():
+    """``mmpos/evaluation/stats.py`` moved to ``mmpos_stats/__init__.py``
+    (its tables now cite that file): a stored result measured before that
+    still calls for the stats probe, the probe gives its stored outputs
+    with the file read under its old name, and the file stays judged by
+    the probe, not by its text."""
+    marks = fingerprint.read_marks()
+    found = [(path, record) for path, record in fingerprint.stored_records()
+             if fingerprint.result_of(path) not in marks
+             and 'stats' in fingerprint.load(record['fingerprint'])['probes']
+             and 'mmpos/evaluation/stats.py' in provenance.renames_since(
+                 fingerprint.load(record['fingerprint'])['commit'])]
+    if not found:
+        pytest.skip('no current result measured the statistics before '
+                    'they moved')
+    path, record = found[0]
+    stored = fingerprint.load(record['fingerprint'])
+    assert 'stats' in fingerprint.record_probes(record)
+    values = dict(fingerprint.run_probe('stats')[0])
+    assert values['describe'] != stored['probes']['stats']['values'][
+        'describe']  # the paragraph under a table cites the new path
+    assert not fingerprint.changed_probes(
+        dict(stored, probes={'stats': stored['probes']['stats']}))
+    assert 'mmpos/evaluation/stats.py' not in fingerprint.text_judged(
+        record, stored)
+
+
 def test_text_judged_files_are_those_no_probe_reaches():
     path, record = next((p, r) for p, r in fingerprint.stored_records()
                         if 'method_ranking.py' in r['command'])

@@ -673,11 +673,24 @@ class RoPEVisionTransformer(BaseBackbone):
         valid = patch_valid.bool()
         if grids is None:
             grids = naflex_grids(patch_coord, valid)
-        hw = tuple(int(v) for v in grids.amax(0))  # the batch's bounding grid
         x = self.embed_patches(patches)
         x = x + self.naflex_pos_embed(patch_coord, valid, grids, x.dtype)
+        return self.forward_naflex_tokens(x, patch_coord, valid, grids)
+
+    def forward_naflex_tokens(self, x: Tensor, patch_coord: Tensor,
+                              patch_valid: Tensor, grids: Tensor,
+                              unplaced: Optional[Tensor] = None) -> tuple:
+        """The blocks on already-embedded NaFlex tokens ``x`` ``(B, N, C)``
+        (:meth:`embed_patches`, APE of :meth:`naflex_pos_embed` added, or
+        not), the rest of :meth:`forward_naflex`'s arguments as there
+        (``grids`` given). ``unplaced``: optional ``(B, N)`` bool, ``True``
+        for tokens with no position (``NaN`` coordinates: no rotation, as
+        :meth:`forward_kept`'s; DropPos' dropped positions)."""
+        valid = patch_valid.bool()
+        hw = tuple(int(v) for v in grids.amax(0))  # the batch's bounding grid
+        no_position = ~valid if unplaced is None else ~valid | unplaced
         coords = patch_coord.flip(-1).to(torch.promote_types(
-            x.dtype, torch.float32)).masked_fill(~valid[..., None],
+            x.dtype, torch.float32)).masked_fill(no_position[..., None],
                                                  float('nan'))
         if self.rope is not None:
             coords = self._naflex_frame(coords, grids, hw)

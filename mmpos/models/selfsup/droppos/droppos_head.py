@@ -77,7 +77,7 @@ def smoothed_position_targets(labels: Tensor,
 
 
 def attentive_weights(cls_feat: Tensor, patch_feats: Tensor,
-                      tau: float) -> Tensor:
+                      tau: float, valid: Optional[Tensor] = None) -> Tensor:
     """Affinity ``A`` of the class token to each patch (Eq. 9).
 
     ``softmax_j(cos(f_cls, f_j) / tau)`` over the given patches; ``tau =
@@ -87,16 +87,25 @@ def attentive_weights(cls_feat: Tensor, patch_feats: Tensor,
         cls_feat: ``(B, C)``.
         patch_feats: ``(B, K, C)``.
         tau: temperature, ``> 0`` (checked by :class:`DropPosHead`).
+        valid: optional ``(B, K)`` bool, ``False`` for padding (NaFlex
+            batches): weight 0, each row's softmax (``1 / K_b``) over its
+            valid patches only.
 
     Returns:
         ``(B, K)``, each row summing to 1.
     """
     patch_feats = patch_feats.detach()
     if math.isinf(tau):
-        return patch_feats.new_full(patch_feats.shape[:2],
-                                    1. / patch_feats.shape[1])
+        if valid is None:
+            return patch_feats.new_full(patch_feats.shape[:2],
+                                        1. / patch_feats.shape[1])
+        share = valid.to(patch_feats.dtype)
+        return share / share.sum(1, keepdim=True)
     cos = F.cosine_similarity(cls_feat.detach()[:, None], patch_feats, dim=-1)
-    return (cos.float() / tau).softmax(dim=-1)
+    logits = cos.float() / tau
+    if valid is not None:
+        logits = logits.masked_fill(~valid, float('-inf'))
+    return logits.softmax(dim=-1)
 
 
 def droppos_loss(logits: Tensor,
@@ -146,6 +155,7 @@ class DropPosHead(BaseModule):
     The decoder has no position embedding: it sees the encoder tokens of
     the visible patches (class token first) and classifies each patch.
     """
+    layer_type = TransformerEncoderLayer  # the decoder's block
 
     def __init__(self,
                  num_patches: int,
@@ -178,7 +188,7 @@ class DropPosHead(BaseModule):
         self.register_buffer('sigma', torch.tensor(float(sigma)))
         self.embed = nn.Linear(in_channels, embed_dims)
         self.layers = ModuleList([
-            TransformerEncoderLayer(
+            self.layer_type(
                 embed_dims,
                 num_heads,
                 int(mlp_ratio * embed_dims),

@@ -3,10 +3,11 @@
 The backbone's attention uses ``F.scaled_dot_product_attention`` and never
 materialises the softmax. :class:`AttentionRecorder` registers forward hooks
 on every ``layers[i].attn`` (:class:`RoPEAttention`); each hook takes the
-layer input ``x`` and the ``coords`` / ``hw`` keyword arguments of that call
-and recomputes, with the module's own ``qkv`` projection and ``rope``,
+layer input ``x`` and the ``rope`` / ``hw`` / ``key_mask`` keyword
+arguments of that call and recomputes, with the module's own queries, keys
+and bias (:func:`attention_probs`),
 
-    A = softmax(q k^T / sqrt(D))     (RoPE-ViT Eq. 4, with RoPE'd q, k)
+    A = softmax(q k^T / sqrt(D) + bias)     (RoPE-ViT Eq. 4, RoPE'd q, k)
 
 of shape ``(B, heads, N, N)`` (``N`` includes the class token). The forward
 pass itself is untouched, so the recorded maps are exactly those the model
@@ -30,19 +31,22 @@ from mmpos.errors import BadInputError
 IMAGE_EXTS = ('.jpg', '.jpeg', '.png', '.bmp')
 
 
-def attention_probs(attn_module, x: Tensor, rope=None) -> Tensor:
+def attention_probs(attn_module, x: Tensor, rope=None, hw=None,
+                    key_mask: Optional[Tensor] = None) -> Tensor:
     """Softmax attention ``(B, heads, N, N)`` of a ``RoPEAttention`` on its
-    input ``x`` (B, N, C) with its block's position table ``rope``, in
-    fp32."""
-    B, N, _ = x.shape
-    qkv = attn_module.qkv(x).reshape(B, N, 3, attn_module.num_heads,
-                                     attn_module.head_dims).permute(
-                                         2, 0, 3, 1, 4)
-    qk = qkv[:2]
-    if rope is not None:
-        qk = rope.rotate(qk)
-    q, k = qk.float().unbind(0)
-    return torch.softmax(q @ k.transpose(-2, -1) * q.shape[-1]**-0.5, dim=-1)
+    input ``x`` (B, N, C), in fp32: ``softmax(q k^T / sqrt(D) + bias)``
+    with the queries, keys and bias of the module's own forward
+    (:meth:`~mmpos.models.layers.RoPEAttention.attention_inputs`: the
+    block's position table ``rope``, its bias, e.g. LookHere's or PaPE's,
+    the relative position bias of the grid ``hw`` and the padding
+    ``key_mask``)."""
+    q, k, _, bias = attn_module.attention_inputs(x, rope, hw, key_mask)
+    q, k = q.float(), k.float()
+    logits = q @ k.transpose(-2, -1) * q.shape[-1]**-0.5
+    if bias is not None:
+        logits = (logits.masked_fill(~bias, float('-inf'))
+                  if bias.dtype == torch.bool else logits + bias.float())
+    return torch.softmax(logits, dim=-1)
 
 
 class AttentionRecorder:
@@ -61,8 +65,9 @@ class AttentionRecorder:
     def _hook(self, module, args, kwargs, output):
         x = args[0] if args else kwargs['x']
         with torch.no_grad():
-            self.maps.append(
-                attention_probs(module, x, kwargs.get('rope')).cpu())
+            self.maps.append(attention_probs(
+                module, x, kwargs.get('rope'), kwargs.get('hw'),
+                kwargs.get('key_mask')).cpu())
 
     def __enter__(self):
         self.maps = []

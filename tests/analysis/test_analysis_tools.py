@@ -78,6 +78,30 @@ def test_recorded_attention_is_the_models(setup):
     assert [m.shape for m in maps] == [(1, 2, 13, 13)] * 2
 
 
+@pytest.mark.parametrize('scheme', ['lookhere', 'pape'])
+def test_recorded_attention_holds_the_schemes_bias(scheme):
+    """For a bias scheme (LookHere's fields of view, PaPE's token-read
+    parabolas) with a class and a register token, softmax(q k^T / sqrt(D) +
+    bias) times v through the projection is the block's output, and the
+    maps differ from those without the bias."""
+    torch.manual_seed(0)
+    model = RoPEVisionTransformer(arch=ARCH, img_size=32, patch_size=16,
+                                  num_register_tokens=1,
+                                  rope=dict(type=scheme)).eval()
+    attn = model.layers[0].attn
+    table = model.position_tables(None, (3, 2), 1)[0]
+    x = torch.randn(2, 2 + 6, 32)
+    with AttentionRecorder(model) as rec, torch.no_grad():
+        out = attn(x, rope=table, hw=(3, 2))
+    (a, ) = rec.maps
+    v = attn.qkv(x).reshape(2, 8, 3, 2, 16).permute(2, 0, 3, 1, 4)[2]
+    manual = attn.proj((a @ v).transpose(1, 2).reshape(2, 8, 32))
+    torch.testing.assert_close(manual, out, atol=1e-5, rtol=1e-5)
+    q, k = attn.qkv(x).reshape(2, 8, 3, 2, 16).permute(2, 0, 3, 1, 4)[:2]
+    unbiased = torch.softmax(q @ k.transpose(-2, -1) / 4, -1)
+    assert not torch.allclose(a, unbiased, atol=1e-3)
+
+
 def test_metrics_by_hand():
     n = 4  # 2x2 grid, one class token
     uniform = torch.full((1, 1, n + 1, n + 1), 1 / (n + 1))

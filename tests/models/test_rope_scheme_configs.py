@@ -22,8 +22,7 @@ SCHEMES = tuple(n for n in mmpos_positions.SCHEMES
                 if n not in ('axial', 'mixed', 'dinov3'))
 # schemes whose bias reads the tokens (PaPE): torch's ONNX exporter fails
 # to decompose attention with a token-dependent mask (torch 2.14:
-# ConversionError, "Cannot view a tensor ..."), and RoPE-Swin's window
-# attention does not bind them
+# ConversionError, "Cannot view a tensor ...")
 READS_TOKENS = {n for n in SCHEMES if mmpos_positions.reads_tokens(
     mmpos_positions.SCHEMES[n](8, 1, 1))}
 ONNX_SCHEMES = [pytest.param(n, marks=pytest.mark.xfail(
@@ -160,19 +159,14 @@ def test_onnx_export_matches_torch(scheme, tmp_path):
 
 @pytest.mark.parametrize('scheme', SCHEMES)
 def test_schemes_run_in_rope_swin(scheme):
-    """RoPE-Swin builds one scheme per stage; shifted windows included. A
-    scheme whose bias reads the tokens gets one clear error (its window
-    attention takes rotations only)."""
+    """RoPE-Swin builds one scheme per stage; shifted windows included
+    (biases included: tests/models/backbones/test_rope_swin.py)."""
     from mmpos.models.backbones.rope_swin import RoPESwinTransformer
     rope = Config.fromfile(config('dinov2', scheme)).model.backbone.rope
     model = RoPESwinTransformer(
         arch=dict(embed_dims=32, depths=[2, 2], num_heads=[2, 4]),
         window_size=4, rope=rope, out_indices=(0, 1))
     model.eval()  # (mmpretrain's Swin.train returns None)
-    if scheme in READS_TOKENS:
-        with pytest.raises(TypeError, match='must call table.bind'):
-            model(torch.randn(1, 3, 64, 48))
-        return
     outs = model(torch.randn(1, 3, 64, 48))
     assert [tuple(o.shape) for o in outs] == [(1, 32, 16, 12),
                                                (1, 64, 8, 6)]

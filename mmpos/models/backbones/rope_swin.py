@@ -12,7 +12,8 @@ be changed at inference (:meth:`RoPESwinTransformer.set_window_size`), which
 is how the paper evaluates Swin at other resolutions (Fig. 5). With a cyclic
 shift, tokens of one region stay contiguous inside a window, so their
 relative offsets are the true ones; tokens of other regions are masked as in
-Swin.
+Swin. A scheme's bias (LookHere, PaPE) is the bias of the window grid, added
+to every window's logits (PaPE's reads the window's tokens).
 
 As in :class:`~mmpos.models.backbones.RoPEVisionTransformer`, positions are
 computed once per forward: the backbone owns one position scheme per stage
@@ -33,6 +34,8 @@ from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.backbones import SwinTransformer
 from mmpretrain.models.utils.attention import WindowMSA
 from torch import Tensor
+
+from mmpos_positions import TokenTable
 
 from mmpos.registry import MODELS
 from ..layers.attention import head_dims
@@ -124,23 +127,32 @@ class RoPEWindowMSA(BaseModule):
         qkv = self.qkv(x).reshape(B_, N, 3, self.num_heads,
                                   self.head_dims).permute(2, 0, 3, 1, 4)
         qk, v = qkv[:2], qkv[2]
-        if self.rope_table is not None:
-            if self.rope_table.num_tokens != N:
-                raise ValueError('position table for '
-                                 f'{self.rope_table.num_tokens} window '
-                                 f'tokens, got {N}')
-            qk = self.rope_table.rotate(qk)
+        bias = self._bias(N)[None] if self.use_rpb else None
+        table = self.rope_table
+        if table is not None:
+            if table.num_tokens != N:
+                raise ValueError(f'position table for {table.num_tokens} '
+                                 f'window tokens, got {N}')
+            if isinstance(table, TokenTable):  # PaPE: reads the windows
+                table = table.bind(x)
+            qk = table.rotate(qk)
+            table_bias = table.logit_bias(N, B_)  # LookHere, PaPE
+            if table_bias is not None:  # (1 | B_, heads | 1, N, N)
+                bias = table_bias if bias is None else bias + table_bias
         q, k = qk.unbind(0)
-        attn_mask = self._bias(N).to(q.dtype)[None] if self.use_rpb else None
+        attn_mask = None if bias is None else bias.to(q.dtype)
         if mask is not None:
-            # (B, nW * heads, N, D) against a (1, nW * heads, N, N) mask
-            nW = mask.shape[0]
-            q, k, v = (t.reshape(B_ // nW, nW * self.num_heads, N, -1)
+            # (B, nW * heads, N, D) against a (1 | B, nW * heads, N, N) mask
+            nW, heads = mask.shape[0], self.num_heads
+            q, k, v = (t.reshape(B_ // nW, nW * heads, N, -1)
                        for t in (q, k, v))
-            attn_mask = mask.to(q.dtype).unsqueeze(1).expand(
-                nW, self.num_heads, N, N) + (0 if attn_mask is None else
-                                             attn_mask)
-            attn_mask = attn_mask.reshape(1, -1, N, N)
+            if attn_mask is None:
+                attn_mask = 0
+            elif attn_mask.shape[0] > 1:  # per window: (B, nW, heads, N, N)
+                attn_mask = attn_mask.unflatten(0, (-1, nW))
+            attn_mask = mask.to(q.dtype).unsqueeze(1) + attn_mask
+            attn_mask = attn_mask.expand(*attn_mask.shape[:-3], heads, N,
+                                         N).reshape(-1, nW * heads, N, N)
         x = F.scaled_dot_product_attention(
             q, k, v, attn_mask=attn_mask,
             dropout_p=self.attn_drop if self.training else 0.,
@@ -159,7 +171,8 @@ class RoPESwinTransformer(SwinTransformer):
     Args:
         window_size: one side for all stages or one per stage.
         rope: the position scheme, ``dict(type='mixed' | 'axial', ...)`` of
-            :data:`mmpos.registry.POSITION_ENCODINGS`, one per stage, or
+            :data:`mmpos.registry.POSITION_ENCODINGS` (any of them: its
+            rotation and bias), one per stage, or
             ``None`` (with ``use_rpb=True``: Swin itself, the RPB
             baseline).
         use_rpb: keep Swin's relative position bias next to RoPE

@@ -121,6 +121,42 @@ class RoPEAttention(BaseModule):
                                                       self.head_dims))
         self.use_rel_pos = rel_pos_size is not None
 
+    def attention_inputs(self,
+                         x: Tensor,
+                         rope: Optional[PositionTable] = None,
+                         hw: Optional[Sequence[int]] = None,
+                         key_mask: Optional[Tensor] = None
+                         ) -> Tuple[Tensor, Tensor, Tensor, Optional[Tensor]]:
+        """The queries, keys and values ``(B, heads, N, D)`` of ``x``
+        ``(B, N, C)`` and the ``attn_mask`` of :meth:`forward`'s
+        ``F.scaled_dot_product_attention`` call: ``None``, an additive
+        ``(B | 1, heads | 1, N, N)`` bias or a boolean ``(B, 1, 1, N)``
+        mask (``True``: attend). Arguments as :meth:`forward`."""
+        B, N, C = x.shape
+        qkv = self.qkv(x).reshape(B, N, 3, self.num_heads,
+                                  self.head_dims).permute(2, 0, 3, 1, 4)
+        qk, v = qkv[:2], qkv[2]  # (2, B, heads, N, D), (B, heads, N, D)
+        bias = None
+        if self.use_rel_pos:
+            if hw is None or hw[0] * hw[1] != N:
+                raise ValueError(f'the relative position bias needs the '
+                                 f'grid of all {N} tokens, got hw={hw}')
+            bias = decomposed_rel_pos_bias(qk[0], self.rel_pos_h,
+                                           self.rel_pos_w, hw)
+        if rope is not None:
+            if isinstance(rope, TokenTable):  # PaPE's bias reads the tokens
+                rope = rope.bind(x)
+            qk = rope.rotate(qk)
+            if rope.attn_bias is not None:  # prefix rows/columns: no bias
+                table_bias = rope.logit_bias(N, B).to(qk.dtype)
+                bias = table_bias if bias is None else bias + table_bias
+        if key_mask is not None:
+            keep = key_mask[:, None, None, :]  # (B, 1, 1, N)
+            bias = keep if bias is None else bias.masked_fill(
+                ~keep, float('-inf'))
+        q, k = qk.unbind(0)
+        return q, k, v, bias
+
     def forward(self,
                 x: Tensor,
                 rope: Optional[PositionTable] = None,
@@ -138,32 +174,7 @@ class RoPEAttention(BaseModule):
         the bias); ``None``: every token is a key.
         """
         B, N, C = x.shape
-        qkv = self.qkv(x).reshape(B, N, 3, self.num_heads,
-                                  self.head_dims).permute(2, 0, 3, 1, 4)
-        qk, v = qkv[:2], qkv[2]  # (2, B, heads, N, D), (B, heads, N, D)
-        bias = None
-        if self.use_rel_pos:
-            if hw is None or hw[0] * hw[1] != N:
-                raise ValueError(f'the relative position bias needs the '
-                                 f'grid of all {N} tokens, got hw={hw}')
-            bias = decomposed_rel_pos_bias(qk[0], self.rel_pos_h,
-                                           self.rel_pos_w, hw)
-        if rope is not None:
-            if isinstance(rope, TokenTable):  # PaPE's bias reads the tokens
-                rope = rope.bind(x)
-            qk = rope.rotate(qk)
-            if rope.attn_bias is not None:  # prefix rows/columns: no bias
-                table_bias = F.pad(rope.attn_bias, (N - rope.num_tokens, 0) * 2)
-                table_bias = table_bias.to(qk.dtype)
-                if table_bias.shape[0] not in (1, B):  # windows of one image
-                    table_bias = table_bias.repeat(
-                        B // table_bias.shape[0], 1, 1, 1)
-                bias = table_bias if bias is None else bias + table_bias
-        if key_mask is not None:
-            keep = key_mask[:, None, None, :]  # (B, 1, 1, N)
-            bias = keep if bias is None else bias.masked_fill(
-                ~keep, float('-inf'))
-        q, k = qk.unbind(0)
+        q, k, v, bias = self.attention_inputs(x, rope, hw, key_mask)
         x = F.scaled_dot_product_attention(
             q, k, v, attn_mask=bias,
             dropout_p=self.attn_drop if self.training else 0.)

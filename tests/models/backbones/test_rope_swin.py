@@ -22,18 +22,52 @@ def tiny(**kwargs):
     return model
 
 
-@pytest.mark.parametrize('rope_type', ['axial', 'mixed'])
+@pytest.mark.parametrize('rope_type', ['axial', 'mixed', 'lookhere', 'pape'])
 def test_one_window_equals_global_rope_attention(rope_type):
-    """A single window is plain RoPE attention on the ws x ws grid (the
-    shared RoPE layer, no class token)."""
+    """A single window is plain attention on the ws x ws grid with the
+    scheme's rotation and bias (the shared RoPE layer, no class token):
+    LookHere's and PaPE's biases are applied, not left out."""
+    torch.manual_seed(0)
     window = RoPEWindowMSA(32, (4, 4), 2).eval()
     attn = RoPEAttention(32, 2).eval()
     attn.load_state_dict(window.state_dict(), strict=True)
     rope = build_position_scheme(dict(type=rope_type), 16, 2, 1)
     window.rope_table = rope.block_table(0, grid_coords(4, 4)[None])
     x = torch.randn(3, 16, 32)
-    assert torch.allclose(window(x), attn(x, rope=window.rope_table),
-                          atol=1e-5)
+    with torch.no_grad():
+        out = window(x)
+        torch.testing.assert_close(out, attn(x, rope=window.rope_table),
+                                   atol=1e-5, rtol=1e-5)
+        if rope_type in ('lookhere', 'pape'):
+            window.rope_table = None
+            assert not torch.allclose(window(x), out, atol=1e-3)
+
+
+@pytest.mark.parametrize('rope_type', ['lookhere', 'pape'])
+def test_bias_schemes_with_the_shift_mask_are_per_window_attention(
+        rope_type):
+    """Shifted windows: every window's logits get the scheme's bias (PaPE:
+    read from that window's tokens) plus its region mask, as softmax(q k^T
+    / sqrt(D) + bias + mask) written out per window."""
+    torch.manual_seed(0)
+    window = RoPEWindowMSA(32, (2, 2), 2).eval()
+    rope = build_position_scheme(dict(type=rope_type), 16, 2, 1)
+    window.rope_table = rope.block_table(0, grid_coords(2, 2)[None])
+    x = torch.randn(2 * 3, 4, 32)  # B = 2, 3 windows
+    mask = torch.zeros(3, 4, 4)
+    mask[1, :2, 2:] = mask[1, 2:, :2] = -100.
+    table = window.rope_table
+    with torch.no_grad():
+        out = window(x, mask=mask)
+        for w in range(6):
+            bound = table.bind(x[w:w + 1]) if rope_type == 'pape' else table
+            q, k, v = window.qkv(x[w]).reshape(4, 3, 2, 16).permute(1, 2, 0,
+                                                                    3)
+            logits = q @ k.transpose(-2, -1) / 4 + bound.attn_bias[0] + \
+                mask[w % 3]
+            y = (logits.softmax(-1) @ v).transpose(0, 1).reshape(4, 32)
+            torch.testing.assert_close(out[w], window.proj(y), atol=1e-5,
+                                       rtol=1e-5)
 
 
 def test_shift_mask_matches_per_window_masking():

@@ -154,9 +154,8 @@ def test_window_tables_serve_every_image_of_the_batch(name):
 
 
 def test_unbound_tables_refuse_to_rotate_in_one_line():
-    """An attention layer that does not bind the tokens (RoPE-Swin's
-    window attention, which takes rotations only) gets one clear error,
-    not a model without positions."""
+    """An attention layer that does not bind the tokens gets one clear
+    error, not a model without positions."""
     table = PaPE(8, 2, 1)(grid_coords(2, 2), None)[0]
     assert isinstance(table, TokenTable)
     with pytest.raises(TypeError, match='must call table.bind'):

@@ -33,6 +33,11 @@ def check_choice(what: str, value, choices):
     return value
 
 
+def options_repr(obj, names: Sequence[str]) -> str:
+    """``name=value, ...`` of ``obj``'s attributes ``names`` (reprs)."""
+    return ', '.join(f'{name}={getattr(obj, name)!r}' for name in names)
+
+
 def full_precision(device_type: str):
     """A context turning autocast off on ``device_type`` where it is on (a
     no-op elsewhere, so exported graphs hold no autocast node)."""
@@ -140,9 +145,8 @@ class PatchCoords(nn.Module):
             v is not None for v in (self.shift, self.jitter, self.rescale))
 
     def extra_repr(self) -> str:
-        return (f'frame={self.frame!r}, shift={self.shift}, jitter='
-                f'{self.jitter}, rescale={self.rescale}, draw={self.draw!r}, '
-                f'per={self.per!r}')
+        return options_repr(self, ('frame', 'shift', 'jitter', 'rescale',
+                                   'draw', 'per'))
 
     def augment(self, coords: Tensor, batch_size: int) -> Tensor:
         """One draw: ``(1|B, M, 2)`` -> ``(B, M, 2)`` (``per='sample'``) or
@@ -271,15 +275,20 @@ class PositionScheme(nn.Module):
     blocks of ``num_heads`` heads of ``head_dim`` channels and returns one
     :class:`PositionTable` per block; ``coords``: :class:`PatchCoords`
     options. Subclasses implement :meth:`block_table`; :attr:`shared`:
-    equal coordinates give every block the same table (computed once).
+    equal coordinates give every block the same table (computed once);
+    :attr:`OPTIONS`: the attributes its repr shows.
     """
     shared = False
+    OPTIONS = ()
 
     def __init__(self, head_dim: int, num_heads: int, depth: int,
                  coords: Optional[dict] = None):
         super().__init__()
         self.head_dim, self.num_heads, self.depth = head_dim, num_heads, depth
         self.coords = PatchCoords(**(coords or {}))
+
+    def extra_repr(self) -> str:
+        return options_repr(self, self.OPTIONS)
 
     def block_table(self, index: int, coords: Tensor,
                     hw: Optional[Sequence[int]] = None) -> PositionTable:

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .base import (PositionScheme, PositionTable, check_choice,
-                   geometric_magnitudes, per_window)
+                   geometric_magnitudes, options_repr, per_window)
 
 LAYOUTS = ('pairs', 'half')
 AXES = ('xy', 'yx')
@@ -143,8 +143,8 @@ class FrequencyScaling:
                             bool(temperature))
 
     def __repr__(self) -> str:
-        return (f'FrequencyScaling(method={self.method!r}, train_grid='
-                f'{self.train_grid}, temperature={self.temperature})')
+        return 'FrequencyScaling({})'.format(options_repr(
+            self, ('method', 'train_grid', 'temperature')))
 
     def __call__(self, freqs: Tensor, hw: Sequence[int]
                  ) -> Tuple[Tensor, float]:
@@ -307,6 +307,7 @@ class AxialRoPE(LinearAngleRoPE):
     with the other. ``freqs``: ``(2, D/2)`` fp64 buffer (not saved); angles
     in fp64, then cast (exact to fp32 rounding at any coordinate)."""
     shared = True
+    OPTIONS = ('theta', 'periods', 'axes', 'layout', 'freq_scaling')
 
     def __init__(self, head_dim, num_heads, depth, theta=None, periods=None,
                  axes='xy', **kwargs):
@@ -331,6 +332,7 @@ class MixedRoPE(LinearAngleRoPE):
     """RoPE-Mixed (Eq. 14): learnable frequencies ``freqs.<i>`` ``(2,
     heads, D/2)`` per block, :func:`mixed_frequencies` at init (``theta``:
     10; ``rotate_init``: random directions, else axial)."""
+    OPTIONS = ('theta', 'axes', 'layout', 'freq_scaling')
 
     def __init__(self, head_dim, num_heads, depth, theta=None,
                  rotate_init=True, axes='xy', **kwargs):
@@ -368,6 +370,7 @@ class SpiralRoPE(LinearAngleRoPE):
     ``K`` (4: 0, 45, 90, 135 degrees) and ``theta`` (100), shared by blocks;
     ``freqs``: ``(2, D/2)`` buffer (not saved)."""
     shared = True
+    OPTIONS = ('num_directions', 'theta', 'layout', 'freq_scaling')
 
     def __init__(self, head_dim, num_heads, depth, num_directions=4,
                  theta=100., **kwargs):
@@ -376,9 +379,6 @@ class SpiralRoPE(LinearAngleRoPE):
         self.register_buffer(
             'freqs', spiral_frequencies(head_dim, num_directions, theta),
             persistent=False)
-
-    def extra_repr(self) -> str:
-        return f'num_directions={self.num_directions}, theta={self.theta}'
 
     def block_frequencies(self, index):
         return self.freqs
@@ -406,6 +406,7 @@ class STRINGRoPE(LinearAngleRoPE):
     ``(heads, D, D)`` (0 at init: RoPE-Mixed), per block and head. ``P``
     applies to every token (``R(0) = P``), so logits are ``q^T P^T RoPE(r_k
     - r_q) P k`` and ``P`` folds into the projections (:meth:`fold_`)."""
+    OPTIONS = ('theta', 'freq_scaling')
 
     def __init__(self, head_dim, num_heads, depth, theta=10.,
                  rotate_init=True, coords=None, freq_scaling=None):
@@ -419,9 +420,6 @@ class STRINGRoPE(LinearAngleRoPE):
         self.basis = nn.ParameterList(
             nn.Parameter(torch.zeros(num_heads, head_dim, head_dim))
             for _ in range(depth))
-
-    def extra_repr(self) -> str:
-        return f'theta={self.theta}'
 
     def folded_basis(self, index: int) -> Tensor:
         """Block ``index``'s ``P`` ``(heads, D, D)``, fp32 at least."""

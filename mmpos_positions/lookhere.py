@@ -68,6 +68,7 @@ class LookHere(PositionScheme):
     ``(depth, heads)`` (buffer, not saved): ``global_slope`` x block slopes
     linear over ``layer_slopes`` x ``2 ** -(1 + h // 4)`` for head ``h``
     (as LookHere's code)."""
+    OPTIONS = ('fov', 'global_slope', 'layer_slopes', 'distance')
 
     def __init__(self, head_dim, num_heads, depth, fov=180, global_slope=1.,
                  layer_slopes=(1., 1.), distance='linear', coords=None):
@@ -83,11 +84,6 @@ class LookHere(PositionScheme):
             'slopes', global_slope *
             torch.linspace(*self.layer_slopes, depth)[:, None] * head_slopes,
             persistent=False)
-
-    def extra_repr(self) -> str:
-        return (f'fov={self.fov}, global_slope={self.global_slope}, '
-                f'layer_slopes={self.layer_slopes}, '
-                f'distance={self.distance!r}')
 
     def block_table(self, index, coords, hw=None) -> BiasTable:
         return BiasTable(lookhere_bias(coords, self.directions,

@@ -191,6 +191,7 @@ class BlockRotationTable(PositionTable):
 class MatrixRoPE(PositionScheme):
     """Base of the matrix schemes: block ``i``'s :meth:`generators` at the
     positions times ``position_scale``, per token."""
+    OPTIONS = ('block_size', 'position_scale')
 
     def __init__(self, head_dim, num_heads, depth, position_scale=1.,
                  coords=None):
@@ -213,6 +214,7 @@ class ComRoPE(MatrixRoPE):
     b)`` ``~ N(0, init_std^2)`` and, for LD, ``scales.<i>`` ``(2, m) ~ N(0,
     1)``, as ComRoPE's code (which spans the training grid by ``[0, 1]``:
     ``position_scale = 1 / n`` in the patch frame; default 1)."""
+    OPTIONS = ('variant', 'block_size', 'position_scale')
 
     def __init__(self, head_dim, num_heads, depth, variant='ld',
                  block_size=8, init_std=1., position_scale=1., coords=None):
@@ -230,10 +232,6 @@ class ComRoPE(MatrixRoPE):
         self.scales = nn.ParameterList(
             nn.Parameter(torch.randn(2, m))
             for _ in range(depth)) if variant == 'ld' else None
-
-    def extra_repr(self) -> str:
-        return (f'variant={self.variant!r}, block_size={self.block_size}, '
-                f'position_scale={self.position_scale}')
 
     def blocks(self, index: int) -> Tuple[Tensor, Tensor]:
         """Block ``index``'s skew ``S_j = P_j - P_j^T`` ``(heads, m, b,
@@ -292,10 +290,6 @@ class LieRE(MatrixRoPE):
         self.generators_raw = nn.ParameterList(
             nn.Parameter(torch.rand(num_heads, 2, m, block_size, block_size)
                          * init_range) for _ in range(depth))
-
-    def extra_repr(self) -> str:
-        return (f'block_size={self.block_size}, '
-                f'position_scale={self.position_scale}')
 
     def generators(self, index):
         return upper_skew(self.generators_raw[index])

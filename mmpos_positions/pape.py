@@ -113,6 +113,7 @@ class PaPE(PositionScheme):
     and ``content.<i>`` ``(2 heads P, C)`` (``W_a`` rows then ``W_b``; ``C
     = heads D``), initialised as ``nn.Linear``.
     """
+    OPTIONS = ('parabolas',)
 
     def __init__(self, head_dim, num_heads, depth, parabolas=50,
                  coords=None):
@@ -126,9 +127,6 @@ class PaPE(PositionScheme):
             nn.Parameter(_linear_init(rows, 2)) for _ in range(depth))
         self.content = nn.ParameterList(
             nn.Parameter(_linear_init(2 * rows, width)) for _ in range(depth))
-
-    def extra_repr(self) -> str:
-        return f'parabolas={self.parabolas}'
 
     def block_table(self, index, coords, hw=None) -> ParabolaTable:
         missing = coords.isnan().any(-1)  # (n, M)

@@ -286,8 +286,9 @@ class LinearAngleRoPE(PositionScheme):
         self.freq_scaling = freq_scaling
 
     def block_frequencies(self, index: int) -> Tensor:
-        """Block ``index``'s ``(2, [heads,] D/2)`` frequencies."""
-        raise NotImplementedError
+        """Block ``index``'s ``(2, [heads,] D/2)`` frequencies: ``freqs``
+        (:attr:`shared`) or ``freqs.<index>``."""
+        return self.freqs if self.shared else self.freqs[index]
 
     def block_table(self, index, coords, hw=None) -> RoPETable:
         freqs, magnitude = self.block_frequencies(index), 1.
@@ -312,11 +313,8 @@ class AxialRoPE(LinearAngleRoPE):
     def __init__(self, head_dim, num_heads, depth, theta=None, periods=None,
                  axes='xy', **kwargs):
         super().__init__(head_dim, num_heads, depth, **kwargs)
-        if periods is not None and theta is not None:
-            raise ValueError('periods replaces theta, got theta='
-                             f'{theta}, periods={periods}')
-        self.theta = None if periods else float(theta or 100.)
-        self.periods = dict(periods) if periods else None
+        self.periods = dict(periods) if periods else None  # or theta
+        self.theta = theta if self.periods else float(theta or 100.)
         self.axes = check_choice('RoPE axes', axes, AXES)
         mag = frequency_magnitudes(head_dim, self.theta, self.periods)
         freqs = torch.stack((F.pad(mag, (0, mag.numel())),  # x: first D/4
@@ -339,15 +337,9 @@ class MixedRoPE(LinearAngleRoPE):
         super().__init__(head_dim, num_heads, depth, **kwargs)
         self.theta = float(theta or 10.)
         self.axes = check_choice('RoPE axes', axes, AXES)
-        self.freqs = nn.ParameterList()
-        for _ in range(depth):
-            freqs = mixed_frequencies(head_dim, num_heads, self.theta,
-                                      rotate=rotate_init)
-            self.freqs.append(nn.Parameter(
-                freqs if axes == 'xy' else freqs.flip(0).contiguous()))
-
-    def block_frequencies(self, index):
-        return self.freqs[index]
+        self.freqs = nn.ParameterList(nn.Parameter(mixed_frequencies(
+            head_dim, num_heads, self.theta, rotate_init).flip(
+                [0] if axes == 'yx' else [])) for _ in range(depth))
 
 
 class DINOv3RoPE(AxialRoPE):
@@ -379,9 +371,6 @@ class SpiralRoPE(LinearAngleRoPE):
         self.register_buffer(
             'freqs', spiral_frequencies(head_dim, num_directions, theta),
             persistent=False)
-
-    def block_frequencies(self, index):
-        return self.freqs
 
 
 def upper_skew(raw: Tensor) -> Tensor:
@@ -426,9 +415,6 @@ class STRINGRoPE(LinearAngleRoPE):
         raw = self.basis[index]
         return cayley(upper_skew(
             raw.to(torch.promote_types(raw.dtype, torch.float32))))
-
-    def block_frequencies(self, index):
-        return self.freqs[index]
 
     def block_table(self, index, coords, hw=None) -> PositionTable:
         return BasisRoPETable(super().block_table(index, coords, hw),

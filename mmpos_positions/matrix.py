@@ -189,20 +189,25 @@ class BlockRotationTable(PositionTable):
 
 
 class MatrixRoPE(PositionScheme):
-    """Base of the matrix schemes: block ``i``'s :meth:`generators` at the
+    """Base of the matrix schemes: block ``i``'s :meth:`generators` of
+    ``b = block_size`` blocks (``head_dim`` a multiple of ``step``) at the
     positions times ``position_scale``, per token."""
     OPTIONS = ('block_size', 'position_scale')
 
-    def __init__(self, head_dim, num_heads, depth, position_scale=1.,
-                 coords=None):
+    def __init__(self, head_dim, num_heads, depth, block_size,
+                 position_scale, coords, step):
         super().__init__(head_dim, num_heads, depth, coords)
+        if head_dim % step:
+            raise ValueError(f'{type(self).__name__} needs head_dim '
+                             f'divisible by {step}, got {head_dim}')
+        self.block_size = block_size
         self.position_scale = float(position_scale)
 
     def generators(self, index: int) -> Tensor:
         """Block ``index``'s ``(heads, 2, m, b, b)`` skew generators."""
         raise NotImplementedError
 
-    def block_table(self, index, coords, hw=None) -> BlockRotationTable:
+    def block_table(self, index, coords, hw=None) -> PositionTable:
         return BlockRotationTable(block_rotations(
             coords * self.position_scale, self.generators(index)))
 
@@ -218,14 +223,11 @@ class ComRoPE(MatrixRoPE):
 
     def __init__(self, head_dim, num_heads, depth, variant='ld',
                  block_size=8, init_std=1., position_scale=1., coords=None):
-        super().__init__(head_dim, num_heads, depth, position_scale, coords)
         check_choice('ComRoPE variant', variant, ('ld', 'ap'))
-        step = block_size * (2 if variant == 'ap' else 1)
-        if head_dim % step:
-            raise ValueError(f'ComRoPE-{variant.upper()} needs head_dim '
-                             f'divisible by {step}, got {head_dim}')
-        self.variant, self.block_size = variant, block_size
-        m = head_dim // block_size
+        super().__init__(head_dim, num_heads, depth, block_size,
+                         position_scale, coords,
+                         block_size * (2 if variant == 'ap' else 1))
+        self.variant, m = variant, head_dim // block_size
         self.base = nn.ParameterList(
             nn.Parameter(torch.randn(num_heads, m, block_size, block_size) *
                          init_std) for _ in range(depth))
@@ -234,10 +236,9 @@ class ComRoPE(MatrixRoPE):
             for _ in range(depth)) if variant == 'ld' else None
 
     def blocks(self, index: int) -> Tuple[Tensor, Tensor]:
-        """Block ``index``'s skew ``S_j = P_j - P_j^T`` ``(heads, m, b,
-        b)`` and axis coefficients ``c`` ``(2, m)``: axis ``a``'s generator
-        block ``j`` is ``c_aj S_j``, ``c = s`` (LD) or ``[j mod 2 = a]``
-        (AP)."""
+        """Block ``index``'s skews ``S_j = P_j - P_j^T`` ``(heads, m, b,
+        b)`` and axis coefficients ``c`` ``(2, m)`` (generator block ``j``
+        of axis ``a``: ``c_aj S_j``): ``s`` (LD) or ``[j mod 2 = a]``."""
         base = self.base[index]
         skew = base - base.transpose(-1, -2)
         if self.scales is not None:
@@ -251,11 +252,9 @@ class ComRoPE(MatrixRoPE):
         return skew[:, None] * coef[None, :, :, None, None]
 
     def block_table(self, index, coords, hw=None) -> PositionTable:
-        """``RoPE(r) O^T`` (:func:`skew_eigenbasis`; ``O^T`` on every token):
-        pair ``a`` of block ``j`` turns by ``(c_j . r) w_ja``, the
-        query-key products of ``R(r) = O RoPE(r) O^T``. Where two rates meet
-        (no eigenbasis), the per-token exponentials of :class:`MatrixRoPE`
-        (not checked while compiling)."""
+        """``O RoPE(r) O^T`` (:func:`skew_eigenbasis`), pair ``a`` of block
+        ``j`` turning by ``(c_j . r) w_ja``; where two rates meet (no
+        eigenbasis; not checked while compiling), :class:`MatrixRoPE`'s."""
         skew, coef = self.blocks(index)
         basis, rates, gap = skew_eigenbasis(skew)
         # dynamo cannot branch on a tensor's value: compiled, no fallback
@@ -281,15 +280,12 @@ class LieRE(MatrixRoPE):
 
     def __init__(self, head_dim, num_heads, depth, block_size=8,
                  init_range=2 * math.pi, position_scale=1., coords=None):
-        super().__init__(head_dim, num_heads, depth, position_scale, coords)
-        if head_dim % block_size:
-            raise ValueError(f'LieRE needs head_dim divisible by block_size '
-                             f'{block_size}, got {head_dim}')
-        self.block_size = block_size
-        m = head_dim // block_size
+        super().__init__(head_dim, num_heads, depth, block_size,
+                         position_scale, coords, block_size)
         self.generators_raw = nn.ParameterList(
-            nn.Parameter(torch.rand(num_heads, 2, m, block_size, block_size)
-                         * init_range) for _ in range(depth))
+            nn.Parameter(torch.rand(num_heads, 2, head_dim // block_size,
+                                    block_size, block_size) * init_range)
+            for _ in range(depth))
 
     def generators(self, index):
         return upper_skew(self.generators_raw[index])

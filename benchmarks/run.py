@@ -45,7 +45,11 @@ the same ``--out`` folder is refused while one runs
     python benchmarks/run.py [--quick] [--out DIR] [--name NAME]
         [--only NAME ...] [--device auto|cpu|cuda] [--amp auto|off|bf16|fp16]
         [--threads N] [--iters N] [--warmup N] [--malloc reuse|system]
-        [--parts PART ...] [--models NAME ...]
+        [--parts PART ...] [--models NAME ...] [--batch-size N]
+        [--design designs/benchmarks/<benchmark>.yaml]
+
+Replicates of one command, as a committed design fixes them (at least 10
+processes in a shuffled order, spread over time): ``replicates.py``.
 """
 import argparse
 import ast
@@ -83,7 +87,8 @@ BENCHMARKS = {
     'position_schemes': 'position_schemes',
     'rope_compile': 'rope_compile',
 }
-DEFAULT_OUT = osp.join(osp.dirname(osp.abspath(__file__)), 'results')
+ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+DEFAULT_OUT = osp.join(ROOT, 'benchmarks', 'results')
 # what every benchmark's numbers go through beside its own module (the
 # intervals and verdicts: mmpos_stats)
 CODE = ('benchmarks/_timing.py', 'benchmarks/run.py', 'mmpos/models',
@@ -283,6 +288,13 @@ def main(argv=None) -> int:
                         help='subset of the models of the benchmarks whose '
                         '`run` takes `models` (vitdet_window: one pair of a '
                         'row, e.g. global windowed)')
+    parser.add_argument('--batch-size', type=int,
+                        help='the batch of the benchmarks whose `run` takes '
+                        '`batch_size` (default: each one\'s)')
+    parser.add_argument('--design', metavar='YAML',
+                        help='the benchmark design this run is a replicate '
+                        'of (benchmarks/replicates.py passes it): recorded '
+                        'in the settings and the provenance\'s depends')
     _timing.add_common_args(parser)
     args = _timing.parse_args(parser, argv)
     try:
@@ -300,6 +312,14 @@ def main(argv=None) -> int:
         options['parts'] = args.parts
     if args.models:
         options['models'] = tuple(args.models)
+    if args.batch_size:
+        options['batch_size'] = args.batch_size
+    if args.design:
+        settings['design'] = osp.relpath(osp.abspath(args.design), ROOT)
+        if settings['design'].startswith('..') or not osp.isfile(
+                args.design):
+            parser.error(f'--design {args.design}: not a file of this '
+                         'repository')
     start = time.perf_counter()
     # one benchmark run per --out folder at a time (they would time each
     # other); results already there stay
@@ -310,7 +330,8 @@ def main(argv=None) -> int:
                         total_s=time.perf_counter() - start)
         settings['provenance'] = provenance.record(
             ' '.join(['python', 'benchmarks/run.py', *argv]),
-            depends(args.only))
+            depends(args.only) + ([settings['design']] if args.design
+                                  else []))
         write_summary(entries, settings, args.out, name)
     print(f'wrote {osp.join(args.out, name)}.json and .md')
     failed = [n for n, e in entries.items() if 'error' in e]

@@ -52,8 +52,12 @@ def test_benchmark_tables_are_rendered_from_the_result_files(site):
             assert f"{row['time_ratio']:.3f}" in html
 
 
-def _run(command, rows):
-    return dict(settings=dict(provenance=dict(command=command)), rows=[
+MACHINE = 'AMD EPYC 7B13, 2 CPUs, torch 2.14.1'
+
+
+def _run(command, rows, machine=MACHINE):
+    return dict(settings=dict(device='cpu', torch='2.14.1', provenance=dict(
+        command=command, machine=machine)), rows=[
         dict(benchmark='b', ours=ours, baseline='base', time_ratio=ratio,
              time_ratio_low=ratio / 2, time_ratio_high=ratio * 2,
              target=target) for ours, ratio, target in rows])
@@ -77,9 +81,13 @@ def test_between_runs_takes_the_runs_of_one_command_as_replicates():
         for i in range(3)}
     results['other.json'] = _run('python benchmarks/run.py --only sdpa',
                                  [('x', 1., '<= 2')])
+    # the same command on another CPU: not a replicate of these runs
+    results['elsewhere.json'] = _run(f'{cmd} --name e', [
+        ('fast', 1.0, '<= 1.5')], machine='Intel Xeon, 8 CPUs, torch 2.14.1')
     rows = {r['ours']: r for r in mmpos_docs.between_runs(results)}
     assert set(rows) == {'fast', 'slow', 'free'}
     assert rows['fast']['command'] == cmd
+    assert rows['fast']['files'] == ['r0.json', 'r1.json', 'r2.json']
     p = []
     for name, values in (('fast', fast), ('slow', slow), ('free', free)):
         logs = np.log(values)
@@ -98,6 +106,13 @@ def test_between_runs_takes_the_runs_of_one_command_as_replicates():
     assert (rows['fast']['target_verdict'],
             rows['slow']['target_verdict']) == ('met', 'missed')
     assert 'target_verdict' not in rows['free']
+    # a verdict is scoped to what measured it
+    assert rows['fast']['scope'] == 'AMD EPYC 7B13, torch 2.14.1'
+    assert mmpos_docs._target(rows['fast'], rows['fast']['scope']) == (
+        '<= 1.5: met on AMD EPYC 7B13, torch 2.14.1 '
+        f"(p {rows['fast']['target_test']['p_adj']:.2g})")
+    assert mmpos_docs.scope(dict(device='NVIDIA H100', torch='2.14.1')) == \
+        'NVIDIA H100, torch 2.14.1'
 
 
 def test_method_pages_carry_the_papers_tables(site):

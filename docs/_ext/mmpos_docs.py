@@ -57,13 +57,35 @@ def _time_ratio(row: dict) -> str:
     return _bench()._timing.format_ratio(row)
 
 
-def _target(row: dict) -> str:
-    """The target and, where tested, its verdict and Holm-adjusted p."""
+def scope(settings: dict) -> str:
+    """What a run's verdicts hold for: ``'<CPU model>, torch <version>'``
+    (from its provenance's machine) or ``'<GPU>, torch <version>'``;
+    ``''`` for a result that records neither."""
+    torch = settings.get('torch')
+    if settings.get('device', 'cpu') != 'cpu':
+        what = str(settings.get('gpu') or settings['device'])
+    elif 'provenance' in settings:
+        parts = [p.strip() for p in
+                 settings['provenance']['machine'].split(',')]
+        what = ', '.join(p for p in parts if not p.endswith(' CPUs')
+                         and not p.startswith('torch '))
+        torch = next((p[len('torch '):] for p in parts
+                      if p.startswith('torch ')), torch)
+    else:
+        return ''
+    return f'{what}, torch {torch}' if torch else what
+
+
+def _target(row: dict, where: str = '') -> str:
+    """The target and, where tested, its verdict scoped to what measured
+    it (``where``: :func:`scope`, e.g. ``met on AMD EPYC 7B13, torch
+    2.14.1``) and its Holm-adjusted p."""
     test = row.get('target_test')
     if not test:
         return row.get('target', '')
-    p = '' if test['p_adj'] is None else f", p {test['p_adj']:.2g}"
-    return f"{row['target']}: {row['target_verdict']}{p}"
+    p = '' if test['p_adj'] is None else f" (p {test['p_adj']:.2g})"
+    on = f' on {where}' if where else ''
+    return f"{row['target']}: {row['target_verdict']}{on}{p}"
 
 
 def _suite_table(name: str, data: dict) -> list:
@@ -99,7 +121,7 @@ def _suite_table(name: str, data: dict) -> list:
             f"{_time_ratio(r)} | {_num(r.get('mem_ratio'))} | "
             f"{_num(r.get('ours_ms'), '{:.1f}')} | "
             f"{_num(r.get('baseline_ms'), '{:.1f}')} | "
-            f'{_target(r)} |')
+            f'{_target(r, scope(s))} |')
     return lines + ['']
 
 
@@ -125,13 +147,15 @@ def _same_command(command: str) -> str:
 
 
 def between_runs(results: dict) -> list:
-    """Rows measured by every run of a command stored more than once
-    (``results``: ``{file name: summary}``): the runs are the replicates.
-    Per row, each run's time ratio (the geometric mean of its rounds) is
-    one value; the interval is the one-sample t over the runs' log ratios
-    and a bounded target (``_timing.time_bound``) is tested against the log
-    bound, all such tests one family (``run.judge_targets``: Holm). Returns
-    ``[{command, files, benchmark, ours, baseline, ratios, time_ratio,
+    """Rows measured by every run of a command stored more than once on
+    one kind of machine (``results``: ``{file name: summary}``; the
+    machine: :func:`scope`, its CPU model or GPU and torch version): the
+    runs are the replicates. Per row, each run's time ratio (the geometric
+    mean of its rounds) is one value; the interval is the one-sample t
+    over the runs' log ratios and a bounded target
+    (``_timing.time_bound``) is tested against the log bound, all such
+    tests one family (``run.judge_targets``: Holm). Returns ``[{command,
+    scope, files, benchmark, ours, baseline, ratios, time_ratio,
     time_ratio_low, time_ratio_high, target[, target_test,
     target_verdict]}]``."""
     bench = _bench()
@@ -139,10 +163,10 @@ def between_runs(results: dict) -> list:
     for name, data in results.items():
         record = data.get('settings', {}).get('provenance')
         if record and 'benchmarks/run.py' in record['command']:
-            groups.setdefault(_same_command(record['command']),
-                              []).append(name)
+            groups.setdefault((_same_command(record['command']),
+                               scope(data['settings'])), []).append(name)
     rows = []
-    for command, files in groups.items():
+    for (command, where), files in groups.items():
         if len(files) < 2:
             continue
         per_run = [{(r['benchmark'], r['ours'], r['baseline']): r
@@ -152,7 +176,8 @@ def between_runs(results: dict) -> list:
             logs = [math.log(p[key]['time_ratio']) for p in per_run]
             target = per_run[0][key].get('target')
             rows.append(dict(
-                command=command, files=files, benchmark=key[0], ours=key[1],
+                command=command, scope=where, files=files,
+                benchmark=key[0], ours=key[1],
                 baseline=key[2], ratios=[math.exp(x) for x in logs],
                 target=target or '',
                 **bench._timing.ratio_of_logs(logs, target=target)))
@@ -165,17 +190,19 @@ def _between_runs_table(results: dict) -> list:
     if not rows:
         return []
     lines = ['### Between runs', '',
-             'Commands stored more than once: each run is one replicate '
-             '(its time ratio, the geometric mean of its rounds); the '
-             'interval is the t interval over the runs, and the bounded '
-             'targets of this table are one family (Holm).', '',
+             'Commands stored more than once on one kind of machine: each '
+             'run is one replicate (its time ratio, the geometric mean of '
+             'its rounds); the interval is the t interval over the runs, '
+             'and the bounded targets of this table are one family (Holm). '
+             'A verdict holds for what was measured: the command\'s '
+             'settings on that CPU (or GPU) with that torch.', '',
              '| command | ours | baseline | per run | ratio [95% CI over runs] '
              '| target |', '| --- | --- | --- | --- | --- | --- |']
     for r in rows:
         lines.append(
             f"| `{r['command']}` | {r['ours']} | {r['baseline']} | "
             + ', '.join(f'{x:.3f}' for x in r['ratios'])
-            + f' | {_time_ratio(r)} | {_target(r)} |')
+            + f" | {_time_ratio(r)} | {_target(r, r['scope'])} |")
     return lines + ['']
 
 

@@ -188,7 +188,6 @@ class RoPETable(PositionTable):
                  magnitude: float = 1.):
         self.num_tokens, self.layout = angles.shape[-2], layout
         self.angles, self.magnitude = angles, float(magnitude)
-        # (n, heads | 1, M, D/2) complex; ONNX has none (export(): cos, sin)
         self.phasors = None if torch.compiler.is_exporting() else torch.polar(
             torch.full_like(angles, self.magnitude), angles)
 

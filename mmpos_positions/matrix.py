@@ -3,10 +3,9 @@ learned skew-symmetric generators ``A_x, A_y`` (block-diagonal, ``b x b``
 blocks over channels ``b j .. b j + b - 1``, per block and head), so ``R(r)``
 is orthogonal.
 
-* **ComRoPE** (Yu et al., CVPR 2025): commuting generators, so ``R(r_q)^T
-  R(r_k) = R(r_k - r_q)``; LD: ``B_aj = s_aj (P_j - P_j^T)``, AP: ``B_aj =
-  P_j - P_j^T`` for axis ``j mod 2`` only. Block ``j`` turns about one
-  ``S_j = O_j J_j O_j^T``, so ``R(r) = O RoPE(r) O^T``: RoPE-Mixed after
+* **ComRoPE** (Yu et al., CVPR 2025): commuting generators (block ``j``
+  of both axes a multiple of one ``S_j = O_j J_j O_j^T``), so ``R(r_q)^T
+  R(r_k) = R(r_k - r_q)`` and ``R(r) = O RoPE(r) O^T``: RoPE-Mixed after
   ``O^T`` on every token (:class:`~.linear.BasisRoPETable`).
 * **LieRE** (Ostmeier et al., 2024): unconstrained generators, not
   commuting: one ``b x b`` exponential per token, block and head

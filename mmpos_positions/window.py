@@ -1,12 +1,8 @@
-"""Non-overlapping window partition for ViTDet-style window attention (Li
-et al., "Exploring Plain Vision Transformer Backbones for Object
-Detection", ECCV 2022, Sec. 3): blocks attend inside ``ws x ws`` windows of
-the patch grid, zero-padded at its bottom / right to a multiple of ``ws``
-(padding tokens take part in their window's attention, no mask, as ViTDet's
-code) and cropped back after the block. For 2-D RoPE the window tokens keep
-their absolute grid coordinates (:meth:`~.base.PositionScheme.forward`
-partitions them as the tokens): a pair of one window gets the global
-model's query-key logit.
+"""ViTDet's window partition (Li et al., ECCV 2022, Sec. 3): blocks attend
+inside ``ws x ws`` windows of the patch grid, zero-padded at its bottom /
+right to a multiple of ``ws`` (padding tokens attend unmasked, as ViTDet's
+code) and cropped back after the block; the windows' positions:
+:meth:`~.base.PositionScheme.forward`.
 """
 from typing import Tuple
 

@@ -35,14 +35,12 @@ class CachedTables:
                     torch.is_grad_enabled() and
                     any(p.requires_grad for p in scheme.parameters())):
             return scheme(coords, hw, batch_size, windows, device, dtype)
-        key = (id(scheme), tuple(int(s) for s in hw), tuple(windows),
-               *table_device_dtype(coords, device, dtype))
         state = [*scheme.parameters(), *scheme.buffers()]
-        if self.entry is None or self.entry[0] != key or not (
-                len(state) == len(self.entry[1]) and all(
-                    t.dtype == c.dtype and t.device == c.device
-                    and t.shape == c.shape and torch.equal(t, c)
-                    for t, c in zip(state, self.entry[1]))):
+        key = (id(scheme), tuple(int(s) for s in hw), tuple(windows),
+               *table_device_dtype(coords, device, dtype),
+               [(t.dtype, t.device, t.shape) for t in state])
+        if self.entry is None or self.entry[0] != key or not all(
+                map(torch.equal, state, self.entry[1])):
             tables = scheme(None, hw, batch_size, windows, device, dtype)
             self.entry = (key, [t.detach().clone() for t in state], tables)
         return self.entry[2]

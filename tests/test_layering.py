@@ -102,72 +102,55 @@ def test_finder_sees_hidden_and_relative_upward_imports(tmp_path, source,
     assert len(offenders) == 1 and 'mmpos/models/probe.py:' in offenders[0]
 
 
-#: what ``mmpos_positions`` may import besides itself
-TORCH_ONLY = ('torch', 'contextlib', 'copy', 'math', 'typing')
+#: the top-level packages below every layer and what each may import
+#: besides itself: the position schemes torch (no OpenMMLab stack), the
+#: statistics numpy and scipy (no torch either)
+BELOW = {
+    'mmpos_positions': ('torch', 'contextlib', 'copy', 'math', 'typing'),
+    'mmpos_stats': ('numpy', 'scipy', 'collections', 'dataclasses', 'math',
+                    'typing'),
+}
+OPENMMLAB = {'mmpos', 'mmengine', 'mmpretrain', 'mmcv', 'mmdet', 'mmseg'}
 
 
-def test_positions_import_torch_only():
-    """Every import of ``mmpos_positions`` is torch, the standard library
-    modules of :data:`TORCH_ONLY` or the package itself."""
+@pytest.mark.parametrize('package', sorted(BELOW))
+def test_the_packages_below_import_only_what_they_may(package):
+    """Every import of a package of :data:`BELOW` is a module it may import
+    there or the package itself."""
     offenders = [
         f'{path.relative_to(REPO)}:{line}: {name}'
-        for path in sorted((REPO / 'mmpos_positions').glob('*.py'))
+        for path in sorted((REPO / package).glob('*.py'))
         for line, name in provenance.imported_modules(
             str(path.relative_to(REPO)), str(REPO))
-        if name.split('.')[0] not in TORCH_ONLY + ('mmpos_positions', )]
+        if name.split('.')[0] not in BELOW[package] + (package, )]
     assert not offenders, '\n'.join(offenders)
+
+
+def _loaded(code: str) -> set:
+    """The top-level packages a fresh interpreter has loaded after
+    ``code`` (run in the repository, ``benchmarks/`` first on its path)."""
+    code = ('import sys; sys.path.insert(0, "benchmarks"); ' + code +
+            '; print(sorted({m.split(".")[0] for m in sys.modules}))')
+    return set(eval(subprocess.run(
+        [sys.executable, '-c', code], cwd=REPO, check=True,
+        capture_output=True, text=True).stdout))
 
 
 def test_positions_and_the_device_benchmark_run_without_openmmlab():
     """Importing the positions, and the device benchmark that imports them
     from the repository, loads no OpenMMLab package and no ``mmpos``."""
-    code = ('import sys; sys.path.insert(0, "benchmarks"); '
-            'import mmpos_positions, rope_attention_device; '
-            'print(sorted({m.split(".")[0] for m in sys.modules}))')
-    out = subprocess.run([sys.executable, '-c', code], cwd=REPO, check=True,
-                         capture_output=True, text=True).stdout
-    loaded = set(eval(out))
-    assert 'mmpos_positions' in loaded
-    assert not loaded & {'mmpos', 'mmengine', 'mmpretrain', 'mmcv', 'mmdet',
-                         'mmseg'}
-
-
-#: what ``mmpos_stats`` may import
-NUMPY_SCIPY = ('numpy', 'scipy', 'collections', 'dataclasses', 'math',
-               'typing')
-
-
-def test_stats_import_numpy_and_scipy_only():
-    """Every import of ``mmpos_stats`` is numpy, scipy or a standard
-    library module of :data:`NUMPY_SCIPY`: no torch, no ``mmpos``."""
-    offenders = [
-        f'{path.relative_to(REPO)}:{line}: {name}'
-        for path in sorted((REPO / 'mmpos_stats').glob('*.py'))
-        for line, name in provenance.imported_modules(
-            str(path.relative_to(REPO)), str(REPO))
-        if name.split('.')[0] not in NUMPY_SCIPY + ('mmpos_stats', )]
-    assert not offenders, '\n'.join(offenders)
+    loaded = _loaded('import mmpos_positions, rope_attention_device')
+    assert 'mmpos_positions' in loaded and not loaded & OPENMMLAB
 
 
 def test_stats_and_the_benchmarks_timing_run_without_openmmlab():
-    """Importing the statistics, and the benchmarks' timing helpers that
-    judge their verdicts with them, loads no OpenMMLab package and no
-    ``mmpos``; the statistics load no torch."""
-    code = ('import sys; import mmpos_stats; '
-            'mmpos_stats.welch([1., 2., 3.], [2., 3., 5.]); '
-            'print(sorted({m.split(".")[0] for m in sys.modules}))')
-    loaded = set(eval(subprocess.run(
-        [sys.executable, '-c', code], cwd=REPO, check=True,
-        capture_output=True, text=True).stdout))
+    """A test of the statistics loads neither torch nor an OpenMMLab
+    package; the benchmarks' timing helpers judge their verdicts with them
+    without the OpenMMLab stack."""
+    loaded = _loaded('import mmpos_stats; '
+                     'mmpos_stats.welch([1., 2., 3.], [2., 3., 5.])')
     assert {'mmpos_stats', 'scipy'} <= loaded
-    assert not loaded & {'torch', 'mmpos', 'mmengine', 'mmpretrain', 'mmcv',
-                         'mmdet', 'mmseg'}
-    code = ('import sys; sys.path.insert(0, "benchmarks"); import _timing; '
-            '_timing.ratio_of_logs([0.1, 0.2, 0.15], target="<= 1.5"); '
-            'print(sorted({m.split(".")[0] for m in sys.modules}))')
-    loaded = set(eval(subprocess.run(
-        [sys.executable, '-c', code], cwd=REPO, check=True,
-        capture_output=True, text=True).stdout))
-    assert 'mmpos_stats' in loaded
-    assert not loaded & {'mmpos', 'mmengine', 'mmpretrain', 'mmcv', 'mmdet',
-                         'mmseg'}
+    assert not loaded & (OPENMMLAB | {'torch'})
+    loaded = _loaded('import _timing; _timing.ratio_of_logs('
+                     '[0.1, 0.2, 0.15], target="<= 1.5")')
+    assert 'mmpos_stats' in loaded and not loaded & OPENMMLAB

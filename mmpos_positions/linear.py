@@ -151,11 +151,9 @@ class FrequencyScaling:
         """``freqs`` scaled for the grid ``hw = (H, W)`` and the factor on
         queries and keys."""
         s = max(hw[0] / self.train_grid[0], hw[1] / self.train_grid[1])
-        if s <= 1.:
-            return freqs, 1.
         return (scale_frequencies(freqs, s, self.method, max(self.train_grid),
                                   self.alpha, self.beta),
-                0.1 * math.log(s) + 1. if self.temperature else 1.)
+                0.1 * math.log(s) + 1. if self.temperature and s > 1 else 1.)
 
 
 # ------------------------------------------------------------------ tables

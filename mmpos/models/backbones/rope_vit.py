@@ -136,6 +136,22 @@ def naflex_grids(patch_coord: Tensor, valid: Tensor) -> Tensor:
     return patch_coord.masked_fill(~valid[..., None], -1).amax(1).long() + 1
 
 
+def naflex_featmaps(tokens: Tensor, patch_coord: Tensor, valid: Tensor,
+                    num_prefix: int) -> List[Tensor]:
+    """Each NaFlex sample's patch-token map: ``'raw'`` tokens ``(B, P + N,
+    C)`` (``P = num_prefix`` class and register tokens first) -> ``[(C,
+    h_b, w_b), ...]``, every valid patch at its ``(y, x)`` of the sample's
+    grid (:func:`naflex_grids`), padding left out."""
+    maps = []
+    for b, (h, w) in enumerate(naflex_grids(patch_coord, valid).tolist()):
+        keep = valid[b].bool()
+        y, x = patch_coord[b, keep].unbind(-1)
+        grid = tokens.new_zeros(h * w, tokens.shape[-1])
+        grid[y * w + x] = tokens[b, num_prefix:][keep]
+        maps.append(grid.T.reshape(-1, h, w))
+    return maps
+
+
 @MODELS.register_module()
 class RoPEVisionTransformer(BaseBackbone):
     """ViT with a position scheme (RoPE-Axial / RoPE-Mixed by default);

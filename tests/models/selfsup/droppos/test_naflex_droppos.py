@@ -166,5 +166,5 @@ def test_mini_config_mixed_grids_and_the_loss_falls(mini_data):
     assert len(grids) > 3 and all(h * w <= 32 for h, w in grids)
     losses = runner_steps(cfg, model, steps=12, batches=1)
     assert all(torch.isfinite(torch.tensor(losses)))
-    # 0.87-0.88 over 4 seeds
+    # 0.87-0.89 over 4 seeds
     assert losses[-1] < 0.92 * losses[0], losses

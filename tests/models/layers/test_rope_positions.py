@@ -41,7 +41,7 @@ def test_period_parametrisation_is_dinov3s():
     assert torch.allclose(ratios, ratios[0].expand_as(ratios))
     with pytest.raises(ValueError, match='either theta or periods'):
         frequency_magnitudes(64, 100., dict(base=100.))
-    with pytest.raises(ValueError, match='periods replaces theta'):
+    with pytest.raises(ValueError, match='either theta or periods'):
         build_position_scheme(dict(type='axial', theta=10.,
                                    periods=dict(base=100.)), 64, 2, 1)
 

@@ -20,13 +20,12 @@ Cases (:data:`CASES`):
 
 For each case, at its batch (``--batch`` overrides it for all):
 
-1. **Measured** (:func:`measure_step`): the planner's step run for real on
-   the device: a batch of the config's own train pipeline on a synthetic
-   image (``plan._pipeline_item``, repeated by the config's collate
-   function), the data preprocessor, the model's loss, backward and the
-   config's optimizer wrapper without loss scaling (``plan.
-   plain_optim_wrapper``; autocast in its AMP dtype), EMA teachers copied
-   from their students. Peak: parameters, buffers and optimizer state
+1. **Measured** (:func:`measure_step`): the planner's step
+   (``plan.real_step``) run for real on the device: a batch of the
+   config's own train pipeline on a synthetic image, the data
+   preprocessor, the model's loss, backward and the config's optimizer
+   wrapper without loss scaling (autocast in its AMP dtype), EMA teachers
+   copied from their students. Peak: parameters, buffers and optimizer state
    after a first step, plus the peak the second step adds
    (``_timing.peak_memory``: CUDA ``max_memory_allocated``; CPU: the
    profiler's allocator events), as ``tests/analysis/test_plan.py``
@@ -73,7 +72,6 @@ import copy
 import datetime
 import gc
 import json
-import os
 import os.path as osp
 import platform
 import statistics
@@ -165,47 +163,14 @@ def load_case(name: str, dry_run: bool):
 
 def measure_step(cfg, batch: int, image_size, device, warmup: int,
                  iters: int) -> dict:
-    """The planner's step (``plan.plan``) run for real on ``device``
-    (module docstring): ``peak_bytes`` and its parts, ``step_s`` (median)
-    and every timed step's ``times_s``."""
-    from mmengine.optim import build_optim_wrapper
-    from mmengine.registry import MODELS, init_default_scope
-
+    """The planner's step (``plan.real_step``, which ``plan.plan`` runs on
+    fake tensors) run for real on ``device`` (module docstring):
+    ``peak_bytes`` and its parts, ``step_s`` (median) and every timed
+    step's ``times_s``."""
     from mmpos.analysis import plan as planner
-    from mmpos.models.utils import update_ema
-    init_default_scope(cfg.get('default_scope', 'mmpretrain'))
-    samples = planner._collate(cfg, planner._pipeline_item(cfg, image_size),
-                               batch)
-    model_cfg = copy.deepcopy(cfg.model)
-    if cfg.get('data_preprocessor'):
-        model_cfg.setdefault('data_preprocessor', cfg.data_preprocessor)
-    model = MODELS.build(model_cfg).to(device)
-    pre_cfg = {k: v for k, v in (model_cfg.get('data_preprocessor')
-                                 or {}).items()
-               if k not in ('type', '_scope_')}
-    augments = (model_cfg.get('train_cfg') or {}).get('augments')
-    if augments:
-        pre_cfg['batch_augments'] = model_cfg.train_cfg
-    preprocessor = type(model.data_preprocessor)(**pre_cfg).to(device)
-    data = preprocessor(samples, True)
-    wrapper_cfg, dtype = planner.plain_optim_wrapper(cfg)
-    wrapper = build_optim_wrapper(model, wrapper_cfg)
-    for ema, source in getattr(model, 'ema_teachers', list)():
-        update_ema(ema, source, model)
-
-    def step():
-        with _timing.autocast(device, dtype):
-            losses = model(**data, mode='loss')
-            loss = model.parse_losses(losses)[0]
-        loss.backward()
-        wrapper.step()
-        wrapper.zero_grad()
-
+    step = planner.real_step(cfg, batch, image_size, device)
     step()  # the optimizer's state exists from the second step on
-    state = sum(t.numel() * t.element_size() for t in [
-        *model.parameters(), *model.buffers(),
-        *(v for s in wrapper.optimizer.state.values() for v in s.values()
-          if isinstance(v, torch.Tensor))])
+    state = step.state_bytes()
     added = _timing.peak_memory(step, device)
     times, _ = _timing.time_steps(dict(step=step), device, warmup, iters)
     return dict(peak_bytes=state + added, state_bytes=state,

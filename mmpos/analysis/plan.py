@@ -5,22 +5,30 @@ own counters: ``torch.utils.flop_counter.FlopCounterMode`` for the FLOPs
 and ``torch.distributed._tools.MemTracker`` for the memory by kind, as
 torchtitan's ``scripts/estimate/estimation.py`` uses them.
 
-The step is the one mmengine's Runner takes: a batch of the config's own
-train pipeline (on a synthetic image of ``image_size``, repeated to the
-batch), its data preprocessor (run for real: it draws batch augments),
-the model's ``loss``, ``backward`` and the config's optimizer wrapper's
-step (AMP as autocast in the wrapper's dtype), twice, so that the second
-step holds the optimizer's state as every later step does. The peak is
-that of the second step.
+The step (:func:`real_step`, which runs for real as well: the
+measurements that check the plan use it) is the one mmengine's Runner
+takes: a batch of the config's own train pipeline (on a synthetic image
+of ``image_size``, repeated to the batch; a COCO or ADE20K config's own
+dataset on the rehearsal's synthetic sample: a 1024x768 image with 3
+instances, a 683x512 image and label map, so that LSJ 1024 crops and
+512x512 crops come out at their real size), its data preprocessor (run
+for real: it draws batch augments), the model's ``loss``, ``backward``
+and the config's optimizer wrapper's step (AMP as autocast in the
+wrapper's dtype), twice, so that the second step holds the optimizer's
+state as every later step does. The peak is that of the second step.
 
 Fake tensors have no values. Where a step reads one (``.item()``,
 ``bool(t)``: a loss's guard, an EMA step counter, a masking loop's exit
 test, a DropPos sigma) or asks for a data-dependent shape (``nonzero``,
 ``unique``), :func:`_stand_ins` answers: a read gives ``1`` / ``1.`` /
-``False``, a data-dependent size its upper bound (every element). The plan
-counts those answers in its notes; tests/analysis/test_plan.py checks a
-self-supervised step planned this way against its measured peak. A step
-that still cannot run raises ``NotImplementedError`` naming the config.
+``False``, a data-dependent size its upper bound (every element: a
+detector's anchors, its proposals after NMS, the RoI sampler's most
+positives), host copies (``.numpy()``) arrays of ones. The plan counts
+those answers in its notes; tests/analysis/test_plan.py checks a
+self-supervised step and a Mask R-CNN step planned this way against
+their measured peaks. mmcv's RoIAlign and NMS kernels read memory: a
+detector's step runs torchvision's (:func:`_for_fake`). A step that still
+cannot run raises ``NotImplementedError`` naming the config.
 
 What it does not model (said by :func:`plan`'s ``notes``): CUDA's caching
 allocator (fragmentation) and the CUDA context, for which
@@ -31,6 +39,7 @@ import contextlib
 import copy
 import dataclasses
 import math
+import os.path as osp
 from typing import Dict, List, Optional
 
 import numpy as np
@@ -53,6 +62,9 @@ MFU, MFU_RANGE = 0.4, (0.3, 0.5)
 #: images per epoch of the datasets the paper configs name
 EPOCH_IMAGES = {'ImageNet': 1281167, 'CocoDataset': 118287,
                 'ADE20KDataset': 20210}
+#: datasets whose samples need annotations: the planner feeds the config's
+#: own dataset on the rehearsal's synthetic data (``_annotated_item``)
+ANNOTATED = ('CocoDataset', 'ADE20KDataset')
 KINDS = ('PARAM', 'BUFFER', 'GRAD', 'OPT', 'ACT', 'TEMP', 'OTH')
 
 
@@ -155,23 +167,83 @@ def _one_line(config: str):
             from None
 
 
-def _stand_ins():
+def _read_site():
+    """``(file, line)`` of the code outside torch and this module that
+    reads a tensor's value now."""
+    import sys
+    frame = sys._getframe(1)
+    while frame is not None and (
+            frame.f_code.co_filename == __file__
+            or f'{osp.sep}torch{osp.sep}' in frame.f_code.co_filename):
+        frame = frame.f_back
+    return (frame.f_code.co_filename, frame.f_lineno) if frame else None
+
+
+def _stand_ins(turned=frozenset()):
     """A dispatch mode, entered inside the fake mode, that runs an op whose
     tensors are all real (the data samples' crop boxes, labels, instances)
-    for real, and answers what fake tensors cannot (module docstring): ``aten._local_scalar_dense`` (every
-    ``.item()``, ``int(t)``, ``bool(t)``) gives ``False`` / ``1`` / ``1.``
-    (not 0: an optimizer divides by its bias correction at step 1);
-    ``nonzero`` (also a boolean mask's indexing) gives one index per
-    element, ``_unique2`` every element as its own value (their largest
-    outputs). ``reads`` counts the answers."""
+    for real, and answers what fake tensors cannot (module docstring):
+    ``aten._local_scalar_dense`` (every ``.item()``, ``int(t)``,
+    ``bool(t)``) gives ``1`` / ``1.`` (not 0: an optimizer divides by its
+    bias correction at step 1) and ``False`` for a boolean; ``nonzero``
+    (also a boolean mask's indexing) gives one index per element,
+    ``_unique2`` every element as its own value, torchvision's ``nms``
+    every box (their largest outputs); ``Tensor.numpy`` (a torch-function
+    mode entered with it: a detector's mask targets and matching on the
+    host) an array of ones of the tensor's shape and dtype; a real tensor's
+    deepcopy and a fake tensor's ``torch._shape_as_tensor`` (its known
+    shape) are real. At a ``(file, line)`` of ``turned`` (:func:`plan`
+    names the lines where these answers stopped the step), a boolean read
+    gives ``True`` and ``_unique2`` one value instead. ``reads`` counts the
+    answers, ``last_site`` is the line of the last boolean or unique
+    answer."""
     from torch._subclasses.fake_tensor import (FakeTensor,
                                                unset_fake_temporarily)
+    from torch.overrides import TorchFunctionMode
     from torch.utils import _pytree as pytree
     from torch.utils._python_dispatch import TorchDispatchMode
     aten = torch.ops.aten
 
+    class HostOps(TorchFunctionMode):
+
+        def __init__(self, owner):
+            super().__init__()
+            self.owner = owner
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if func in (torch.Tensor.numpy, torch.Tensor.__array__) and \
+                    isinstance(args[0], FakeTensor):
+                # ``__array__``: NumPy's view (scipy's matching of a cost)
+                self.owner.reads += 1
+                with unset_fake_temporarily():
+                    return torch.ones(args[0].shape,
+                                      dtype=args[0].dtype).numpy()
+            if func is torch._shape_as_tensor and isinstance(args[0],
+                                                             FakeTensor):
+                # the shape is known: a real tensor (Deformable DETR's
+                # spatial shapes, used to split and index on the host)
+                with unset_fake_temporarily():
+                    return torch.tensor(args[0].shape)
+            if func is torch.Tensor.__deepcopy__ and not isinstance(
+                    args[0], FakeTensor):
+                # a real tensor's copy (a detector copies its data samples)
+                with unset_fake_temporarily():
+                    return func(*args, **(kwargs or {}))
+            return func(*args, **(kwargs or {}))
+
     class StandIns(TorchDispatchMode):
         reads = 0
+        last_site = None
+
+        def __enter__(self):
+            self.host_ops = HostOps(self).__enter__()
+            return super().__enter__()
+
+        def __exit__(self, *exc):
+            try:
+                return super().__exit__(*exc)
+            finally:
+                self.host_ops.__exit__(*exc)
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
@@ -185,12 +257,17 @@ def _stand_ins():
             if func is aten._local_scalar_dense.default:
                 self.reads += 1
                 dtype = args[0].dtype
-                return (False if dtype is torch.bool else
-                        1. if dtype.is_floating_point else 1)
+                if dtype is torch.bool:
+                    self.last_site = _read_site()
+                    return self.last_site in turned
+                return 1. if dtype.is_floating_point else 1
             if func is aten.nonzero.default:
                 self.reads += 1
                 x = args[0]
                 return x.new_empty((x.numel(), x.dim()), dtype=torch.long)
+            if func._schema.name == 'torchvision::nms':
+                self.reads += 1
+                return args[0].new_empty((len(args[0]), ), dtype=torch.long)
             if func in (aten.index.Tensor, aten.index_put_.default,
                         aten.index_put.default) and any(
                             i is not None and i.dtype is torch.bool
@@ -208,8 +285,11 @@ def _stand_ins():
                 return func(args[0], indices, *args[2:], **kwargs)
             if func is aten._unique2.default:
                 self.reads += 1
+                self.last_site = _read_site()
                 x = args[0]
-                flat = x.reshape(-1).clone()
+                # every element its own value, or one value at a turned site
+                flat = x.reshape(-1)[:1 if self.last_site in turned else
+                                     None].clone()
                 inverse = (x.new_empty(x.shape, dtype=torch.long)
                            if kwargs.get('return_inverse', args[3:4] and
                                          args[3]) else
@@ -264,6 +344,45 @@ def _tracker():
     return Tracker()
 
 
+def _nms(boxes, scores, iou_threshold, offset=0, score_threshold=0,
+         max_num=-1):
+    """``mmcv.ops.nms`` (``(dets, kept indices)``) through torchvision's
+    NMS, which has a fake-tensor kernel (mmcv's reads the tensors'
+    memory); the configs' NMS (offset 0, no score threshold) only."""
+    from torchvision.ops import nms
+    if offset or score_threshold:
+        raise NotImplementedError(
+            f'the planner runs NMS through torchvision, without offset '
+            f'({offset}) or score_threshold ({score_threshold})')
+    keep = nms(boxes, scores, iou_threshold)
+    if max_num > 0:
+        keep = keep[:max_num]
+    return torch.cat([boxes[keep], scores[keep, None]], 1), keep
+
+
+def _for_fake(node):
+    """``node`` (a model config) as its step runs on fake tensors: mmcv's
+    ``RoIAlign`` through torchvision's (its ``use_torchvision`` option,
+    same output) and NMS through :func:`_nms` (a function as
+    ``batched_nms``' ``nms_cfg.type``), the ops of a detector's step whose
+    mmcv kernels read memory, which fake tensors do not have; an anchor
+    head's ``allowed_border`` -1 (mmdet's option to skip its test that
+    some anchor lies inside the image, a read a stand-in answers
+    ``False``; the stand-ins select every anchor either way)."""
+    if isinstance(node, dict):
+        node = type(node)({k: _for_fake(v) for k, v in node.items()})
+        if node.get('type') == 'RoIAlign':
+            node['use_torchvision'] = True
+        if node.get('type') == 'nms':
+            node['type'] = _nms
+        if 'allowed_border' in node:
+            node['allowed_border'] = -1
+        return node
+    if isinstance(node, (list, tuple)):
+        return type(node)(_for_fake(v) for v in node)
+    return node
+
+
 def _build(model_cfg, mode):
     """The model of ``model_cfg`` with fake parameters: built in ``mode``,
     or, where its initialisation reads values (DINO's weight-normalised
@@ -314,11 +433,62 @@ def _fake(node, mode):
     return node
 
 
-def _pipeline_item(cfg, image_size):
-    """One sample of ``cfg``'s train pipeline on a synthetic image."""
+def _train_dataset(cfg) -> dict:
+    """The dataset config of ``cfg``'s train dataloader (inside its
+    wrappers)."""
+    dataset = cfg.train_dataloader.dataset
+    while 'dataset' in dataset:
+        dataset = dataset.dataset
+    return dataset
+
+
+def _pipeline_item(cfg, image_size, fake=False):
+    """One sample of ``cfg``'s train pipeline: on a synthetic
+    ``image_size`` image with label 0, or, for a dataset with annotations
+    (:data:`ANNOTATED`), the first sample of the config's own train
+    dataset on the rehearsal's synthetic data (:func:`_annotated_item`; for
+    a ``fake`` step)."""
+    if _train_dataset(cfg).get('type') in ANNOTATED:
+        return _annotated_item(cfg, fake)
     from mmengine.dataset import Compose
     pipeline = Compose(copy.deepcopy(cfg.train_dataloader.dataset.pipeline))
     return pipeline(dict(img_path=_image(image_size), gt_label=0))
+
+
+def _annotated_item(cfg, fake: bool):
+    """The first sample of ``cfg``'s train dataset built on the synthetic
+    data of ``mmpos_harness.rehearsal.synthesize`` (COCO: a 1024x768 image
+    with ``rehearsal.INSTANCES`` (3) boxes and polygon masks; ADE20K: a 683x512
+    image and its label map), through the dataset's own loading and
+    pipeline, with Python's and NumPy's generators seeded 0 (restored
+    after), so that a plan's random resize and crop repeat. For a
+    ``fake`` step, instance masks stay polygons (``LoadAnnotations``'
+    ``poly2mask=False``): a bitmap's mask targets go through mmcv's
+    RoIAlign kernel, which reads memory; a polygon's are cut on the host,
+    of the same shape."""
+    import random
+    import tempfile
+
+    from mmengine.config import Config
+    from mmengine.registry import DATASETS
+
+    from mmpos_harness.rehearsal import synthesize
+    loader = Config(dict(train_dataloader=copy.deepcopy(
+        cfg.train_dataloader.to_dict())))
+    if fake:
+        for transform in _train_dataset(loader)['pipeline']:
+            if transform.get('with_mask'):
+                transform['poly2mask'] = False
+    synthesize(loader, tempfile.mkdtemp(prefix='mmpos_plan_'), procs=1)
+    dataset = DATASETS.build(loader.train_dataloader.dataset)
+    states = random.getstate(), np.random.get_state()
+    random.seed(0)
+    np.random.seed(0)
+    try:
+        return dataset[0]
+    finally:
+        random.setstate(states[0])
+        np.random.set_state(states[1])
 
 
 def collate_fn(cfg):
@@ -352,94 +522,207 @@ def schedule(cfg) -> dict:
     """``max_iters``, or ``epochs`` and ``epoch_images`` (a dataset of
     :data:`EPOCH_IMAGES`), of the config's train loop (None: unknown)."""
     train = cfg.get('train_cfg') or {}
-    dataset = cfg.train_dataloader.dataset
-    while 'dataset' in dataset:
-        dataset = dataset.dataset
+    dataset = _train_dataset(cfg)
     return dict(max_iters=train.get('max_iters'),
                 epochs=train.get('max_epochs'),
                 epoch_images=EPOCH_IMAGES.get(dataset.get('type')))
 
 
-def plan(cfg, batch: Optional[int] = None, image_size=(224, 224)) -> Plan:
-    """The :class:`Plan` of the config ``cfg`` (an mmengine ``Config``,
-    e.g. ``mmpos.guardrails.launch.load_config``'s) at ``batch`` images per
-    GPU (default: its ``train_dataloader.batch_size``), its pipeline fed a
-    synthetic ``image_size`` image (module docstring)."""
+@dataclasses.dataclass
+class TrainingStep:
+    """One training step of a config, ready to run (:func:`real_step`):
+    the model's loss on ``data`` (``batch`` images) under autocast in
+    ``dtype`` (None: fp32) on ``device``, its backward and the optimizer
+    wrapper's step.
+
+    Calling it runs the whole step; :func:`plan` runs :meth:`loss`,
+    ``backward`` and :meth:`update` apart to count the forward's FLOPs.
+    """
+    model: torch.nn.Module
+    wrapper: object
+    data: dict
+    dtype: Optional[torch.dtype]
+    device: torch.device
+    batch: int
+
+    def loss(self) -> torch.Tensor:
+        """The summed loss of the model's forward in ``mode='loss'``."""
+        with torch.autocast(self.device.type, dtype=self.dtype,
+                            enabled=self.dtype is not None):
+            losses = self.model(**self.data, mode='loss')
+            return self.model.parse_losses(losses)[0]
+
+    def update(self) -> None:
+        """The optimizer's step and the gradients zeroed."""
+        self.wrapper.step()
+        self.wrapper.zero_grad()
+
+    def __call__(self) -> None:
+        self.loss().backward()
+        self.update()
+
+    def state_bytes(self) -> int:
+        """Bytes of the parameters, buffers and optimizer state (after a
+        first step: the state a later step starts from)."""
+        state = self.wrapper.optimizer.state.values()
+        return sum(t.numel() * t.element_size() for t in [
+            *self.model.parameters(), *self.model.buffers(),
+            *(v for s in state for v in s.values()
+              if isinstance(v, torch.Tensor))])
+
+
+def real_step(cfg, batch: Optional[int] = None, image_size=(224, 224),
+              device='cpu', mode=None, stand_ins=None) -> TrainingStep:
+    """The training step of ``cfg`` that the planner plans, with real
+    tensors on ``device`` or, given a ``FakeTensorMode`` ``mode``, with fake
+    ones (module docstring): a batch of ``batch`` copies (default: the
+    config's ``train_dataloader.batch_size``) of one sample of its train
+    pipeline on a synthetic ``image_size`` image, collated by its
+    dataloader and run through its data preprocessor (for real, with the
+    model's batch augments: mixup / cutmix as ``ImageClassifier`` hands
+    them over), the model built from ``cfg.model``, the optimizer wrapper
+    of :func:`plain_optim_wrapper` and the EMA teachers set from their
+    students (what the configs' ``EMATeacherHook`` does before training).
+
+    With ``mode``, the optimizer, the inputs and the EMA teachers are made
+    inside ``mode`` and the dispatch mode ``stand_ins`` (:func:`_stand_ins`)
+    as the step that follows must run."""
     from mmengine.optim import build_optim_wrapper
-    from mmengine.registry import init_default_scope
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.utils.flop_counter import FlopCounterMode
+    from mmengine.registry import MODELS, init_default_scope
 
     from mmpos.models.utils import update_ema
-
     init_default_scope(cfg.get('default_scope', 'mmpretrain'))
+    device = torch.device(device)
     batch = batch or cfg.train_dataloader.batch_size
-    notes = []
-    samples = _collate(cfg, _pipeline_item(cfg, image_size), batch)
+    samples = _collate(cfg, _pipeline_item(cfg, image_size, bool(mode)),
+                       batch)
     model_cfg = copy.deepcopy(cfg.model)
     if cfg.get('data_preprocessor'):
         model_cfg.setdefault('data_preprocessor', cfg.data_preprocessor)
-    # the data samples' own tensors (labels, crop boxes, instances) stay
-    # real: steps read them on the host; the fake mode converts them
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
-    model = _build(model_cfg, mode)
+    model = (_build(_for_fake(model_cfg), mode) if mode else
+             MODELS.build(model_cfg).to(device))
     pre_cfg = {k: v for k, v in (model_cfg.get('data_preprocessor')
                                  or {}).items()
                if k not in ('type', '_scope_')}
-    augments = (model_cfg.get('train_cfg') or {}).get('augments')
-    if augments:  # mixup / cutmix, handed over as ImageClassifier does
+    if (model_cfg.get('train_cfg') or {}).get('augments'):
         pre_cfg['batch_augments'] = model_cfg.train_cfg
-    data = type(model.data_preprocessor)(**pre_cfg)(samples, True)
+    data = type(model.data_preprocessor)(**pre_cfg).to(device)(samples,
+                                                                True)
     wrapper_cfg, dtype = plain_optim_wrapper(cfg)
-    if dtype is not None:
-        notes.append(f'AMP: autocast {dtype}'.replace('torch.', ''))
-    params = sum(p.numel() for p in model.parameters())
-    stand_ins = _stand_ins()
+    with mode or contextlib.nullcontext(), \
+            stand_ins or contextlib.nullcontext():
+        wrapper = build_optim_wrapper(model, wrapper_cfg)
+        if mode:
+            data['inputs'] = _fake(data['inputs'], mode)
+        for ema, source in getattr(model, 'ema_teachers', list)():
+            update_ema(ema, source, model)
+    return TrainingStep(model, wrapper, data, dtype, device, batch)
+
+
+#: the most lines whose stand-in answers :func:`plan` turns before it gives
+#: up
+MAX_TURNED = 4
+
+
+def plan(cfg, batch: Optional[int] = None, image_size=(224, 224)) -> Plan:
+    """The :class:`Plan` of the config ``cfg`` (an mmengine ``Config``,
+    e.g. ``mmpos.guardrails.launch.load_config``'s) at ``batch`` images per
+    GPU (default: its ``train_dataloader.batch_size``): :func:`real_step`
+    on fake tensors, run twice (module docstring).
+
+    Where the step fails after a boolean read answered ``False`` (mmdet's
+    anchor head raises when no anchor lies inside the image) or a
+    ``unique`` answered with every element (a cascade head asserts at
+    most one image id per image), the steps run again with the answers at
+    that line turned (``True``; one value), at most :data:`MAX_TURNED`
+    lines; the notes name them."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.utils.flop_counter import FlopCounterMode
+
+    notes = []
+    # the data samples' own tensors (labels, crop boxes, instances) stay
+    # real: steps read them on the host; the fake mode converts them
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    turned = {}
+    stand_ins = _stand_ins(turned)
     validate = torch.distributions.Distribution._validate_args
     # a distribution's argument check reads values (stand-ins: False)
     torch.distributions.Distribution.set_default_validate_args(False)
     try:
-        with mode, _one_line(cfg.filename), stand_ins:
-            wrapper = build_optim_wrapper(model, wrapper_cfg)
-            data['inputs'] = _fake(data['inputs'], mode)
-            # EMA teachers start as a copy of the student (what the configs'
-            # EMATeacherHook does before training)
-            for ema, source in getattr(model, 'ema_teachers', list)():
-                update_ema(ema, source, model)
-            tracker = _tracker()
-            tracker.track_external(model, wrapper.optimizer)
-            flops = []
-            with tracker:
-                for _ in range(2):
-                    with FlopCounterMode(display=False,
-                                         custom_mapping=_CPU_SDPA) as count:
-                        with torch.autocast('cpu', dtype=dtype,
-                                            enabled=dtype is not None):
-                            losses = model(**data, mode='loss')
-                            loss = model.parse_losses(losses)[0]
-                        fwd = count.get_total_flops()
-                        loss.backward()
-                    flops.append((fwd, count.get_total_flops()))
-                    wrapper.step()
-                    wrapper.zero_grad()
-                    tracker.reset_mod_stats()  # MemTracker: one a step
-            peak = tracker.get_tracker_snapshot('peak')
+        with _one_line(cfg.filename):
+            step = real_step(cfg, batch, image_size, mode=mode,
+                             stand_ins=stand_ins)
+        setup_reads = stand_ins.reads
+        while True:
+            stand_ins.reads, stand_ins.last_site = setup_reads, None
+            try:
+                with mode, _one_line(cfg.filename), stand_ins:
+                    flops, peak = _two_steps(step, FlopCounterMode)
+                break
+            except (ValueError, AssertionError, RuntimeError) as err:
+                site = stand_ins.last_site
+                if site is None or site in turned or \
+                        len(turned) >= MAX_TURNED:
+                    raise
+                turned[site] = f'{type(err).__name__}: {str(err)[:80]}'
+                step.wrapper.zero_grad()
     finally:
         torch.distributions.Distribution.set_default_validate_args(validate)
+    if step.dtype is not None:
+        notes.append(f'AMP: autocast {step.dtype}'.replace('torch.', ''))
     if stand_ins.reads:
         notes.append(f'{stand_ins.reads} reads of tensor values answered by '
                      'stand-ins (1 / False; data-dependent sizes: all '
                      'elements)')
+    notes += [f'stand-ins at {osp.relpath(path)}:{line} turned (True; one '
+              f'value): the first answer stopped the step ({err})'
+              for (path, line), err in turned.items()]
     by_kind = {str(k).rpartition('.')[2]: float(v)
                for device in peak.values() for k, v in device.items()}
-    notes.append(f'the pipeline on a synthetic {image_size[0]}x'
-                 f'{image_size[1]} image; no FSDP sharding, no '
-                 f'communication; {RESERVED_GIB:g} GiB of a GPU kept free '
-                 'for the CUDA context and the caching allocator')
-    return Plan(config=cfg.filename, batch=batch, params=params,
-                flops_fwd=flops[-1][0] / batch,
-                flops_train=flops[-1][1] / batch, peak=by_kind,
-                **schedule(cfg), amp=dtype, notes=notes)
+    notes.append(f'{_inputs_note(cfg, step, image_size)}; no FSDP '
+                 f'sharding, no communication; {RESERVED_GIB:g} GiB of a '
+                 'GPU kept free for the CUDA context and the caching '
+                 'allocator')
+    return Plan(config=cfg.filename, batch=step.batch,
+                params=sum(p.numel() for p in step.model.parameters()),
+                flops_fwd=flops[0] / step.batch,
+                flops_train=flops[1] / step.batch, peak=by_kind,
+                **schedule(cfg), amp=step.dtype, notes=notes)
+
+
+def _two_steps(step, counter):
+    """Two runs of ``step`` under torch's ``MemTracker``: the second's
+    FLOPs (forward; forward and backward) counted by ``counter``
+    (``FlopCounterMode``) and the peak snapshot of the second."""
+    tracker = _tracker()
+    tracker.track_external(step.model, step.wrapper.optimizer)
+    with tracker:
+        for _ in range(2):
+            with counter(display=False, custom_mapping=_CPU_SDPA) as count:
+                loss = step.loss()
+                fwd = count.get_total_flops()
+                loss.backward()
+            flops = fwd, count.get_total_flops()
+            step.update()
+            tracker.reset_mod_stats()  # MemTracker: one a step
+    peak = tracker.get_tracker_snapshot('peak')
+    return flops, peak
+
+
+def _inputs_note(cfg, step, image_size) -> str:
+    """What the step was fed: the synthetic data and the input batch."""
+    inputs = step.data['inputs']
+    shape = 'x'.join(map(str, inputs.shape)) if isinstance(
+        inputs, torch.Tensor) else f'{len(inputs)} tensors'
+    dataset = _train_dataset(cfg).get('type')
+    if dataset not in ANNOTATED:
+        return (f'the pipeline on a synthetic {image_size[0]}x'
+                f'{image_size[1]} image; inputs {shape}')
+    sample = step.data['data_samples'][0]
+    counts = (f', {len(sample.gt_instances)} ground-truth instances per '
+              'image' if 'gt_instances' in sample else '')
+    return (f'the {dataset} pipeline on the rehearsal\'s synthetic '
+            f'{dataset} sample; inputs {shape}{counts}')
 
 
 #: kinds that do not grow with the batch

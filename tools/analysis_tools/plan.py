@@ -28,7 +28,10 @@ def parse_args(argv=None):
                         'assumption)')
     parser.add_argument('--image-size', type=int, nargs=2, default=(224, 224),
                         metavar=('H', 'W'),
-                        help='the synthetic image fed to the pipeline')
+                        help='the synthetic image fed to the pipeline '
+                        '(COCO and ADE20K configs: their dataset on the '
+                        "rehearsal's synthetic sample, 3 instances per "
+                        'image; the notes state the input size)')
     parser.add_argument('--max-batch', action='store_true',
                         help='also the largest batch per GPU that fits')
     args = parser.parse_args(argv)

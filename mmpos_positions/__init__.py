@@ -25,7 +25,7 @@ from .linear import (AxialRoPE, DINOv3RoPE, FrequencyScaling, MixedRoPE,
 from .lookhere import LookHere, lookhere_bias
 from .matrix import ComRoPE, LieRE
 from .pape import PaPE, PaPERI
-from .tokens import TokenTable, reads_tokens
+from .tokens import TokenTable, adds_bias, reads_tokens
 from .wrappers import CachedTables, FrozenTables
 
 #: ``{name: class}`` of every scheme, in registration order
@@ -56,8 +56,8 @@ __all__ = [
     'AxialRoPE', 'CachedTables', 'ComRoPE', 'DINOv3RoPE', 'FrequencyScaling',
     'FrozenTables', 'LieRE', 'LookHere', 'MixedRoPE', 'PaPE', 'PaPERI',
     'PatchCoords', 'PositionScheme', 'PositionTable', 'RoPETable', 'SCHEMES',
-    'SpiralRoPE', 'STRINGRoPE', 'TokenTable', 'box_coords', 'frame_coords',
-    'frequency_magnitudes', 'grid_coords', 'lookhere_bias',
+    'SpiralRoPE', 'STRINGRoPE', 'TokenTable', 'adds_bias', 'box_coords',
+    'frame_coords', 'frequency_magnitudes', 'grid_coords', 'lookhere_bias',
     'mixed_frequencies', 'reads_tokens', 'rope_angles', 'saved_tensors',
     'scale_frequencies', 'scheme_name', 'sincos_pos_embed_2d',
     'spiral_frequencies'

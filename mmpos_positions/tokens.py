@@ -36,3 +36,12 @@ def reads_tokens(scheme: PositionScheme) -> bool:
     """Whether ``scheme``'s tables are :class:`TokenTable` (probed on a
     one-patch grid): they need an attention layer that binds them."""
     return isinstance(scheme(None, (1, 1))[0], TokenTable)
+
+
+def adds_bias(scheme: PositionScheme) -> bool:
+    """Whether ``scheme``'s tables add a bias between the positions of the
+    tokens one attention attends over (LookHere; PaPE, which reads the
+    tokens too): such tables serve self-attention only (probed on a
+    one-patch grid)."""
+    table = scheme(None, (1, 1))[0]
+    return isinstance(table, TokenTable) or table.attn_bias is not None

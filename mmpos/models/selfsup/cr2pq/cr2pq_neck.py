@@ -11,6 +11,8 @@ from mmengine.model.weight_init import trunc_normal_
 from mmpretrain.models.utils import build_norm_layer
 from torch import Tensor
 
+from mmpos_positions import adds_bias
+
 from mmpos.registry import MODELS
 from ...backbones.rope_vit import RoPETransformerEncoderLayer
 from ...layers.attention import head_dims
@@ -205,6 +207,12 @@ class CR2PQNeck(BaseModule):
             rope if self.rotary else None,
             head_dims(embed_dims, num_heads), num_heads,
             1 + len(self.local_blocks))
+        if self.rope is not None and adds_bias(self.rope):
+            raise ValueError(
+                f'CR2PQNeck: rope type {rope["type"]!r} adds an attention '
+                'bias between the positions of one token set; the '
+                "cross-attention (Eq. 8) relates two views' positions by "
+                'rotations only: use a rotary scheme')
         self.global_projector = self.local_head if share_weights else _mlp(
             embed_dims, hidden_channels, out_channels, global_depth)
 

@@ -13,7 +13,8 @@ from mmpos.models.layers.attention import RoPEAttention
 from mmpos.models.layers.positions import (build_position_scheme,
                                            grid_coords, sincos_pos_embed_2d)
 from mmpos.models.selfsup.cr2pq import relative_coords
-from mmpos.models.selfsup.cr2pq import (CR2PQ, CR2PQLoss, RoPECrossAttention,
+from mmpos.models.selfsup.cr2pq import (CR2PQ, CR2PQLoss, CR2PQNeck,
+                                       RoPECrossAttention,
                                        featmap_to_tokens, patchify)
 
 from conftest import (assert_cosine_ema_steps, ema_teacher_step,
@@ -154,6 +155,17 @@ def test_cross_attention_with_b_equal_a_is_a_self_attention(rope_type):
                     query_rope=rope.block_table(0, coords + .5),
                     context_rope=grid)
     assert not torch.allclose(shifted, out, atol=1e-3)
+
+
+@pytest.mark.parametrize('rope_type', ['lookhere', 'pape', 'pape_ri'])
+def test_neck_refuses_bias_schemes(rope_type):
+    """A bias between one token set's positions has no meaning between two
+    views' positions: refused in one line instead of dropped (LookHere's
+    table would rotate nothing) or failing at the first forward (PaPE)."""
+    with pytest.raises(ValueError, match=f"rope type '{rope_type}' adds an "
+                       'attention bias'):
+        CR2PQNeck(embed_dims=32, num_heads=2, out_channels=8,
+                  rope=dict(type=rope_type))
 
 
 def test_loss_hand_computed():

@@ -14,6 +14,7 @@ stands (:meth:`~mmpos.models.backbones.RoPEVisionTransformer.forward_naflex`):
 from typing import List, Optional, Sequence
 
 import torch
+import torch.nn.functional as F
 from mmengine.model import BaseDataPreprocessor
 from mmengine.registry import FUNCTIONS
 from torch import Tensor
@@ -42,15 +43,33 @@ def pad_naflex(samples: Sequence[dict], pad_to: Optional[int] = None) -> dict:
     return dict(patches=patches, patch_coord=coord, patch_valid=valid)
 
 
+def cat_naflex(batches: Sequence[dict]) -> dict:
+    """Padded NaFlex batches (e.g. the views of a multi-crop batch) -> one
+    batch of all their samples, each padded to the longest sequence."""
+    N = max(b['patches'].shape[1] for b in batches)
+    out = {}
+    for key in ('patches', 'patch_coord', 'patch_valid'):
+        out[key] = torch.cat([
+            F.pad(b[key], (0, 0) * (b[key].dim() - 2) +
+                  (0, N - b[key].shape[1])) for b in batches])
+    return out
+
+
 @FUNCTIONS.register_module()
 def naflex_collate(data_batch: Sequence[dict],
                    pad_to: Optional[int] = None) -> dict:
     """Collate of NaFlex samples (``inputs`` from
     :class:`~mmpos.datasets.transforms.PackNaFlexInputs`): ``inputs`` padded
     by :func:`pad_naflex`, ``data_samples`` the list of the samples' (as
-    mmengine's ``default_collate`` leaves them). Config:
+    mmengine's ``default_collate`` leaves them); samples of several views
+    (a list each) give a list of padded views. Config:
     ``collate_fn=dict(type='naflex_collate')``."""
-    return dict(inputs=pad_naflex([d['inputs'] for d in data_batch], pad_to),
+    inputs = [d['inputs'] for d in data_batch]
+    if isinstance(inputs[0], list):
+        padded = [pad_naflex(view, pad_to) for view in zip(*inputs)]
+    else:
+        padded = pad_naflex(inputs, pad_to)
+    return dict(inputs=padded,
                 data_samples=[d['data_samples'] for d in data_batch])
 
 
@@ -96,6 +115,11 @@ class NaFlexDataPreprocessor(BaseDataPreprocessor):
 
     def forward(self, data: dict, training: bool = False) -> dict:
         data = self.cast_data(data)
+        if isinstance(data['inputs'], list) and data['inputs'] and \
+                isinstance(data['inputs'][0], dict):  # views
+            return dict(inputs=[self.normalise(view)
+                                for view in data['inputs']],
+                        data_samples=data.get('data_samples'))
         if not isinstance(data['inputs'], dict):  # whole images, one size
             images = data['inputs']
             images = torch.stack(images) if isinstance(
@@ -105,17 +129,21 @@ class NaFlexDataPreprocessor(BaseDataPreprocessor):
             images = (images - self.mean[:, None, None]) / \
                 self.std[:, None, None]
             return dict(inputs=images, data_samples=data.get('data_samples'))
-        inputs = dict(data['inputs'])
-        patches = inputs['patches'].float()
+        return dict(inputs=self.normalise(data['inputs']),
+                    data_samples=data.get('data_samples'))
+
+    def normalise(self, inputs: dict) -> dict:
+        """One padded NaFlex batch with its patches normalised."""
+        inputs = dict(inputs)
         c = self.mean.numel()
-        pixels = patches.unflatten(-1, (-1, c))  # (B, N, p p, c)
-        if self.to_rgb:
+        pixels = inputs['patches'].float().unflatten(-1, (-1, c))
+        if self.to_rgb:  # (B, N, p p, c)
             pixels = pixels.flip(-1)
         inputs['patches'] = ((pixels - self.mean) / self.std).flatten(-2)
-        return dict(inputs=inputs, data_samples=data.get('data_samples'))
+        return inputs
 
 
 __all__: List[str] = [
-    'NaFlexDataPreprocessor', 'naflex_collate', 'pad_naflex',
+    'NaFlexDataPreprocessor', 'cat_naflex', 'naflex_collate', 'pad_naflex',
     'padding_fraction'
 ]

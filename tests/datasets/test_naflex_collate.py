@@ -1,11 +1,12 @@
 """NaFlex collate and data preprocessor: padding to the longest sequence,
-the valid mask, and pixels normalised as whole images are."""
+the valid mask, and pixels normalised as whole images are; samples of
+several views (DINOv2's crops) collate and normalise view by view."""
 import numpy as np
 import torch
 from mmengine.registry import FUNCTIONS
 
-from mmpos.datasets.naflex import (NaFlexDataPreprocessor, pad_naflex,
-                                   padding_fraction)
+from mmpos.datasets.naflex import (NaFlexDataPreprocessor, cat_naflex,
+                                   pad_naflex, padding_fraction)
 from mmpos.datasets.transforms import NaFlexPatchify, PackNaFlexInputs
 
 
@@ -56,3 +57,27 @@ def test_preprocessor_refuses_batch_augments():
     import pytest
     with pytest.raises(ValueError, match='batch augments'):
         NaFlexDataPreprocessor(batch_augments=dict(augments=[]))
+
+
+def test_views_collate_and_normalise_view_by_view():
+    rng = np.random.default_rng(0)
+    views = [rng.integers(0, 255, (h, w, 3), np.uint8)
+             for h, w in ((16, 32), (8, 8))]
+    other = [rng.integers(0, 255, (h, w, 3), np.uint8)
+             for h, w in ((24, 8), (8, 16))]
+    data = [PackNaFlexInputs()(NaFlexPatchify(8)(dict(img=v)))
+            for v in (views, other)]
+    assert data[0]['data_samples'].patch_hw == [(2, 4), (1, 1)]
+    batch = FUNCTIONS.get('naflex_collate')(data)
+    assert [v['patch_valid'].sum(1).tolist() for v in batch['inputs']] == [
+        [8, 3], [1, 2]]
+    pre = NaFlexDataPreprocessor(mean=(10., 20., 30.), std=(2., 4., 8.))
+    out = pre(batch)['inputs']
+    for view, normed in zip(batch['inputs'], out):
+        torch.testing.assert_close(normed['patches'],
+                                   pre(dict(inputs=view))['inputs']['patches'])
+    both = cat_naflex(out)  # one batch of all views' images, padded
+    assert both['patches'].shape[:2] == (4, 8)
+    assert both['patch_valid'].sum(1).tolist() == [8, 3, 1, 2]
+    torch.testing.assert_close(both['patches'][2, 0],
+                               out[1]['patches'][0, 0])

@@ -165,17 +165,24 @@ class NaFlexRandomResizedCrop(NaFlexResize):
 @TRANSFORMS.register_module()
 class NaFlexPatchify(BaseTransform):
     """``img`` -> ``naflex = dict(patches, patch_coord)`` (:func:`patchify`)
-    and ``patch_hw``, the grid ``(h, w)``; ``img`` is dropped."""
+    and ``patch_hw``, the grid ``(h, w)``; ``img`` is dropped. A list of
+    views (mmpretrain's ``MultiView``, e.g. DINOv2's crops, each at its
+    NaFlex size) gives a list of each."""
 
     def __init__(self, patch_size: Union[int, Sequence[int]] = 16):
         self.patch_size = _pair(patch_size)
 
     def transform(self, results: dict) -> dict:
         img = results.pop('img')
-        patches, coord = patchify(img, self.patch_size)
-        results['naflex'] = dict(patches=patches, patch_coord=coord)
-        results['patch_hw'] = (img.shape[0] // self.patch_size[0],
-                               img.shape[1] // self.patch_size[1])
+        views = img if isinstance(img, list) else [img]
+        naflex = [dict(zip(('patches', 'patch_coord'),
+                           patchify(view, self.patch_size)))
+                  for view in views]
+        grids = [(view.shape[0] // self.patch_size[0],
+                  view.shape[1] // self.patch_size[1]) for view in views]
+        single = not isinstance(img, list)
+        results['naflex'] = naflex[0] if single else naflex
+        results['patch_hw'] = grids[0] if single else grids
         return results
 
     def __repr__(self) -> str:
@@ -195,6 +202,8 @@ class PackNaFlexInputs(PackInputs):
         super().__init__(input_key=input_key, meta_keys=meta_keys, **kwargs)
 
     @staticmethod
-    def format_input(input_: dict) -> dict:
+    def format_input(input_: Union[dict, list]) -> Union[dict, list]:
+        if isinstance(input_, list):  # views
+            return [PackNaFlexInputs.format_input(view) for view in input_]
         return {k: torch.from_numpy(np.ascontiguousarray(v))
                 for k, v in input_.items()}

@@ -326,7 +326,8 @@ class DINOv2(BaseSelfSupervisor):
         (:meth:`teacher_targets`): the image loss on every view (Eq. 1),
         the masked-patch losses on the masked global views (Eq. 2) and
         KoLeo on the global class tokens."""
-        num_g, batch = self.num_global_crops, inputs[0].shape[0]
+        num_g = self.num_global_crops
+        batch = len(targets['logits']) // num_g  # images per view
         globals_, locals_ = self._split_views(inputs)
         hw = self._grid(globals_)
         selected = targets['selected']

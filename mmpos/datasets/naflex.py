@@ -13,6 +13,7 @@ stands (:meth:`~mmpos.models.backbones.RoPEVisionTransformer.forward_naflex`):
 """
 from typing import List, Optional, Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from mmengine.model import BaseDataPreprocessor
@@ -20,6 +21,7 @@ from mmengine.registry import FUNCTIONS
 from torch import Tensor
 
 from mmpos.registry import MODELS
+from .transforms.naflex import patchify
 
 
 def pad_naflex(samples: Sequence[dict], pad_to: Optional[int] = None) -> dict:
@@ -41,6 +43,20 @@ def pad_naflex(samples: Sequence[dict], pad_to: Optional[int] = None) -> dict:
         coord[i, :n] = sample['patch_coord']
         valid[i, :n] = True
     return dict(patches=patches, patch_coord=coord, patch_valid=valid)
+
+
+def naflex_batch(images: Sequence[np.ndarray], patch_size,
+                 pad_to: Optional[int] = None) -> dict:
+    """Arrays ``(H, W, c)`` of their own sizes (sides multiples of the
+    patch), e.g. already resized by ``NaFlexResize``, -> a padded NaFlex
+    batch (:func:`~mmpos.datasets.transforms.patchify` each, then
+    :func:`pad_naflex`), pixels as they are."""
+    samples = []
+    for img in images:
+        patches, coord = patchify(img, patch_size)
+        samples.append(dict(patches=torch.from_numpy(patches),
+                            patch_coord=torch.from_numpy(coord)))
+    return pad_naflex(samples, pad_to)
 
 
 def cat_naflex(batches: Sequence[dict]) -> dict:
@@ -144,6 +160,6 @@ class NaFlexDataPreprocessor(BaseDataPreprocessor):
 
 
 __all__: List[str] = [
-    'NaFlexDataPreprocessor', 'cat_naflex', 'naflex_collate', 'pad_naflex',
-    'padding_fraction'
+    'NaFlexDataPreprocessor', 'cat_naflex', 'naflex_batch', 'naflex_collate',
+    'pad_naflex', 'padding_fraction'
 ]

@@ -5,7 +5,7 @@ pair's maps, whatever their grids). Each image is resized at its own
 aspect ratio to the largest grid of at most ``max_tokens`` patches
 (:class:`~mmpos.datasets.transforms.NaFlexResize`, timm's rule) instead of
 to one square, the batch padded with a key mask
-(:func:`~mmpos.datasets.naflex.pad_naflex`), and the tokens of every
+(:func:`~mmpos.datasets.naflex.naflex_batch`), and the tokens of every
 output split back into one ``(C, h_i, w_i)`` map per image
 (:func:`~mmpos.models.backbones.rope_vit.naflex_featmaps`). The map's
 patch centres cover the original image as a square resize's do
@@ -19,8 +19,8 @@ import torch
 from torch import Tensor
 
 from mmpos.apis.features import read_images
-from mmpos.datasets.naflex import NaFlexDataPreprocessor, pad_naflex
-from mmpos.datasets.transforms import NaFlexResize, patchify
+from mmpos.datasets.naflex import NaFlexDataPreprocessor, naflex_batch
+from mmpos.datasets.transforms import NaFlexResize
 from mmpos.errors import BadInputError, UnsupportedModelError
 from mmpos.models.backbones.rope_vit import naflex_featmaps
 from .frozen import with_progress
@@ -33,13 +33,9 @@ def naflex_inputs(images: Sequence[np.ndarray], patch_size: int,
     (``patches``, ``patch_coord``, ``patch_valid``), each image resized at
     its aspect ratio within ``max_tokens`` patches (bicubic)."""
     resize = NaFlexResize(patch_size, max_tokens)
-    samples = []
-    for img in images:
-        patches, coord = patchify(resize(dict(img=img))['img'], patch_size)
-        samples.append(dict(patches=torch.from_numpy(patches),
-                            patch_coord=torch.from_numpy(coord)))
-    return NaFlexDataPreprocessor(mean, std)(
-        dict(inputs=pad_naflex(samples)))['inputs']
+    batch = naflex_batch([resize(dict(img=img))['img'] for img in images],
+                         patch_size)
+    return NaFlexDataPreprocessor(mean, std)(dict(inputs=batch))['inputs']
 
 
 @torch.no_grad()

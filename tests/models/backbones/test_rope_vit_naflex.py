@@ -6,8 +6,7 @@ import pytest
 import torch
 
 import mmpos_positions
-from mmpos.datasets.naflex import pad_naflex
-from mmpos.datasets.transforms import patchify
+from mmpos.datasets.naflex import naflex_batch
 from mmpos.models.backbones import RoPEVisionTransformer
 
 TINY = dict(embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64)
@@ -33,13 +32,8 @@ def images():
     return [torch.randn(3, h, w, generator=g) for h, w in SIZES]
 
 
-def naflex_batch(imgs) -> dict:
-    samples = []
-    for img in imgs:
-        patches, coord = patchify(img.permute(1, 2, 0).numpy(), 8)
-        samples.append(dict(patches=torch.from_numpy(patches),
-                            patch_coord=torch.from_numpy(coord)))
-    return pad_naflex(samples)
+def naflex(imgs) -> dict:
+    return naflex_batch([img.permute(1, 2, 0).numpy() for img in imgs], 8)
 
 
 def max_error_to_alone(model, imgs, batch) -> float:
@@ -63,7 +57,7 @@ def test_mixed_batch_gives_every_image_its_own_output(scheme, frame):
     model = tiny(rope=dict(type=scheme, coords=dict(frame=frame)),
                  use_ape=True, out_type='raw', num_register_tokens=1)
     imgs = images()
-    batch = naflex_batch(imgs)
+    batch = naflex(imgs)
     assert batch['patch_valid'].float().mean() < 0.8  # padding to ignore
     assert max_error_to_alone(model, imgs, batch) < TOL
 
@@ -73,7 +67,7 @@ def test_mixed_batch_gives_every_image_its_own_output(scheme, frame):
 def test_pooled_outputs_ignore_padding(out_type, rope):
     model = tiny(rope=rope, use_ape=True, out_type=out_type)
     imgs = images()
-    assert max_error_to_alone(model, imgs, naflex_batch(imgs)) < TOL
+    assert max_error_to_alone(model, imgs, naflex(imgs)) < TOL
 
 
 def test_without_the_mask_padding_changes_the_outputs():
@@ -81,7 +75,7 @@ def test_without_the_mask_padding_changes_the_outputs():
     moves every padded image's tokens."""
     model = tiny(rope=dict(type='mixed'), out_type='avg_featmap')
     imgs = images()
-    batch = naflex_batch(imgs)
+    batch = naflex(imgs)
     with torch.no_grad():
         x = model.embed_patches(batch['patches'])
         coords = batch['patch_coord'].flip(-1).float()
@@ -112,7 +106,7 @@ def test_key_mask_of_real_tokens_only_is_the_plain_forward():
 def test_what_a_padded_sequence_cannot_run_is_refused(options, message):
     model = tiny(**options)
     with pytest.raises(ValueError, match=message):
-        model(naflex_batch(images()))
+        model(naflex(images()))
 
 
 @pytest.mark.parametrize('scheme', list(mmpos_positions.SCHEMES))
@@ -123,7 +117,7 @@ def test_nan_positions_of_the_padding_never_leak(scheme):
     model = tiny(rope=dict(type=scheme, coords=dict(
         frame='separate', shift=0.5, jitter=1.2, rescale=1.5)),
         use_ape=True, out_type='raw', num_register_tokens=1).train()
-    out = model(naflex_batch(images()))[0]
+    out = model(naflex(images()))[0]
     out.sum().backward()
     assert torch.isfinite(out).all()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters()

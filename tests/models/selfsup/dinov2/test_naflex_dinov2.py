@@ -10,8 +10,7 @@ from mmengine.registry import MODELS, init_default_scope
 from mmengine.runner import Runner
 
 from conftest import build_dino, dino_batch, runner_steps, start_ema_teachers
-from mmpos.datasets.naflex import pad_naflex
-from mmpos.datasets.transforms import patchify
+from mmpos.datasets.naflex import naflex_batch
 from mmpos.models.selfsup.dinov2 import DINOv2, NaFlexDINOv2
 
 CONFIG = 'configs/naflex/dinov2_vit-tiny-naflex_mini.py'
@@ -20,12 +19,8 @@ LOCAL_SIZES = [(16, 24), (24, 8), (8, 16), (16, 16)]
 
 
 def naflex(imgs, pad_to=None) -> dict:
-    samples = []
-    for img in imgs:
-        patches, coord = patchify(img.permute(1, 2, 0).numpy(), 8)
-        samples.append(dict(patches=torch.from_numpy(patches),
-                            patch_coord=torch.from_numpy(coord)))
-    return pad_naflex(samples, pad_to)
+    return naflex_batch([img.permute(1, 2, 0).numpy() for img in imgs], 8,
+                        pad_to)
 
 
 def mixed_views(pad_to=None):

@@ -10,8 +10,7 @@ from mmengine.registry import MODELS, init_default_scope
 from mmengine.runner import Runner
 
 import mmpos  # noqa: F401  (registers the models)
-from mmpos.datasets.naflex import pad_naflex
-from mmpos.datasets.transforms import patchify
+from mmpos.datasets.naflex import naflex_batch
 from mmpos.models.layers.masking import num_kept
 from mmpos.models.selfsup.droppos import (DropPos, NaFlexDropPos,
                                           attentive_weights)
@@ -48,13 +47,9 @@ def build(tau=0.1, affinity_source='full', max_grid=(8, 8)):
         affinity_source=affinity_source, **RATIOS))
 
 
-def naflex_batch(imgs, pad_to=None) -> dict:
-    samples = []
-    for img in imgs:
-        patches, coord = patchify(img.permute(1, 2, 0).numpy(), 8)
-        samples.append(dict(patches=torch.from_numpy(patches),
-                            patch_coord=torch.from_numpy(coord)))
-    return pad_naflex(samples, pad_to)
+def naflex(imgs, pad_to=None) -> dict:
+    return naflex_batch([img.permute(1, 2, 0).numpy() for img in imgs], 8,
+                        pad_to)
 
 
 def images():
@@ -88,7 +83,7 @@ def test_one_grid_batch_is_droppos():
     torch.manual_seed(5)
     expected = ref.loss(imgs, None)
     torch.manual_seed(5)
-    got = ours.loss(naflex_batch(list(imgs)), None)
+    got = ours.loss(naflex(list(imgs)), None)
     torch.testing.assert_close(got['loss'], expected['loss'], rtol=1e-5,
                                atol=1e-6)
     torch.testing.assert_close(got['acc_pos'], expected['acc_pos'])
@@ -102,7 +97,7 @@ def test_mixed_batch_gives_each_image_its_loss_terms_alone(tau, source):
     sum of Eq. 8's weights (1 - M_pos) A (Eq. 9 over its own patches)."""
     model = build(tau, source)
     imgs = images()
-    batch = naflex_batch(imgs)
+    batch = naflex(imgs)
     valid = batch['patch_valid']
     lengths = valid.sum(1).tolist()
     assert len(set(lengths)) == 3 and not valid.all()
@@ -111,7 +106,7 @@ def test_mixed_batch_gives_each_image_its_loss_terms_alone(tau, source):
     affinity = model.affinity_feats(batch, out['ids_keep'])
     losses, weights = [], []
     for b, img in enumerate(imgs):
-        one = naflex_batch([img])
+        one = naflex([img])
         losses.append(model.loss(one, None, *alone[b])['loss'])
         own = model.encode_masked(one, 0.5, 0.5, *alone[b])
         f = (own['feats'] if source == 'visible' else
@@ -137,11 +132,11 @@ def test_mixed_batch_gives_each_image_its_loss_terms_alone(tau, source):
 def test_padding_never_contributes():
     model = build()
     imgs = images()
-    batch = naflex_batch(imgs)
+    batch = naflex(imgs)
     _, noise, pos_noise = draws(batch['patch_valid'].sum(1).tolist(),
                                 batch['patch_valid'].shape[1])
     loss = model.loss(batch, None, noise, pos_noise)['loss']
-    more = naflex_batch(imgs, pad_to=batch['patches'].shape[1] + 7)
+    more = naflex(imgs, pad_to=batch['patches'].shape[1] + 7)
     more['patches'] = more['patches'].masked_fill(
         ~more['patch_valid'][..., None], 1e3)
     noise = torch.cat((noise, torch.rand(3, 7)), 1)
@@ -151,7 +146,7 @@ def test_padding_never_contributes():
 
 def test_grids_beyond_the_canvas_are_refused():
     with pytest.raises(ValueError, match=r'6 rows.*max_grid=\(4, 4\)'):
-        build(max_grid=(4, 4)).loss(naflex_batch(images()), None)
+        build(max_grid=(4, 4)).loss(naflex(images()), None)
 
 
 def test_mini_config_mixed_grids_and_the_loss_falls(mini_data):

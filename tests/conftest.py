@@ -121,6 +121,23 @@ def runner_steps(cfg, model, steps, batches=1):
     return losses
 
 
+def config_model(config, data_roots):
+    """The config ``config`` with its ``<split>_dataloader``'s data roots
+    replaced (``data_roots``: ``{split: path}``) and its model, built in
+    its default scope, seeded (0) and initialised."""
+    import torch
+    from mmengine.config import Config
+    from mmengine.registry import MODELS, init_default_scope
+    cfg = Config.fromfile(config)
+    for split, root in data_roots.items():
+        cfg[f'{split}_dataloader'].dataset.data_root = root
+    init_default_scope(cfg.default_scope)
+    torch.manual_seed(0)
+    model = MODELS.build(cfg.model)
+    model.init_weights()
+    return cfg, model
+
+
 def first_val_metrics(cfg, model):
     """The config's evaluator (mmdet's CocoMetric, mmseg's IoUMetric ...)
     on the model's predictions for the first validation batch."""

@@ -5,8 +5,8 @@
 # to at most 64 (global) or 16 (local) patches of 8 px, the DINOv2 mini's
 # 64 / 32 px squares in tokens; each view padded to its longest sequence
 # with a key mask (docs/user_guides/naflex.md). iBOT's block masks are drawn
-# on each image's own grid. No online probe, health or encoder-token hooks (they
-# feed square images).
+# on each image's own grid. No online probe, health or encoder-token hooks
+# (they feed square images).
 _base_ = ['../dinov2/dinov2_vit-tiny_mini.py']
 
 global_tokens, local_tokens = 64, 16
@@ -32,4 +32,5 @@ train_pipeline = [
 train_dataloader = dict(
     collate_fn=dict(_delete_=True, type='naflex_collate'),
     dataset=dict(pipeline=train_pipeline))
-default_hooks = dict(online_probe=None, health_monitor=None, encoder_tokens=None)
+default_hooks = dict(online_probe=None, health_monitor=None,
+                     encoder_tokens=None)

@@ -5,11 +5,10 @@ masks are drawn on each image's own grid and never cover padding; padding
 never changes the losses; the mini config's views have mixed grids and
 training on them lowers the loss."""
 import torch
-from mmengine.config import Config
-from mmengine.registry import MODELS, init_default_scope
 from mmengine.runner import Runner
 
-from conftest import build_dino, dino_batch, runner_steps, start_ema_teachers
+from conftest import (build_dino, config_model, dino_batch, runner_steps,
+                      start_ema_teachers)
 from mmpos.datasets.naflex import naflex_batch
 from mmpos.models.selfsup.dinov2 import DINOv2, NaFlexDINOv2
 
@@ -100,12 +99,7 @@ def test_padding_never_changes_the_losses():
 
 
 def test_mini_config_mixed_views_and_the_loss_falls(mini_data):
-    cfg = Config.fromfile(CONFIG)
-    cfg.train_dataloader.dataset.data_root = f'{mini_data}/unlabeled/'
-    init_default_scope(cfg.default_scope)
-    torch.manual_seed(0)
-    model = MODELS.build(cfg.model)
-    model.init_weights()
+    cfg, model = config_model(CONFIG, dict(train=f'{mini_data}/unlabeled/'))
     start_ema_teachers(model)
     batch = next(iter(Runner.build_dataloader(cfg.train_dataloader, seed=0)))
     grids = [{s.patch_hw[v] for s in batch['data_samples']}

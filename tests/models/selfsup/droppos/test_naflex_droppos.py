@@ -5,8 +5,6 @@ over its own grid); padding never contributes; the mini config's batches
 have mixed grids and training on them lowers the loss."""
 import pytest
 import torch
-from mmengine.config import Config
-from mmengine.registry import MODELS, init_default_scope
 from mmengine.runner import Runner
 
 import mmpos  # noqa: F401  (registers the models)
@@ -15,7 +13,7 @@ from mmpos.models.layers.masking import num_kept
 from mmpos.models.selfsup.droppos import (DropPos, NaFlexDropPos,
                                           attentive_weights)
 
-from conftest import runner_steps
+from conftest import config_model, runner_steps
 
 CONFIG = 'configs/naflex/droppos_vit-tiny-naflex_mini.py'
 ARCH = dict(embed_dims=32, num_layers=2, num_heads=2, feedforward_channels=64)
@@ -150,12 +148,7 @@ def test_grids_beyond_the_canvas_are_refused():
 
 
 def test_mini_config_mixed_grids_and_the_loss_falls(mini_data):
-    cfg = Config.fromfile(CONFIG)
-    cfg.train_dataloader.dataset.data_root = f'{mini_data}/unlabeled/'
-    init_default_scope(cfg.default_scope)
-    torch.manual_seed(0)
-    model = MODELS.build(cfg.model)
-    model.init_weights()
+    cfg, model = config_model(CONFIG, dict(train=f'{mini_data}/unlabeled/'))
     batch = next(iter(Runner.build_dataloader(cfg.train_dataloader, seed=0)))
     grids = {s.patch_hw for s in batch['data_samples']}
     assert len(grids) > 3 and all(h * w <= 32 for h, w in grids)

@@ -4,25 +4,17 @@ Accuracy; DINO's weighted kNN on features of mixed-size batches (the
 training pipeline's random crops at random aspect ratios; the mini images
 are square) scores as on each image's features alone."""
 import torch
-from mmengine.config import Config
-from mmengine.registry import MODELS, init_default_scope
 from mmengine.runner import Runner
 
-from conftest import first_val_metrics, runner_steps
+from conftest import config_model, first_val_metrics, runner_steps
 from mmpos.evaluation.knn import knn_scores
 
 CONFIG = 'configs/naflex/linear-probe_vit-tiny-naflex_mini-cls.py'
 
 
 def build(mini_data):
-    cfg = Config.fromfile(CONFIG)
-    for split in ('train', 'val'):
-        cfg[f'{split}_dataloader'].dataset.data_root = f'{mini_data}/cls/'
-    init_default_scope(cfg.default_scope)
-    torch.manual_seed(0)
-    model = MODELS.build(cfg.model)
-    model.init_weights()
-    return cfg, model
+    return config_model(CONFIG, {split: f'{mini_data}/cls/'
+                                 for split in ('train', 'val')})
 
 
 def test_linear_probe_trains_the_head_only(mini_data):

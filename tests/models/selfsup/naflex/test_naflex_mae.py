@@ -3,23 +3,15 @@ ratios, the loss reads only removed real patches, and training on the
 config's batches lowers it (its masking, ``naflex_masking``: in
 tests/models/layers/test_masking.py)."""
 import torch
-from mmengine.config import Config
-from mmengine.registry import MODELS, init_default_scope
 from mmengine.runner import Runner
 
-from conftest import runner_steps
+from conftest import config_model, runner_steps
 
 CONFIG = 'configs/naflex/mae_vit-tiny-naflex_mini.py'
 
 
 def build(mini_data):
-    cfg = Config.fromfile(CONFIG)
-    cfg.train_dataloader.dataset.data_root = f'{mini_data}/unlabeled/'
-    init_default_scope(cfg.default_scope)
-    torch.manual_seed(0)
-    model = MODELS.build(cfg.model)
-    model.init_weights()
-    return cfg, model
+    return config_model(CONFIG, dict(train=f'{mini_data}/unlabeled/'))
 
 
 def test_pipeline_gives_mixed_aspect_ratios_within_the_budget(mini_data):

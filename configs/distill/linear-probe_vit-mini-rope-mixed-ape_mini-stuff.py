@@ -3,7 +3,9 @@
 # the APE (configs/method_ranking/
 # linear-probe_vit-tiny-rope-mixed-ape_mini-stuff.py) at the students'
 # width, 4 blocks of 48 channels and 3 heads; the head reads 48 channels.
-_base_ = ['../method_ranking/linear-probe_vit-tiny-rope-mixed-ape_mini-stuff.py']
+_base_ = [
+    '../method_ranking/linear-probe_vit-tiny-rope-mixed-ape_mini-stuff.py'
+]
 student_width = 48
 model = dict(
     backbone=dict(

@@ -76,11 +76,16 @@ EXPLORATORY_KEYS = {'arms', 'seeds'}
 # per FLOP (mmpos_harness.position_study.cpu_seconds_per_flop)
 POSITION_STUDY = 'tools/paper_tables/position_study.py'
 STATUSES = ('planned', 'running', 'done')
+# budget.estimate: None (the stored runs' cost as it is), 'flops' (the
+# position study's cost model) or 'calibration' (stored runs pretrained on
+# fewer images than options.images, their pretraining minutes scaled up)
+ESTIMATES = (None, 'flops', 'calibration')
 KINDS = ('difference', 'equivalence', 'above_margin')
 # the study runners: whether each takes the arms and tasks (the demo's
 # are fixed: DropPos and random init, detection and segmentation)
 RUNNERS = {'tools/paper_tables/method_ranking.py': True, 'tools/demo.py': False,
-           'tools/paper_tables/position_study.py': False}
+           'tools/paper_tables/position_study.py': False,
+           'tools/paper_tables/distill_study.py': True}
 # the runners' names of the arms -> the names in their summaries
 ARM_NAMES = {'droppos': 'DropPos', 'cr2pq': 'CR2PQ', 'dinov2': 'DINOv2',
              'icpf': 'ICPF', 'mae': 'MAE', 'random': 'random init',
@@ -155,9 +160,10 @@ def load(path: str) -> dict:
     _exploratory(path, design)
     _keys(path, 'budget.', design['budget'], BUDGET_KEYS,
           BUDGET_KEYS - {'estimate'})
-    if design['budget'].get('estimate') not in (None, 'flops'):
-        raise BadInputError(f'{path}: budget.estimate must be flops (the '
-                            'position study\'s cost model), got '
+    if design['budget'].get('estimate') not in ESTIMATES:
+        raise BadInputError(f'{path}: budget.estimate must be one of '
+                            f'{ESTIMATES[1:]} (the position study\'s cost '
+                            'model, a calibration at fewer images), got '
                             f'{design["budget"]["estimate"]!r}')
     for where, mapping in (('power.deltas',
                             design['power'].get('deltas') or {}),
@@ -358,7 +364,9 @@ def cost_per_run(design: dict) -> Dict[str, float]:
     of ``budget.cost_from``: a folder of stored run files (the ranking's
     layout, ``pretraining/<init>/pseed<p>.json`` and ``<task>/<init>/
     pseed<p>/seed<k>.json``, each with its ``compute.json``: the mean per
-    pretraining run and per transfer run of each task the design runs) or
+    pretraining run and per transfer run of each task the design runs;
+    with ``budget.estimate: calibration`` the pretraining minutes scaled
+    by :func:`calibration_scale`) or
     a comparison summary (its ``compute`` sums over its pretraining seeds
     and every stored task, scaled to the design's transfer seeds)."""
     source = osp.join(ROOT, design['budget']['cost_from'])
@@ -366,6 +374,8 @@ def cost_per_run(design: dict) -> Dict[str, float]:
     out = {}
     if design['budget'].get('estimate') == 'flops':
         return _flops_cost(design, source)
+    scale = calibration_scale(design, source) if design['budget'].get(
+        'estimate') == 'calibration' else 1.0
     if osp.isfile(source):
         summary = _summary(source)
         runs = len(summary.get('pretrain_seeds') or [None])
@@ -378,8 +388,8 @@ def cost_per_run(design: dict) -> Dict[str, float]:
     for arm in design['arms']:
         slug = ARM_NAMES.get(arm, arm).replace(' ', '_')
         pre = glob.glob(osp.join(source, 'pretraining', slug, '*.json'))
-        minutes = statistics.mean(map(_stored_cpu_minutes, pre)) if pre \
-            else 0.0
+        minutes = scale * statistics.mean(map(_stored_cpu_minutes, pre)) \
+            if pre else 0.0
         for task in design['tasks']:
             found = glob.glob(osp.join(source, task, slug, '**', '*.json'),
                               recursive=True)
@@ -390,6 +400,18 @@ def cost_per_run(design: dict) -> Dict[str, float]:
                 map(_stored_cpu_minutes, found))
         out[arm] = minutes
     return out
+
+
+def calibration_scale(design: dict, source: str) -> float:
+    """``budget.estimate: calibration``: ``options.images`` over the
+    images of the calibration archived in ``source`` (its ``plan.json``'s
+    ``budget.images``, :mod:`~.comparison.archive`), the factor on its
+    pretraining runs' CPU minutes (every step of a pretraining run is
+    counted as scaling with its images, its start-up and hooks too, so
+    the estimate errs high). The transfer runs are the design's own."""
+    with open(osp.join(source, 'plan.json')) as f:
+        images = json.load(f)['plan']['budget']['images']
+    return (design.get('options') or {})['images'] / images
 
 
 def _flops_cost(design: dict, source: str) -> Dict[str, float]:

@@ -28,14 +28,16 @@ RANKING = osp.join(ROOT, design.DESIGNS, 'method_ranking_confirm.yaml')
 def test_every_design_loads_and_holds_against_the_stored_runs():
     paths = design.designs()
     assert [osp.basename(p) for p in paths] == [
-        'demo_confirm.yaml', 'method_ranking_confirm.yaml', 'probes.yaml',
-        'resolution_study.yaml']
+        'demo_confirm.yaml', 'distill_mini.yaml',
+        'method_ranking_confirm.yaml', 'probes.yaml', 'resolution_study.yaml']
     total = 0.0
     for path in paths:
         found = design.load(path)
         got = design.check(found, path)
         assert got['runs_planned'] >= max(got['runs_needed'].values())
-        if found['study'] != 'resolution_study':  # its own 40 CPU hours
+        # the resolution study (#56) and the distillation study (#57) have
+        # budgets of their own
+        if found['study'] not in ('resolution_study', 'distill_mini'):
             total += found['budget']['cpu_hours']
         assert got['cpu_hours'] <= found['budget']['cpu_hours']
     # the shares add up to the re-runs' 15 CPU hours
@@ -142,6 +144,8 @@ def _bad(tmp_path, change, name='method_ranking_confirm'):
      r'margins.segmentation'),
     (lambda d: d['power'].update(deltas={'imagenet': 1.0}),
      r'power.deltas.imagenet: not one of the tasks'),
+    (lambda d: d['budget'].update(estimate='guess'),
+     r"budget.estimate must be one of \('flops', 'calibration'\)"),
 ])
 def test_a_bad_design_is_one_line_naming_the_key(tmp_path, change, match):
     path = _bad(tmp_path, change)
@@ -224,6 +228,36 @@ def test_the_flops_estimate_prices_the_stored_runs_at_their_cost():
     assert estimate == pytest.approx(run['cpu_seconds'], rel=0.15)
     # attention's N^2: a 4x side costs more than 16x the tokens' share
     assert study.forward_flops(4097) > 16 * study.forward_flops(257)
+
+
+def test_a_calibration_at_fewer_images_prices_the_pretraining_scaled():
+    found = design.load(osp.join(ROOT, design.DESIGNS, 'distill_mini.yaml'))
+    source = osp.join(ROOT, found['budget']['cost_from'])
+    with open(osp.join(source, 'plan.json')) as f:
+        images = json.load(f)['plan']['budget']['images']
+    scale = found['options']['images'] / images
+    assert design.calibration_scale(found, source) == scale > 1
+
+    def cpu(path):
+        with open(path) as f:
+            return json.loads(json.load(f)['files']['compute.json'])[
+                'cpu_minutes']
+    transfer = len(found['seeds']['transfer'])
+    got = design.cost_per_run(found)
+    for arm in found['arms']:
+        want = scale * cpu(osp.join(source, 'pretraining', arm,
+                                    'pseed0.json'))
+        for task in found['tasks']:
+            probes = sorted(os.listdir(osp.join(source, task, arm, 'pseed0')))
+            want += transfer * statistics.mean(
+                cpu(osp.join(source, task, arm, 'pseed0', p))
+                for p in probes)
+        assert got[arm] == pytest.approx(want, rel=1e-12)
+    assert design.planned_cpu_hours(found) == pytest.approx(
+        sum(got.values()) * len(found['seeds']['confirmation']) / 60)
+    # without the estimate the same runs are priced as they ran
+    del found['budget']['estimate']
+    assert design.cost_per_run(found)['teacher'] < got['teacher']
 
 
 def test_exploratory_seeds_must_pair_with_the_reference(tmp_path):

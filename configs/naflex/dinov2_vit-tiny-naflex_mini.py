@@ -9,7 +9,7 @@
 # (they feed square images).
 _base_ = ['../dinov2/dinov2_vit-tiny_mini.py']
 
-global_tokens, local_tokens = 64, 16
+global_tokens, local_tokens, num_local_crops = 64, 16, 2
 model = dict(type='NaFlexDINOv2',
              data_preprocessor=dict(type='NaFlexDataPreprocessor'))
 global_view = [
@@ -24,7 +24,7 @@ local_view = [
 ] + _base_.color_aug
 train_pipeline = [
     dict(type='LoadImageFromFile'),
-    dict(type='MultiView', num_views=[2, _base_.num_local_crops],
+    dict(type='MultiView', num_views=[2, num_local_crops],
          transforms=[global_view, local_view]),
     dict(type='NaFlexPatchify', patch_size=8),
     dict(type='PackNaFlexInputs'),

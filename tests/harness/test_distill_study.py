@@ -86,6 +86,31 @@ def test_the_plan_of_the_design_gives_equal_compute(flops):
             found['seeds']['transfer'])
 
 
+def test_the_dry_run_prints_the_runs_and_writes_nothing(flops, tmp_path,
+                                                       monkeypatch):
+    monkeypatch.setattr(distill_study, 'flops_per_image', lambda config: {
+        distill_study.CONFIGS[arm]: f for arm, f in flops.items()}[config])
+    found = design.load(DESIGN)
+    root = tmp_path / 'study'
+    argv = design.command(found).split()[2:] + ['--work-dir', str(root)]
+    args = distill_study.parse_args(argv + ['--dry-run'])
+    lines = distill_study.dry_run(args).splitlines()
+    alone = round(1000 * flops['distilled'] / flops['alone'])
+    assert lines[0].startswith(f'equal compute: {alone} iterations alone = '
+                               '1000 distilled x ')
+    distilled = distill_study.CONFIGS['distilled']
+    assert (f'pretrain distilled pseed200: {distilled} 1000 iterations, '
+            'probed with '
+            f'{distill_study.STUDENT_PROBE_CONFIG}; ') in lines[
+                1 + len(found['seeds']['confirmation'])]
+    assert lines[1 + len(found['seeds']['confirmation'])].endswith(
+        f'model.teacher.checkpoint={root}/pretraining/teacher/pseed200/'
+        'iter_1000.pth')
+    assert sum(line.startswith('probe ') for line in lines) == 2 * 3 * 7 * 3
+    assert 'probe retrieval alone pseed206 seed202' in lines
+    assert not root.exists()
+
+
 def _score(cmd):
     """A probe's score: by arm, one point more for pretraining seed 6,
     a tenth per transfer seed."""

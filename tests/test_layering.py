@@ -40,10 +40,18 @@ def _module_name(path):
     return '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
 
 
+#: the packages above the library: the experiment harness, the tools and
+#: the benchmarks use mmpos, never the reverse
+ABOVE = ('mmpos_harness', 'tools', 'benchmarks')
+
+
 def layer_of(module):
-    """The layer of an ``mmpos`` module name, ``None`` for another
-    package; ``mmpos`` itself (the root) is the top."""
+    """The layer of an ``mmpos`` module name, ``None`` for a package
+    outside the repository's layers; ``mmpos`` itself (the root) and the
+    packages of :data:`ABOVE` are the top."""
     parts = module.split('.')
+    if parts[0] in ABOVE:
+        return LAYER['__init__'] + 1
     if parts[0] != 'mmpos':
         return None
     if len(parts) == 1:
@@ -86,12 +94,14 @@ def test_no_import_runs_upwards():
     'from mmpos.engine.hooks import EMATeacherHook\n',
     'def f():\n    from ..evaluation.knn import knn_accuracy\n',
     'def f():\n    import mmpos\n',
+    'def f():\n    from mmpos_harness.rehearsal import synthesize\n',
 ])
 def test_finder_sees_hidden_and_relative_upward_imports(tmp_path, source,
                                                         monkeypatch):
     """A module of ``mmpos/models/`` importing the engine (module level),
-    evaluation (relative, inside a function) or the package root is
-    reported; importing a lower layer is not."""
+    evaluation (relative, inside a function), the package root or the
+    harness above the library is reported; importing a lower layer is
+    not."""
     fake_repo = tmp_path
     path = fake_repo / 'mmpos' / 'models' / 'probe.py'
     path.parent.mkdir(parents=True)

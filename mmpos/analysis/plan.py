@@ -402,16 +402,14 @@ def _build(model_cfg, mode):
 
 
 def _image(size) -> str:
-    """A synthetic RGB PNG of ``size = (h, w)`` for the pipeline."""
+    """A synthetic image of ``size = (h, w)`` for the pipeline
+    (:func:`mmpos.datasets.synthetic.write_image`, seed 0)."""
     import os
     import tempfile
 
-    from PIL import Image
-    h, w = size
-    y, x = np.mgrid[0:h, 0:w]
-    pixels = np.stack([x % 256, y % 256, (x + y) % 256], -1)
-    path = os.path.join(tempfile.mkdtemp(prefix='mmpos_plan_'), 'image.png')
-    Image.fromarray(pixels.astype(np.uint8)).save(path)
+    from mmpos.datasets.synthetic import write_image
+    path = os.path.join(tempfile.mkdtemp(prefix='mmpos_plan_'), 'image.jpg')
+    write_image(path, size[::-1], seed=0)
     return path
 
 
@@ -457,8 +455,8 @@ def _pipeline_item(cfg, image_size, fake=False):
 
 def _annotated_item(cfg, fake: bool):
     """The first sample of ``cfg``'s train dataset built on the synthetic
-    data of ``mmpos_harness.rehearsal.synthesize`` (COCO: a 1024x768 image
-    with ``rehearsal.INSTANCES`` (3) boxes and polygon masks; ADE20K: a 683x512
+    data of :func:`mmpos.datasets.synthetic.synthesize` (COCO: a 1024x768
+    image with ``synthetic.INSTANCES`` (3) boxes and polygon masks; ADE20K: a 683x512
     image and its label map), through the dataset's own loading and
     pipeline, with Python's and NumPy's generators seeded 0 (restored
     after), so that a plan's random resize and crop repeat. For a
@@ -472,7 +470,7 @@ def _annotated_item(cfg, fake: bool):
     from mmengine.config import Config
     from mmengine.registry import DATASETS
 
-    from mmpos_harness.rehearsal import synthesize
+    from mmpos.datasets.synthetic import synthesize
     loader = Config(dict(train_dataloader=copy.deepcopy(
         cfg.train_dataloader.to_dict())))
     if fake:

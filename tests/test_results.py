@@ -177,6 +177,19 @@ def test_readme_demo_table_is_the_stored_result():
         'python tools/paper_tables/gen_tables.py --demo <run dir> regenerates it')
 
 
+def test_demo_page_confirmation_is_the_stored_result():
+    """The demo page's confirmation on fresh seeds is what
+    ``results/demo_confirm/`` renders, under the design it tests."""
+    text = (REPO / demo_table.PAGE).read_text()
+    block = text.split(demo_table.CONFIRM_BEGIN)[1].split(
+        demo_table.CONFIRM_END)[0]
+    assert block == '\n' + demo_table.confirm_block(
+        str(REPO / demo_table.CONFIRM)), (
+        f'{demo_table.PAGE}\'s confirmation differs from '
+        f'{demo_table.CONFIRM}/: python tools/paper_tables/gen_tables.py '
+        '--demo-confirm <run dir> regenerates it')
+
+
 # stored seed comparisons (gen_tables.py --seeds): every table file beside
 # a summary.json, outside LEGACY
 SUMMARIES = sorted(p for p in REPO.glob('results/*/summary.json')

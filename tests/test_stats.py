@@ -288,14 +288,20 @@ def test_ranks_average_ties_as_pandas():
         stats.ranks({'a': [1.0], 'b': [None]})
 
 
-def test_rank_intervals():
-    far = {'best': [[[50.0, 50.2], [50.1, 49.9]], [[9.0], [9.2]]],
-           'mid': [[[40.0, 40.2], [40.1, 39.9]], [[5.0], [5.2]]],
-           'low': [[[30.0, 30.2], [30.1, 29.9]], [[1.0], [1.2]]]}
-    got = stats.rank_intervals(far)
-    assert got == {'best': stats.RankInterval(1.0, 1.0, 1.0),
+#: three arms whose run means are far apart on both tasks (arm -> task ->
+#: pretraining run -> transfer values), and the ranks each interval method
+#: must give them: no overlap, every interval one rank wide
+FAR_APART = {'best': [[[50.0, 50.2], [50.1, 49.9]], [[9.0], [9.2]]],
+             'mid': [[[40.0, 40.2], [40.1, 39.9]], [[5.0], [5.2]]],
+             'low': [[[30.0, 30.2], [30.1, 29.9]], [[1.0], [1.2]]]}
+FAR_APART_RANKS = {'best': stats.RankInterval(1.0, 1.0, 1.0),
                    'mid': stats.RankInterval(2.0, 2.0, 2.0),
                    'low': stats.RankInterval(3.0, 3.0, 3.0)}
+
+
+def test_rank_intervals():
+    got = stats.rank_intervals(FAR_APART)
+    assert got == FAR_APART_RANKS
     # two arms drawn from the same spread: either may come first
     rng = np.random.default_rng(3)
     close = {arm: [[list(rng.normal(size=2)) for _ in range(3)]]
@@ -415,14 +421,9 @@ def test_t_rank_intervals_cover_the_true_rank_at_the_designs(runs):
 
 
 def test_t_rank_intervals():
-    far = {'best': [[[50.0, 50.2], [50.1, 49.9]], [[9.0], [9.2]]],
-           'mid': [[[40.0, 40.2], [40.1, 39.9]], [[5.0], [5.2]]],
-           'low': [[[30.0, 30.2], [30.1, 29.9]], [[1.0], [1.2]]]}
-    got = stats.t_rank_intervals(far)
-    assert got == {'best': stats.RankInterval(1.0, 1.0, 1.0),
-                   'mid': stats.RankInterval(2.0, 2.0, 2.0),
-                   'low': stats.RankInterval(3.0, 3.0, 3.0)}
-    assert stats.t_rank_intervals(far) == got  # a fixed seed
+    got = stats.t_rank_intervals(FAR_APART)
+    assert got == FAR_APART_RANKS
+    assert stats.t_rank_intervals(FAR_APART) == got  # a fixed seed
     # equal runs: no spread to draw from, the rank is the interval
     flat = stats.t_rank_intervals({'x': [[2.0, 2.0]], 'y': [[1.0, 1.0]]})
     assert flat == {'x': stats.RankInterval(1.0, 1.0, 1.0),

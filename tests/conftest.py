@@ -102,10 +102,16 @@ def runner_steps(cfg, model, steps, batches=1):
     mmengine's Runner loops take them (``model.train_step`` with the
     config's optimizer wrapper, then its iteration-based schedulers: the
     warm-up), cycling over the first ``batches`` batches of the config's
-    train dataloader. Returns the losses."""
+    train dataloader. Python's, numpy's and torch's generators are seeded
+    (0) before the loader is built, and torch's again before each step, so
+    the batch and the step's own draws (DINO's denoising noise, masks,
+    drop-path) do not depend on which tests ran before in the process and
+    successive losses measure one objective. Returns the losses."""
+    import torch
     from mmengine.optim import build_optim_wrapper
     from mmengine.registry import PARAM_SCHEDULERS
-    from mmengine.runner import Runner
+    from mmengine.runner import Runner, set_random_seed
+    set_random_seed(0)
     loader = Runner.build_dataloader(cfg.train_dataloader, seed=0)
     data = [batch for batch, _ in zip(loader, range(batches))]
     optim_wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
@@ -114,6 +120,7 @@ def runner_steps(cfg, model, steps, batches=1):
     model.train()
     losses = []
     for i in range(steps):
+        torch.manual_seed(0)
         losses.append(float(model.train_step(data[i % batches],
                                              optim_wrapper)['loss']))
         for scheduler in schedulers:

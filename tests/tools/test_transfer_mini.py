@@ -119,9 +119,11 @@ def test_windowed_vitdet_mask_rcnn_on_mini_coco(mini_data):
 def test_dino_vitdet_on_mini_coco(mini_data):
     """DINO on the windowed ViT + simple feature pyramid (RoPE-ViT Table 1
     protocol, shrunk) trains; CocoMetric reports box AP."""
+    # Its loss rises over the first 4 steps of the warm-up (22.8 -> 24.0
+    # measured) and falls after (16.1 at step 12): 10 steps
     losses, metrics = train_steps(DINO_CONFIG,
                                   data_root_options(mini_data, 'coco') +
-                                  SHORT_WARMUP)
+                                  SHORT_WARMUP, steps=10)
     assert_steps_learn(losses, metrics, COCO_KEYS)
 
 

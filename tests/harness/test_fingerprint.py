@@ -222,5 +222,5 @@ def test_refactor_keeps_results_current_and_a_behaviour_change_marks_its_own(
             expected[path] = 'stale' if liere else 'current'
     assert states == expected
     stale = {p for p, s in states.items() if s == 'stale'}
-    assert 'benchmarks/results/cpu_position_schemes.json' in stale
+    assert 'benchmarks/results/cpu_position_schemes_reuse_r01.json' in stale
     assert not any('method_ranking' in p or '/demo/' in p for p in stale)

@@ -554,10 +554,11 @@ def run_flops(train_size: int, sizes, iters: int, batch_size: int,
 
 def cpu_seconds_per_flop(study_dir: str) -> float:
     """The stored study ``study_dir``'s CPU seconds per FLOP: the mean
-    over its runs (``runs/*/seed*.json``, the demo-size model) of the
-    run's ``cpu_seconds`` over its :func:`run_flops` (sizes, iterations,
-    batch and scalings read off the run, ``num_val`` off the study's
-    ``position_study.json``)."""
+    over its runs (``runs/*/seed*.json``) of the run's ``cpu_seconds``
+    over its :func:`run_flops` (sizes, iterations, batch, scalings, and
+    the width and tables where the run records them, else the demo-size
+    model's and both tables, read off the run; ``num_val`` off the
+    study's ``position_study.json``)."""
     with open(osp.join(study_dir, 'position_study.json')) as f:
         num_val = json.load(f)['num_val']
     rates = []
@@ -568,9 +569,11 @@ def cpu_seconds_per_flop(study_dir: str) -> float:
         train_size = int(next(iter(run['shuffled'])))
         sizes = [int(s) for s in run['resize'] if int(s) != train_size]
         variants = 1 + sum(1 for k in run if k.startswith('resize_'))
+        width = run.get('embed_dims', ARCH['embed_dims'])
         rates.append(run['cpu_seconds'] / run_flops(
             train_size, sizes, run['iters'], run['batch_size'], num_val,
-            variants=variants))
+            len(run.get('factors', FACTORS)), variants, embed_dims=width,
+            feedforward_channels=4 * width))
     if not rates:
         raise FileNotFoundError(f'{study_dir}: no stored runs '
                                 '(runs/*/seed*.json)')

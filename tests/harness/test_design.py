@@ -5,6 +5,7 @@ for as statsmodels' sample size at the family's alpha, the CPU hours from
 the runs' own timings), its confirmation seeds are disjoint from the seeds
 that selected anything, its command is one its runner parses; a bad file
 is refused in one line naming the key."""
+import glob
 import json
 import math
 import os
@@ -228,6 +229,26 @@ def test_the_flops_estimate_prices_the_stored_runs_at_their_cost():
     assert estimate == pytest.approx(run['cpu_seconds'], rel=0.15)
     # attention's N^2: a 4x side costs more than 16x the tokens' share
     assert study.forward_flops(4097) > 16 * study.forward_flops(257)
+
+
+def test_the_flops_rate_of_a_calibration_reads_its_width_and_tables():
+    """The resolution calibration (width 64, resize and pad, test-time
+    scalings on RoPE-Mixed) is priced at its own width: each of its runs
+    within 15 % of the rate it gives times its FLOPs."""
+    from mmpos_harness import position_study as study
+    source = osp.join(ROOT, 'results', 'resolution_study_calibration')
+    rate = study.cpu_seconds_per_flop(source)
+    for path in glob.glob(osp.join(source, 'runs', '*', 'seed*.json')):
+        with open(path) as f:
+            run = json.load(f)
+        assert run['embed_dims'] != study.ARCH['embed_dims']
+        variants = 1 + sum(k.startswith('resize_') for k in run)
+        flops = study.run_flops(
+            run['train_size'], run['sizes'], run['iters'], run['batch_size'],
+            run['num_val'], len(run['factors']), variants,
+            embed_dims=run['embed_dims'],
+            feedforward_channels=4 * run['embed_dims'])
+        assert rate * flops == pytest.approx(run['cpu_seconds'], rel=0.15)
 
 
 def test_a_calibration_at_fewer_images_prices_the_pretraining_scaled():

@@ -56,6 +56,15 @@ fixtures):
   (mmpos' :func:`~mmpos.apis.features.preprocess`), Open Hummingbird's
   validation images bilinearly.
 
+On NaFlex features (``max_tokens``, :mod:`mmpos.evaluation.naflex`) every
+image and augmented view is resized at its own aspect ratio to the largest
+grid of at most ``max_tokens`` patches instead of to the square ``size``:
+a view's crop keeps its aspect ratio, its labels are resized (nearest)
+with it, and each validation image's labels are resized (nearest) to its
+own NaFlex size, where the patch distributions are upsampled and scored
+(the square probe resizes them to the square). The memory is the same
+list of labelled patches, whatever their grids.
+
 Image-free baseline (:func:`class_prior_miou`, :func:`class_prior_run`):
 the training labels' class frequencies, per pixel of the resized label map
 (default) or over the whole image, predict their argmax for every
@@ -69,7 +78,8 @@ something (ADE20K's sky above, floor below); where it tells nothing
 over the image and scores above the single majority class, a baseline at
 least as hard to beat.
 """
-from typing import Dict, List, Optional, Sequence, Tuple
+import functools
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -203,17 +213,22 @@ def predict_labels(label_dist: Tensor, size: Sequence[int]) -> Tensor:
                          align_corners=False).argmax(dim=1)
 
 
-def miou(pred: Tensor, gt: Tensor, classes: Sequence[str],
+def miou(pred: Union[Tensor, Sequence[Tensor]],
+         gt: Union[Tensor, Sequence[Tensor]], classes: Sequence[str],
          ignore_index: int = 255) -> Dict[str, float]:
-    """mmseg's ``IoUMetric`` of label maps ``(N, H, W)``: ``mIoU``,
-    ``mAcc``, ``aAcc`` in percent, rounded to 2 decimals (pixels labelled
-    ``ignore_index`` do not count; classes absent from both prediction and
-    ground truth are left out of the means)."""
+    """mmseg's ``IoUMetric`` of label maps ``(N, H, W)``, or of lists of
+    ``(H_i, W_i)`` maps (NaFlex): ``mIoU``, ``mAcc``, ``aAcc`` in percent,
+    rounded to 2 decimals (pixels labelled ``ignore_index`` do not count;
+    classes absent from both prediction and ground truth are left out of
+    the means)."""
     from mmengine.logging import MMLogger
     from mmseg.evaluation.metrics import IoUMetric
-    if pred.shape != gt.shape:
-        raise BadInputError(f'predicted labels {tuple(pred.shape)} vs ground '
-                            f'truth {tuple(gt.shape)}')
+    if len(pred) != len(gt) or any(p.shape != g.shape
+                                   for p, g in zip(pred, gt)):
+        raise BadInputError(
+            f'predicted labels {[tuple(p.shape) for p in pred][:3]} vs '
+            f'ground truth {[tuple(g.shape) for g in gt][:3]} '
+            f'({len(pred)} vs {len(gt)} maps)')
     metric = IoUMetric(ignore_index=ignore_index)
     metric.dataset_meta = dict(classes=tuple(classes))
     metric.process({}, [dict(pred_sem_seg=dict(data=p[None]),
@@ -223,19 +238,29 @@ def miou(pred: Tensor, gt: Tensor, classes: Sequence[str],
     return metric.compute_metrics(metric.results)
 
 
-def retrieval_miou(memory: Tuple[Tensor, Tensor], val_feats: Tensor,
-                   val_labels: Tensor, classes: Sequence[str], k: int = 30,
+def retrieval_miou(memory: Tuple[Tensor, Tensor],
+                   val_feats: Union[Tensor, Sequence[Tensor]],
+                   val_labels: Union[Tensor, Sequence[Tensor]],
+                   classes: Sequence[str], k: int = 30,
                    temperature: float = 0.02, ignore_index: int = 255,
                    return_pred: bool = False):
     """Predictions for ``val_feats`` ``(M, C, h, w)`` from a memory
     ``(features (P, C), label distributions (P, K))``, scored against
-    ``val_labels`` ``(M, H, W)``. Returns :func:`miou`'s dict (and the
-    predicted labels ``(M, H, W)`` with ``return_pred``)."""
+    ``val_labels`` ``(M, H, W)``; on NaFlex features, lists of ``M`` maps
+    ``(C, h_i, w_i)`` and labels ``(H_i, W_i)``, each image's distributions
+    upsampled to its own labels. Returns :func:`miou`'s dict (and the
+    predicted labels, ``(M, H, W)`` or a list, with ``return_pred``)."""
     if not memory[0].shape[0]:
         raise BadInputError('no labelled training patch for the memory')
-    pred = predict_labels(retrieve_labels(val_feats, *memory, k=k,
-                                          temperature=temperature),
-                          val_labels.shape[-2:])
+    if isinstance(val_feats, Tensor):
+        pred = predict_labels(retrieve_labels(val_feats, *memory, k=k,
+                                              temperature=temperature),
+                              val_labels.shape[-2:])
+    else:
+        pred = [predict_labels(retrieve_labels(
+            feats[None], *memory, k=k, temperature=temperature),
+                               labels.shape)[0]
+                for feats, labels in zip(val_feats, val_labels)]
     metrics = miou(pred, val_labels, classes, ignore_index)
     return (metrics, pred) if return_pred else metrics
 
@@ -344,7 +369,8 @@ def augment_view(rng: np.random.Generator, img: np.ndarray, labels: Tensor,
     (torchvision's ``adjust_brightness``, ``adjust_contrast``,
     ``adjust_saturation``, ``adjust_hue``), then the same
     :func:`crop_box` of image and labels ``(H, W)`` resized to ``size``
-    (bilinear with antialiasing, nearest).
+    (bilinear with antialiasing, nearest); ``size`` may be a function of
+    the crop's ``(h, w)`` (NaFlex: its size within a token budget).
 
     Returns:
         ``(uint8 image (h, w, 3), labels (h, w) long)``.
@@ -353,7 +379,6 @@ def augment_view(rng: np.random.Generator, img: np.ndarray, labels: Tensor,
     from PIL import Image
 
     from .dense import image_size
-    h_out, w_out = image_size(size)
     pil = Image.fromarray(np.ascontiguousarray(img[..., :3]))
     for name, adjust in (('brightness', TF.adjust_brightness),
                          ('contrast', TF.adjust_contrast),
@@ -368,6 +393,7 @@ def augment_view(rng: np.random.Generator, img: np.ndarray, labels: Tensor,
                             f'{pil.height}x{pil.width}')
     top, left, h, w = crop_box(rng, pil.height, pil.width, augment['scale'],
                                augment['ratio'])
+    h_out, w_out = size((h, w)) if callable(size) else image_size(size)
     view = pil.resize((w_out, h_out), Image.BILINEAR,
                       box=(left, top, left + w, top + h))
     crop = labels[top:top + h, left:left + w].float()[None, None]
@@ -379,7 +405,8 @@ def augmented_memory(backbone, infos: Sequence[dict], size, mean, std,
                      num_classes: int, ignore_index: int = 255,
                      augment_epochs: int = 2,
                      memory_size: Optional[int] = None, seed: int = 0,
-                     batch_size: int = 32, device='cpu'):
+                     batch_size: int = 32, device='cpu',
+                     max_tokens: Optional[int] = None):
     """The memory bank of the last output of ``backbone`` over the training
     images and labels of mmseg data ``infos`` (read one batch at a time; a
     progress bar over the batches of all passes where there are many,
@@ -393,15 +420,23 @@ def augmented_memory(backbone, infos: Sequence[dict], size, mean, std,
         memory_size: patches kept at most, ``memory_size // (images *
             passes)`` per view (:func:`sample_memory_patches`); ``None``:
             every labelled patch.
+        max_tokens: NaFlex views instead of squares of ``size`` (module
+            docstring; ``backbone`` a RoPE ViT with ``out_type='raw'``):
+            each crop, or image with ``augment_epochs=0``, resized at its
+            aspect ratio within that many patches, its labels with it;
+            the views of a batch run as one padded NaFlex batch, each
+            image's patches and draws as alone.
 
     Returns:
         ``(features (P, C) normalised, label distributions (P, K))``.
     """
     from mmpos.apis.features import preprocess, read_images
+    from mmpos.datasets.transforms import naflex_size
 
     from .dense import dense_features, image_size, read_label_maps, \
         resize_maps
     from .frozen import with_progress
+    from .naflex import check_naflex_backbone, naflex_inputs, naflex_maps
     if augment_epochs < 0:
         raise BadInputError(f'augment_epochs must be >= 0, got '
                             f'{augment_epochs}')
@@ -412,6 +447,12 @@ def augmented_memory(backbone, infos: Sequence[dict], size, mean, std,
             raise BadInputError(f'memory_size must be >= 1, got '
                                 f'{memory_size}')
         per_view = max(1, memory_size // (len(infos) * passes))
+    view_size = size
+    if max_tokens is not None:
+        check_naflex_backbone(backbone)
+        view_size = functools.partial(naflex_size,
+                                      patch_size=backbone.patch_size,
+                                      max_tokens=max_tokens)
     feats: List[Tensor] = []
     labels: List[Tensor] = []
     for epoch, start in with_progress([
@@ -424,21 +465,39 @@ def augmented_memory(backbone, infos: Sequence[dict], size, mean, std,
                 for i in range(len(batch))]
         if augment_epochs:
             views = [augment_view(rng, img, torch.from_numpy(
-                np.asarray(lab, np.int64)), size)
+                np.asarray(lab, np.int64)), view_size)
                      for rng, img, lab in zip(rngs, images, maps)]
             images = [v[0] for v in views]
-            targets = torch.stack([v[1] for v in views])
-        else:
+            targets = torch.stack([v[1] for v in views]) if (
+                max_tokens is None) else [v[1][None] for v in views]
+        elif max_tokens is None:
             targets = resize_maps(maps, image_size(size), torch.long)
-        patch = dense_features(backbone, preprocess(
-            images, size, mean, std), batch_size, device)['patch'][-1]
-        dist, valid = patch_label_distribution(
-            targets, patch.shape[-2:], num_classes, ignore_index)
-        if per_view is not None:
-            valid = sample_memory_patches(dist, valid, per_view, rngs)
-        part = memory_bank(patch, dist, valid)
-        feats.append(part[0])
-        labels.append(part[1])
+        else:  # NaFlexResize's images: the labels to the same size
+            targets = [resize_maps([lab], view_size(img.shape[:2]),
+                                   torch.long)
+                       for img, lab in zip(images, maps)]
+        if max_tokens is None:  # one grid: the batch at once
+            groups = [(dense_features(backbone, preprocess(
+                images, size, mean, std), batch_size, device)['patch'][-1],
+                       targets, rngs)]
+        else:  # each view at its own grid (augmented: already at it)
+            inputs = naflex_inputs(images, backbone.patch_size[0],
+                                   None if augment_epochs else max_tokens,
+                                   mean, std)
+            with torch.no_grad():
+                view_maps = naflex_maps(backbone, {
+                    k: v.to(device) for k, v in inputs.items()})[0][-1]
+            groups = [(m[None].float().cpu(), t, [rng])
+                      for m, t, rng in zip(view_maps, targets, rngs)]
+        for patch, target, group_rngs in groups:
+            dist, valid = patch_label_distribution(
+                target, patch.shape[-2:], num_classes, ignore_index)
+            if per_view is not None:
+                valid = sample_memory_patches(dist, valid, per_view,
+                                              group_rngs)
+            part = memory_bank(patch, dist, valid)
+            feats.append(part[0])
+            labels.append(part[1])
     return torch.cat(feats), torch.cat(labels)
 
 
@@ -471,6 +530,35 @@ def seg_split(cfg, split: str, size, data_root: Optional[str] = None):
     """:func:`seg_data` of a probe config's ``train`` / ``val`` split."""
     from .dense import probe_dataset
     return seg_data(probe_dataset(cfg, split, data_root), size)
+
+
+def retrieval_val(cfg, backbone, size, mean, std,
+                  data_root: Optional[str] = None, batch_size: int = 32,
+                  device='cpu', max_tokens: Optional[int] = None):
+    """The ``val`` split of a retrieval probe config with the last output's
+    patch features of ``backbone``: ``(image paths, labels, features)``,
+    the images resized to ``size`` (labels ``(M, h, w)`` resized to it,
+    features ``(M, C, h', w')``), or with ``max_tokens`` each at its
+    NaFlex size (:mod:`.naflex`: lists of labels ``(H_i, W_i)`` resized to
+    it and maps ``(C, h_i, w_i)``)."""
+    from .dense import probe_dataset, split_features
+    if max_tokens is None:
+        paths, labels, _, _ = seg_split(cfg, 'val', size, data_root)
+        return paths, labels, split_features(backbone, paths, size, mean,
+                                             std, batch_size,
+                                             device)['patch'][-1]
+    from .naflex import naflex_features, naflex_label_maps
+    infos, _, _ = seg_infos(probe_dataset(cfg, 'val', data_root))
+    paths = [info['img_path'] for info in infos]
+    feats = naflex_features(backbone, paths, max_tokens, mean, std,
+                            batch_size, device)['patch'][-1]
+    labels = naflex_label_maps(infos, backbone.patch_size, max_tokens)
+    ph, pw = backbone.patch_size
+    for path, feat, label in zip(paths, feats, labels):
+        if tuple(label.shape) != (feat.shape[1] * ph, feat.shape[2] * pw):
+            raise BadInputError(f'{path}: its label map and image differ in '
+                                'size')
+    return paths, labels, feats
 
 
 def class_prior_run(cfg, size, data_root: Optional[str] = None,

@@ -58,8 +58,9 @@ def depth_run(cfg, backbone, mean, std, seed: int = 0,
 def correspondence_run(cfg, backbone, mean, std,
                        data_root: Optional[str] = None,
                        batch_size: int = 32, device='cpu', categories=None,
-                       **overrides):
-    """The correspondence probe of probe config ``cfg`` on ``backbone``.
+                       max_tokens: Optional[int] = None, **overrides):
+    """The correspondence probe of probe config ``cfg`` on ``backbone``
+    (``max_tokens``: on NaFlex maps, :func:`.naflex.naflex_pair_features`).
     Returns ``(metrics, details)``: :func:`.correspondence.spair_pck`'s
     ``pck@<alpha>`` (mean over categories), ``.../vp<bin>``,
     ``.../category/<name>``, ``.../keypoints``; and the settings (with the
@@ -72,8 +73,14 @@ def correspondence_run(cfg, backbone, mean, std,
                        **overrides)
     pairs = read_spair_pairs(data_root or cfg.data_root, s['split'],
                              categories)
-    src, trg, hws = pair_features(backbone, pairs, s['size'], mean, std,
-                                  batch_size, device)
+    if max_tokens is None:
+        src, trg, hws = pair_features(backbone, pairs, s['size'], mean, std,
+                                      batch_size, device)
+    else:
+        from .naflex import naflex_pair_features
+        src, trg, hws = naflex_pair_features(backbone, pairs, max_tokens,
+                                             mean, std, batch_size, device)
+        s['max_tokens'] = max_tokens
     metrics, preds = correspondence_pck(pairs, src, trg, hws, s['by'],
                                         s['alphas'], s['upsample'])
     per_category = {}
@@ -89,32 +96,37 @@ def correspondence_run(cfg, backbone, mean, std,
 
 def retrieval_run(cfg, backbone, mean, std, data_root: Optional[str] = None,
                   batch_size: int = 32, device='cpu', seed: int = 0,
-                  **overrides):
+                  max_tokens: Optional[int] = None, **overrides):
     """The retrieval probe of probe config ``cfg`` on ``backbone``: the
     augmented memory of the ``train`` split
     (:func:`~.dense_retrieval.augmented_memory`, its views and bounded
-    memory drawn with ``seed``), the ``val`` split retrieved from it.
+    memory drawn with ``seed``), the ``val`` split retrieved from it
+    (``max_tokens``: on NaFlex maps, the views and images at their aspect
+    ratios within that many patches).
     Returns ``(metrics, details)``: mmseg's ``IoUMetric`` keys, and the
     settings (with the memory's patch count), validation paths, true and
     retrieved labels, classes, ignore index."""
-    from .dense import probe_dataset, probe_settings, split_features
+    from .dense import probe_dataset, probe_settings
     from .dense_retrieval import (RETRIEVAL_PROBE, augmented_memory,
-                                  retrieval_miou, seg_infos, seg_split)
+                                  retrieval_miou, retrieval_val, seg_infos)
     s = probe_settings(cfg, 'retrieval_probe', RETRIEVAL_PROBE, **overrides)
     infos, classes, ignore = seg_infos(probe_dataset(cfg, 'train',
                                                      data_root))
     memory = augmented_memory(backbone, infos, s['size'], mean, std,
                               len(classes), ignore, s['augment_epochs'],
-                              s['memory_size'], seed, batch_size, device)
-    paths, labels, _, _ = seg_split(cfg, 'val', s['size'], data_root)
-    feats = split_features(backbone, paths, s['size'], mean, std,
-                           batch_size, device)['patch'][-1]
+                              s['memory_size'], seed, batch_size, device,
+                              max_tokens)
+    paths, labels, feats = retrieval_val(cfg, backbone, s['size'], mean, std,
+                                         data_root, batch_size, device,
+                                         max_tokens)
     metrics, pred = retrieval_miou(memory, feats, labels, classes, s['k'],
                                    s['temperature'], ignore,
                                    return_pred=True)
     settings = dict(s, train_images=len(infos), val_images=len(paths),
                     memory_patches=memory[0].shape[0], seed=seed,
                     classes=len(classes))
+    if max_tokens is not None:
+        settings['max_tokens'] = max_tokens
     return metrics, dict(settings=settings, paths=dict(
         train=[i['img_path'] for i in infos], val=paths), gt=labels,
                          pred=pred, classes=classes, ignore_index=ignore)
@@ -180,6 +192,8 @@ class DenseProbe:
         seeded: its run draws from the seed (beside a random init).
         progress: its run takes ``progress=True`` to show a progress bar
             (a loop that runs for minutes at full size); its tool sets it.
+        naflex: its run takes ``max_tokens`` (NaFlex maps,
+            :mod:`.naflex`); its tool's ``--max-tokens``.
     """
     run: Callable
     image_free: Callable
@@ -190,6 +204,7 @@ class DenseProbe:
     lower_is_better: bool
     seeded: bool
     progress: bool = False
+    naflex: bool = False
 
 
 #: the suite's probes, in the order of its tables
@@ -200,11 +215,11 @@ PROBES = {
     'correspondence': DenseProbe(
         correspondence_run, correspondence_image_free,
         'configs/dense_probes/correspondence_mini-spair.py', 'spair',
-        ('pck@0.05', 'pck@0.1'), 'pck@0.1', False, False),
+        ('pck@0.05', 'pck@0.1'), 'pck@0.1', False, False, naflex=True),
     'retrieval': DenseProbe(
         retrieval_run, retrieval_image_free,
         'configs/dense_probes/retrieval_mini-scenes.py', 'scenes',
-        ('mIoU', ), 'mIoU', False, True),
+        ('mIoU', ), 'mIoU', False, True, naflex=True),
 }
 #: ``{probe: its mini probe config}``
 MINI_PROBES = {name: p.config for name, p in PROBES.items()}
@@ -346,7 +361,9 @@ def probe_parser(doc: str, name: str):
     """Arguments of a probe's tool: :func:`mmpos.apis.cli.backbone_parser`'s
     ``CONFIG CHECKPOINT --prefix --device``, and ``--probe`` (a
     ``configs/dense_probes/<name>_*.py``), ``--work-dir``, ``--data-root``
-    (of both splits), ``--pictures N``, ``--batch-size``."""
+    (of both splits), ``--pictures N``, ``--batch-size``, ``--max-tokens``
+    (NaFlex maps, for the probes that take them:
+    :attr:`DenseProbe.naflex`)."""
     from mmpos.apis.cli import backbone_parser
     parser = backbone_parser(doc, images=False)
     parser.add_argument('--probe', required=True,
@@ -356,6 +373,9 @@ def probe_parser(doc: str, name: str):
     parser.add_argument('--pictures', type=int, default=4,
                         help='pictures of the first N validation items')
     parser.add_argument('--batch-size', type=int, default=32)
+    parser.add_argument('--max-tokens', type=int,
+                        help='NaFlex: each image at its aspect ratio within '
+                        'this many patches (a RoPE ViT)')
     return parser
 
 
@@ -363,7 +383,8 @@ def probe_tool(args, name: str, title: str, **overrides):
     """The body of a probe's tool (``tools/analysis_tools/{depth_probe,
     keypoint_correspondence,dense_retrieval}.py``): ``args`` ``config``,
     ``checkpoint``, ``probe``, ``work_dir``, ``data_root``, ``prefix``,
-    ``device``, ``batch_size`` (and ``seed``); ``overrides`` of the probe
+    ``device``, ``batch_size`` (and ``seed``, ``max_tokens``: NaFlex
+    maps); ``overrides`` of the probe
     config's settings (``None``: keep). Writes ``metrics.json`` and
     ``result.md`` into the work dir (which must not hold them yet).
 
@@ -382,11 +403,18 @@ def probe_tool(args, name: str, title: str, **overrides):
                                   'choose another work dir')
     cfg = load_config(args.probe)
     seed = getattr(args, 'seed', 0)
+    max_tokens = getattr(args, 'max_tokens', None)
+    if max_tokens is not None and not _probe(name).naflex:
+        from mmpos.errors import BadInputError
+        raise BadInputError(f'--max-tokens: the {name} probe does not run on '
+                            'NaFlex maps')
     backbone = probed_backbone(name, cfg, args.config, args.checkpoint, seed,
                                overrides.get('blocks'), args.prefix,
                                args.device)
     start = time.perf_counter()
     extra = dict(seed=seed) if _probe(name).seeded else {}
+    if max_tokens is not None:
+        extra['max_tokens'] = max_tokens
     metrics, details = PROBES[name].run(
         cfg, backbone, *data_mean_std(args.config), data_root=args.data_root,
         batch_size=args.batch_size, device=args.device, **extra,

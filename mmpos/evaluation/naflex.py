@@ -1,18 +1,25 @@
 """Patch-feature maps of a frozen RoPE ViT on NaFlex batches, for the dense
 probes that take one map per image: keypoint correspondence
 (:func:`~mmpos.evaluation.correspondence.correspondence_pck` matches each
-pair's maps, whatever their grids). Each image is resized at its own
-aspect ratio to the largest grid of at most ``max_tokens`` patches
-(:class:`~mmpos.datasets.transforms.NaFlexResize`, timm's rule) instead of
-to one square, the batch padded with a key mask
+pair's maps, whatever their grids), in-context dense retrieval
+(:func:`~mmpos.evaluation.dense_retrieval.augmented_memory` and
+:func:`~mmpos.evaluation.dense_retrieval.retrieval_miou` with
+``max_tokens``) and the linear segmentation probe
+(:class:`~mmpos.evaluation.seg_probe.NaFlexEncoderDecoder`). Each image is
+resized at its own aspect ratio to the largest grid of at most
+``max_tokens`` patches (:class:`~mmpos.datasets.transforms.NaFlexResize`,
+timm's rule) instead of to one square, the batch padded with a key mask
 (:func:`~mmpos.datasets.naflex.naflex_batch`), and the tokens of every
 output split back into one ``(C, h_i, w_i)`` map per image
 (:func:`~mmpos.models.backbones.rope_vit.naflex_featmaps`). The map's
 patch centres cover the original image as a square resize's do
 (:func:`~mmpos.evaluation.correspondence.patch_centres`), with the
-image's aspect ratio kept.
+image's aspect ratio kept. Where a square probe resizes the labels to
+the square (retrieval), they are resized (nearest) to each image's NaFlex
+size; where it upsamples the logits to the labels (the linear probe,
+mmseg's), each image's logits are upsampled to its own label map.
 """
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -20,22 +27,48 @@ from torch import Tensor
 
 from mmpos.apis.features import read_images
 from mmpos.datasets.naflex import NaFlexDataPreprocessor, naflex_batch
-from mmpos.datasets.transforms import NaFlexResize
+from mmpos.datasets.transforms import NaFlexResize, naflex_size
 from mmpos.errors import BadInputError, UnsupportedModelError
 from mmpos.models.backbones.rope_vit import naflex_featmaps
 from .frozen import with_progress
 
 
 def naflex_inputs(images: Sequence[np.ndarray], patch_size: int,
-                  max_tokens: int, mean: Sequence[float],
+                  max_tokens: Optional[int], mean: Sequence[float],
                   std: Sequence[float]) -> Dict[str, Tensor]:
     """uint8 RGB arrays ``(H, W, 3)`` -> a normalised NaFlex batch
     (``patches``, ``patch_coord``, ``patch_valid``), each image resized at
-    its aspect ratio within ``max_tokens`` patches (bicubic)."""
-    resize = NaFlexResize(patch_size, max_tokens)
-    batch = naflex_batch([resize(dict(img=img))['img'] for img in images],
-                         patch_size)
+    its aspect ratio within ``max_tokens`` patches (bicubic); ``None``: the
+    images as they are (sides multiples of the patch, e.g. already at
+    their NaFlex size)."""
+    if max_tokens is not None:
+        resize = NaFlexResize(patch_size, max_tokens)
+        images = [resize(dict(img=img))['img'] for img in images]
+    batch = naflex_batch(images, patch_size)
     return NaFlexDataPreprocessor(mean, std)(dict(inputs=batch))['inputs']
+
+
+def check_naflex_backbone(backbone) -> None:
+    """Refuse, in one line, a backbone that cannot give NaFlex maps (a
+    RoPE ViT with ``out_type='raw'`` can)."""
+    if not hasattr(backbone, 'forward_naflex') or \
+            getattr(backbone, 'out_type', None) != 'raw':
+        raise UnsupportedModelError(
+            f'{type(backbone).__name__}: NaFlex features need a RoPE ViT '
+            "with out_type='raw' (init_backbone(..., raw_tokens=True))")
+
+
+def naflex_maps(backbone, batch: Dict[str, Tensor]
+                ) -> Tuple[List[List[Tensor]], List[Optional[Tensor]]]:
+    """The outputs of ``backbone`` on one padded NaFlex ``batch`` (on the
+    backbone's device), per output block: one ``(C, h_i, w_i)`` map per
+    image, and the class tokens ``(B, C)`` (``None`` without one)."""
+    prefix = backbone.num_extra_tokens + backbone.num_register_tokens
+    outs = backbone(batch)
+    maps = [naflex_featmaps(out, batch['patch_coord'], batch['patch_valid'],
+                            prefix) for out in outs]
+    cls = [out[:, 0] if backbone.num_extra_tokens else None for out in outs]
+    return maps, cls
 
 
 @torch.no_grad()
@@ -53,29 +86,36 @@ def naflex_features(backbone, paths: Sequence[str], max_tokens: int,
         image; ``cls``: per output block ``(N, C)`` or ``None``; float32,
         on the CPU.
     """
-    if not hasattr(backbone, 'forward_naflex') or \
-            getattr(backbone, 'out_type', None) != 'raw':
-        raise UnsupportedModelError(
-            f'{type(backbone).__name__}: NaFlex features need a RoPE ViT '
-            "with out_type='raw' (init_backbone(..., raw_tokens=True))")
+    check_naflex_backbone(backbone)
     if not paths:
         raise BadInputError('no image to extract features from')
-    prefix = backbone.num_extra_tokens + backbone.num_register_tokens
     patch: List[List[Tensor]] = []
     cls: List[List[Tensor]] = []
     for start in with_progress(range(0, len(paths), batch_size), progress):
         batch = naflex_inputs(read_images(paths[start:start + batch_size]),
                               backbone.patch_size[0], max_tokens, mean, std)
-        batch = {k: v.to(device) for k, v in batch.items()}
-        outs = backbone(batch)
+        maps, tokens = naflex_maps(backbone, {k: v.to(device)
+                                              for k, v in batch.items()})
         if not patch:
-            patch, cls = [[] for _ in outs], [[] for _ in outs]
-        for i, out in enumerate(outs):
-            patch[i] += [m.float().cpu() for m in naflex_featmaps(
-                out, batch['patch_coord'], batch['patch_valid'], prefix)]
-            if backbone.num_extra_tokens:
-                cls[i].append(out[:, 0].float().cpu())
+            patch, cls = [[] for _ in maps], [[] for _ in maps]
+        for i, (per_image, token) in enumerate(zip(maps, tokens)):
+            patch[i] += [m.float().cpu() for m in per_image]
+            if token is not None:
+                cls[i].append(token.float().cpu())
     return dict(patch=patch, cls=[torch.cat(c) if c else None for c in cls])
+
+
+def naflex_label_maps(infos: Sequence[dict], patch_size: int,
+                      max_tokens: int) -> List[Tensor]:
+    """The semantic label maps of mmseg data ``infos``
+    (:func:`~mmpos.evaluation.dense.read_label_maps`), each resized
+    (nearest) to its image's NaFlex size ``(H_i, W_i)``
+    (:func:`~mmpos.datasets.transforms.naflex_size` of the label map's
+    size, the image's), as ``long`` tensors."""
+    from .dense import read_label_maps, resize_maps
+    return [resize_maps([m], naflex_size(m.shape[:2], patch_size,
+                                         max_tokens), torch.long)[0]
+            for m in read_label_maps(infos)]
 
 
 def naflex_pair_features(backbone, pairs: Sequence[dict], max_tokens: int,

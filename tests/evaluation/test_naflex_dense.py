@@ -86,3 +86,40 @@ def test_featmap_and_other_backbones_are_refused(image_files):
     with pytest.raises(UnsupportedModelError, match="out_type='raw'"):
         naflex_features(backbone(out_type='featmap'), image_files, BUDGET,
                         MEAN, STD)
+
+
+def test_correspondence_tool_on_naflex_maps(dense_mini, tmp_path):
+    """``--max-tokens``: the probe's tool matches NaFlex maps."""
+    import json
+
+    from conftest import REPO, load_tool
+    load_tool('keypoint_correspondence').main([
+        str(REPO / 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py'),
+        'none', '--probe',
+        str(REPO / 'configs/dense_probes/correspondence_mini-spair.py'),
+        '--data-root', str(dense_mini / 'spair'), '--max-tokens', '12',
+        '--work-dir', str(tmp_path), '--pictures', '0'])
+    metrics = json.load(open(tmp_path / 'metrics.json'))
+    assert 0 <= metrics['correspondence/pck@0.05'] <= metrics[
+        'correspondence/pck@0.1'] <= 100
+    assert 'max_tokens' in (tmp_path / 'result.md').read_text()
+
+
+def test_probe_tool_refuses_max_tokens_for_a_square_probe(monkeypatch,
+                                                         tmp_path):
+    import argparse
+    import dataclasses
+
+    from conftest import REPO
+    from mmpos.errors import BadInputError
+    from mmpos.evaluation import dense_suite
+    monkeypatch.setitem(dense_suite.PROBES, 'correspondence',
+                        dataclasses.replace(
+                            dense_suite.PROBES['correspondence'],
+                            naflex=False))
+    args = argparse.Namespace(
+        probe=str(REPO / 'configs/dense_probes/correspondence_mini-spair.py'),
+        work_dir=str(tmp_path), max_tokens=12)
+    with pytest.raises(BadInputError, match='--max-tokens: the '
+                       'correspondence probe does not run on NaFlex maps'):
+        dense_suite.probe_tool(args, 'correspondence', 'title')

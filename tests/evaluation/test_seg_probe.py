@@ -16,7 +16,9 @@ CONFIGS = [
 ]
 
 
-def build(config):
+def build(config, max_tokens=None):
+    """The probe model of ``config``; with ``max_tokens``, its NaFlex
+    segmentor (``NaFlexEncoderDecoder``)."""
     import mmseg.models  # noqa: F401
     from mmengine.registry import init_default_scope
     from mmengine.utils import import_modules_from_strings
@@ -25,6 +27,9 @@ def build(config):
     import_modules_from_strings(**cfg.custom_imports)
     init_default_scope('mmseg')
     cfg.model.decode_head.norm_cfg = dict(type='BN')  # one process
+    if max_tokens is not None:
+        cfg.model.type = 'mmpretrain.NaFlexEncoderDecoder'
+        cfg.model.max_tokens = max_tokens
     model = MODELS.build(cfg.model)
     model.init_weights()
     return cfg, model
@@ -132,3 +137,120 @@ def test_raw_pixel_probe_is_the_patches_pixels_through_the_same_head(
     base_rates = head_rates(base_cfg, base)
     rates = head_rates(cfg, model)
     assert rates.keys() == base_rates.keys() and rates == base_rates
+
+
+# NaFlex: the probe config with model.type=NaFlexEncoderDecoder
+STUFF = 'configs/method_ranking/linear-probe_vit-tiny-rope-mixed_mini-stuff.py'
+
+
+def seg_samples(shapes, ori_scale=1, num_classes=8, seed=0):
+    """uint8 BGR images ``(3, H, W)`` and data samples with labels of their
+    size (``ori_shape`` scaled by ``ori_scale``)."""
+    from mmengine.structures import PixelData
+    from mmseg.structures import SegDataSample
+    g = torch.Generator().manual_seed(seed)
+    images, samples = [], []
+    for h, w in shapes:
+        images.append(torch.randint(0, 256, (3, h, w), generator=g,
+                                    dtype=torch.uint8))
+        sample = SegDataSample(metainfo=dict(
+            img_shape=(h, w), ori_shape=(h * ori_scale, w * ori_scale),
+            pad_shape=(h, w)))
+        sample.gt_sem_seg = PixelData(data=torch.randint(
+            0, num_classes, (1, h, w), generator=g))
+        samples.append(sample)
+    return images, samples
+
+
+def test_naflex_probe_predicts_each_image_of_a_mixed_batch_as_alone():
+    """Each image of a batch of four aspect ratios gets the logits it gets
+    alone (eval: BN's running statistics), on its own grid within the
+    budget, upsampled to its original size; with the BN fixed, the batch's
+    loss is the pixel-weighted mean of the images' losses."""
+    shapes = [(40, 120), (96, 32), (64, 64), (50, 70)]
+    model = build(STUFF, 24)[1].eval()
+    images, samples = seg_samples(shapes, ori_scale=2)
+    logits = model.naflex_logits(images)
+    grids = [tuple(logit.shape[1:]) for logit in logits]
+    assert len(set(grids)) == 4 and all(h * w <= 24 for h, w in grids)
+    preds = model.predict(images, samples)
+    for image, sample, pred, logit in zip(images, samples, preds, logits):
+        torch.testing.assert_close(model.naflex_logits([image])[0], logit,
+                                   rtol=1e-5, atol=1e-5)
+        alone = model.predict([image], [sample])[0]
+        assert pred.seg_logits.shape[-2:] == sample.ori_shape
+        torch.testing.assert_close(pred.seg_logits.data,
+                                   alone.seg_logits.data, rtol=1e-5,
+                                   atol=1e-5)
+    batch = model.loss(images, samples)['decode.loss_ce']
+    pixels = [h * w for h, w in shapes]
+    alone = [model.loss([i], [s])['decode.loss_ce']
+             for i, s in zip(images, samples)]
+    torch.testing.assert_close(
+        batch, sum(p * a for p, a in zip(pixels, alone)) / sum(pixels))
+
+
+def test_naflex_probe_on_squares_at_the_square_size_is_the_square_probe():
+    """64 px squares, whose NaFlex size within 64 patches of 8 is 64 px:
+    the same training loss (BN's batch statistics), gradients of the head
+    and predictions as the square probe of the same weights."""
+    _, square = build(STUFF)
+    _, naflex = build(STUFF, 64)
+    naflex.load_state_dict(square.state_dict())
+    images, samples = seg_samples([(64, 64)] * 3)
+    data = square.data_preprocessor(dict(inputs=images,
+                                         data_samples=samples), True)
+    square.train(), naflex.train()
+    losses = [square.loss(**data), naflex.loss(images, samples)]
+    for key in ('decode.loss_ce', 'decode.acc_seg'):
+        torch.testing.assert_close(losses[0][key], losses[1][key],
+                                   rtol=1e-5, atol=1e-5)
+    for model, loss in zip((square, naflex), losses):
+        loss['decode.loss_ce'].backward()
+    torch.testing.assert_close(naflex.decode_head.conv_seg.weight.grad,
+                               square.decode_head.conv_seg.weight.grad,
+                               rtol=1e-4, atol=1e-6)
+    square.eval(), naflex.eval()
+    data = square.data_preprocessor(dict(inputs=images,
+                                         data_samples=samples), False)
+    for a, b in zip(square.predict(**data), naflex.predict(images, samples)):
+        torch.testing.assert_close(a.seg_logits.data, b.seg_logits.data,
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_naflex_probe_refuses_what_it_cannot_run():
+    from mmpos.errors import BadInputError
+    with pytest.raises(BadInputError, match="model.test_cfg.mode=whole"):
+        build(CONFIGS[1], 64)
+
+
+def test_linear_seg_probe_tool_on_naflex_end_to_end(dense_mini, tmp_path):
+    """``linear_seg_probe.py CONFIG CKPT --cfg-options
+    model.type=mmpretrain.NaFlexEncoderDecoder model.max_tokens=T``
+    trains and tests the probe on NaFlex batches of mini-stuff."""
+    import json
+    import math
+    import os.path as osp
+
+    from conftest import load_tool, read_scalars
+    _, model = build(STUFF)
+    checkpoint = tmp_path / 'backbone.pth'
+    torch.save({'state_dict': {f'backbone.{k}': v for k, v in
+                               model.backbone.state_dict().items()}},
+               checkpoint)
+    root = f'{dense_mini}/stuff/'
+    work_dir = tmp_path / 'probe'
+    load_tool('linear_seg_probe').main([
+        STUFF, str(checkpoint), '--work-dir', str(work_dir),
+        '--cfg-options', 'model.type=mmpretrain.NaFlexEncoderDecoder',
+        'model.max_tokens=12', 'train_cfg.max_iters=2',
+        'train_cfg.val_interval=2', 'default_hooks.logger.interval=1',
+        'default_hooks.checkpoint.interval=2',
+        *[f'{split}_dataloader.dataset.data_root={root}'
+          for split in ('train', 'val', 'test')]])
+    metrics = json.load(open(work_dir / 'metrics.json'))
+    assert 0 <= metrics['mIoU'] <= 100
+    losses = [r['loss'] for r in read_scalars(work_dir) if 'loss' in r]
+    assert len(losses) == 2 and all(math.isfinite(v) for v in losses)
+    dumped = (work_dir / osp.basename(STUFF)).read_text()
+    assert "'mmpretrain.NaFlexEncoderDecoder'" in dumped

@@ -12,6 +12,7 @@ from mmpos.guardrails.launch import load_config
 from mmpos_harness.paper_tables.manifest import load_manifest
 
 MINI = 'configs/rope_vit/vit-mini_rope-mixed_mini-cls.py'
+MINI_FSDP = 'configs/droppos/droppos_vit-tiny_mini_fsdp.py'
 VIT_S = 'configs/rope_vit/vit-small-p16_rope-mixed_8xb256-400e_in1k.py'
 
 
@@ -34,6 +35,7 @@ def manifest(tmp_path):
             'ft': {'config': str(REPO / MINI), 'init_from': 'pre'},
             'ft_tta': {'config': str(REPO / MINI), 'test_of': 'ft',
                        'tta': True},
+            'sharded': {'config': str(REPO / MINI_FSDP)},
         },
         'tables': [{
             'id': 't1', 'paper': 'Fake', 'title': 'fabricated',
@@ -93,3 +95,37 @@ def test_plan_goes_with_dry_run():
         tool.parse_args(['--plan'])
     with pytest.raises(SystemExit):
         tool.parse_args(['--dry-run', '--plan', '--gpu', 'tpu'])
+
+
+def test_a_run_that_does_not_fit_names_the_batch_that_would(manifest,
+                                                            mini_plan):
+    """The largest batch per GPU that fits, by the linear model the runs
+    are priced with: it fits, one image more does not."""
+    tool = load_tool('run', 'paper_tables')
+    for gpu in ('a100-40gb', 'h100-80gb'):
+        batch = tool.fitting_batch(mini_plan, gpu)
+        assert batch > mini_plan.batch
+        assert planner.at_batch(mini_plan, batch).fits(gpu)
+        assert not planner.at_batch(mini_plan, batch + 1).fits(gpu)
+    item = tool.Priced(manifest.runs['ft'], planner.at_batch(
+        mini_plan, batch + 1), hours=1.0)
+    assert tool._cells(item, 'h100-80gb')[4] == \
+        f'DOES NOT FIT ({batch}/GPU would)'
+
+
+def test_beside_and_fsdp(manifest, mini_plan):
+    """An epoch costs the same FLOPs whatever the schedule's length and the
+    total batch (``pre``: 400 epochs at 16 x 256, ``pre_200e``: 200 at
+    8 x 256); an FSDP config's run is marked as planned unsharded."""
+    tool = load_tool('run', 'paper_tables')
+    cache = {str(REPO / VIT_S): mini_plan, str(REPO / MINI_FSDP): mini_plan}
+    runs = [manifest.runs[r] for r in ('pre', 'pre_200e', 'sharded')]
+    priced = tool.price(manifest, runs, 'a100-80gb', 8, cache=cache)
+    budget = tool.Budget('short', 'text', (
+        ('hours', 'pre', 'pre_200e', 1.3), ('hours', 'pre', 'missing', 2)))
+    assert tool.beside(budget, priced) == (
+        'Ours, planned: an epoch of `pre` takes 1.00x the FLOPs of one of '
+        '`pre_200e` (the paper: 1.3x the time).')
+    assert not priced['pre'].fsdp and priced['sharded'].fsdp
+    assert tool._cells(priced['sharded'], 'a100-80gb')[4].endswith(
+        '(FSDP, planned unsharded)')

@@ -29,8 +29,10 @@ import dataclasses
 import math
 import os
 import os.path as osp
+import re
 import subprocess
 import sys
+import time
 
 from mmpos.guardrails.cli import cli_main
 from mmpos_harness.paper_tables.commands import plan, select_runs, shell_line
@@ -74,18 +76,55 @@ def parse_args(argv=None):
     return args
 
 
-#: what each paper states about its compute (../shared/papers), by the
-#: manifest's table id prefix; none states GPU-hours
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """What a paper states about its compute, with the section that states
+    it: ``short`` for the totals, ``text`` for the table's section, and
+    ``beside``, the numbers of ours that compare with one it states
+    (:func:`beside`): ``('hours', run, other run, the paper's ratio of
+    their time per epoch)`` or ``('flops', run, the paper's forward FLOPs
+    per image)``."""
+    short: str
+    text: str
+    beside: tuple = ()
+
+
+#: the papers' budgets (../shared/papers) by the manifest's table id
+#: prefix; none states GPU-hours or GPU-days
 PAPER_BUDGETS = {
-    'cr2pq': 'CR2PQ (Platform): 32 V100 GPUs by default; no hours stated.',
-    'droppos': 'DropPos (A.1, A.2): ViT-B pretrained on 64 2080Ti GPUs and '
-    'fine-tuned on 32; ViT-L on 32 and 16 V100; COCO on 8 V100; no hours '
-    'stated.',
-    'icpf': 'ICPF (B.1): ViT-S on one node of 4 A6000 GPUs, ViT-B on two; '
-    '1.3x the training time per epoch of their DINOv2; no hours stated.',
-    'rope_vit': 'RoPE-ViT: no budget; RoPE adds a negligible cost to the '
-    'network (Computation costs).',
-    'qbheat': 'QB-Heat: no budget stated.',
+    'cr2pq': Budget(
+        'CR2PQ §4: 32 V100 GPUs; no hours',
+        'CR2PQ §4 (*Pre-training hyper-parameters*, *Platform*): batch '
+        '2048 on 32 GPUs (64 per GPU), 32 V100 GPUs for every experiment '
+        'unless stated; no GPU-hours or days stated.'),
+    'droppos': Budget(
+        'DropPos App. A: 64 2080Ti (ViT-B), 32 V100 (ViT-L), 8 V100 '
+        '(COCO, ADE20k); no hours',
+        'DropPos App. A.1-A.3: ViT-B pretrained on 64 2080Ti GPUs and '
+        'fine-tuned on 32, ViT-L pretrained on 32 V100 GPUs and fine-tuned '
+        'on 16; COCO (88,750 iterations at batch 16) and ADE20k (80k '
+        'iterations at batch 16) on 8 V100 GPUs each; no GPU-hours or days '
+        'stated (§5: "limited computational resources").'),
+    'icpf': Budget(
+        'ICPF App. B.1: 4 A6000 (ViT-S), 8 (ViT-B); an epoch 1.3x '
+        "DINOv2's; no hours",
+        'ICPF App. B.1: ViT-S pretrained on one node of 4 A6000 GPUs, ViT-B '
+        'on two such nodes; an epoch takes 1.3x the time of their DINOv2 '
+        'on one node; no GPU-hours or days stated.',
+        (('hours', 'icpf_vit-b_100e', 'dinov2_vit-b_100e', 1.3),
+         ('hours', 'icpf_vit-s_100e', 'dinov2_vit-s_100e', 1.3))),
+    'rope_vit': Budget(
+        'RoPE-ViT §3.3: no GPUs or hours; ViT-B 17.6 GFLOPs per image',
+        'RoPE-ViT §3.3 (*Computation costs*): no GPUs, hours or days '
+        "stated; RoPE's rotation adds 1.8M FLOPs to ViT-B's 17.6 GFLOPs "
+        'per image (0.01 %).',
+        (('flops', 'deit3_vit-b_ape', 17.6e9), )),
+    'qbheat': Budget(
+        'QB-Heat App. B.2: DETR probing on 8 GPUs; no hours',
+        'QB-Heat App. B.1-B.2: pretraining at batch 1024 (Tab. 9; its '
+        'epochs are not stated), COCO decoder probing 500 epochs on 8 GPUs '
+        'at 2 images per GPU and 200 more epochs to fine-tune; no GPU-hours '
+        'or days stated.'),
 }
 
 
@@ -98,21 +137,31 @@ PLAN_BATCH = 8
 class Priced:
     """One run priced on ``gpus`` GPUs of ``gpu``: ``plan`` at the per-GPU
     batch that keeps the run's total batch, its GPU-hours (None: test only
-    or schedule unknown), or ``error`` where the config did not plan."""
+    or schedule unknown), or ``error`` where the config did not plan;
+    ``fsdp``: the run's config trains with FSDP (planned unsharded)."""
     run: object
     plan: object = None
     hours: float = None
     error: str = ''
+    fsdp: bool = False
+
+
+def _portable(text: str) -> str:
+    """``text`` without this checkout's and the environment's path prefixes
+    (a page is the same wherever it is generated)."""
+    text = text.replace(ROOT + os.sep, '')
+    return re.sub(r'\S*site-packages' + re.escape(os.sep), '', text)
 
 
 def price(manifest, runs, gpu, gpus, mfu=None, cache=None):
     """``{run id: Priced}`` for ``runs``. Each config is planned once, at
     :data:`PLAN_BATCH` images at most (``cache``: config path -> Plan or
-    error text), with its own position
-    scheme (a run's ``cfg_options`` change the schedule it is priced with,
-    not the plan: a position scheme's cost is < 1 % of a ViT's); the
-    per-GPU batch is the config's times ``run.gpus / gpus``, its peak the
-    linear model of :func:`mmpos.analysis.plan.at_batch`."""
+    error text; a config planned here prints its CPU time on stderr),
+    with its own position scheme (a run's ``cfg_options`` change the
+    schedule it is priced with, not the plan: a position scheme's cost is
+    < 1 % of a ViT's); the per-GPU batch is the config's times
+    ``run.gpus / gpus``, its peak the linear model of
+    :func:`mmpos.analysis.plan.at_batch`."""
     from mmpos.analysis.plan import MFU, at_batch
     from mmpos.analysis.plan import plan as plan_config
     from mmpos.analysis.plan import schedule
@@ -125,12 +174,17 @@ def price(manifest, runs, gpu, gpus, mfu=None, cache=None):
             continue
         path = manifest.config_path(run.config)
         if path not in cache:
+            start = time.process_time()
             try:
                 cfg = load_config(path)
                 cache[path] = plan_config(cfg, min(
                     PLAN_BATCH, cfg.train_dataloader.batch_size))
             except Exception as err:  # a planner failure is a table cell
-                cache[path] = f'{type(err).__name__}: {err}'.splitlines()[0]
+                cache[path] = _portable(
+                    f'{type(err).__name__}: {err}'.splitlines()[0])
+            print(f'# planned {run.config}: '
+                  f'{time.process_time() - start:.0f} CPU s',
+                  file=sys.stderr, flush=True)
         found = cache[path]
         if isinstance(found, str):
             priced[run.id] = Priced(run, error=found)
@@ -147,8 +201,20 @@ def price(manifest, runs, gpu, gpus, mfu=None, cache=None):
         hours = None if iters is None else (
             p.flops_train * total * iters /
             (p.peak_tflops(gpu) * 1e12 * (mfu or MFU)) / 3600)
-        priced[run.id] = Priced(run, p, hours)
+        fsdp = 'FSDP' in str((cfg.get('strategy') or {}).get('type', ''))
+        priced[run.id] = Priced(run, p, hours, fsdp=fsdp)
     return priced
+
+
+def fitting_batch(p, gpu: str) -> int:
+    """The largest batch per GPU whose peak fits ``gpu``, by the linear
+    model of :func:`mmpos.analysis.plan.at_batch` (the kinds of
+    ``FIXED_KINDS`` stay, the others grow with the batch)."""
+    from mmpos.analysis.plan import FIXED_KINDS, GPUS, RESERVED_GIB
+    fixed = sum(v for k, v in p.peak.items() if k in FIXED_KINDS)
+    per_image = (p.peak['Total'] - fixed) / p.batch
+    free = (GPUS[gpu][0] - RESERVED_GIB) * 2**30
+    return max(0, int((free - fixed) // per_image)) if per_image > 0 else 0
 
 
 def table_runs(manifest, table):
@@ -170,100 +236,218 @@ def price_lines(manifest, tables, gpu, gpus, mfu=None, cache=None):
         priced = price(manifest, runs, gpu, gpus, mfu, cache)
         lines.append(f'{table.id}: {table.title}')
         for item in priced.values():
-            lines.append('  ' + _cells(item, gpu, sep='  '))
+            lines.append('  ' + '  '.join(c for c in _cells(item, gpu) if c))
         lines.append(f'  total: {_total(priced.values())}')
     return lines
 
 
-def _cells(item, gpu, sep=' | '):
+def _cells(item, gpu):
+    """``[run, config, batch per GPU, peak, fit, GPU-hours]`` of a priced
+    run."""
     run = item.run
+    config = osp.basename(run.config)
     if run.test_of:
-        return sep.join([run.id, 'test of ' + run.test_of, '', '', '', ''])
+        return [run.id, config, '', '', 'test of ' + run.test_of, '']
     if item.error:
-        return sep.join([run.id, osp.basename(run.config),
-                         'not planned: ' + item.error[:160], '', '', ''])
+        return [run.id, config, '', '',
+                'not planned: ' + item.error[:160].replace('|', '/'), '']
     p = item.plan
-    peak = p.peak['Total'] / 2**30
-    fits = 'fits' if p.fits(gpu) else 'DOES NOT FIT'
+    fits = 'fits' if p.fits(gpu) else (
+        f'DOES NOT FIT ({fitting_batch(p, gpu)}/GPU would)')
+    if item.fsdp:
+        fits += ' (FSDP, planned unsharded)'
     hours = '?' if item.hours is None else f'{item.hours:,.0f}'
-    return sep.join([run.id, osp.basename(run.config), f'{p.batch}/GPU',
-                     f'{peak:.1f} GiB', fits, f'{hours} GPU-h'])
+    return [run.id, config, f'{p.batch}/GPU',
+            f'{p.peak["Total"] / 2**30:.1f} GiB', fits, f'{hours} GPU-h']
 
 
-def _total(items) -> str:
+def _total(items, spread=None) -> str:
+    """The GPU-hours of ``items`` and how many are not priced; ``spread``:
+    ``(low, high)`` factors of the hours also shown as a range."""
     items = list(items)
     hours = sum(i.hours or 0 for i in items)
     unplanned = sum(1 for i in items if i.error or (
         i.plan is not None and i.hours is None))
-    return (f'{hours:,.0f} GPU-h' +
-            (f' + {unplanned} run(s) not priced' if unplanned else ''))
+    text = f'{hours:,.0f} GPU-h'
+    if spread:
+        text += f' ({hours * spread[0]:,.0f}-{hours * spread[1]:,.0f})'
+    return text + (f' + {unplanned} run(s) not priced' if unplanned else '')
+
+
+def beside(budget: Budget, priced) -> str:
+    """Ours beside the numbers ``budget`` states, from ``priced`` (run id
+    -> :class:`Priced`); '' where none of them is priced."""
+    out = []
+    for kind, run, *rest in budget.beside:
+        item = priced.get(run)
+        if item is None or item.plan is None:
+            continue
+        if kind == 'hours':
+            other = priced.get(rest[0])
+            if other is None or not (item.hours and other.hours and
+                                     item.plan.epochs and other.plan.epochs):
+                continue
+            ratio = (item.hours / item.plan.epochs) / (other.hours /
+                                                       other.plan.epochs)
+            out.append(f'an epoch of `{run}` takes {ratio:.2f}x the FLOPs '
+                       f'of one of `{rest[0]}` (the paper: {rest[1]:g}x the '
+                       'time)')
+        else:
+            fwd = item.plan.flops_fwd
+            out.append(f'the forward of `{run}` (224 px) is {fwd / 1e9:.1f} '
+                       "GFLOPs per image by torch's count, which counts a "
+                       f'multiply-add as 2 FLOPs: {fwd / 2e9:.1f} G '
+                       f'multiply-adds (the paper: {rest[0] / 1e9:g} G)')
+    return 'Ours, planned: ' + '; '.join(out) + '.' if out else ''
 
 
 PAGE_HEAD = """# Planning a paper table
 
-What each table of tools/paper_tables/manifest.yaml costs to train, before
-a GPU is spent. Generated by
+What each table of `tools/paper_tables/manifest.yaml` costs to train,
+before a GPU is spent: every run of a table with its memory per GPU,
+whether it fits, and its GPU-hours, on 8x A100-80GB and 8x H100-80GB,
+beside the compute its paper states. Generated by
 
     python tools/paper_tables/run.py --dry-run --page \\
         docs/user_guides/paper_table_plans.md
 
-from the planner (`mmpos.analysis.plan`, see
+(`--dry-run --plan --gpus N --gpu NAME [--mfu F]` prints the same for
+other GPUs) from the planner, `mmpos.analysis.plan` (see
 [Distributed training](distributed.md)): one training step of each
 config's real model under fake tensors gives its FLOPs per image and its
-peak memory per GPU (planned at 8 images per GPU or the config's batch if
-smaller, the activations scaled to the run's batch); a run keeps its recipe's total batch on 8 GPUs (the
-per-GPU batch is the config's times the run's GPUs / 8); GPU-hours are
-FLOPs x images of the schedule at the model FLOP utilisation below, in the
-step's precision (fp32 without TF32, or the config's AMP dtype). A table's
-total counts its runs and the pretrainings they start from (a pretraining
-shared by two tables is counted in both). Runs marked *not planned* are
-ones whose step the planner cannot run yet (the reason is given); they are
-left out of the totals.
+peak memory per GPU. Each config is planned once, at 8 images per GPU or
+its own batch if smaller, with the activations scaled to the run's batch
+(parameters, gradients and optimizer state stay); a run keeps its recipe's
+total batch on 8 GPUs (the per-GPU batch is the config's times the run's
+GPUs / 8). A run that does not fit at that batch says which batch per GPU
+would: it keeps its total batch with gradient accumulation (mmengine's
+`accumulative_counts`) and its GPU-hours. GPU-hours are the training
+FLOPs of the schedule's images at the model FLOP utilisation below, in the
+step's precision (fp32 without TF32, or the config's AMP dtype);
+validation, checkpoints, data loading and communication are not counted,
+nor test-only runs (*test of*). A detector's plan is an upper bound on
+its heads' work: every anchor and proposal is kept and the RoI sampler
+takes its most positives (the notes under *The plans* say where the
+planner answered for tensor values). A table's total counts its runs and the
+pretrainings they start from (a pretraining shared by two tables is
+counted in both). Runs marked *not planned* are ones whose step the
+planner cannot run (the reason is given); they are left out of the
+totals.
 
-**MFU: {mfu}.** This is an assumption: no GPU measurement of these configs
-exists yet. At 30 % every number of GPU-hours here grows by a third, at
-50 % it shrinks by a fifth.
+**MFU {mfu:g}, assumed.** No GPU measurement of these configs exists yet
+(`benchmarks/gpu_check.sh` measures it); {mfu_low:g}-{mfu_high:g} is the
+usual range, so the totals also give the hours at {mfu_high:g} and
+{mfu_low:g} (x{low:.2f} and x{high:.2f}). The configs train in fp32
+unless launched with `--amp`: under AMP the same FLOPs run at the bf16 /
+fp16 peak (312 instead of 19.5 TFLOP/s on an A100, 989 instead of 67 on
+an H100), about 16x and 15x fewer GPU-hours at the same MFU.
+
+**FSDP.** Every run is planned unsharded, as under DDP: parameters,
+gradients and optimizer state whole on each GPU, an upper bound for an
+FSDP run, which shards them across the GPUs. PyTorch's `FSDPMemTracker`
+(`torch.distributed._tools`), which tracks a sharded step, follows FSDP2
+(`fully_shard`), while the FSDP configs (`configs/_base_/fsdp.py`) wrap
+with FSDP1 through mmengine's `FlexibleRunner`. {fsdp}
 """
 
 
 def page(manifest, tables, cache=None) -> str:
     """The Markdown page: every table on 8x A100-80GB and 8x H100-80GB
-    beside what its paper states about its budget."""
+    beside what its paper states about its budget (:data:`PAPER_BUDGETS`),
+    then what each config's plan found."""
     from mmpos.analysis.plan import MFU, MFU_RANGE
-    out = [PAGE_HEAD.format(mfu=f'{MFU:g}, assumed ({MFU_RANGE[0]:g}-'
-                            f'{MFU_RANGE[1]:g} is the usual range)')]
+    spread = (MFU / MFU_RANGE[1], MFU / MFU_RANGE[0])
     gpus = ('a100-80gb', 'h100-80gb')
     cache = {} if cache is None else cache
     summary = ['## Totals', '',
+               f'GPU-hours at MFU {MFU:g} (at {MFU_RANGE[1]:g}-'
+               f'{MFU_RANGE[0]:g} in brackets).', '',
                '| table | 8x A100-80GB | 8x H100-80GB | the paper states |',
                '| --- | --- | --- | --- |']
-    sections = []
+    sections, every, fsdp = [], [{}, {}], []
     for table in tables:
         runs = table_runs(manifest, table)
         by_gpu = [price(manifest, runs, g, 8, None, cache) for g in gpus]
+        for seen, priced in zip(every, by_gpu):
+            seen.update(priced)
         budget = next((v for k, v in PAPER_BUDGETS.items()
-                       if table.id.startswith(k)), '')
-        summary.append(f'| {table.id} | {_total(by_gpu[0].values())} | '
-                       f'{_total(by_gpu[1].values())} | {budget} |')
+                       if table.id.startswith(k)), None)
+        summary.append(' | '.join(
+            [f'| {table.id}'] +
+            ([_total(p.values(), spread) for p in by_gpu] if runs else
+             ['no run of ours'] * 2) +
+            [f'{budget.short if budget else "nothing"} |']))
         rows = [f'## {table.id}: {table.title}', '',
-                f'{table.paper}, {table.source}. {budget}', '',
-                '| run | config | batch | peak | A100-80GB | GPU-h A100 '
-                '| H100-80GB | GPU-h H100 |',
-                '| --- | --- | --- | --- | --- | --- | --- | --- |']
-        for a100, h100 in zip(by_gpu[0].values(), by_gpu[1].values()):
-            ca = _cells(a100, gpus[0]).split(' | ')
-            ch = _cells(h100, gpus[1]).split(' | ')
+                f'{table.paper}, {table.source}.', '']
+        if budget:
+            rows += [f'The paper states: {budget.text} '
+                     f'{beside(budget, by_gpu[0])}'.rstrip(), '']
+        sharded = [i.run.id for i in by_gpu[0].values() if i.fsdp]
+        fsdp += sharded
+        if sharded:
+            rows += [f'FSDP runs, planned unsharded (see *FSDP* above): '
+                     f'{", ".join(sharded)}.', '']
+        trained = [(a100, h100) for a100, h100 in zip(
+            by_gpu[0].values(), by_gpu[1].values()) if not a100.run.test_of]
+        if not runs:
+            sections += rows + ['No run of ours: the paper\'s numbers only.',
+                                '']
+            continue
+        rows += ['| run | config | batch | peak | A100-80GB | GPU-h A100 '
+                 '| H100-80GB | GPU-h H100 |',
+                 '| --- | --- | --- | --- | --- | --- | --- | --- |']
+        for a100, h100 in trained:
+            ca, ch = _cells(a100, gpus[0]), _cells(h100, gpus[1])
             rows.append('| ' + ' | '.join(
-                [f'`{ca[0]}`', f'`{ca[1]}`' if ca[1] else '', ca[2], ca[3],
-                 ca[4], ca[5], ch[4], ch[5]]) + ' |')
-        rows += ['', f'Total: {_total(by_gpu[0].values())} on A100-80GB, '
-                 f'{_total(by_gpu[1].values())} on H100-80GB.', '']
+                [f'`{ca[0]}`', f'`{ca[1]}`', ca[2], ca[3], ca[4], ca[5],
+                 ch[4], ch[5]]) + ' |')
+        tests = {}
+        for run in runs:
+            if run.test_of:
+                tests.setdefault(run.test_of, []).append(run.id)
+        if tests:
+            rows += ['', 'Not priced (test only): ' + '; '.join(
+                f'{len(ids)} evaluation(s) of `{of}`'
+                for of, ids in tests.items()) + '.']
+        rows += ['', f'Total: {_total(by_gpu[0].values())} on 8x A100-80GB, '
+                 f'{_total(by_gpu[1].values())} on 8x H100-80GB.', '']
         sections += rows
-    notes = sorted({n for p in cache.values() if not isinstance(p, str)
-                    for n in p.notes if 'stand-ins' not in n})
-    return '\n'.join(out + summary + [''] + sections +
-                      ['## What the plans assumed', ''] +
-                      [f'- {n}' for n in notes]) + '\n'
+    summary += [f'| all tables, each run once | '
+                f'{_total(every[0].values(), spread)} | '
+                f'{_total(every[1].values(), spread)} | |', '']
+    head = PAGE_HEAD.format(
+        mfu=MFU, mfu_low=MFU_RANGE[0], mfu_high=MFU_RANGE[1],
+        low=spread[0], high=spread[1],
+        fsdp=(f'FSDP runs here: {", ".join(sorted(set(fsdp)))}.' if fsdp
+              else 'No run of these tables trains with FSDP (the ViT-L '
+              'FSDP variants of DropPos and ICPF are not in the manifest).'))
+    return '\n'.join([head] + summary + sections + _plans(cache)) + '\n'
+
+
+def _plans(cache) -> list:
+    """Markdown lines: each planned config's plan, the notes common to all
+    once."""
+    from mmpos.analysis.plan import RESERVED_GIB
+    common = (f'; no FSDP sharding, no communication; {RESERVED_GIB:g} GiB '
+              'of a GPU kept free for the CUDA context and the caching '
+              'allocator')
+    lines = ['## The plans', '',
+             'Each config planned once, at the batch per GPU given (fp32 '
+             f'unless AMP); {common[2:]}.', '',
+             '| config | batch | parameters | forward GFLOPs / image | '
+             'training GFLOPs / image | notes |',
+             '| --- | --- | --- | --- | --- | --- |']
+    for path, p in sorted(cache.items()):
+        name = f'`{osp.basename(path)}`'
+        if isinstance(p, str):
+            lines.append(f'| {name} | | | | | not planned: '
+                         f'{p.replace("|", "/")} |')
+            continue
+        notes = '; '.join(_portable(n.replace(common, '')) for n in p.notes)
+        lines.append(f'| {name} | {p.batch} | {p.params / 1e6:.1f} M | '
+                     f'{p.flops_fwd / 1e9:.1f} | {p.flops_train / 1e9:.1f} '
+                     f'| {notes.replace("|", "/")} |')
+    return lines
 
 
 @cli_main('run.py')

@@ -1,6 +1,7 @@
 """tools/paper_tables/run.py --dry-run --plan / --page: every run of a
 table priced from the planner's plan of its config (mmpos.analysis.plan),
 the run's total batch kept on the GPUs named, the table's total."""
+import dataclasses
 import math
 
 import pytest
@@ -129,3 +130,19 @@ def test_beside_and_fsdp(manifest, mini_plan):
     assert not priced['pre'].fsdp and priced['sharded'].fsdp
     assert tool._cells(priced['sharded'], 'a100-80gb')[4].endswith(
         '(FSDP, planned unsharded)')
+
+
+def test_a_peak_without_activations_is_planned_at_the_run_batch(
+        manifest, mini_plan):
+    """A plan whose peak is the optimizer step's (parameters, gradients and
+    optimizer state, no activations) says nothing of the activations at a
+    larger batch: ``pre`` (512 per GPU) takes the plan at its own batch."""
+    tool = load_tool('run', 'paper_tables')
+    peak = {k: mini_plan.peak.get(k, 0.) for k in planner.FIXED_KINDS}
+    at_update = dataclasses.replace(mini_plan, peak={
+        **peak, 'ACT': 0., 'TEMP': 0., 'Total': sum(peak.values())})
+    own = planner.at_batch(mini_plan, 512)
+    cache = {str(REPO / VIT_S): at_update, (str(REPO / VIT_S), 512): own}
+    priced = tool.price(manifest, [manifest.runs['pre']], 'a100-80gb', 8,
+                        cache=cache)
+    assert priced['pre'].plan.peak == own.peak

@@ -131,6 +131,10 @@ PAPER_BUDGETS = {
 #: the batch per GPU each config is planned at; :func:`price` scales its
 #: peak to the run's batch (activations grow with it, the rest stays)
 PLAN_BATCH = 8
+#: a plan whose activations and temporaries are under this fraction of its
+#: peak holds no activations at its peak (the optimizer step's): it does
+#: not scale to another batch
+NO_ACTIVATIONS = 0.01
 
 
 @dataclasses.dataclass
@@ -153,18 +157,41 @@ def _portable(text: str) -> str:
     return re.sub(r'\S*site-packages' + re.escape(os.sep), '', text)
 
 
+def _planned(cache, key, path, batch=None):
+    """``cache[key]``, planned first if missing: the Plan of the config at
+    ``path`` at ``batch`` images per GPU (None: :data:`PLAN_BATCH` or the
+    config's batch if smaller), or the error text; a config planned here
+    prints its CPU time on stderr."""
+    from mmpos.analysis.plan import plan as plan_config
+    from mmpos.guardrails.launch import load_config
+    if key not in cache:
+        start = time.process_time()
+        try:
+            cfg = load_config(path)
+            cache[key] = plan_config(cfg, batch or min(
+                PLAN_BATCH, cfg.train_dataloader.batch_size))
+        except Exception as err:  # a planner failure is a table cell
+            cache[key] = _portable(
+                f'{type(err).__name__}: {err}'.splitlines()[0])
+        print(f'# planned {_portable(path)} at batch {batch or "default"}: '
+              f'{time.process_time() - start:.0f} CPU s',
+              file=sys.stderr, flush=True)
+    return cache[key]
+
+
 def price(manifest, runs, gpu, gpus, mfu=None, cache=None):
     """``{run id: Priced}`` for ``runs``. Each config is planned once, at
     :data:`PLAN_BATCH` images at most (``cache``: config path -> Plan or
-    error text; a config planned here prints its CPU time on stderr),
-    with its own position scheme (a run's ``cfg_options`` change the
-    schedule it is priced with, not the plan: a position scheme's cost is
-    < 1 % of a ViT's); the per-GPU batch is the config's times
-    ``run.gpus / gpus``, its peak the linear model of
-    :func:`mmpos.analysis.plan.at_batch`."""
-    from mmpos.analysis.plan import MFU, at_batch
-    from mmpos.analysis.plan import plan as plan_config
-    from mmpos.analysis.plan import schedule
+    error text), with its own position scheme (a run's ``cfg_options``
+    change the schedule it is priced with, not the plan: a position
+    scheme's cost is < 1 % of a ViT's); the per-GPU batch is the config's
+    times ``run.gpus / gpus``, its peak the linear model of
+    :func:`mmpos.analysis.plan.at_batch`. Where the plan's peak holds no
+    activations (:data:`NO_ACTIVATIONS`; the optimizer step's peak: a few
+    tokens per image, as DropPos' encoder sees), that model cannot scale
+    it: the config is planned again at the run's batch
+    (``cache[(path, batch)]``)."""
+    from mmpos.analysis.plan import MFU, at_batch, schedule
     from mmpos.guardrails.launch import load_config
     cache = {} if cache is None else cache
     priced = {}
@@ -173,25 +200,19 @@ def price(manifest, runs, gpu, gpus, mfu=None, cache=None):
             priced[run.id] = Priced(run)
             continue
         path = manifest.config_path(run.config)
-        if path not in cache:
-            start = time.process_time()
-            try:
-                cfg = load_config(path)
-                cache[path] = plan_config(cfg, min(
-                    PLAN_BATCH, cfg.train_dataloader.batch_size))
-            except Exception as err:  # a planner failure is a table cell
-                cache[path] = _portable(
-                    f'{type(err).__name__}: {err}'.splitlines()[0])
-            print(f'# planned {run.config}: '
-                  f'{time.process_time() - start:.0f} CPU s',
-                  file=sys.stderr, flush=True)
-        found = cache[path]
+        found = _planned(cache, path, path)
         if isinstance(found, str):
             priced[run.id] = Priced(run, error=found)
             continue
         cfg = load_config(path, run.cfg_options or None)
         total = cfg.train_dataloader.batch_size * run.gpus
         batch = max(1, math.ceil(total / gpus))
+        if batch != found.batch and found.peak.get('ACT', 0) + found.peak.get(
+                'TEMP', 0) < NO_ACTIVATIONS * found.peak['Total']:
+            found = _planned(cache, (path, batch), path, batch)
+            if isinstance(found, str):
+                priced[run.id] = Priced(run, error=found)
+                continue
         p = dataclasses.replace(at_batch(found, batch), **schedule(cfg))
         if p.max_iters is None and p.epochs and p.epoch_images:
             # the schedule's iterations at the run's total batch
@@ -317,7 +338,10 @@ other GPUs) from the planner, `mmpos.analysis.plan` (see
 config's real model under fake tensors gives its FLOPs per image and its
 peak memory per GPU. Each config is planned once, at 8 images per GPU or
 its own batch if smaller, with the activations scaled to the run's batch
-(parameters, gradients and optimizer state stay); a run keeps its recipe's
+(parameters, gradients and optimizer state stay); where that plan's peak
+holds no activations (the optimizer step's peak, as in DropPos, whose
+encoder sees a quarter of the patches), the config is planned again at the
+run's batch. A run keeps its recipe's
 total batch on 8 GPUs (the per-GPU batch is the config's times the run's
 GPUs / 8). A run that does not fit at that batch says which batch per GPU
 would: it keeps its total batch with gradient accumulation (mmengine's
@@ -432,13 +456,14 @@ def _plans(cache) -> list:
               'of a GPU kept free for the CUDA context and the caching '
               'allocator')
     lines = ['## The plans', '',
-             'Each config planned once, at the batch per GPU given (fp32 '
-             f'unless AMP); {common[2:]}.', '',
+             'Each config planned at the batch per GPU given (fp32 unless '
+             'AMP; a second row: planned again at a run\'s batch, its first '
+             f'plan\'s peak holding no activations); {common[2:]}.', '',
              '| config | batch | parameters | forward GFLOPs / image | '
              'training GFLOPs / image | notes |',
              '| --- | --- | --- | --- | --- | --- |']
-    for path, p in sorted(cache.items()):
-        name = f'`{osp.basename(path)}`'
+    for key, p in sorted(cache.items(), key=lambda item: str(item[0])):
+        name = f'`{osp.basename(key if isinstance(key, str) else key[0])}`'
         if isinstance(p, str):
             lines.append(f'| {name} | | | | | not planned: '
                          f'{p.replace("|", "/")} |')

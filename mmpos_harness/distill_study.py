@@ -37,10 +37,10 @@ teachers run first (their probes with the ranking's width-96 probe
 backbone, :data:`~.comparison.runs.APE_PROBE_CONFIG`); then, per
 pretraining seed, the two students, whose checkpoints are extracted and
 probed with the width-48 probe backbone :data:`STUDENT_PROBE_CONFIG`
-(:func:`student_probes`). Then ``summary.json`` (:func:`~.comparison.
-seeds.summarise`) and ``verdicts.md``: every family of the design, each
-test Welch's t on the per-pretraining-run means, adjusted within its
-family (:func:`verdicts`).
+(``probe_config`` of :func:`~.comparison.runs.compare`). Then
+``summary.json`` (:func:`~.comparison.seeds.summarise`) and
+``verdicts.md``: every family of the design, each test Welch's t on the
+per-pretraining-run means, adjusted within its family (:func:`verdicts`).
 
 The study resumes as the ranking does: the work dir is fixed, finished runs
 are skipped and an interrupted one is restarted (run the same command
@@ -54,7 +54,6 @@ fresh work dir). ``--dry-run`` prints the runs the command would make
 (:func:`planned`) and runs nothing.
 """
 import argparse
-import contextlib
 import json
 import os.path as osp
 import sys
@@ -237,23 +236,6 @@ def teacher_checkpoint(args, pretrain_seed: int) -> str:
                     f'iter_{method_ranking.pretrain_iters(args)}.pth')
 
 
-@contextlib.contextmanager
-def student_probes():
-    """Extract and probe the width-48 students with
-    :data:`STUDENT_PROBE_CONFIG`: :func:`~.comparison.runs.pretrain` and
-    :func:`~.comparison.runs.probe` read the APE probe backbone from
-    ``runs.APE_PROBE_CONFIG``, which this block points at it (the stored
-    results judge ``runs.py`` by its text, so it does not take the backbone
-    as an argument). Only the student stage runs inside, so no run of
-    another width reads it meanwhile."""
-    saved = runs.APE_PROBE_CONFIG
-    runs.APE_PROBE_CONFIG = STUDENT_PROBE_CONFIG
-    try:
-        yield
-    finally:
-        runs.APE_PROBE_CONFIG = saved
-
-
 def write_plan(args, plan: dict) -> None:
     """``<work-dir>/plan.json`` (:func:`~.comparison.runs.write_plan`) with
     the student alone as the reference and the budget: batch, images, each
@@ -302,18 +284,18 @@ def run_study(args) -> dict:
             (e['arm'], e['config'], e['iters'], e['options'])
             for e in entries], args.seeds, args.data_root, args.jobs, None,
             pretrain_seeds, tasks, args.probe_iters,
-            ape={e['arm'] for e in entries})
+            ape={e['arm'] for e in entries},
+            probe_config=entries[0]['probe_config'])
 
     if TEACHER in args.methods:
         compare(by_arm[TEACHER][:1], args.pretrain_seeds)
     elif by_arm[TEACHER]:
         _pretrain_only(args, by_arm[TEACHER])
-    with student_probes():
-        for p in args.pretrain_seeds:
-            students = [r for arm in (ALONE, DISTILLED) for r in by_arm[arm]
-                        if r['seed'] == p]
-            if students:
-                compare(students, [p])
+    for p in args.pretrain_seeds:
+        students = [r for arm in (ALONE, DISTILLED) for r in by_arm[arm]
+                    if r['seed'] == p]
+        if students:
+            compare(students, [p])
     summary = seeds.summarise(args.work_dir)
     write_json(osp.join(args.work_dir, 'summary.json'), summary)
     return summary

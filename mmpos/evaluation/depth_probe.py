@@ -25,7 +25,10 @@ as the authors' code does it (``dinov2/hub/depthers.py``,
   (1e-3, 10) m, the Eigen crop (:func:`eigen_crop_box`), predictions
   clamped to [1e-3, 10] m. :func:`depth_constant_baseline` and
   :func:`depth_prior_baseline` score image-free predictions with the same
-  function.
+  function. A probe run and these baselines also report ``si_d1``
+  (:func:`probe_depth_metrics`): δ1 after scaling each image's prediction
+  to its true depth's geometric mean (:func:`scale_aligned_d1`), i.e. how
+  depth varies within the image, not its mean.
 
 :class:`LinearDepthHead` is an mmseg decode head, so a config can train it
 inside mmseg's :class:`~mmseg.models.segmentors.DepthEstimator`
@@ -453,6 +456,52 @@ def depth_metrics(pred: Tensor, gt: Tensor, min_depth_eval: float = 1e-3,
         for p, g in zip(pred, gt)])
 
 
+def scale_aligned_d1(pred: Tensor, gt: Tensor, min_depth_eval: float = 1e-3,
+                     max_depth_eval: float = 10.,
+                     crop_type: Optional[str] = None) -> float:
+    """δ1 up to each image's scale (a fraction in [0, 1]): per image, the
+    clamped prediction (as :func:`image_depth_metrics`) times ``exp(mean
+    log d* - mean log d)`` over its evaluated pixels, the scale that
+    minimises its log error (the scale that Eigen et al. 2014's
+    scale-invariant error, ``silog``, removes), then the share of pixels
+    with ``max(d / d*, d* / d) < 1.25``; the mean over the images with an
+    evaluated pixel. It scores how depth varies within an image, not the
+    image's mean depth (the relative-depth protocols' alignment, e.g.
+    MiDaS, Ranftl et al. 2020, there by least squares in disparity).
+
+    Args:
+        pred, gt: depths ``(N, H, W)`` metres, as :func:`depth_metrics`.
+        min_depth_eval, max_depth_eval, crop_type: see
+            :func:`depth_metrics`.
+    """
+    if pred.shape != gt.shape or gt.dim() != 3:
+        raise BadInputError(f'predicted depth {tuple(pred.shape)} vs ground '
+                            f'truth {tuple(gt.shape)}: both (N, H, W)')
+    scores = []
+    for p, g in zip(pred, gt):
+        mask = depth_eval_mask(g, min_depth_eval, max_depth_eval, crop_type)
+        if not mask.any():
+            continue
+        true = g[mask].double()
+        est = p[mask].double().clamp(min_depth_eval, max_depth_eval)
+        est = est * (true.log().mean() - est.log().mean()).exp()
+        scores.append((torch.maximum(true / est, est / true) < 1.25
+                       ).double().mean())
+    if not scores:
+        raise BadInputError(f'no evaluated depth pixel in any of '
+                            f'{len(gt)} images')
+    return float(torch.stack(scores).mean())
+
+
+def probe_depth_metrics(pred: Tensor, gt: Tensor, **settings
+                        ) -> Dict[str, float]:
+    """What a depth probe and its image-free baselines report:
+    :func:`depth_metrics` and ``si_d1``, :func:`scale_aligned_d1` (the
+    method ranking's deciding metric on mini-NYU layers)."""
+    return dict(depth_metrics(pred, gt, **settings),
+                si_d1=scale_aligned_d1(pred, gt, **settings))
+
+
 @METRICS.register_module()
 class DinoDepthMetric(BaseMetric):
     """:func:`depth_metrics` as an mmengine metric (for mmseg's
@@ -512,7 +561,7 @@ def depth_constant_baseline(train_depths: Tensor, val_depths: Tensor,
                             ) -> Dict[str, float]:
     """The image-free constant: every validation pixel predicted as the
     mean of the training depths over their evaluated pixels
-    (:func:`depth_eval_mask`), scored by :func:`depth_metrics`.
+    (:func:`depth_eval_mask`), scored by :func:`probe_depth_metrics`.
 
     Args:
         train_depths, val_depths: ``(N, H, W)``, ``(M, H, W)`` metres.
@@ -520,14 +569,14 @@ def depth_constant_baseline(train_depths: Tensor, val_depths: Tensor,
             :func:`depth_metrics` (also select the training pixels).
 
     Returns:
-        :func:`depth_metrics`' dict.
+        :func:`probe_depth_metrics`' dict.
     """
     settings = dict(min_depth_eval=min_depth_eval,
                     max_depth_eval=max_depth_eval, crop_type=crop_type)
     mask = _training_mask(train_depths, val_depths, settings)
     mean = train_depths[mask].double().mean()
-    return depth_metrics(torch.full_like(val_depths, float(mean)),
-                         val_depths, **settings)
+    return probe_depth_metrics(torch.full_like(val_depths, float(mean)),
+                               val_depths, **settings)
 
 
 def depth_prior_baseline(train_depths: Tensor, val_depths: Tensor,
@@ -539,8 +588,8 @@ def depth_prior_baseline(train_depths: Tensor, val_depths: Tensor,
     the mean of the training depths at that pixel over the training images
     in which it is evaluated (:func:`depth_eval_mask`; a pixel evaluated in
     none gets the mean over all evaluated training pixels), scored by
-    :func:`depth_metrics`. What a probe can reach from the pixel's position
-    alone, without looking at the image.
+    :func:`probe_depth_metrics`. What a probe can reach from the pixel's
+    position alone, without looking at the image.
 
     Args:
         train_depths, val_depths: ``(N, H, W)``, ``(M, H, W)`` metres.
@@ -548,7 +597,7 @@ def depth_prior_baseline(train_depths: Tensor, val_depths: Tensor,
             :func:`depth_metrics` (also select the training pixels).
 
     Returns:
-        :func:`depth_metrics`' dict.
+        :func:`probe_depth_metrics`' dict.
     """
     settings = dict(min_depth_eval=min_depth_eval,
                     max_depth_eval=max_depth_eval, crop_type=crop_type)
@@ -557,8 +606,8 @@ def depth_prior_baseline(train_depths: Tensor, val_depths: Tensor,
     count = mask.sum(0)
     prior = torch.where(count > 0, depths.sum(0) / count.clamp(min=1),
                         depths.sum() / count.sum())
-    return depth_metrics(prior.to(val_depths).expand_as(val_depths),
-                         val_depths, **settings)
+    return probe_depth_metrics(prior.to(val_depths).expand_as(val_depths),
+                               val_depths, **settings)
 
 
 # Head / training / evaluation settings of a depth probe and their defaults
@@ -576,7 +625,7 @@ def run_depth_probe(train_feats: dict, train_depths: Tensor, val_feats: dict,
                     progress: bool = False, **settings) -> Tuple[Dict[str, float], Tensor]:
     """Fit the probe on the training features and depths, predict the
     validation depths ``(M, H, W)`` and score them
-    (:func:`depth_metrics`).
+    (:func:`probe_depth_metrics`).
 
     Args:
         settings: :class:`LinearDepthHead` (:data:`HEAD_KEYS`),
@@ -595,7 +644,7 @@ def run_depth_probe(train_feats: dict, train_depths: Tensor, val_feats: dict,
         progress=progress, **{k: v for k, v in settings.items() if k in HEAD_KEYS + FIT_KEYS})
     pred = predict_depth(head, val_feats, tuple(val_depths.shape[-2:]),
                          cls_token)
-    metrics = depth_metrics(pred, val_depths, **{
+    metrics = probe_depth_metrics(pred, val_depths, **{
         k: v for k, v in settings.items() if k in EVAL_KEYS})
     return metrics, pred
 

@@ -62,18 +62,32 @@ _CONFIG_LOCK = threading.Lock()
 # on mean-pooled patch tokens), correspondence and retrieval draw nothing,
 # so they run once per pretraining seed; the dense probes (depth,
 # correspondence, retrieval: mmpos.evaluation.dense_suite) take their probe
-# config (``probe``) and data root.
+# config (``probe``) and data root. Depth (issue 55's redesign) reads
+# mini-NYU layers (mmpos_harness.mini_data.depth.make_mini_layers: the
+# texture's scale is the depth, a pixel's position and the image's colour
+# are not) and ranks by δ1 up to each image's scale
+# (mmpos.evaluation.depth_probe.scale_aligned_d1): on the rooms of
+# mini-NYU and by plain δ1 no backbone was above raw pixels.
 PROBE_CONFIG = ('configs/method_ranking/'
                 'linear-probe_vit-tiny-rope-mixed_mini-stuff.py')
 # Methods that pretrain with an APE (DINOv2, ICPF: ``ape=True`` below) are
 # evaluated with it: the probes build this backbone (PROBE_CONFIG's with
 # the APE at the pretraining grid), the extraction checks against it, and
-# the fine-tuning configs get APE_OPTIONS, the same two settings.
+# the fine-tuning configs get its two APE settings (:func:`ape_options`).
+# A study whose backbones have another width names its own probe config
+# (``probe_config`` of :func:`pretrain`, :func:`probe`, :func:`compare`).
 APE_PROBE_CONFIG = ('configs/method_ranking/'
                     'linear-probe_vit-tiny-rope-mixed-ape_mini-stuff.py')
-APE_OPTIONS = ('model.backbone.use_ape=True', 'model.backbone.img_size=64')
-# the labelled sets of kNN (train: memory bank, val: queries)
+# the dataset config of kNN's labelled sets (train: memory bank, val:
+# queries), read from <data root>/<PROBES['knn']['data']>
 KNN_DATA = 'configs/rope_vit/vit-mini_rope-mixed_mini-cls.py'
+# The kNN probe's own mini-cls (issue 55): a memory bank of the tasks'
+# 256 labelled images and 1,200 queries (binomial SE at most 1.4 points,
+# one query 0.08 point), at the tasks' 64 px and balanced over the 3
+# classes (the image-free row, the bank's majority class, is 33.3 %). The
+# pretraining configs' online probe keeps its own smaller ``cls`` set.
+KNN_SIZES = dict(num_train=DATA['num_train'], num_val=1200,
+                 img_size=DATA['img_size'])
 PROBES = {
     'linear-probe': dict(
         tool='tools/analysis_tools/linear_seg_probe.py', config=PROBE_CONFIG,
@@ -81,12 +95,14 @@ PROBES = {
         metrics={'mIoU': 'mIoU'}, scale=1.0, seeded=True),
     'knn': dict(
         tool='tools/analysis_tools/knn_eval.py', config=PROBE_CONFIG,
-        data='cls', label='mini-cls kNN',
+        data=osp.join('knn', 'cls'), label='mini-cls kNN',
         metrics={'knn/avg_top1': 'top-1'}, scale=1.0, seeded=False),
     'depth': dict(
         tool='tools/analysis_tools/depth_probe.py', config=PROBE_CONFIG,
-        probe=MINI_PROBES['depth'], data='nyu', label='mini-NYU depth',
-        metrics={'depth/d1': 'δ1'}, scale=100.0, seeded=True),
+        probe=MINI_PROBES['depth'], data='layers',
+        label='mini-NYU layers depth',
+        metrics={'depth/si_d1': 'δ1 up to scale', 'depth/d1': 'δ1'},
+        scale=100.0, seeded=True),
     'correspondence': dict(
         tool='tools/analysis_tools/keypoint_correspondence.py',
         config=PROBE_CONFIG, probe=MINI_PROBES['correspondence'],
@@ -156,7 +172,7 @@ def ensure_data(data_root):
                img_size=DATA['img_size'])
     # the labelled set of the pretraining configs' online kNN probe, with
     # the generator's default sizes (as the guides write it); one already
-    # there is used as it is (the method ranking's kNN probe reads it too)
+    # there is used as it is (the kNN probe has its own, ensure_probe_data)
     if not osp.isdir(osp.join(data_root, 'cls')):
         _make_data(data_root, ['cls'])
 
@@ -165,12 +181,16 @@ def ensure_probe_data(root, tasks, seed=None):
     """Write the data folders of the probes among ``tasks`` missing under
     ``root`` (``seed``: other images than the reported ones, e.g. the method
     ranking's tuning data); returns ``root``. A folder already there is
-    used as it is: ``cls`` in particular, which :func:`ensure_data` writes
-    with the generator's default sizes for the online probe."""
-    wanted = {PROBES[t]['data'] for t in tasks if t in PROBES and
-              not osp.isdir(osp.join(root, PROBES[t]['data']))}
+    used as it is, except the kNN probe's ``knn/cls``, which is written
+    with :data:`KNN_SIZES` whenever it holds others (never shrunk)."""
     sizes = dict(num_train=DATA['num_train'], img_size=DATA['img_size'],
                  seed=seed or 0)
+    if 'knn' in tasks:
+        _make_data(osp.dirname(osp.join(root, PROBES['knn']['data'])),
+                   ['cls'], **dict(sizes, **KNN_SIZES))
+    wanted = {PROBES[t]['data'] for t in tasks if t in PROBES and
+              t != 'knn' and
+              not osp.isdir(osp.join(root, PROBES[t]['data']))}
     # the evaluation sets keep their own validation sizes (EVAL_NUM_VAL)
     _make_data(root, sorted(wanted - set(EVAL_NUM_VAL)),
                num_val=DATA['num_val'], **sizes)
@@ -230,16 +250,34 @@ def schedule_options(config, iters):
     return options
 
 
+def ape_probe_config(probe_config=None):
+    """The probe backbone config of an init that keeps its APE:
+    ``probe_config`` where a study names one (a backbone of another width),
+    else :data:`APE_PROBE_CONFIG`."""
+    return probe_config or APE_PROBE_CONFIG
+
+
+def ape_options():
+    """``--cfg-options`` that give a fine-tuning config the APE of
+    :data:`APE_PROBE_CONFIG`'s backbone (its ``use_ape`` and ``img_size``,
+    read from it), so that a fine-tuned backbone is the probed one."""
+    with _CONFIG_LOCK:
+        backbone = Config.fromfile(
+            osp.join(ROOT, APE_PROBE_CONFIG)).model.backbone
+    return [f'model.backbone.use_ape={backbone.use_ape}',
+            f'model.backbone.img_size={backbone.img_size}']
+
+
 def pretrain(config, root, init, data_root, iters=None, options=(),
-             threads=None, pretrain_seed=None, ape=False):
+             threads=None, pretrain_seed=None, ape=False, probe_config=None):
     """Pretrain ``config`` on ``data_root/unlabeled`` into
     ``root/pretraining/<init>`` (with ``pretrain_seed``: ``.../pseed<p>``,
     trained with ``randomness.seed=<p>``); returns the backbone checkpoint
     extracted for the detection config (no key may be missing; keys it has
     no place for are left out), or with ``ape`` for
-    :data:`APE_PROBE_CONFIG` (the APE kept; ICPF's positional field
-    exported on its grid). With ``threads`` (runs in parallel) it trains
-    with that many threads and its output goes to
+    :func:`ape_probe_config` of ``probe_config`` (the APE kept; ICPF's
+    positional field exported on its grid). With ``threads`` (runs in
+    parallel) it trains with that many threads and its output goes to
     ``<work dir>/console.log``."""
     work_dir = pretrain_dir(root, init, pretrain_seed)
     backbone = osp.join(work_dir, 'backbone.pth')
@@ -256,7 +294,8 @@ def pretrain(config, root, init, data_root, iters=None, options=(),
                   log=_console(work_dir, threads), threads=threads)
         run([sys.executable, 'tools/model_converters/mmpos2backbone.py',
              last_checkpoint(work_dir), backbone, '--config',
-             APE_PROBE_CONFIG if ape else TASKS['detection']['config'],
+             ape_probe_config(probe_config) if ape else
+             TASKS['detection']['config'],
              '--drop-unexpected'])
         _finish(work_dir, start, cpu)
     return backbone
@@ -305,7 +344,7 @@ def transfer(root, task, init, seed, data_root, backbone=None, iters=None,
     With ``threads`` (runs in parallel) it runs with that many threads and
     its output goes to ``<work dir>/console.log``; ``pretrain_seed`` puts it
     under ``.../pseed<p>/`` (:func:`~.seeds.transfer_dir`); ``ape``: the
-    backbone keeps its APE (:data:`APE_OPTIONS`)."""
+    backbone keeps its APE (:func:`ape_options`)."""
     work_dir = transfer_dir(root, task, init, seed, pretrain_seed)
     if _fresh(work_dir):
         start = time.time()
@@ -313,7 +352,7 @@ def transfer(root, task, init, seed, data_root, backbone=None, iters=None,
         if backbone:
             options.append(f'model.backbone.init_cfg.checkpoint={backbone}')
         if ape:
-            options += APE_OPTIONS
+            options += ape_options()
         if iters:
             options += [f'train_cfg.max_iters={iters}',
                         f'train_cfg.val_interval={iters}']
@@ -325,18 +364,18 @@ def transfer(root, task, init, seed, data_root, backbone=None, iters=None,
 
 
 def probe(root, task, init, seed, data_root, backbone, pretrain_seed=None,
-          iters=None, threads=None, ape=False):
+          iters=None, threads=None, ape=False, probe_config=None):
     """One frozen probe (:data:`PROBES`) of ``backbone`` on
     ``data_root/<its data>`` into :func:`~.seeds.transfer_dir`; returns its
     metrics. ``iters`` shortens the linear and depth probes' training;
-    ``ape``: the backbone keeps its APE (:data:`APE_PROBE_CONFIG`, whose
-    backbone is the probes' own with it)."""
+    ``ape``: the backbone keeps its APE (:func:`ape_probe_config` of
+    ``probe_config``, by default the probes' own backbone with it)."""
     spec = PROBES[task]
     work_dir = transfer_dir(root, task, init, seed, pretrain_seed)
     if _fresh(work_dir):
         start = time.time()
         data = osp.join(data_root, spec['data'])
-        config = APE_PROBE_CONFIG if ape else spec['config']
+        config = ape_probe_config(probe_config) if ape else spec['config']
         cmd = [sys.executable, spec['tool'], config, backbone,
                '--work-dir', work_dir]
         if task == 'knn':
@@ -364,7 +403,8 @@ def probe(root, task, init, seed, data_root, backbone, pretrain_seed=None,
 
 
 def compare(root, methods, seeds, data_root, jobs=2, iters=None,
-            pretrain_seeds=None, tasks=None, probe_iters=None, ape=()):
+            pretrain_seeds=None, tasks=None, probe_iters=None, ape=(),
+            probe_config=None):
     """Pretrain each of ``methods`` once per pretraining seed and run every
     task of every init for every transfer seed, under ``root``; returns
     ``{(init, pretrain_seed): backbone or None}``.
@@ -388,8 +428,10 @@ def compare(root, methods, seeds, data_root, jobs=2, iters=None,
             backbone is there; tasks run in ``tasks``' order, detection
             first by default, so the short runs fill the end). 1: one run
             at a time with all threads, its log on the console.
-        ape: the inits evaluated with the APE they pretrained with
-            (:data:`APE_PROBE_CONFIG`).
+        ape: the inits evaluated with the APE they pretrained with: their
+            checkpoints are extracted for and probed with
+            :func:`ape_probe_config` of ``probe_config`` (default
+            :data:`APE_PROBE_CONFIG`; e.g. a narrower student's own).
 
     A failed run stops the queued ones; the finished runs stay (the
     comparison resumes, see :func:`_fresh`).
@@ -404,7 +446,8 @@ def compare(root, methods, seeds, data_root, jobs=2, iters=None,
                 if config:
                     backbones[init, p] = pool.submit(
                         pretrain, config, root, init, data_root,
-                        pretrain_iters, options, threads, p, init in ape)
+                        pretrain_iters, options, threads, p, init in ape,
+                        probe_config)
                 elif p is not None:
                     backbones[init, p] = pool.submit(random_backbone, root,
                                                      init, p)
@@ -416,7 +459,8 @@ def compare(root, methods, seeds, data_root, jobs=2, iters=None,
             if task in PROBES:
                 return probe(root, task, init, seed, data_root, backbone
                              or random_backbone(root, init, seed), p,
-                             probe_iters, threads, init in ape)
+                             probe_iters, threads, init in ape,
+                             probe_config)
             return transfer(root, task, init, seed, data_root, backbone,
                             iters, threads, p, init in ape)
 

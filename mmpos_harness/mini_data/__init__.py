@@ -1,6 +1,6 @@
 """Deterministic mini datasets in the real on-disk formats.
 
-Eleven generators (one module each), each writing one dataset directory:
+Twelve generators, each writing one dataset directory:
 
 * :func:`make_mini_coco` -- COCO instance segmentation (``annotations/
   instances_{train,val}2017.json`` + ``{train,val}2017/*.jpg``): textured
@@ -26,8 +26,12 @@ Eleven generators (one module each), each writing one dataset directory:
 * :func:`make_mini_stuff` (the demo's segmentation task) -- regions of the
   same 8 materials, the grey ones told apart by texture only; read by
   :class:`mmpos_harness.mini_data.datasets.MiniStuffDataset`.
-* :func:`make_mini_nyu` (the depth probe) -- rooms with exact depth maps
-  in NYU-Depth v2's layout (mmseg's ``NYUDataset``).
+* :func:`make_mini_nyu` (the dense suite's depth probe) -- rooms with
+  exact depth maps in NYU-Depth v2's layout (mmseg's ``NYUDataset``).
+* :func:`make_mini_layers` (the method ranking's depth probe) -- layers of
+  material photographs at known depths, each photograph of one physical
+  size, so that its texture's scale in the image is its depth; NYU's
+  layout.
 * :func:`make_mini_spair` (the correspondence probe) -- image pairs related
   by known homographies, keypoints mapped exactly, in SPair-71k's layout.
 * :func:`make_mini_scenes` (the in-context retrieval probe) -- material
@@ -52,7 +56,7 @@ from ._io import MARKER, _check_sizes, changed_arguments, plan_target
 from .ade import MINI_ADE_CLASSES, make_mini_ade
 from .cls import make_mini_cls
 from .coco import make_mini_coco
-from .depth import make_mini_nyu
+from .depth import make_mini_layers, make_mini_nyu
 from .materials import MINI_MATERIALS
 from .objects import make_mini_objects
 from .pairs import make_mini_spair
@@ -66,7 +70,8 @@ __all__ = [
     'EVAL_NUM_VAL', 'MARKER', 'MINI_ADE_CLASSES', 'MINI_COCO_CLASSES',
     'MINI_MATERIALS', 'MINI_SCENES_CLASSES', 'NUM_VAL', 'SKIMAGE_PHOTOS',
     'available_skimage_photos', 'changed_arguments', 'make_all', 'make_mini_ade', 'make_mini_cls',
-    'make_mini_coco', 'make_mini_nyu', 'make_mini_objects',
+    'make_mini_coco', 'make_mini_layers', 'make_mini_nyu',
+    'make_mini_objects',
     'make_mini_scenes', 'make_mini_spair', 'make_mini_stuff',
     'make_unlabeled_images', 'requested'
 ]
@@ -75,7 +80,7 @@ __all__ = [
 # NUM_VAL, except the evaluation sets in EVAL_NUM_VAL, whose metrics one
 # image or query must move by at most 0.5 point (>= 200 of them).
 NUM_VAL = 16
-EVAL_NUM_VAL = dict(cls=240, scenes=256, nyu=256, spair=320)
+EVAL_NUM_VAL = dict(cls=240, scenes=256, nyu=256, layers=256, spair=320)
 
 
 def make_all(root, which=('coco', 'ade', 'unlabeled'), num_train=64,
@@ -83,10 +88,10 @@ def make_all(root, which=('coco', 'ade', 'unlabeled'), num_train=64,
              force=False):
     """Write the chosen mini datasets (``'coco'``, ``'ade'``,
     ``'unlabeled'``, ``'cls'``, ``'objects'``, ``'stuff'``, ``'nyu'``,
-    ``'spair'``, ``'scenes'``) to ``root/<name>``; see the individual
-    generators. ``num_val`` applies to every labelled dataset; ``None``:
-    :data:`NUM_VAL` (16), except :data:`EVAL_NUM_VAL` (``cls``: 240 kNN
-    queries, ``scenes``: 256 retrieval images).
+    ``'layers'``, ``'spair'``, ``'scenes'``) to ``root/<name>``; see the
+    individual generators. ``num_val`` applies to every labelled dataset;
+    ``None``: :data:`NUM_VAL` (16), except :data:`EVAL_NUM_VAL` (``cls``:
+    240 kNN queries, ``scenes``: 256 retrieval images).
 
     Returns:
         dict: Dataset name -> absolute path written.
@@ -109,6 +114,8 @@ def make_all(root, which=('coco', 'ade', 'unlabeled'), num_train=64,
             path, num_train, val('stuff'), img_size, seed, force=force),
         'nyu': lambda path: make_mini_nyu(
             path, num_train, val('nyu'), img_size, seed, force=force),
+        'layers': lambda path: make_mini_layers(
+            path, num_train, val('layers'), img_size, seed, force=force),
         'spair': lambda path: make_mini_spair(
             path, num_train, val('spair'), img_size, seed, force=force),
         'scenes': lambda path: make_mini_scenes(

@@ -26,8 +26,11 @@ def _class_image(rng, size, label):
     return _render_scene(rng, size, [mask])
 
 
-# Queries by default: >= 200, so that one query moves the kNN accuracy by at
-# most 0.5 point, and a multiple of the 3 classes.
+# Queries by default (the pretraining configs' online probe and the
+# guides): >= 200, so that one query moves the kNN accuracy by at most 0.5
+# point, and a multiple of the 3 classes. The comparisons' kNN probe writes
+# its own set with 1,200 (mmpos_harness.comparison.runs.KNN_SIZES; a
+# binomial SE of 3.2 points at 240 queries was too coarse, issue 55).
 NUM_QUERIES = 240
 
 

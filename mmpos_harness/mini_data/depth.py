@@ -39,9 +39,11 @@ import numpy as np
 from PIL import Image
 
 from ._io import _check_sizes, _rng, _save_jpeg, _staged_splits
+from .ade import _ade_region
+from .materials import MINI_MATERIALS, PhotoBank, _paint
 from .textures import _grid, _smooth_noise, _to_uint8
 
-_NYU = 7  # random-stream tag (see ._io)
+_NYU, _LAYERS = 7, 10  # random-stream tags (see ._io)
 ROOMS = ('bedroom', 'kitchen', 'living_room', 'office')
 # Surface ids of the room (boxes follow: ``BOX + i`` is box ``i``).
 BACK, FLOOR, CEILING, LEFT, RIGHT, FRONT, BOX = range(7)
@@ -196,19 +198,98 @@ def make_mini_nyu(root, num_train=64, num_val=256, img_size=64, seed=0,
         str: The absolute path of the dataset (mmseg's ``data_root``).
     """
     _check_sizes(img_size, num_train=num_train, num_val=num_val)
+
+    def draw(rng):
+        room = ROOMS[int(rng.integers(len(ROOMS)))]
+        return room, *_render_room(rng, _sample_scene(rng), img_size)
+
     with _staged_splits(root, force, 'nyu', num_train, num_val, img_size,
                         seed) as tmp:
-        for split, num in (('train', num_train), ('test', num_val)):
-            img_dir = osp.join(tmp, 'images', split)
-            ann_dir = osp.join(tmp, 'annotations', split)
-            os.makedirs(img_dir)
-            os.makedirs(ann_dir)
-            for index in range(num):
-                rng = _rng(seed, _NYU, split == 'test', index)
-                room = ROOMS[int(rng.integers(len(ROOMS)))]
-                img, depth = _render_room(rng, _sample_scene(rng), img_size)
-                stem = f'{room}_{index + 1:05d}'
-                _save_jpeg(img, osp.join(img_dir, stem + '.jpg'))
-                Image.fromarray(np.round(depth * 1000).astype(
-                    np.uint16)).save(osp.join(ann_dir, stem + '.png'))
+        _write_depth_splits(tmp, num_train, num_val, seed, _NYU, draw)
+    return osp.abspath(root)
+
+
+def _write_depth_splits(root, num_train, num_val, seed, tag, draw):
+    """NYU's layout under ``root``: for image ``i`` of each split,
+    ``draw(rng) -> (name, uint8 image, depth (H, W) metres)`` with the
+    image's own stream, written as ``images/<split>/<name>_<i+1>.jpg`` and
+    ``annotations/<split>/<name>_<i+1>.png`` (uint16 millimetres)."""
+    for split, num in (('train', num_train), ('test', num_val)):
+        img_dir = osp.join(root, 'images', split)
+        ann_dir = osp.join(root, 'annotations', split)
+        os.makedirs(img_dir)
+        os.makedirs(ann_dir)
+        for index in range(num):
+            name, img, depth = draw(_rng(seed, tag, split == 'test', index))
+            stem = f'{name}_{index + 1:05d}'
+            _save_jpeg(img, osp.join(img_dir, stem + '.jpg'))
+            Image.fromarray(np.round(depth * 1000).astype(
+                np.uint16)).save(osp.join(ann_dir, stem + '.png'))
+
+
+# mini-NYU layers: one camera for every image (horizontal field of view,
+# degrees), the layers' depth range (metres, log-uniform) and the metres
+# that the short side of every material's photograph spans.
+LAYERS_FOV = 60.
+LAYERS_DEPTH = (0.8, 9.)
+PHOTO_METRES = 10.5
+
+
+def _render_layers(rng, bank, size):
+    """``(uint8 image (H, W, 3), depth (H, W) metres)``: 2-5 fronto-parallel
+    layers at depths drawn log-uniform in :data:`LAYERS_DEPTH`, the farthest
+    filling the frame, each nearer one a random ellipse or band
+    (:func:`~.ade._ade_region`) over the farther ones. Each layer is a
+    material's photograph (:data:`~.materials.MINI_MATERIALS`, jittered as
+    everywhere) lying :data:`PHOTO_METRES` wide at its depth: the frame
+    spans ``size z / f`` metres at depth ``z`` (``f`` the focal length of
+    :data:`LAYERS_FOV`), so the photograph is cropped to that share of its
+    short side and resized to the frame. The texture's scale in the image
+    is then its depth (``1 / z``); the image's mean colour and a pixel's
+    position are not."""
+    focal = size / (2 * np.tan(np.radians(LAYERS_FOV) / 2))
+    xs, ys = _grid(size)
+    count = int(rng.integers(2, 6))
+    depths = np.sort(np.exp(rng.uniform(*np.log(LAYERS_DEPTH), count)))
+    names = list(MINI_MATERIALS.values())
+    img = np.zeros((size, size, 3), np.float32)
+    depth = np.zeros((size, size))
+    for i, z in enumerate(depths[::-1]):
+        share = min(1., size * z / focal / PHOTO_METRES)
+        fill = _paint(rng, bank.patch(rng, names[int(rng.integers(
+            len(names)))], size, (share, share)))
+        where = _ade_region(rng, xs, ys, size) if i else np.ones(
+            (size, size), bool)
+        img[where] = fill[where]
+        depth[where] = z
+    img += 3 * rng.standard_normal(img.shape).astype(np.float32)
+    return _to_uint8(img), depth
+
+
+def make_mini_layers(root, num_train=64, num_val=256, img_size=64, seed=0,
+                     force=False):
+    """Write mini-NYU layers, the method ranking's depth probe data, to
+    ``root``: :func:`_render_layers` scenes in the layout of
+    :func:`make_mini_nyu` (NYU-Depth v2's, mmseg's ``NYUDataset``).
+
+    Args:
+        root (str): Target directory (must be absent or empty unless
+            ``force``).
+        num_train (int): Scenes in ``train``.
+        num_val (int): Scenes in ``test`` (256: one image moves d1 by at
+            most 0.4 points).
+        img_size (int): Side of the square images, >= 32.
+        seed (int): Seed of all randomness.
+        force (bool): Replace an existing mini-data directory at ``root``.
+
+    Returns:
+        str: The absolute path of the dataset (mmseg's ``data_root``).
+    """
+    _check_sizes(img_size, num_train=num_train, num_val=num_val)
+    bank = PhotoBank(MINI_MATERIALS.values())
+    with _staged_splits(root, force, 'layers', num_train, num_val, img_size,
+                        seed) as tmp:
+        _write_depth_splits(tmp, num_train, num_val, seed, _LAYERS,
+                            lambda rng: ('layers', *_render_layers(
+                                rng, bank, img_size)))
     return osp.abspath(root)

@@ -3,7 +3,8 @@
 and ``metrics.calculate_depth_metrics``; the same formulas as Li et al.'s
 toolbox), on fixtures with invalid depth, depth beyond the maximum,
 predictions outside the range, an all-invalid image and the Eigen crop at
-several sizes; the mmengine metric; the image-free baselines."""
+several sizes; the mmengine metric; the image-free baselines; δ1 up to
+each image's scale (``si_d1``)."""
 import math
 import warnings
 
@@ -15,7 +16,9 @@ from mmpos.evaluation.depth_probe import (DEPTH_METRICS, DinoDepthMetric,
                                           depth_constant_baseline,
                                           depth_eval_mask, depth_metrics,
                                           depth_prior_baseline,
-                                          eigen_crop_box)
+                                          eigen_crop_box,
+                                          probe_depth_metrics,
+                                          scale_aligned_d1)
 from mmpos.errors import BadInputError
 
 # the reference's metric names -> ours
@@ -178,7 +181,7 @@ def test_constant_baseline_is_the_training_mean():
     val = torch.rand(3, 6, 8, generator=g) * 8 + 1
     valid = (train > 0) & (train < 10)
     mean = train[valid].double().mean().item()
-    assert depth_constant_baseline(train, val) == depth_metrics(
+    assert depth_constant_baseline(train, val) == probe_depth_metrics(
         torch.full_like(val, mean), val)
 
 
@@ -197,7 +200,7 @@ def test_prior_baseline_is_the_per_pixel_training_mean():
             values = [t[r, c].item() for t in train if t[r, c] > 0]
             prior[r, c] = np.mean(values) if values else math.nan
     prior[0, 0] = train[train > 0].double().mean()
-    expected = depth_metrics(prior.float().expand_as(val), val)
+    expected = probe_depth_metrics(prior.float().expand_as(val), val)
     ours = depth_prior_baseline(train, val)
     assert ours == pytest.approx(expected, rel=1e-6)
     with pytest.raises(BadInputError, match='one H, W'):
@@ -221,9 +224,45 @@ def test_depth_run_reports_the_baselines(dense_mini):
     root = str(dense_mini / 'nyu')
     metrics, details = depth_run(cfg, backbone, [128.] * 3, [64.] * 3,
                                  data_root=root, iters=2)
-    assert set(metrics) == set(DEPTH_METRICS)
+    assert set(metrics) == {*DEPTH_METRICS, 'si_d1'}
     _, train = depth_split(cfg, 'train', 64, root)
     for name, fn in (('constant', depth_constant_baseline),
                      ('prior', depth_prior_baseline)):
         assert details['baselines'][name] == fn(train, details['gt'],
                                                 crop_type='nyu_crop')
+
+
+def test_scale_aligned_d1_scores_depth_up_to_each_images_scale():
+    """si_d1: each image's prediction scaled to the true depth's geometric
+    mean over its evaluated pixels, then d1. A prediction right up to a
+    per-image factor scores 1 (its d1 is 0 here); any per-image factor
+    leaves it as it is; a prediction whose geometric mean is already the
+    truth's scores its d1; a constant scores the share of pixels within
+    1.25 of the image's geometric mean; invalid pixels are left out as by
+    depth_metrics; probe_depth_metrics reports it beside depth_metrics."""
+    g = torch.Generator().manual_seed(3)
+    gt = torch.rand(4, 6, 8, generator=g) * 7 + 1
+    gt[0, 0, :3] = 0.  # invalid
+    scale = torch.tensor([0.3, 0.7, 0.5, 0.1])[:, None, None]  # in range
+    assert scale_aligned_d1(gt * scale, gt) == pytest.approx(1.0)
+    assert depth_metrics(gt * scale, gt)['d1'] == 0.
+    pred = gt * (0.8 + 0.4 * torch.rand(4, 6, 8, generator=g))
+    assert scale_aligned_d1(pred * scale, gt) == pytest.approx(
+        scale_aligned_d1(pred, gt))
+    valid = gt > 0
+    centred = torch.stack([
+        p * (t[m].log().mean() - p[m].log().mean()).exp()
+        for p, t, m in zip(pred.double(), gt.double(), valid)])
+    assert scale_aligned_d1(pred, gt) == pytest.approx(
+        depth_metrics(centred.float(), gt)['d1'], abs=1e-6)
+    shares = [((t[m] / t[m].log().mean().exp()).log().abs() <
+               math.log(1.25)).double().mean().item()
+              for t, m in zip(gt.double(), valid)]
+    assert scale_aligned_d1(torch.full_like(gt, 3.), gt) == pytest.approx(
+        np.mean(shares))
+    both = probe_depth_metrics(pred, gt, crop_type='nyu_crop')
+    assert both == dict(depth_metrics(pred, gt, crop_type='nyu_crop'),
+                        si_d1=scale_aligned_d1(pred, gt,
+                                               crop_type='nyu_crop'))
+    with pytest.raises(BadInputError, match='no evaluated depth pixel'):
+        scale_aligned_d1(pred, torch.zeros_like(gt))

@@ -198,3 +198,54 @@ def test_data_commands_parse_and_force(monkeypatch, tmp_path):
     runs.ensure_data(str(tmp_path))
     assert all('cls' not in tool.parse_args(cmd[2:])[1].which
                for cmd in commands)
+
+
+def test_knn_probe_reads_its_own_thousand_queries(monkeypatch, tmp_path):
+    """The kNN probe reads ``knn/cls`` (issue 55: at least 1,000 queries):
+    1,200 queries and a bank of the tasks' 256 labelled images at their
+    64 px, the classes balanced, so its image-free row (the bank's majority
+    class) scores a third; the online probe's ``cls`` is another folder,
+    and a ``knn/cls`` written with fewer queries is rewritten."""
+    import torch
+
+    from mmpos.apis.features import load_config
+    from mmpos.evaluation.frozen import dataset_items
+    from mmpos.evaluation.knn import class_prior_accuracy
+    tool = load_tool('make_mini_data', 'misc')
+    commands = []
+
+    def make(cmd, **kwargs):
+        commands.append(cmd)
+        tool.main(cmd[2:])
+    monkeypatch.setattr(runs, 'run', make)
+    (tmp_path / 'knn').mkdir()
+    tool.main([str(tmp_path / 'knn'), '--which', 'cls', '--num-val', '30',
+               '--num-train', '9', '--img-size', '64'])
+    runs.ensure_probe_data(str(tmp_path), ['knn'])
+    root = tmp_path / runs.PROBES['knn']['data']
+    assert root.parent.name == 'knn' and len(commands) == 1
+    cfg = load_config(runs.KNN_DATA)
+    (_, bank, classes), (_, queries, _) = (dataset_items(dict(
+        cfg[f'{split}_dataloader'].dataset, data_root=str(root)))
+        for split in ('train', 'val'))
+    assert len(queries) == runs.KNN_SIZES['num_val'] == 1200
+    assert len(bank) == runs.KNN_SIZES['num_train'] == runs.DATA['num_train']
+    assert torch.bincount(queries).tolist() == [400] * len(classes) == [
+        400] * 3
+    assert class_prior_accuracy(bank, queries, 3)['top1'] == \
+        pytest.approx(100 / 3, abs=1e-4)
+    assert json.loads((root / MARKER).read_text())['img_size'] == \
+        runs.DATA['img_size']
+    runs.ensure_probe_data(str(tmp_path), ['knn'])  # written: kept
+    assert len(commands) == 1
+    # the probe's command reads it
+    commands.clear()
+
+    def record(cmd, **kwargs):
+        commands.append(cmd)
+        os.makedirs(cmd[cmd.index('--work-dir') + 1])
+    monkeypatch.setattr(runs, 'run', record)
+    runs.probe(str(tmp_path / 'work'), 'knn', 'DropPos', 0, str(tmp_path),
+               'backbone.pth', 0)
+    cmd, = commands
+    assert cmd[cmd.index('--data-root') + 1] == str(root)

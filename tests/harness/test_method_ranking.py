@@ -623,7 +623,7 @@ def test_every_grid_entry_changes_an_existing_step_that_still_runs(method):
 def test_dense_probes_are_ranking_tasks(tmp_path, monkeypatch):
     from mmpos.evaluation.dense_suite import MINI_PROBES
     data = tmp_path / 'data'
-    for name in ('objects', 'stuff', 'unlabeled', 'cls', 'nyu', 'spair'):
+    for name in ('objects', 'stuff', 'unlabeled', 'cls', 'layers', 'spair'):
         (data / name).mkdir(parents=True)
     commands = []
     monkeypatch.setattr(runs, 'run', _fake_runs(commands, lambda c: 1.0))
@@ -636,7 +636,7 @@ def test_dense_probes_are_ranking_tasks(tmp_path, monkeypatch):
         '--methods', 'droppos', '--untuned', '--pretrain-seeds', '0', '1',
         '--seeds', '0', '1', '--tasks', 'depth', 'correspondence',
         '--images', '640', '--jobs', '1'])
-    for task, data_dir, count in (('depth', 'nyu', 2 * 2 * 2),
+    for task, data_dir, count in (('depth', 'layers', 2 * 2 * 2),
                                   ('correspondence', 'spair', 2 * 2)):
         cmds = [c for c in commands if runs.PROBES[task]['tool'] in c
                 and c[3] != 'pixels']
@@ -671,21 +671,28 @@ def test_a_switched_off_monitor_is_not_counted_as_healthy(tmp_path):
     assert seeds.pretrain_health([str(tmp_path / 'none')]) is None
 
 
-def test_image_free_rows_read_each_probes_own_data(mini_data, dense_mini):
+def test_image_free_rows_read_each_probes_own_data(mini_data, tmp_path):
     """The image-free row of a probe reads that probe's data: kNN's is
     the share of the queries in the memory bank's majority class (counted
-    here from the folders), the linear probe's a per-pixel class prior's
-    mIoU, the dense probes' under their flat keys."""
-    knn = method_ranking.image_free_metrics('knn', str(mini_data))
+    here from the folders of its own set, ``knn/cls``), the linear
+    probe's a per-pixel class prior's mIoU, the dense probes' under their
+    flat keys (depth: mini-NYU layers, with δ1 up to scale)."""
+    from mmpos_harness.mini_data import make_mini_cls, make_mini_layers
+    cls = tmp_path / runs.PROBES['knn']['data']
+    make_mini_cls(str(cls), num_train=10, num_val=12, img_size=32)
+    make_mini_layers(str(tmp_path / runs.PROBES['depth']['data']),
+                     num_train=6, num_val=3, img_size=32)
+    knn = method_ranking.image_free_metrics('knn', str(tmp_path))
     counts = {split: {c.name: len(list(c.iterdir())) for c in sorted(
-        (mini_data / 'cls' / split).iterdir())} for split in ('train', 'val')}
+        (cls / split).iterdir())} for split in ('train', 'val')}
     majority = max(counts['train'], key=counts['train'].get)
     assert knn == {'knn/avg_top1': pytest.approx(
         100 * counts['val'][majority] / sum(counts['val'].values()))}
     seg = method_ranking.image_free_metrics('linear-probe', str(mini_data))
     assert 0 <= seg['mIoU'] <= 100
-    depth = method_ranking.image_free_metrics('depth', str(dense_mini))
+    depth = method_ranking.image_free_metrics('depth', str(tmp_path))
     assert depth['depth/rmse'] > 0 and 0 <= depth['depth/d1'] <= 1
+    assert 0 <= depth['depth/si_d1'] <= 1
     # stored as the probes' metrics.json (mmseg's metrics are numpy floats)
     assert all(type(v) is float for m in (knn, seg, depth)
                for v in m.values())
@@ -697,7 +704,7 @@ def test_ape_methods_are_evaluated_with_the_ape_they_pretrained(method,
     """DINOv2 and ICPF pretrain with an APE (ICPF: its positional field);
     the ranking's extraction keeps it (ICPF's field exported on the 8x8
     grid), and the probes' backbone (APE_PROBE_CONFIG) and a fine-tuning
-    backbone with APE_OPTIONS give the patch tokens of the pretrained
+    backbone with ape_options() give the patch tokens of the pretrained
     encoder at the pretraining size (DINOv2 also at 96 px, where both
     resize the same table; ICPF's encoder samples its continuous field on
     the larger grid, the extracted APE is the 8x8 table resized)."""
@@ -728,10 +735,10 @@ def test_ape_methods_are_evaluated_with_the_ape_they_pretrained(method,
     mmpos2backbone.main([str(ckpt), backbone, '--config',
                          runs.APE_PROBE_CONFIG, '--drop-unexpected'])
     probe = init_backbone(runs.APE_PROBE_CONFIG, backbone, prefix='')
-    # a fine-tuning backbone: the detection config's with APE_OPTIONS
+    # a fine-tuning backbone: the detection config's with ape_options()
     det = Config.fromfile(runs.TASKS['detection']['config'])
     det.merge_from_dict({k: DictAction._parse_iterable(v) for k, v in (
-        o.split('=') for o in runs.APE_OPTIONS)})
+        o.split('=') for o in runs.ape_options())})
     finetune = build_backbone(det, raw_tokens=True).eval()
     report = load_pretrained(finetune, backbone, prefix='')
     assert report['missing'] == [] and report['unexpected'] == []
@@ -811,7 +818,7 @@ def test_the_ranking_evaluates_ape_methods_with_their_ape(tmp_path,
                 runs.TASKS['segmentation']['config'] in c]
     assert len(extract) == 2 and len(probes) == 2 * 2 and len(finetune) == 2
     assert all(runs.APE_PROBE_CONFIG in c for c in extract + probes)
-    assert all(set(runs.APE_OPTIONS) <= set(c) for c in finetune)
+    assert all(set(runs.ape_options()) <= set(c) for c in finetune)
     assert plain and not any(
-        runs.APE_PROBE_CONFIG in c or set(runs.APE_OPTIONS) & set(c)
+        runs.APE_PROBE_CONFIG in c or set(runs.ape_options()) & set(c)
         for c in plain)

@@ -2,14 +2,16 @@
 pose, field of view and crop are drawn per image, and -- the point of
 drawing them -- a per-pixel depth prior from the training images that is
 about as good as a constant on the validation images (with the camera
-fixed, the same rooms give the prior a clear lead)."""
+fixed, the same rooms give the prior a clear lead). mini-NYU layers (the
+method ranking's depth data): what reads the image's content gets far
+more than the image-free prior and the raw pixels do."""
 import numpy as np
 import pytest
 import torch
 
 from mmpos.evaluation.depth_probe import (depth_constant_baseline,
                                           depth_data, depth_prior_baseline)
-from mmpos_harness.mini_data import make_mini_nyu
+from mmpos_harness.mini_data import make_mini_layers, make_mini_nyu
 from mmpos_harness.mini_data._io import _rng
 from mmpos_harness.mini_data.depth import (_NYU, _rays, _rotation,
                                            _sample_scene, _scene_depth)
@@ -111,6 +113,19 @@ def test_position_prior_is_about_the_constant(tmp_path):
     assert lead > 0.1
 
 
+def _depth_carrying(depth, generator):
+    """Features ``(N, 32, h, w)`` of depths ``(N, H, W)`` that carry each
+    8 x 8 patch's depth: its mean depth and mean log depth (standardised
+    over the set) among 30 noise channels."""
+    patch = torch.stack([
+        torch.nn.functional.avg_pool2d(d[:, None], 8)[:, 0]
+        for d in (depth, depth.clamp(min=1e-3).log())], 1)
+    patch = (patch - patch.mean((0, 2, 3), keepdim=True)) / patch.std(
+        (0, 2, 3), keepdim=True)
+    return torch.cat([patch, torch.randn(len(depth), 30, *patch.shape[2:],
+                                         generator=generator)], 1)
+
+
 def test_shipped_mini_probe_reads_depth_the_features_carry(tmp_path):
     """The mini probe's own settings (configs/dense_probes/depth_mini-nyu.py)
     fit on features that carry each patch's depth (mean depth and mean log
@@ -135,13 +150,7 @@ def test_shipped_mini_probe_reads_depth_the_features_carry(tmp_path):
             type='NYUDataset', data_root=root,
             data_prefix=dict(img_path=f'images/{split}',
                              depth_map_path=f'annotations/{split}')), size)
-        patch = torch.stack([
-            torch.nn.functional.avg_pool2d(d[:, None], 8)[:, 0]
-            for d in (depth, depth.clamp(min=1e-3).log())], 1)
-        patch = (patch - patch.mean((0, 2, 3), keepdim=True)) / patch.std(
-            (0, 2, 3), keepdim=True)
-        patch = torch.cat([patch, torch.randn(len(depth), 30, 4, 4,
-                                              generator=g)], 1)
+        patch = _depth_carrying(depth, g)
         data[split] = (dict(patch=[patch], cls=[torch.zeros(len(depth), 32)]),
                        depth)
     metrics, _ = run_depth_probe(
@@ -152,3 +161,64 @@ def test_shipped_mini_probe_reads_depth_the_features_carry(tmp_path):
                                  **evaluation)
     assert metrics['d1'] > prior['d1'] + 0.15, (metrics, prior)
     assert metrics['rmse'] < 0.7 * prior['rmse']
+
+
+def _mini_probe(train, test):
+    """The method ranking's depth probe settings
+    (configs/dense_probes/depth_mini-nyu.py) fit on ``(features, depths)``
+    pairs; its metrics and the image-free prior's."""
+    from mmengine.config import Config
+
+    from mmpos.evaluation.dense import probe_settings
+    from mmpos.evaluation.depth_probe import (DEPTH_PROBE, FIT_KEYS,
+                                              HEAD_KEYS, depth_eval_settings,
+                                              run_depth_probe)
+    cfg = Config.fromfile('configs/dense_probes/depth_mini-nyu.py')
+    settings = probe_settings(cfg, 'depth_probe', DEPTH_PROBE)
+    evaluation = depth_eval_settings(cfg)
+    metrics, _ = run_depth_probe(
+        *train, *test, seed=0, cls_token=settings['cls_token'],
+        **{k: settings[k] for k in HEAD_KEYS + FIT_KEYS}, **evaluation)
+    return metrics, depth_prior_baseline(train[1], test[1], **evaluation)
+
+
+def test_layers_depth_is_read_from_content_not_position_or_pixels(tmp_path):
+    """mini-NYU layers, 64 training / 48 validation scenes at 32 px: the
+    per-pixel prior is no better than the constant (position says
+    nothing), and δ1 up to each image's scale (si_d1, the ranking's metric)
+    of the shipped mini probe is far higher on features that carry each
+    patch's depth (an oracle reading the image: its mean depth and mean
+    log depth, among 30 noise channels) than on the raw pixels (the
+    patches' pixels, PixelPatches) and the prior; the raw pixels are not
+    far above the prior (the image's colour and a pixel's position carry
+    no depth)."""
+    from mmpos.apis.features import data_mean_std
+    from mmpos.evaluation.dense import dense_features
+    from mmpos.evaluation.frozen import load_inputs
+    from mmpos.models.backbones import PixelPatches
+    from mmpos_harness.comparison.runs import PROBE_CONFIG
+    size = 32
+    root = make_mini_layers(str(tmp_path / 'layers'), num_train=64,
+                            num_val=48, img_size=size)
+    g = torch.Generator().manual_seed(0)
+    pixels = PixelPatches(8).eval()
+    oracle, raw = {}, {}
+    for split in ('train', 'test'):
+        paths, depth = depth_data(dict(
+            type='NYUDataset', data_root=root,
+            data_prefix=dict(img_path=f'images/{split}',
+                             depth_map_path=f'annotations/{split}')), size)
+        patch = _depth_carrying(depth, g)
+        oracle[split] = (dict(patch=[patch], cls=[patch.mean((2, 3))]),
+                         depth)
+        images = load_inputs(paths, size, *data_mean_std(PROBE_CONFIG))
+        raw[split] = (dense_features(pixels, images), depth)
+    read, prior = _mini_probe(oracle['train'], oracle['test'])
+    seen, _ = _mini_probe(raw['train'], raw['test'])
+    constant = depth_constant_baseline(*(oracle[split][1] for split in (
+        'train', 'test')), crop_type='nyu_crop')
+    # measured: oracle 61.2, raw pixels 36.2, prior 35.2, constant 33.7
+    assert abs(prior['si_d1'] - constant['si_d1']) < 0.05
+    assert read['si_d1'] > prior['si_d1'] + 0.2
+    assert read['si_d1'] > seen['si_d1'] + 0.2
+    assert seen['si_d1'] < prior['si_d1'] + 0.05

@@ -1,7 +1,7 @@
 """Write the deterministic mini datasets used by the demo and the tests.
 
     python tools/misc/make_mini_data.py OUT_DIR
-        [--which coco ade unlabeled cls objects stuff nyu spair scenes]
+        [--which coco ade unlabeled cls objects stuff nyu layers spair scenes]
         [--num-train N] [--num-val N] [--num-unlabeled N] [--img-size S]
         [--seed S] [--force]
 
@@ -19,7 +19,8 @@ import time
 from mmpos_harness.mini_data import make_all
 
 DATASETS = ('coco', 'ade', 'unlabeled')
-CHOICES = DATASETS + ('cls', 'objects', 'stuff', 'nyu', 'spair', 'scenes')
+CHOICES = DATASETS + ('cls', 'objects', 'stuff', 'nyu', 'layers', 'spair',
+                      'scenes')
 
 
 def parse_args(argv=None):
@@ -32,7 +33,8 @@ def parse_args(argv=None):
         help='datasets to write (default: coco ade unlabeled; cls is the '
         'mini classification set, objects and stuff the demo\'s material '
         'detection and segmentation tasks, nyu, spair and scenes the depth, '
-        'correspondence and retrieval probes\' data)')
+        'correspondence and retrieval probes\' data, layers the method '
+        'ranking\'s depth probe data)')
     parser.add_argument(
         '--num-train', type=int, default=64,
         help='training images of coco, ade, cls, objects, stuff, nyu, '

@@ -14,6 +14,7 @@ computes something else now).
 import json
 import os
 import os.path as osp
+from typing import Optional
 
 from .comparison import seeds
 
@@ -30,12 +31,13 @@ CONFIRM_BEGIN = '<!-- demo-confirm:begin -->'
 CONFIRM_END = '<!-- demo-confirm:end -->'
 
 
-def readme_block(results_dir: str = RESULTS, name: str = RESULTS) -> str:
+def readme_block(results_dir: str = RESULTS, name: str = RESULTS,
+                 marks: Optional[dict] = None) -> str:
     """The README's demo table: ``seeds.md`` regenerated from the stored
     ``summary.json`` (:func:`~.comparison.seeds.render`) and where it was
     measured, from ``results.json``'s provenance; under the stale mark
-    while ``results/status.json`` lists the stored run (``name``: its
-    folder in the repository)."""
+    while ``marks`` (default: ``results/status.json``'s) list the stored
+    run (``name``: its folder in the repository)."""
     from .fingerprint import mark, read_marks
     with open(osp.join(results_dir, 'results.json')) as f:
         results = json.load(f)
@@ -50,15 +52,16 @@ def readme_block(results_dir: str = RESULTS, name: str = RESULTS) -> str:
     if osp.isfile(threads):
         with open(threads) as f:
             text += '\n' + thread_sentence(results, json.load(f)) + '\n'
-    return mark(name, read_marks()) + text
+    return mark(name, read_marks() if marks is None else marks) + text
 
 
-def confirm_block(results_dir: str = CONFIRM) -> str:
+def confirm_block(results_dir: str = CONFIRM,
+                  marks: Optional[dict] = None) -> str:
     """The demo page's confirmation: :func:`readme_block` of the run on
     :data:`DESIGN`'s fresh seeds, under the design it tests."""
     return (f'The same comparison on pretraining seeds that chose nothing '
             f'(`{DESIGN}`, committed before these runs; the Holm family is '
-            'the two tasks):\n\n' + readme_block(results_dir, CONFIRM))
+            'the two tasks):\n\n' + readme_block(results_dir, CONFIRM, marks))
 
 
 def _first_run(task: dict, init: str) -> float:
@@ -119,12 +122,13 @@ def publish(run_dir: str, threads_run: str = None,
     ``results_dir`` (with ``threads_run``, a ``--jobs 1`` demo of the first
     pretraining seed, its ``results.json`` as :data:`THREADS`) and
     regenerate ``readme``'s table from them, between its markers; returns
-    the table."""
+    the table (unmarked: the run just stored measured the code as it
+    is)."""
     _store(run_dir, results_dir)
     if threads_run:
         with open(osp.join(threads_run, 'results.json')) as f:
             seeds.write_json(osp.join(results_dir, THREADS), json.load(f))
-    block = readme_block(results_dir)
+    block = readme_block(results_dir, marks={})
     _replace_block(readme, BEGIN, END, block)
     return block
 
@@ -133,8 +137,8 @@ def publish_confirmation(run_dir: str, results_dir: str = CONFIRM,
                          page: str = PAGE) -> str:
     """Store a finished demo run on :data:`DESIGN`'s confirmation seeds in
     ``results_dir`` and regenerate ``page``'s confirmation block from it;
-    returns the block."""
+    returns the block (unmarked, as :func:`publish`'s)."""
     _store(run_dir, results_dir)
-    block = confirm_block(results_dir)
+    block = confirm_block(results_dir, marks={})
     _replace_block(page, CONFIRM_BEGIN, CONFIRM_END, block)
     return block

@@ -116,7 +116,7 @@ def test_parallel_flow(tmp_path, monkeypatch, capsys):
     text = readme.read_text()
     assert text == (f'intro\n{demo_table.BEGIN}\n{block}{demo_table.END}\n'
                     'outro\n')
-    assert block == demo_table.readme_block(str(stored))
+    assert block == demo_table.readme_block(str(stored), marks={})
     assert block.startswith(seeds.render(seeds.load(root)))
     assert f'at commit {record_["commit"][:10]}' in block
     # the same run as its own thread-count check: every cell equal
@@ -134,7 +134,7 @@ def test_parallel_flow(tmp_path, monkeypatch, capsys):
     block = demo_table.publish_confirmation(root, str(confirmed), str(page))
     assert page.read_text() == (f'a\n{demo_table.CONFIRM_BEGIN}\n{block}'
                                 f'{demo_table.CONFIRM_END}\nb\n')
-    assert block == demo_table.confirm_block(str(confirmed))
+    assert block == demo_table.confirm_block(str(confirmed), marks={})
     assert demo_table.DESIGN in block and \
         f'result files in `{demo_table.CONFIRM}/`' in block
     assert seeds.render(seeds.load(root)) in block
@@ -188,9 +188,10 @@ def test_data_commands_parse_and_force(monkeypatch, tmp_path):
     unlabeled = next(a for a in parsed if a.which == ['unlabeled'])
     assert (unlabeled.num_unlabeled, unlabeled.img_size) == (
         runs.DATA['num_unlabeled'], runs.DATA['img_size'])
-    assert {'objects', 'stuff', 'cls', 'nyu'} <= {
+    assert {'objects', 'stuff', 'cls', runs.PROBES['depth']['data']} <= {
         name for args in parsed for name in args.which}
-    assert all(args.seed == 3 for args in parsed if 'nyu' in args.which)
+    assert all(args.seed == 3 for args in parsed
+               if runs.PROBES['depth']['data'] in args.which)
     (tmp_path / 'cls').mkdir()
     (tmp_path / 'cls' / MARKER).write_text(json.dumps(
         requested('cls')))

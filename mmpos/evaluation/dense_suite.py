@@ -17,42 +17,84 @@ from typing import Callable, Dict, Optional, Tuple
 
 import torch
 
+from mmpos.errors import BadInputError
+
 
 def depth_run(cfg, backbone, mean, std, seed: int = 0,
               data_root: Optional[str] = None, batch_size: int = 32,
-              device='cpu', progress: bool = False, **overrides):
+              device='cpu', progress: bool = False,
+              max_tokens: Optional[int] = None, **overrides):
     """The depth probe of probe config ``cfg`` on ``backbone`` (built with
     the config's ``blocks`` out). Returns ``(metrics, details)``:
     :func:`~mmpos.evaluation.depth_probe.depth_metrics`' keys, and the
     settings, validation paths, true and predicted depths, and
     ``baselines``: the same metrics of the image-free ``constant`` and
     per-pixel ``prior`` (``depth_constant_baseline``,
-    ``depth_prior_baseline``) on the same training and validation depths;
-    ``progress``: a progress bar over the head's training."""
+    ``depth_prior_baseline``) on the same training and validation depths
+    at the square ``size``; ``progress``: a progress bar over the head's
+    training. ``max_tokens``: on NaFlex maps
+    (:func:`.naflex.naflex_features`; ``backbone`` a RoPE ViT with
+    ``out_type='raw'``), each image at its aspect ratio within that many
+    patches, its depth map resized (nearest) to the same size and
+    predicted at it (true and predicted depths: lists of ``(H_i,
+    W_i)``)."""
     from .dense import probe_settings, split_features
     from .depth_probe import (DEPTH_PROBE, FIT_KEYS, HEAD_KEYS,
                               depth_constant_baseline, depth_eval_settings,
                               depth_prior_baseline, depth_split,
                               run_depth_probe)
     s = probe_settings(cfg, 'depth_probe', DEPTH_PROBE, **overrides)
-    data, paths = [], {}
+    data, paths, squares = [], {}, []
     for split in ('train', 'val'):
-        paths[split], depths = depth_split(
-            cfg, split, s['size'], data_root,
-            s['max_train_images'] if split == 'train' else None)
-        data += [split_features(backbone, paths[split], s['size'], mean, std,
-                                batch_size, device), depths]
+        limit = s['max_train_images'] if split == 'train' else None
+        paths[split], depths = depth_split(cfg, split, s['size'], data_root,
+                                           limit)
+        squares.append(depths)
+        if max_tokens is None:
+            data += [split_features(backbone, paths[split], s['size'], mean,
+                                    std, batch_size, device), depths]
+        else:
+            data += naflex_depth_data(cfg, split, backbone, max_tokens, mean,
+                                      std, data_root, limit, batch_size,
+                                      device)[1:]
     metrics, pred = run_depth_probe(
         *data, seed=seed, cls_token=s['cls_token'], progress=progress,
         **{k: s[k] for k in HEAD_KEYS + FIT_KEYS}, **depth_eval_settings(cfg))
     counts = {f'{k}_images': len(v) for k, v in paths.items()}
-    baselines = {name: fn(data[1], data[3], **depth_eval_settings(cfg))
+    baselines = {name: fn(*squares, **depth_eval_settings(cfg))
                  for name, fn in (('constant', depth_constant_baseline),
                                   ('prior', depth_prior_baseline))}
+    if max_tokens is not None:
+        counts['max_tokens'] = max_tokens
     return metrics, dict(settings=dict(s, **depth_eval_settings(cfg),
                                        **counts),
                          paths=paths, gt=data[3], pred=pred,
                          baselines=baselines)
+
+
+def naflex_depth_data(cfg, split: str, backbone, max_tokens: int, mean, std,
+                      data_root: Optional[str] = None,
+                      max_images: Optional[int] = None,
+                      batch_size: int = 32, device='cpu'):
+    """The ``split`` of a depth probe config on NaFlex maps: ``(image
+    paths, features, depths)``, the features
+    (:func:`.naflex.naflex_features`: per output block one map ``(C, h_i,
+    w_i)`` per image) of each image at its aspect ratio within
+    ``max_tokens`` patches, its depth map (metres) resized (nearest) to
+    the same size ``(H_i, W_i) = (h_i p, w_i p)``."""
+    from .depth_probe import depth_split
+    from .naflex import check_naflex_backbone, naflex_features
+    check_naflex_backbone(backbone)
+    paths, depths = depth_split(cfg, split, None, data_root, max_images,
+                                (backbone.patch_size, max_tokens))
+    feats = naflex_features(backbone, paths, max_tokens, mean, std,
+                            batch_size, device)
+    ph, pw = backbone.patch_size
+    for path, feat, depth in zip(paths, feats['patch'][-1], depths):
+        if tuple(depth.shape) != (feat.shape[1] * ph, feat.shape[2] * pw):
+            raise BadInputError(f'{path}: its depth map and image differ in '
+                                'size')
+    return paths, feats, depths
 
 
 def correspondence_run(cfg, backbone, mean, std,
@@ -211,7 +253,8 @@ class DenseProbe:
 PROBES = {
     'depth': DenseProbe(
         depth_run, depth_image_free, 'configs/dense_probes/depth_mini-nyu.py',
-        'nyu', ('rmse', 'abs_rel', 'd1'), 'rmse', True, True, True),
+        'nyu', ('rmse', 'abs_rel', 'd1'), 'rmse', True, True, True,
+        naflex=True),
     'correspondence': DenseProbe(
         correspondence_run, correspondence_image_free,
         'configs/dense_probes/correspondence_mini-spair.py', 'spair',
@@ -405,7 +448,6 @@ def probe_tool(args, name: str, title: str, **overrides):
     seed = getattr(args, 'seed', 0)
     max_tokens = getattr(args, 'max_tokens', None)
     if max_tokens is not None and not _probe(name).naflex:
-        from mmpos.errors import BadInputError
         raise BadInputError(f'--max-tokens: the {name} probe does not run on '
                             'NaFlex maps')
     backbone = probed_backbone(name, cfg, args.config, args.checkpoint, seed,

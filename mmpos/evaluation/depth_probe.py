@@ -272,6 +272,23 @@ class LinearDepthHead(BaseDecodeHead):
         ``(B, 1, H, W)``."""
         pred = F.interpolate(pred_depth, size=gt.shape[-2:], mode='bilinear',
                              align_corners=self.align_corners)
+        return self._losses(pred, gt)
+
+    def depth_losses_maps(self, pred_depths: Sequence[Tensor],
+                          gts: Sequence[Tensor]) -> dict:
+        """Losses of images of their own sizes (NaFlex): each prediction
+        ``(1, 1, h_i, w_i)`` upsampled to its ground truth ``(H_i, W_i)``,
+        the losses over the pixels of all images together, as
+        :meth:`depth_losses` over a batch of one size (:class:`SigLoss`
+        pools the batch's valid pixels)."""
+        pred = [F.interpolate(p, size=g.shape[-2:], mode='bilinear',
+                              align_corners=self.align_corners).flatten()
+                for p, g in zip(pred_depths, gts)]
+        return self._losses(torch.cat(pred), torch.cat(
+            [g.flatten() for g in gts]))
+
+    def _losses(self, pred: Tensor, gt: Tensor) -> dict:
+        """``self.loss_decode`` of depths of the same shape, by name."""
         losses = {}
         for loss in (self.loss_decode if isinstance(
                 self.loss_decode, nn.ModuleList) else [self.loss_decode]):
@@ -283,14 +300,27 @@ class LinearDepthHead(BaseDecodeHead):
 def head_inputs(feats: dict, index, cls_token: bool) -> List:
     """The entries of :meth:`LinearDepthHead.forward` from
     :func:`mmpos.evaluation.dense.dense_features` output (``index``: a
-    slice or index tensor of images)."""
+    slice or index tensor of images), or of one image (``index`` an int)
+    as a batch of one, e.g. of
+    :func:`mmpos.evaluation.naflex.naflex_features` output (per block a
+    list of maps ``(C, h_i, w_i)``)."""
+    one = isinstance(index, int)
     out = []
     for patch, cls in zip(feats['patch'], feats['cls']):
         if cls_token and cls is None:
             raise BadInputError('cls_token=True, but the backbone has no '
                                 'class token')
-        out.append((patch[index], cls[index]) if cls_token else patch[index])
+        patch = patch[index][None] if one else patch[index]
+        out.append((patch, cls[index:index + 1] if one else cls[index])
+                   if cls_token else patch)
     return out
+
+
+def is_naflex(feats: dict) -> bool:
+    """Whether ``feats`` hold one map per image (NaFlex,
+    :func:`mmpos.evaluation.naflex.naflex_features`) rather than one
+    ``(N, C, h, w)`` tensor per block."""
+    return not isinstance(feats['patch'][0], Tensor)
 
 
 def fit_depth_probe(feats: dict, depths: Tensor, cls_token: bool = True,
@@ -301,8 +331,12 @@ def fit_depth_probe(feats: dict, depths: Tensor, cls_token: bool = True,
 
     Args:
         feats: :func:`~mmpos.evaluation.dense.dense_features` of the
-            training images (the blocks the head uses).
-        depths: ground truth ``(N, H, W)`` in metres (0: invalid).
+            training images (the blocks the head uses), or
+            :func:`~mmpos.evaluation.naflex.naflex_features` (NaFlex: each
+            image of a batch through the head alone, the loss over the
+            batch's pixels, :meth:`LinearDepthHead.depth_losses_maps`).
+        depths: ground truth ``(N, H, W)`` in metres (0: invalid); NaFlex:
+            one ``(H_i, W_i)`` per image.
         cls_token: concatenate the class token to the patch tokens.
         iters, batch_size, lr, weight_decay: AdamW on random batches.
         seed: seed of the head's init and the batch draws (a private
@@ -313,7 +347,9 @@ def fit_depth_probe(feats: dict, depths: Tensor, cls_token: bool = True,
     Returns:
         The trained head (eval mode).
     """
-    width = feats['patch'][0].shape[1] * (2 if cls_token else 1)
+    naflex = is_naflex(feats)
+    width = (feats['patch'][0][0].shape[0] if naflex else
+             feats['patch'][0].shape[1]) * (2 if cls_token else 1)
     head_cfg.setdefault('num_inputs', len(feats['patch']))
     gen = torch.Generator().manual_seed(seed)
     with torch.random.fork_rng(devices=[]):
@@ -322,12 +358,18 @@ def fit_depth_probe(feats: dict, depths: Tensor, cls_token: bool = True,
         init_quietly(head)
     optim = torch.optim.AdamW(head.parameters(), lr=lr,
                               weight_decay=weight_decay)
-    num = depths.shape[0]
+    num = len(depths)
     head.train()
     for _ in with_progress(range(iters), progress):
         idx = torch.randint(num, (min(batch_size, num), ), generator=gen)
-        pred = head(head_inputs(feats, idx, cls_token))
-        loss = sum(head.depth_losses(pred, depths[idx, None]).values())
+        if naflex:
+            losses = head.depth_losses_maps(
+                [head(head_inputs(feats, i, cls_token)) for i in idx.tolist()],
+                [depths[i] for i in idx.tolist()])
+        else:
+            losses = head.depth_losses(head(head_inputs(feats, idx, cls_token)),
+                                       depths[idx, None])
+        loss = sum(losses.values())
         optim.zero_grad()
         loss.backward()
         optim.step()
@@ -335,10 +377,18 @@ def fit_depth_probe(feats: dict, depths: Tensor, cls_token: bool = True,
 
 
 @torch.no_grad()
-def predict_depth(head: LinearDepthHead, feats: dict, size: Tuple[int, int],
-                  cls_token: bool = True, batch_size: int = 32) -> Tensor:
+def predict_depth(head: LinearDepthHead, feats: dict, size,
+                  cls_token: bool = True, batch_size: int = 32):
     """Depth ``(N, H, W)`` of cached features, upsampled bilinearly to
-    ``size``."""
+    ``size = (H, W)``; of NaFlex features
+    (:func:`~mmpos.evaluation.naflex.naflex_features`), each image's depth
+    alone, upsampled to its own size of the list ``size``: a list of
+    ``(H_i, W_i)``."""
+    if is_naflex(feats):
+        return [F.interpolate(head(head_inputs(feats, i, cls_token)),
+                              size=tuple(hw), mode='bilinear',
+                              align_corners=head.align_corners)[0, 0]
+                for i, hw in enumerate(size)]
     num = feats['patch'][0].shape[0]
     out = []
     for start in range(0, num, batch_size):
@@ -428,7 +478,23 @@ def mean_depth_metrics(per_image: Sequence[Optional[Dict[str, float]]]
     return {k: sum(m[k] for m in scored) / len(scored) for k in DEPTH_METRICS}
 
 
-def depth_metrics(pred: Tensor, gt: Tensor, min_depth_eval: float = 1e-3,
+def depth_pairs(pred, gt) -> List[Tuple[Tensor, Tensor]]:
+    """``(predicted, true)`` depth of each image, from ``(N, H, W)``
+    tensors or (NaFlex) lists of ``(H_i, W_i)``; shapes checked."""
+    if isinstance(gt, Tensor):
+        if pred.shape != gt.shape or gt.dim() != 3:
+            raise BadInputError(f'predicted depth {tuple(pred.shape)} vs '
+                                f'ground truth {tuple(gt.shape)}: both '
+                                '(N, H, W)')
+    elif len(pred) != len(gt) or any(p.shape != g.shape or g.dim() != 2
+                                     for p, g in zip(pred, gt)):
+        raise BadInputError(f'predicted depths {[tuple(p.shape) for p in pred]}'
+                            f' vs ground truth {[tuple(g.shape) for g in gt]}'
+                            ': one (H_i, W_i) of each per image')
+    return list(zip(pred, gt))
+
+
+def depth_metrics(pred, gt, min_depth_eval: float = 1e-3,
                   max_depth_eval: float = 10.,
                   crop_type: Optional[str] = None) -> Dict[str, float]:
     """The metrics of predicted vs ground-truth depths ``(N, H, W)``
@@ -437,7 +503,8 @@ def depth_metrics(pred: Tensor, gt: Tensor, min_depth_eval: float = 1e-3,
     averaged over the images that have an evaluated pixel.
 
     Args:
-        pred, gt: depths ``(N, H, W)``; ``gt`` 0 (or outside the range):
+        pred, gt: depths ``(N, H, W)``, or lists of ``(H_i, W_i)`` (NaFlex:
+            each image at its own size); ``gt`` 0 (or outside the range):
             not evaluated.
         min_depth_eval, max_depth_eval: the evaluated ground-truth range
             (open interval) and the prediction's clamp.
@@ -448,15 +515,12 @@ def depth_metrics(pred: Tensor, gt: Tensor, min_depth_eval: float = 1e-3,
         ``{'d1', 'd2', 'd3', 'abs_rel', 'sq_rel', 'rmse', 'rmse_log',
         'log10', 'silog'}`` floats (``d*`` fractions in [0, 1]).
     """
-    if pred.shape != gt.shape or gt.dim() != 3:
-        raise BadInputError(f'predicted depth {tuple(pred.shape)} vs ground '
-                            f'truth {tuple(gt.shape)}: both (N, H, W)')
     return mean_depth_metrics([
         image_depth_metrics(p, g, min_depth_eval, max_depth_eval, crop_type)
-        for p, g in zip(pred, gt)])
+        for p, g in depth_pairs(pred, gt)])
 
 
-def scale_aligned_d1(pred: Tensor, gt: Tensor, min_depth_eval: float = 1e-3,
+def scale_aligned_d1(pred, gt, min_depth_eval: float = 1e-3,
                      max_depth_eval: float = 10.,
                      crop_type: Optional[str] = None) -> float:
     """δ1 up to each image's scale (a fraction in [0, 1]): per image, the
@@ -470,15 +534,13 @@ def scale_aligned_d1(pred: Tensor, gt: Tensor, min_depth_eval: float = 1e-3,
     MiDaS, Ranftl et al. 2020, there by least squares in disparity).
 
     Args:
-        pred, gt: depths ``(N, H, W)`` metres, as :func:`depth_metrics`.
+        pred, gt: depths ``(N, H, W)`` (or lists of ``(H_i, W_i)``)
+            metres, as :func:`depth_metrics`.
         min_depth_eval, max_depth_eval, crop_type: see
             :func:`depth_metrics`.
     """
-    if pred.shape != gt.shape or gt.dim() != 3:
-        raise BadInputError(f'predicted depth {tuple(pred.shape)} vs ground '
-                            f'truth {tuple(gt.shape)}: both (N, H, W)')
     scores = []
-    for p, g in zip(pred, gt):
+    for p, g in depth_pairs(pred, gt):
         mask = depth_eval_mask(g, min_depth_eval, max_depth_eval, crop_type)
         if not mask.any():
             continue
@@ -493,7 +555,7 @@ def scale_aligned_d1(pred: Tensor, gt: Tensor, min_depth_eval: float = 1e-3,
     return float(torch.stack(scores).mean())
 
 
-def probe_depth_metrics(pred: Tensor, gt: Tensor, **settings
+def probe_depth_metrics(pred, gt, **settings
                         ) -> Dict[str, float]:
     """What a depth probe and its image-free baselines report:
     :func:`depth_metrics` and ``si_d1``, :func:`scale_aligned_d1` (the
@@ -625,7 +687,9 @@ def run_depth_probe(train_feats: dict, train_depths: Tensor, val_feats: dict,
                     progress: bool = False, **settings) -> Tuple[Dict[str, float], Tensor]:
     """Fit the probe on the training features and depths, predict the
     validation depths ``(M, H, W)`` and score them
-    (:func:`probe_depth_metrics`).
+    (:func:`probe_depth_metrics`); on NaFlex features and depths (one map
+    per image, :func:`fit_depth_probe`), each validation image's depth at
+    its own size.
 
     Args:
         settings: :class:`LinearDepthHead` (:data:`HEAD_KEYS`),
@@ -634,7 +698,7 @@ def run_depth_probe(train_feats: dict, train_depths: Tensor, val_feats: dict,
         progress: show the fit's progress bar (:func:`fit_depth_probe`).
 
     Returns:
-        ``(metrics, predicted depths (M, H, W))``.
+        ``(metrics, predicted depths (M, H, W) or NaFlex's list)``.
     """
     unknown = sorted(set(settings) - set(HEAD_KEYS + FIT_KEYS + EVAL_KEYS))
     if unknown:
@@ -642,8 +706,9 @@ def run_depth_probe(train_feats: dict, train_depths: Tensor, val_feats: dict,
     head = fit_depth_probe(
         train_feats, train_depths, cls_token=cls_token, seed=seed,
         progress=progress, **{k: v for k, v in settings.items() if k in HEAD_KEYS + FIT_KEYS})
-    pred = predict_depth(head, val_feats, tuple(val_depths.shape[-2:]),
-                         cls_token)
+    pred = predict_depth(head, val_feats, [tuple(d.shape) for d in val_depths]
+                         if is_naflex(val_feats) else
+                         tuple(val_depths.shape[-2:]), cls_token)
     metrics = probe_depth_metrics(pred, val_depths, **{
         k: v for k, v in settings.items() if k in EVAL_KEYS})
     return metrics, pred
@@ -658,23 +723,31 @@ DEPTH_PROBE = dict(blocks=1, cls_token=True, size=224, max_train_images=None,
 
 
 def depth_data(dataset_cfg: dict, size, depth_rescale_factor: float = 1e-3,
-               max_images: Optional[int] = None) -> Tuple[List[str], Tensor]:
+               max_images: Optional[int] = None,
+               naflex: Optional[Tuple[int, int]] = None):
     """``(image paths, depths (N, h, w) metres)`` of an mmseg depth dataset
     config (``NYUDataset`` or alike), the depths read by mmseg's
     ``LoadDepthAnnotation`` and resized (nearest) to ``size``; the first
-    ``max_images`` only where given."""
+    ``max_images`` only where given. ``naflex = (patch size, max_tokens)``:
+    each depth map resized instead to its image's NaFlex size
+    (:func:`~mmpos.evaluation.naflex.naflex_targets`), a list of
+    ``(H_i, W_i)``."""
     from .dense import (dataset_files, image_size, read_depth_maps,
                         resize_maps)
     infos, _ = dataset_files(dataset_cfg, 'depth_map_path')
     infos = infos[:max_images] if max_images else infos
-    depths = resize_maps(read_depth_maps(infos, depth_rescale_factor),
-                         image_size(size))
+    maps = read_depth_maps(infos, depth_rescale_factor)
+    if naflex is None:
+        depths = resize_maps(maps, image_size(size))
+    else:
+        from .naflex import naflex_targets
+        depths = naflex_targets(maps, *naflex)
     return [info['img_path'] for info in infos], depths
 
 
 def depth_split(cfg, split: str, size, data_root: Optional[str] = None,
-                max_images: Optional[int] = None
-                ) -> Tuple[List[str], Tensor]:
+                max_images: Optional[int] = None,
+                naflex: Optional[Tuple[int, int]] = None):
     """:func:`depth_data` of a probe config's ``train`` / ``val`` split,
     with the ``depth_rescale_factor`` of its ``LoadDepthAnnotation``."""
     from .dense import probe_dataset
@@ -682,7 +755,7 @@ def depth_split(cfg, split: str, size, data_root: Optional[str] = None,
                    cfg[f'{split}_dataloader'].dataset.get('pipeline', [])
                    if t.get('type') == 'LoadDepthAnnotation'), 1e-3)
     return depth_data(probe_dataset(cfg, split, data_root), size, factor,
-                      max_images)
+                      max_images, naflex)
 
 
 def depth_eval_settings(cfg) -> dict:

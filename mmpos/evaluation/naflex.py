@@ -4,8 +4,9 @@ probes that take one map per image: keypoint correspondence
 pair's maps, whatever their grids), in-context dense retrieval
 (:func:`~mmpos.evaluation.dense_retrieval.augmented_memory` and
 :func:`~mmpos.evaluation.dense_retrieval.retrieval_miou` with
-``max_tokens``) and the linear segmentation probe
-(:class:`~mmpos.evaluation.seg_probe.NaFlexEncoderDecoder`). Each image is
+``max_tokens``), the linear segmentation probe
+(:class:`~mmpos.evaluation.seg_probe.NaFlexEncoderDecoder`) and the
+linear depth probe (:mod:`~mmpos.evaluation.depth_probe`). Each image is
 resized at its own aspect ratio to the largest grid of at most
 ``max_tokens`` patches (:class:`~mmpos.datasets.transforms.NaFlexResize`,
 timm's rule) instead of to one square, the batch padded with a key mask
@@ -15,9 +16,11 @@ output split back into one ``(C, h_i, w_i)`` map per image
 patch centres cover the original image as a square resize's do
 (:func:`~mmpos.evaluation.correspondence.patch_centres`), with the
 image's aspect ratio kept. Where a square probe resizes the labels to
-the square (retrieval), they are resized (nearest) to each image's NaFlex
-size; where it upsamples the logits to the labels (the linear probe,
-mmseg's), each image's logits are upsampled to its own label map.
+the square (retrieval; the depths of the depth probe), they are resized
+(nearest) to each image's NaFlex size (:func:`naflex_targets`); where it
+upsamples its output to the labels (the linear segmentation probe,
+mmseg's; the depth probe, to the resized depths), each image's output is
+upsampled to its own map.
 """
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -105,17 +108,26 @@ def naflex_features(backbone, paths: Sequence[str], max_tokens: int,
     return dict(patch=patch, cls=[torch.cat(c) if c else None for c in cls])
 
 
+def naflex_targets(maps: Sequence[np.ndarray], patch_size: int,
+                   max_tokens: int, dtype=torch.float32) -> List[Tensor]:
+    """Per-pixel targets ``(H, W)`` (labels, depths) of images of their
+    size, each resized (nearest: values kept) to its image's NaFlex size
+    ``(H_i, W_i)`` (:func:`~mmpos.datasets.transforms.naflex_size` of the
+    map's size), as ``dtype`` tensors."""
+    from .dense import resize_maps
+    return [resize_maps([m], naflex_size(m.shape[:2], patch_size,
+                                         max_tokens), dtype)[0]
+            for m in maps]
+
+
 def naflex_label_maps(infos: Sequence[dict], patch_size: int,
                       max_tokens: int) -> List[Tensor]:
     """The semantic label maps of mmseg data ``infos``
-    (:func:`~mmpos.evaluation.dense.read_label_maps`), each resized
-    (nearest) to its image's NaFlex size ``(H_i, W_i)``
-    (:func:`~mmpos.datasets.transforms.naflex_size` of the label map's
-    size, the image's), as ``long`` tensors."""
-    from .dense import read_label_maps, resize_maps
-    return [resize_maps([m], naflex_size(m.shape[:2], patch_size,
-                                         max_tokens), torch.long)[0]
-            for m in read_label_maps(infos)]
+    (:func:`~mmpos.evaluation.dense.read_label_maps`) at their images'
+    NaFlex sizes (:func:`naflex_targets`), as ``long`` tensors."""
+    from .dense import read_label_maps
+    return naflex_targets(read_label_maps(infos), patch_size, max_tokens,
+                          torch.long)
 
 
 def naflex_pair_features(backbone, pairs: Sequence[dict], max_tokens: int,

@@ -165,7 +165,8 @@ def test_mini_nyu_depth_is_exact(dense_mini):
             assert np.allclose(gap, 0, atol=1e-9)  # on a face
 
 
-def test_depth_tool_end_to_end(dense_mini, tmp_path, capsys):
+@pytest.mark.parametrize('size', [[], ['--max-tokens', '4']])  # NaFlex
+def test_depth_tool_end_to_end(dense_mini, tmp_path, capsys, size):
     """The tool writes its metrics and pictures and shows the head's
     training as mmengine's progress bar (#58: a run of minutes talks)."""
     probe = REPO / 'configs/dense_probes/depth_mini-nyu.py'
@@ -173,10 +174,12 @@ def test_depth_tool_end_to_end(dense_mini, tmp_path, capsys):
     load_tool('depth_probe').main([
           str(REPO / DEMO), 'none', '--probe', str(probe), '--data-root',
           str(dense_mini / 'nyu'), '--work-dir', str(tmp_path), '--iters',
-          '20', '--pictures', '2'])
+          '20', '--pictures', '2', *size])
     metrics = json.load(open(tmp_path / 'metrics.json'))
     assert {'depth/rmse', 'depth/abs_rel', 'depth/d1'} <= set(metrics)
     assert 0 <= metrics['depth/d1'] <= 1 and metrics['depth/rmse'] > 0
+    assert ('max_tokens' in (tmp_path / 'result.md').read_text()) == bool(
+        size)
     assert (tmp_path / 'depth_pictures.png').stat().st_size < 200_000
     assert '] 20/20, ' in capsys.readouterr().out
 
@@ -222,3 +225,104 @@ def test_depth_estimator_config_trains(dense_mini):
     depth = out.pred_depth_map.data
     assert depth.shape == (1, 32, 32)
     assert ((depth >= 1e-3) & (depth <= 10.)).all()
+
+
+# NaFlex: each image at its aspect ratio within a token budget
+NAFLEX_SHAPES = [(40, 120), (96, 32), (64, 64), (50, 70)]  # (H, W) pixels
+MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
+
+
+def naflex_backbone(**kwargs):
+    from mmpos.models.backbones import RoPEVisionTransformer
+    torch.manual_seed(0)
+    model = RoPEVisionTransformer(
+        arch=dict(embed_dims=32, num_layers=2, num_heads=2,
+                  feedforward_channels=64), patch_size=8, img_size=32,
+        rope=dict(type='mixed'), use_ape=True, num_register_tokens=1,
+        out_type='raw', **kwargs)
+    model.init_weights()
+    return model.eval()
+
+
+def nyu_folder(root, shapes):
+    """A depth probe config on an mmseg ``NYUDataset`` of random images and
+    smooth depths (uint16 mm) of the given sizes, the same files in the
+    ``train`` and ``test`` splits."""
+    from PIL import Image
+    g = np.random.default_rng(0)
+    for split in ('train', 'test'):
+        for folder in ('images', 'annotations'):
+            (root / folder / split).mkdir(parents=True)
+        for i, (h, w) in enumerate(shapes):
+            Image.fromarray(g.integers(0, 256, (h, w, 3), dtype=np.uint8)
+                            ).save(root / 'images' / split / f'r_{i}.jpg')
+            y, x = np.mgrid[:h, :w]
+            depth = 1 + 4 * (y / h) + 2 * np.sin(x / 7.) ** 2
+            Image.fromarray(np.round(depth * 1000).astype(np.uint16)).save(
+                root / 'annotations' / split / f'r_{i}.png')
+    cfg = Config.fromfile(REPO / 'configs/dense_probes/depth_mini-nyu.py')
+    cfg.merge_from_dict(dict(depth_probe=dict(size=32, iters=5, lr=1e-2,
+                                              batch_size=3)))
+    return cfg, str(root)
+
+
+def test_naflex_depth_losses_pool_the_batchs_pixels():
+    """Mixed sizes: SigLoss over every image's pixels together (its
+    prediction upsampled to its own depth map); one size: the batch
+    loss of depth_losses."""
+    torch.manual_seed(0)
+    head = LinearDepthHead(in_channels=4, n_bins=8)
+    preds = [torch.rand(1, 1, 3, 5) + 1, torch.rand(1, 1, 4, 2) + 1]
+    gts = [torch.rand(12, 20) * 5, torch.rand(16, 8) * 5]
+    loss = head.depth_losses_maps(preds, gts)['loss_sig']
+    up = [torch.nn.functional.interpolate(p, size=g.shape, mode='bilinear',
+                                          align_corners=False).flatten()
+          for p, g in zip(preds, gts)]
+    assert torch.allclose(loss, SigLoss()(torch.cat(up), torch.cat(
+        [g.flatten() for g in gts])))
+    same = torch.rand(2, 1, 3, 5) + 1, torch.rand(2, 1, 12, 20) * 5
+    assert torch.allclose(head.depth_losses_maps(
+        list(same[0].split(1)), list(same[1][:, 0]))['loss_sig'],
+        head.depth_losses(*same)['loss_sig'])
+
+
+def test_naflex_depth_of_a_mixed_batch_is_each_image_alone(tmp_path):
+    """Every image of a padded batch of four aspect ratios gets the
+    features and predicted depth it gets alone (batch of 1), at its NaFlex
+    size (its grid times the patch, its depth map resized to it)."""
+    from mmpos.datasets.transforms import naflex_size
+    from mmpos.evaluation.dense_suite import depth_run
+    cfg, root = nyu_folder(tmp_path, NAFLEX_SHAPES)
+    model = naflex_backbone()
+    runs = [depth_run(cfg, model, MEAN, STD, data_root=root,
+                      batch_size=size, max_tokens=24) for size in (4, 1)]
+    (metrics, details), (alone, one) = runs
+    sizes = [tuple(d.shape) for d in details['gt']]
+    assert sizes == [naflex_size(hw, 8, 24) for hw in NAFLEX_SHAPES]
+    assert len(set(sizes)) == 4 and details['settings']['max_tokens'] == 24
+    for a, b, gt in zip(details['pred'], one['pred'], details['gt']):
+        assert a.shape == gt.shape
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    assert metrics == pytest.approx(alone, rel=1e-5)
+    assert metrics == depth_metrics(details['pred'], details['gt'],
+                                    crop_type='nyu_crop') | dict(
+        si_d1=metrics['si_d1'])
+
+
+def test_naflex_depth_on_squares_at_the_square_size_is_the_square(
+        tmp_path):
+    """Square images whose NaFlex size is the square size (32 px, 16
+    patches of 8): the NaFlex probe gives the square probe's depths and
+    metrics (fp32), and the same image-free baselines."""
+    from mmpos.evaluation.dense_suite import depth_run
+    cfg, root = nyu_folder(tmp_path, [(32, 32)] * 3)
+    model = naflex_backbone(out_indices=(0, 1))
+    square, sq = depth_run(cfg, model, MEAN, STD, data_root=root)
+    naflex, nf = depth_run(cfg, model, MEAN, STD, data_root=root,
+                           max_tokens=16)
+    assert [tuple(p.shape) for p in nf['pred']] == [(32, 32)] * 3
+    torch.testing.assert_close(torch.stack(nf['pred']), sq['pred'],
+                               rtol=1e-5, atol=1e-5)
+    assert all(torch.equal(a, b) for a, b in zip(nf['gt'], sq['gt']))
+    assert naflex == pytest.approx(square, rel=1e-5)
+    assert nf['baselines'] == sq['baselines']

@@ -4,6 +4,7 @@
         --probe PROBE_CONFIG --work-dir DIR [--data-root ROOT]
         [--blocks 1|4] [--no-cls-token] [--iters N] [--seed S]
         [--pictures N] [--prefix backbone.] [--device cpu|cuda]
+        [--max-tokens T]
 
 The backbone comes from CONFIG (any mmpos / mmpretrain / mmdet / mmseg
 config) and CHECKPOINT (``none``: random init), as for ``knn_eval.py``.
@@ -14,6 +15,13 @@ and ``depth_probe`` (blocks, class token, input size, DINOv2's head: 256
 uniform bins in [1e-3, 10] m, x4 bilinear upsampling; the schedule).
 Frozen features of all images are computed once; the linear head trains on
 them (:mod:`mmpos.evaluation.depth_probe`).
+
+``--max-tokens T`` (a RoPE ViT): NaFlex maps instead of squares of the
+config's size: each image resized at its aspect ratio within ``T``
+patches, the images of a batch padded to one sequence with a key mask,
+each image's depth map resized (nearest) to its image's size and its depth
+predicted and scored at it (:func:`mmpos.evaluation.dense_suite.depth_run`;
+the image-free baselines stay at the square size).
 
 Writes ``DIR/metrics.json`` (``depth/rmse``, ``depth/abs_rel``,
 ``depth/d1`` ... as mmseg's ``DepthMetric`` gives them) and

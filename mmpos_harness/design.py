@@ -45,20 +45,31 @@ baseline, ``pixels`` or ``image-free``) and their ``kind``:
 within the task's ``margins``, :func:`~mmpos_stats.tost`) or
 ``above_margin`` (the difference's interval at the family's level lies
 above the task's margin).
+
+:func:`judge` reads a runner's summary (a comparison ``summary.json``,
+:mod:`~.comparison.seeds`) and gives every family's verdicts as the file
+says: each test on the per-run values of the task's first metric (the
+ranking's own Welch test; against a baseline row of one value the
+one-sample t), p adjusted within the family, a verdict per test
+(:class:`Judged`)::
+
+    python tools/misc/judge_design.py designs/probes.yaml SUMMARY_JSON
 """
+import dataclasses
 import glob
 import json
 import math
 import os
 import os.path as osp
 import statistics
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import yaml
 
 import mmpos_stats as stats
 from mmpos.errors import BadInputError
 
+from .comparison import seeds
 from .provenance import ROOT
 
 DESIGNS = 'designs'
@@ -553,3 +564,299 @@ def mdd_planned(design: dict, task: str) -> float:
     return stats.minimum_detectable_difference(
         sd * math.sqrt(2 / n), 2 * n - 2,
         design['alpha'] / max(sizes or [1]), design['power']['target'])
+
+
+# --------------------------------------------- judging a runner's summary
+#: the rows of a comparison summary that do not pretrain (``baselines``)
+BASELINES = ('pixels', 'image-free')
+#: the word of a verdict per family kind (beside ``no verdict`` and
+#: ``no test``); difference: the comparison's ``higher`` / ``lower``
+ABOVE = 'above margin'
+
+
+@dataclasses.dataclass(frozen=True)
+class Judged:
+    """One test of a design's family judged on a runner's summary
+    (:func:`judge`).
+
+    Attributes:
+        family, kind: the family's name and kind.
+        arm, task, other: the test, ``arm - other`` on ``task``'s first
+            metric (``other``: the reference, another arm, ``pixels`` or
+            ``image-free``; the design's names).
+        method: ``'welch'`` (independent runs), ``'paired'`` (one
+            pretraining run per arm, shared transfer seeds) or
+            ``'one-sample t'`` (against a baseline of one value).
+        difference: ``D``, the arm's mean minus the other's.
+        n_a, n_b: runs of each side (a one-value baseline: 1).
+        low, high: the interval of ``D`` at ``confidence``: difference the
+            test's 95 % t interval, equivalence TOST's 90 % interval,
+            above margin ``D -+ t_{1 - a, nu} SE`` at the level ``a`` the
+            family's correction applies to the test (:func:`judge`), the
+            confidence ``1 - 2a``; None without a test.
+        confidence: of ``[low, high]``; None without a test.
+        pvalue, p_adj: the test's p (above margin: one-sided, ``H0: delta
+            <= margin``) and p adjusted within the family; None without a
+            test.
+        margin: the task's margin (equivalence, above margin), else None.
+        verdict: ``'higher'`` / ``'lower'`` (difference), ``'equivalent'``
+            (equivalence), ``'above margin'``, or ``'no verdict'`` /
+            ``'no test'`` (fewer than 2 runs on a side).
+        reason: why there is no test, else None.
+    """
+    family: str
+    kind: str
+    arm: str
+    task: str
+    other: str
+    method: str
+    difference: float
+    n_a: int
+    n_b: int
+    low: Optional[float]
+    high: Optional[float]
+    confidence: Optional[float]
+    pvalue: Optional[float]
+    p_adj: Optional[float]
+    margin: Optional[float]
+    verdict: str
+    reason: Optional[str]
+
+
+def read_summary(path: str) -> dict:
+    """A runner's ``summary.json`` (a comparison summary,
+    :mod:`~.comparison.seeds`: per task its ``metrics`` and per init and
+    baseline row the raw ``groups``), read as stored (nothing
+    re-analysed); anything else is refused in one line naming the file."""
+    with open(path) as f:
+        summary = json.load(f)
+    if not isinstance(summary, dict) or not isinstance(
+            summary.get('tasks'), dict):
+        raise BadInputError(f'{path}: not a comparison summary (no "tasks" '
+                            'mapping)')
+    return summary
+
+
+def _side(summary: dict, path: str, where: str, task: str,
+          name: str) -> dict:
+    """The summary's entry of ``name`` (an arm or a baseline, the design's
+    name) on ``task``, refused in one line naming the key when missing."""
+    spec = summary['tasks'].get(task)
+    if not isinstance(spec, dict) or 'metrics' not in spec or \
+            'inits' not in spec:
+        raise BadInputError(f'{path}: no tasks.{task} with metrics and inits '
+                            f'({where})')
+    group = 'baselines' if name in BASELINES else 'inits'
+    shown = ARM_NAMES.get(name, name)
+    if shown not in (spec.get(group) or {}):
+        raise BadInputError(f'{path}: no tasks.{task}.{group}.{shown!r} '
+                            f'({where})')
+    return spec
+
+
+def _against_baseline(summary: dict, spec: dict, arm: str,
+                      base: str) -> tuple:
+    """``arm`` against a baseline row: the arm's per-run values (per
+    pretraining run the mean over its transfer seeds, complete runs only,
+    as the ranking's tests take them) against the row's values, each a run
+    (raw pixels: one per probe seed); Welch with 2 values or more, with
+    one (the image-free prior, a deterministic probe's raw pixels) the
+    one-sample t against it (the ranking's informativeness test). Returns
+    ``(comparison or None, method, n_b)``."""
+    key = seeds._first(spec)
+    row = spec['baselines'][ARM_NAMES.get(base, base)][key]['groups']
+    values = [v for g in row for v in g if v is not None]
+    sample = seeds._run_means(summary, spec, ARM_NAMES.get(arm, arm))
+    if not sample or not values:
+        return None, 'welch', len(values)
+    if len(values) > 1:
+        return stats.welch(sample, values), 'welch', len(values)
+    found = stats.paired(sample, values * len(sample))
+    if found.pvalue is None and len(sample) < 2:
+        found = dataclasses.replace(found, reason=f'{len(sample)} run of '
+                                    f'{arm}, fewer than 2')
+    return found, 'one-sample t', 1
+
+
+def _compare(summary: dict, path: str, where: str, design: dict,
+             test: list) -> tuple:
+    """``test`` (``[arm, task]`` or ``[arm, task, other]``) on the
+    summary: ``(comparison or None, method, n_b)``; between inits the
+    ranking's own test (:func:`~.comparison.seeds._compare`)."""
+    arm, task = test[:2]
+    other = test[2] if len(test) == 3 else design['reference']
+    spec = _side(summary, path, where, task, arm)
+    _side(summary, path, where, task, other)
+    if other in BASELINES:
+        return _against_baseline(summary, spec, arm, other)
+    found = seeds._compare(summary, spec, seeds._first(spec),
+                           ARM_NAMES.get(arm, arm),
+                           ARM_NAMES.get(other, other))
+    method = 'welch' if summary.get('pretrain_seeds') else 'paired'
+    return found, method, None if found is None else found.n_b
+
+
+def _margin_levels(pvalues: List[Optional[float]], p_adj: list,
+                   correction: str, alpha: float) -> list:
+    """Per test of an above-margin family the one-sided level of its
+    interval, the level at which the correction judges it: Holm at step
+    ``j`` (its p the ``j``-th smallest of ``m``) ``alpha / (m - j + 1)``
+    for the ``R`` tests it rejects, ``alpha / (m - R)`` (the step where it
+    stopped) for the others; Benjamini-Hochberg ``max(R, 1) alpha / m``
+    (it rejects exactly the p values up to ``R alpha / m``). So the lower
+    end clears the margin exactly when the adjusted p is below ``alpha``.
+    None for a test without p."""
+    index = [i for i, p in enumerate(pvalues) if p is not None]
+    m = len(index)
+    rejected = sum(p_adj[i] < alpha for i in index)
+    out: List[Optional[float]] = [None] * len(pvalues)
+    order = sorted(index, key=lambda i: pvalues[i])  # stable, as adjust
+    for step, i in enumerate(order, 1):
+        if correction == stats.HOLM:
+            out[i] = alpha / (m - step + 1) if p_adj[i] < alpha else \
+                alpha / (m - rejected)
+        else:
+            out[i] = max(rejected, 1) * alpha / m
+    return out
+
+
+def _above_margin(found: List[Optional[stats.Comparison]],
+                  margins: List[float], correction: str,
+                  alpha: float) -> List[tuple]:
+    """``(low, high, confidence, p, p_adj, verdict)`` per test of an
+    above-margin family (:func:`judge`)."""
+    from scipy.stats import t as student_t
+    pvalues = [None if c is None or c.pvalue is None else
+               float(student_t.sf((c.difference - margin) / c.se, c.df))
+               for c, margin in zip(found, margins)]
+    p_adj = stats.adjust(pvalues, correction)
+    levels = _margin_levels(pvalues, p_adj, correction, alpha)
+    out = []
+    for c, p, q, level in zip(found, pvalues, p_adj, levels):
+        if p is None:
+            out.append((None, None, None, None, None, 'no test' if c is None
+                        else c.verdict))
+            continue
+        half = float(student_t.ppf(1 - level, c.df)) * c.se
+        out.append((c.difference - half, c.difference + half, 1 - 2 * level,
+                    p, q, ABOVE if q < alpha else 'no verdict'))
+    return out
+
+
+def judge(design: dict, summary: dict,
+          path: str = 'summary') -> List[Judged]:
+    """Every family of ``design`` (:func:`load`) judged on a runner's
+    ``summary`` (:func:`read_summary`; ``path`` names it in errors), one
+    :class:`Judged` per test in the families' order.
+
+    Each test compares the per-run values of the task's first metric, as
+    the ranking's table does (:mod:`~.comparison.seeds`): with
+    pretraining seeds Welch's t on the per-pretraining-run means (each
+    the mean over its transfer seeds, complete runs only), without them
+    the paired t over the shared transfer seeds; against a baseline row
+    (``pixels``: one value per probe seed; ``image-free``: one value)
+    Welch on the row's values as runs, and against a row of one value
+    (a fixed number: the image-free prior, a deterministic probe's raw
+    pixels) the one-sample t of the arm's runs against it (``nu = P -
+    1``). The p values are adjusted within each family by its correction
+    (:func:`~mmpos_stats.adjust`):
+
+    * ``difference``: the two-sided test, ``higher`` / ``lower`` when its
+      adjusted p is below alpha (:class:`~mmpos_stats.Comparison`); its
+      95 % t interval.
+    * ``equivalence``: :func:`~mmpos_stats.tost` within the task's
+      margin, ``equivalent`` when its adjusted p is below alpha; its 90 %
+      interval.
+    * ``above_margin``: the one-sided test of ``H0: delta <= margin``,
+      ``p = P(T_nu > (D - margin) / SE)``, ``above margin`` when its
+      adjusted p is below alpha. Its interval is at the level the
+      correction judges the test at (Holm: the Bonferroni level of its
+      step, ``alpha / (m - j + 1)``, or of the step where Holm stopped;
+      :func:`_margin_levels`), so that its lower end lies above the margin
+      exactly when the verdict is ``above margin``: the interval a reader
+      sees agrees with the verdict. These are each test's intervals at
+      its step's level, not simultaneous intervals for the family.
+
+    An arm with fewer than 2 runs has no test (``no test``, with the
+    reason); a missing task, arm or baseline row is refused in one line
+    naming the summary's key. The verdicts are at
+    :data:`mmpos_stats.ALPHA`; a design with another alpha is refused."""
+    name = design['study']
+    if design['alpha'] != stats.ALPHA:
+        raise BadInputError(f'design {name}: alpha {design["alpha"]} '
+                            f'(the verdicts are at {stats.ALPHA})')
+    margins = design.get('margins') or {}
+    out = []
+    for fam_name, fam in design['families'].items():
+        kind = fam.get('kind', 'difference')
+        found, methods, sizes = [], [], []
+        for test in fam['tests']:
+            comparison, method, n_b = _compare(
+                summary, path, f'design {name}, family {fam_name}, test '
+                f'{test}', design, test)
+            found.append(comparison)
+            methods.append(method)
+            sizes.append(n_b)
+        margin = [margins.get(test[1]) for test in fam['tests']]
+        if kind == 'above_margin':
+            cells = _above_margin(found, margin, fam['correction'],
+                                  design['alpha'])
+        else:
+            tests = [c if c is None or kind == 'difference' else
+                     stats.tost(c, m) for c, m in zip(found, margin)]
+            judged = iter(stats.family([t for t in tests if t is not None],
+                                       fam['correction']))
+            cells = []
+            for t in tests:
+                t = None if t is None else next(judged)
+                cells.append((None, None, None, None, None, 'no test')
+                             if t is None else
+                             (t.low, t.high, None if t.pvalue is None else
+                              1 - 2 * stats.ALPHA if kind == 'equivalence'
+                              else 1 - stats.ALPHA, t.pvalue, t.p_adj,
+                              t.verdict))
+        for test, c, method, n_b, m, cell in zip(
+                fam['tests'], found, methods, sizes, margin, cells):
+            out.append(Judged(
+                fam_name, kind, test[0], test[1],
+                test[2] if len(test) == 3 else design['reference'], method,
+                None if c is None else c.difference,
+                0 if c is None else c.n_a, n_b or 0, *cell[:5],
+                m if kind != 'difference' else None, cell[5],
+                'no complete run on a side' if c is None else c.reason))
+    return out
+
+
+def judgement_markdown(design: dict, judged: List[Judged]) -> str:
+    """A markdown table per family of :func:`judge`'s rows: the test, the
+    margin, the difference with its interval (and the interval's
+    confidence), the adjusted p and the verdict."""
+    lines = []
+    for fam_name, fam in design['families'].items():
+        rows = [r for r in judged if r.family == fam_name]
+        kind = fam.get('kind', 'difference')
+        size = sum(r.p_adj is not None for r in rows)
+        lines += [f'### {fam_name}', '',
+                  f'{kind}, {stats.CORRECTIONS[fam["correction"]]} over '
+                  f'{size} test{"s" * (size != 1)} (α {design["alpha"]})',
+                  '', '| test | margin | difference [interval] | p_adj | '
+                  'verdict |', '| --- | --- | --- | --- | --- |']
+        for r in rows:
+            what = (f'{ARM_NAMES.get(r.arm, r.arm)} − '
+                    f'{ARM_NAMES.get(r.other, r.other)}, {r.task} '
+                    f'({r.method})')
+            if r.difference is None:
+                cell = 'missing'
+            elif r.low is None:
+                cell = f'{r.difference:+.2f}'
+            else:
+                cell = (f'{r.difference:+.2f} [{r.low:.2f}, {r.high:.2f}] '
+                        f'({100 * r.confidence:.3g} %)')
+            verdict = r.verdict + (f' ({r.reason})' if r.reason else '')
+            lines.append(
+                f'| {what} | {"-" if r.margin is None else f"{r.margin:g}"}'
+                f' | {cell} | '
+                f'{"-" if r.p_adj is None else stats.format_p(r.p_adj)} | '
+                f'{verdict} |')
+        lines.append('')
+    return '\n'.join(lines)

@@ -66,6 +66,9 @@ EPOCH_IMAGES = {'ImageNet': 1281167, 'CocoDataset': 118287,
 #: own dataset on the rehearsal's synthetic data (``_annotated_item``)
 ANNOTATED = ('CocoDataset', 'ADE20KDataset')
 KINDS = ('PARAM', 'BUFFER', 'GRAD', 'OPT', 'ACT', 'TEMP', 'OTH')
+#: an FSDP plan's kinds (``FSDPMemTracker``'s) by the names of
+#: :data:`KINDS` where they mean the same per GPU: this GPU's shards
+SHARDED = {'SHARDED_PARAM': 'PARAM', 'SHARDED_GRAD': 'GRAD'}
 
 
 @dataclasses.dataclass
@@ -83,6 +86,8 @@ class Plan:
             counts epochs of a dataset of :data:`EPOCH_IMAGES`.
         amp: the autocast dtype of the step (None: fp32).
         notes: what the plan assumed.
+        world_size: the GPUs an FSDP plan's model is sharded on (1: not
+            sharded, every GPU holds the whole model as under DDP).
     """
     config: str
     batch: int
@@ -95,6 +100,7 @@ class Plan:
     epoch_images: Optional[int]
     amp: Optional[torch.dtype]
     notes: List[str]
+    world_size: int = 1
 
     def fits(self, gpu: str) -> bool:
         """Whether the peak fits ``gpu`` with :data:`RESERVED_GIB` free."""
@@ -201,7 +207,8 @@ def _stand_ins(turned=frozenset()):
                                                unset_fake_temporarily)
     from torch.overrides import TorchFunctionMode
     from torch.utils import _pytree as pytree
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._python_dispatch import (TorchDispatchMode,
+                                              is_traceable_wrapper_subclass)
     aten = torch.ops.aten
 
     class HostOps(TorchFunctionMode):
@@ -249,9 +256,11 @@ def _stand_ins(turned=frozenset()):
             kwargs = kwargs or {}
             tensors = [t for t in pytree.tree_leaves((args, kwargs))
                        if isinstance(t, torch.Tensor)]
-            if tensors and not any(isinstance(t, FakeTensor)
+            if tensors and not any(isinstance(t, FakeTensor) or
+                                   is_traceable_wrapper_subclass(t)
                                    for t in tensors):
                 # real in, real out: the host's work on the data samples
+                # (a DTensor of an FSDP plan holds a fake shard)
                 with unset_fake_temporarily():
                     return func(*args, **kwargs)
             if func is aten._local_scalar_dense.default:
@@ -526,6 +535,96 @@ def schedule(cfg) -> dict:
                 epoch_images=EPOCH_IMAGES.get(dataset.get('type')))
 
 
+def trains_fsdp(cfg) -> bool:
+    """Whether ``cfg`` trains with FSDP: its runner's ``strategy`` is an
+    FSDP strategy (``configs/_base_/fsdp.py``)."""
+    return 'FSDP' in str((cfg.get('strategy') or {}).get('type', ''))
+
+
+#: keys of a config's ``strategy.model_wrapper`` that :func:`fully_shard`
+#: follows; others change what FSDP holds and are refused
+FSDP_KEYS = ('type', 'auto_wrap_policy', 'sharding_strategy', 'device_id',
+             'use_orig_params')
+
+
+def fully_shard(model, cfg, mesh) -> None:
+    """Shard ``model`` on ``mesh`` as ``cfg``'s FSDP strategy wraps it, in
+    the terms of FSDP2's ``torch.distributed.fsdp.fully_shard`` (which
+    ``FSDPMemTracker`` tracks; the configs run FSDP1 through mmengine):
+    every module that the config's ``auto_wrap_policy`` makes a unit
+    (FSDP1's recursion: the policy asked with ``recurse=True`` before
+    descending, with ``recurse=False`` and the parameters not yet in a
+    unit below to wrap) is sharded on its own, inner units first, then the
+    root unit with the rest. FULL_SHARD, FSDP1's default: a unit's
+    parameters are gathered for its forward and again for its backward,
+    and freed after each.
+
+    Raises:
+        NotImplementedError: the wrapper asks for another sharding
+            strategy or options the plan does not follow (one line).
+    """
+    from functools import partial
+
+    from mmengine.registry import FUNCTIONS
+    from torch.distributed.fsdp import fully_shard as shard
+    wrapper = dict(copy.deepcopy((cfg.get('strategy') or {}).get(
+        'model_wrapper') or {}))
+    sharding = str(wrapper.get('sharding_strategy', 'FULL_SHARD'))
+    others = sorted(set(wrapper) - set(FSDP_KEYS))
+    if others or sharding.rpartition('.')[2] != 'FULL_SHARD':
+        raise NotImplementedError(
+            f'{cfg.filename}: strategy.model_wrapper '
+            f'{others or "sharding_strategy=" + sharding} is not planned; '
+            'the planner follows FULL_SHARD with an auto_wrap_policy')
+    policy = wrapper.get('auto_wrap_policy')
+    if policy is not None:
+        policy = dict(type=policy) if isinstance(policy, str) else policy
+        kwargs = dict(policy)
+        with FUNCTIONS.switch_scope_and_registry(None):
+            function = kwargs.pop('type')
+            function = FUNCTIONS.get(function) if isinstance(
+                function, str) else function
+        policy = partial(function, **kwargs)
+    units = []
+
+    def wrapped(module) -> int:
+        """Parameters of ``module`` in units, after wrapping it."""
+        total = sum(p.numel() for p in module.parameters())
+        if policy is None or not policy(module=module, recurse=True,
+                                        nonwrapped_numel=total):
+            return 0
+        inner = sum(wrapped(child) for child in module.children())
+        if module is not model and policy(module=module, recurse=False,
+                                          nonwrapped_numel=total - inner):
+            units.append(module)
+            return total
+        return inner
+
+    wrapped(model)
+    for unit in units:  # inner units first (post-order)
+        shard(unit, mesh=mesh)
+    shard(model, mesh=mesh)
+
+
+@contextlib.contextmanager
+def fake_world(size: int):
+    """A device mesh of ``size`` CPU ranks on torch's fake process group
+    (``FakeStore``: collectives move nothing), this process rank 0; the
+    group is destroyed after."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+    if dist.is_initialized():
+        raise RuntimeError('an FSDP plan runs on a fake process group of its '
+                           'own; this process has one initialised')
+    dist.init_process_group('fake', store=FakeStore(), rank=0,
+                            world_size=size)
+    try:
+        yield init_device_mesh('cpu', (size, ))
+    finally:
+        dist.destroy_process_group()
+
+
 @dataclasses.dataclass
 class TrainingStep:
     """One training step of a config, ready to run (:func:`real_step`):
@@ -570,7 +669,8 @@ class TrainingStep:
 
 
 def real_step(cfg, batch: Optional[int] = None, image_size=(224, 224),
-              device='cpu', mode=None, stand_ins=None) -> TrainingStep:
+              device='cpu', mode=None, stand_ins=None,
+              mesh=None) -> TrainingStep:
     """The training step of ``cfg`` that the planner plans, with real
     tensors on ``device`` or, given a ``FakeTensorMode`` ``mode``, with fake
     ones (module docstring): a batch of ``batch`` copies (default: the
@@ -584,7 +684,9 @@ def real_step(cfg, batch: Optional[int] = None, image_size=(224, 224),
 
     With ``mode``, the optimizer, the inputs and the EMA teachers are made
     inside ``mode`` and the dispatch mode ``stand_ins`` (:func:`_stand_ins`)
-    as the step that follows must run."""
+    as the step that follows must run. With a device ``mesh``, the model
+    is sharded on it (:func:`fully_shard`) after its EMA teachers are set
+    and before the optimizer is built, as the FSDP strategy wraps it."""
     from mmengine.optim import build_optim_wrapper
     from mmengine.registry import MODELS, init_default_scope
 
@@ -609,11 +711,13 @@ def real_step(cfg, batch: Optional[int] = None, image_size=(224, 224),
     wrapper_cfg, dtype = plain_optim_wrapper(cfg)
     with mode or contextlib.nullcontext(), \
             stand_ins or contextlib.nullcontext():
+        for ema, source in getattr(model, 'ema_teachers', list)():
+            update_ema(ema, source, model)
+        if mesh is not None:
+            fully_shard(model, cfg, mesh)
         wrapper = build_optim_wrapper(model, wrapper_cfg)
         if mode:
             data['inputs'] = _fake(data['inputs'], mode)
-        for ema, source in getattr(model, 'ema_teachers', list)():
-            update_ema(ema, source, model)
     return TrainingStep(model, wrapper, data, dtype, device, batch)
 
 
@@ -622,11 +726,19 @@ def real_step(cfg, batch: Optional[int] = None, image_size=(224, 224),
 MAX_TURNED = 4
 
 
-def plan(cfg, batch: Optional[int] = None, image_size=(224, 224)) -> Plan:
+def plan(cfg, batch: Optional[int] = None, image_size=(224, 224),
+         world_size: int = 1) -> Plan:
     """The :class:`Plan` of the config ``cfg`` (an mmengine ``Config``,
     e.g. ``mmpos.guardrails.launch.load_config``'s) at ``batch`` images per
     GPU (default: its ``train_dataloader.batch_size``): :func:`real_step`
     on fake tensors, run twice (module docstring).
+
+    A config that trains with FSDP (:func:`trains_fsdp`) is planned per
+    GPU of ``world_size`` GPUs: its model sharded by :func:`fully_shard`
+    on a fake process group of that size (:func:`fake_world`) and its
+    memory tracked by torch's ``FSDPMemTracker`` (module docstring). At
+    ``world_size`` 1 it is planned as under DDP: FSDP1 on one process
+    shards nothing (it switches to ``NO_SHARD``).
 
     Where the step fails after a boolean read answered ``False`` (mmdet's
     anchor head raises when no anchor lies inside the image) or a
@@ -634,6 +746,39 @@ def plan(cfg, batch: Optional[int] = None, image_size=(224, 224)) -> Plan:
     most one image id per image), the steps run again with the answers at
     that line turned (``True``; one value), at most :data:`MAX_TURNED`
     lines; the notes name them."""
+    sharded = world_size > 1 and trains_fsdp(cfg)
+    with fake_world(world_size) if sharded else \
+            contextlib.nullcontext() as mesh:
+        step, flops, peak, notes = _fake_steps(cfg, batch, image_size, mesh)
+    by_kind = {str(k).rpartition('.')[2]: float(v)
+               for device in peak.values() for k, v in device.items()}
+    if sharded:
+        by_kind = {SHARDED.get(k, k): v for k, v in by_kind.items()}
+        notes.append(
+            f'{_inputs_note(cfg, step, image_size)}; FSDP FULL_SHARD on '
+            f'{world_size} GPUs as FSDP2 shards it (torch\'s FSDPMemTracker '
+            'on a fake process group): parameters, gradients and optimizer '
+            'state per GPU are shards, a unit\'s parameters are gathered '
+            'while it runs; no communication time; '
+            f'{RESERVED_GIB:g} GiB of a GPU kept free for the CUDA context '
+            'and the caching allocator')
+    else:
+        notes.append(f'{_inputs_note(cfg, step, image_size)}; no FSDP '
+                     f'sharding, no communication; {RESERVED_GIB:g} GiB of '
+                     'a GPU kept free for the CUDA context and the caching '
+                     'allocator')
+    return Plan(config=cfg.filename, batch=step.batch,
+                params=sum(p.numel() for p in step.model.parameters()),
+                flops_fwd=flops[0] / step.batch,
+                flops_train=flops[1] / step.batch, peak=by_kind,
+                **schedule(cfg), amp=step.dtype, notes=notes,
+                world_size=world_size if sharded else 1)
+
+
+def _fake_steps(cfg, batch, image_size, mesh):
+    """``(step, FLOPs, peak snapshot, notes)`` of :func:`plan`: the step
+    built on fake tensors (sharded on ``mesh``, if given) and run by
+    :func:`_two_steps`, with the stand-ins' lines turned as needed."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -649,13 +794,14 @@ def plan(cfg, batch: Optional[int] = None, image_size=(224, 224)) -> Plan:
     try:
         with _one_line(cfg.filename):
             step = real_step(cfg, batch, image_size, mode=mode,
-                             stand_ins=stand_ins)
+                             stand_ins=stand_ins, mesh=mesh)
         setup_reads = stand_ins.reads
         while True:
             stand_ins.reads, stand_ins.last_site = setup_reads, None
             try:
                 with mode, _one_line(cfg.filename), stand_ins:
-                    flops, peak = _two_steps(step, FlopCounterMode)
+                    flops, peak = _two_steps(step, FlopCounterMode,
+                                             mesh is not None)
                 break
             except (ValueError, AssertionError, RuntimeError) as err:
                 site = stand_ins.last_site
@@ -675,34 +821,29 @@ def plan(cfg, batch: Optional[int] = None, image_size=(224, 224)) -> Plan:
     notes += [f'stand-ins at {osp.relpath(path)}:{line} turned (True; one '
               f'value): the first answer stopped the step ({err})'
               for (path, line), err in turned.items()]
-    by_kind = {str(k).rpartition('.')[2]: float(v)
-               for device in peak.values() for k, v in device.items()}
-    notes.append(f'{_inputs_note(cfg, step, image_size)}; no FSDP '
-                 f'sharding, no communication; {RESERVED_GIB:g} GiB of a '
-                 'GPU kept free for the CUDA context and the caching '
-                 'allocator')
-    return Plan(config=cfg.filename, batch=step.batch,
-                params=sum(p.numel() for p in step.model.parameters()),
-                flops_fwd=flops[0] / step.batch,
-                flops_train=flops[1] / step.batch, peak=by_kind,
-                **schedule(cfg), amp=step.dtype, notes=notes)
+    return step, flops, peak, notes
 
 
-def _two_steps(step, counter):
+def _two_steps(step, counter, sharded=False):
     """Two runs of ``step``: the first's FLOPs (forward; forward and
     backward) counted by ``counter`` (``FlopCounterMode``), the second's
-    peak snapshot by torch's ``MemTracker``, which tracks the parameters
-    and the optimizer state the first step made. Not both in one step:
+    peak snapshot by torch's ``MemTracker`` (``FSDPMemTracker`` for a
+    ``sharded`` model), which tracks the parameters and the optimizer
+    state the first step made. Not both in one step:
     ``FlopCounterMode``'s module hooks keep the activations of a
     checkpointed block (``with_cp``) alive, +25 % on ViT-S/16 at batch 2."""
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
     with counter(display=False, custom_mapping=_CPU_SDPA) as count:
         loss = step.loss()
         fwd = count.get_total_flops()
         loss.backward()
     flops = fwd, count.get_total_flops()
     step.update()
-    tracker = _tracker()
-    tracker.track_external(step.model, step.wrapper.optimizer)
+    if sharded:
+        tracker = FSDPMemTracker(step.model, step.wrapper.optimizer)
+    else:
+        tracker = _tracker()
+        tracker.track_external(step.model, step.wrapper.optimizer)
     with tracker:
         step()
     return flops, tracker.get_tracker_snapshot('peak')
@@ -724,8 +865,10 @@ def _inputs_note(cfg, step, image_size) -> str:
             f'{dataset} sample; inputs {shape}{counts}')
 
 
-#: kinds that do not grow with the batch
-FIXED_KINDS = ('PARAM', 'BUFFER', 'GRAD', 'OPT')
+#: kinds that do not grow with the batch (under FSDP also the gathered
+#: units' parameters and gradients and the collectives' buffers)
+FIXED_KINDS = ('PARAM', 'BUFFER', 'GRAD', 'OPT', 'UNSHARDED_PARAM',
+               'UNSHARDED_GRAD', 'ALL_GATHER', 'REDUCE_SCATTER')
 
 
 def at_batch(p: Plan, batch: int) -> Plan:
@@ -740,12 +883,14 @@ def at_batch(p: Plan, batch: int) -> Plan:
     return dataclasses.replace(p, batch=batch, peak=peak)
 
 
-def largest_batch(cfg, gpu: str, start: int, image_size=(224, 224)) -> int:
+def largest_batch(cfg, gpu: str, start: int, image_size=(224, 224),
+                  world_size: int = 1) -> int:
     """The largest batch per GPU whose peak fits ``gpu``: the peak is
     ``fixed + per_image * batch`` (parameters, gradients and optimizer
     state do not grow with the batch; activations do), fitted from the
-    plans at ``start`` and ``2 * start`` images."""
-    low, high = (plan(cfg, b, image_size).peak['Total']
+    plans at ``start`` and ``2 * start`` images (on ``world_size`` GPUs:
+    :func:`plan`)."""
+    low, high = (plan(cfg, b, image_size, world_size).peak['Total']
                  for b in (start, 2 * start))
     per_image = (high - low) / start
     fixed = low - per_image * start

@@ -3,6 +3,7 @@ a config's real model under fake tensors. Its FLOPs against the analytic
 count of a ViT and its peak memory against a real step's on this CPU
 (allocator events of torch's profiler, as benchmarks/_timing.py measures
 them); the tool's report and bad input."""
+import copy
 import importlib
 import sys
 
@@ -180,3 +181,59 @@ def test_a_segmentation_step_is_fed_its_512_crops_and_label_map():
     labels = item['data_samples'].gt_sem_seg.data
     assert labels.shape == (1, 512, 512)
     assert set(labels.unique().tolist()) <= set(range(150)) | {255}
+
+
+@pytest.fixture(scope='module')
+def vit_s_adamw():
+    """ViT-S/16 of VIT_S with AdamW (FSDP2 shards parameters as DTensors,
+    which mmpretrain's LAMB does not take), and the same config trained
+    with FSDP as configs/_base_/fsdp.py wraps it (one unit per block)."""
+    from mmengine.config import Config
+    cfg = Config.fromfile(REPO / VIT_S)
+    cfg.optim_wrapper = dict(type='OptimWrapper', optimizer=dict(
+        type='AdamW', lr=1e-3, weight_decay=0.05))
+    fsdp = copy.deepcopy(cfg)
+    fsdp.merge_from_dict(dict(
+        runner_type='FlexibleRunner',
+        strategy=Config.fromfile(REPO / 'configs/_base_/fsdp.py').strategy))
+    torch.manual_seed(0)
+    return planner.plan(cfg, batch=2), fsdp
+
+
+def test_an_fsdp_plan_holds_a_shard_of_the_states(vit_s_adamw):
+    """FULL_SHARD on 4 GPUs (FSDPMemTracker on a fake process group): each
+    GPU holds a quarter of the parameters and of AdamW's state, plus the
+    gathered parameters of the root unit (patch embedding, tokens, norm,
+    head: gathered for the whole step) and of the block that runs (one,
+    or two while the next is prefetched); the activations are DDP's. On
+    one GPU FSDP1 shards nothing (NO_SHARD): the DDP plan."""
+    ddp, cfg = vit_s_adamw
+    assert planner.trains_fsdp(cfg)
+    torch.manual_seed(0)
+    one = planner.plan(cfg, batch=2, world_size=1)
+    assert one.peak == ddp.peak and one.world_size == 1
+    torch.manual_seed(0)
+    four = planner.plan(cfg, batch=2, world_size=4)
+    assert four.world_size == 4 and 'FSDP FULL_SHARD on 4 GPUs' in \
+        four.notes[-1]
+    for kind in ('PARAM', 'OPT'):
+        assert four.peak[kind] == pytest.approx(ddp.peak[kind] / 4, rel=0.01)
+    step = planner.real_step(cfg, 1)
+    block = 4 * sum(p.numel() for p in
+                    step.model.backbone.layers[0].parameters())
+    root = 4 * four.params - len(step.model.backbone.layers) * block
+    assert root + block <= four.peak['UNSHARDED_PARAM'] <= root + 2 * block
+    assert four.peak['ACT'] == pytest.approx(ddp.peak['ACT'], rel=0.01)
+    states = sum(ddp.peak[k] for k in ('PARAM', 'GRAD', 'OPT'))
+    assert four.peak['Total'] < ddp.peak['Total'] - 0.6 * states
+
+
+def test_an_fsdp_wrapper_the_plan_does_not_follow_is_one_line(vit_s_adamw):
+    cfg = copy.deepcopy(vit_s_adamw[1])
+    cfg.strategy.model_wrapper.sharding_strategy = 'SHARD_GRAD_OP'
+    with pytest.raises(NotImplementedError,
+                       match='sharding_strategy=SHARD_GRAD_OP is not '
+                       'planned'):
+        planner.plan(cfg, batch=1, world_size=2)
+    import torch.distributed as dist
+    assert not dist.is_initialized()  # the fake group is gone

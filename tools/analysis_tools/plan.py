@@ -19,7 +19,9 @@ from mmpos.guardrails.launch import load_config
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('config')
-    parser.add_argument('--gpus', type=int, default=8)
+    parser.add_argument('--gpus', type=int, default=8,
+                        help='GPUs of the run (an FSDP config is sharded '
+                        'on them)')
     parser.add_argument('--gpu', choices=sorted(GPUS), default='a100-80gb')
     parser.add_argument('--batch-per-gpu', type=int,
                         help="default: the config's train batch size")
@@ -83,9 +85,9 @@ def report(p, gpu: str, gpus: int, mfu, fits_batch=None) -> str:
 def main(argv=None):
     args = parse_args(argv)
     cfg = load_config(args.config)
-    p = plan(cfg, args.batch_per_gpu, tuple(args.image_size))
-    fits = largest_batch(cfg, args.gpu, p.batch,
-                         tuple(args.image_size)) if args.max_batch else None
+    p = plan(cfg, args.batch_per_gpu, tuple(args.image_size), args.gpus)
+    fits = largest_batch(cfg, args.gpu, p.batch, tuple(args.image_size),
+                         args.gpus) if args.max_batch else None
     print(report(p, args.gpu, args.gpus, args.mfu, fits))
 
 

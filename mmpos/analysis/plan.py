@@ -30,10 +30,24 @@ their measured peaks. mmcv's RoIAlign and NMS kernels read memory: a
 detector's step runs torchvision's (:func:`_for_fake`). A step that still
 cannot run raises ``NotImplementedError`` naming the config.
 
+A config that trains with FSDP (``configs/_base_/fsdp.py``) is planned
+per GPU of the run's GPUs (``world_size``): its model is sharded as the
+config's ``auto_wrap_policy`` makes units (:func:`fully_shard`, FULL_SHARD)
+by FSDP2's ``fully_shard`` on torch's fake process group of that size
+(:func:`fake_world`), and ``torch.distributed._tools.FSDPMemTracker``
+tracks the step, as torchtitan's estimation does: each GPU holds
+``1/world_size`` of the parameters, gradients and optimizer state
+(a frozen teacher's parameters too, sharded like the rest), the gathered
+parameters of the root unit and of the units that run (the next one
+prefetched), the collectives' buffers, and the activations of its own
+batch. The configs wrap with FSDP1 (mmengine's ``FlexibleRunner``), which
+gathers and frees the same units: its flat parameters' padding and its
+prefetch order are FSDP2's here.
+
 What it does not model (said by :func:`plan`'s ``notes``): CUDA's caching
 allocator (fragmentation) and the CUDA context, for which
-:data:`RESERVED_GIB` of a GPU is kept free; FSDP sharding (parameters,
-gradients and optimizer state are per GPU as in DDP); communication.
+:data:`RESERVED_GIB` of a GPU is kept free; communication (its time and
+NCCL's buffers).
 """
 import contextlib
 import copy

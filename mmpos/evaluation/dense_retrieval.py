@@ -436,7 +436,8 @@ def augmented_memory(backbone, infos: Sequence[dict], size, mean, std,
     from .dense import dense_features, image_size, read_label_maps, \
         resize_maps
     from .frozen import with_progress
-    from .naflex import check_naflex_backbone, naflex_inputs, naflex_maps
+    from .naflex import (check_naflex_backbone, naflex_inputs, naflex_maps,
+                         naflex_patch)
     if augment_epochs < 0:
         raise BadInputError(f'augment_epochs must be >= 0, got '
                             f'{augment_epochs}')
@@ -451,7 +452,7 @@ def augmented_memory(backbone, infos: Sequence[dict], size, mean, std,
     if max_tokens is not None:
         check_naflex_backbone(backbone)
         view_size = functools.partial(naflex_size,
-                                      patch_size=backbone.patch_size,
+                                      patch_size=naflex_patch(backbone),
                                       max_tokens=max_tokens)
     feats: List[Tensor] = []
     labels: List[Tensor] = []
@@ -481,7 +482,7 @@ def augmented_memory(backbone, infos: Sequence[dict], size, mean, std,
                 images, size, mean, std), batch_size, device)['patch'][-1],
                        targets, rngs)]
         else:  # each view at its own grid (augmented: already at it)
-            inputs = naflex_inputs(images, backbone.patch_size[0],
+            inputs = naflex_inputs(images, naflex_patch(backbone)[0],
                                    None if augment_epochs else max_tokens,
                                    mean, std)
             with torch.no_grad():
@@ -547,13 +548,13 @@ def retrieval_val(cfg, backbone, size, mean, std,
         return paths, labels, split_features(backbone, paths, size, mean,
                                              std, batch_size,
                                              device)['patch'][-1]
-    from .naflex import naflex_features, naflex_label_maps
+    from .naflex import naflex_features, naflex_label_maps, naflex_patch
     infos, _, _ = seg_infos(probe_dataset(cfg, 'val', data_root))
     paths = [info['img_path'] for info in infos]
     feats = naflex_features(backbone, paths, max_tokens, mean, std,
                             batch_size, device)['patch'][-1]
-    labels = naflex_label_maps(infos, backbone.patch_size, max_tokens)
-    ph, pw = backbone.patch_size
+    ph, pw = naflex_patch(backbone)
+    labels = naflex_label_maps(infos, (ph, pw), max_tokens)
     for path, feat, label in zip(paths, feats, labels):
         if tuple(label.shape) != (feat.shape[1] * ph, feat.shape[2] * pw):
             raise BadInputError(f'{path}: its label map and image differ in '

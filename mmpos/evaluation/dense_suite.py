@@ -83,13 +83,13 @@ def naflex_depth_data(cfg, split: str, backbone, max_tokens: int, mean, std,
     ``max_tokens`` patches, its depth map (metres) resized (nearest) to
     the same size ``(H_i, W_i) = (h_i p, w_i p)``."""
     from .depth_probe import depth_split
-    from .naflex import check_naflex_backbone, naflex_features
+    from .naflex import check_naflex_backbone, naflex_features, naflex_patch
     check_naflex_backbone(backbone)
+    ph, pw = naflex_patch(backbone)
     paths, depths = depth_split(cfg, split, None, data_root, max_images,
-                                (backbone.patch_size, max_tokens))
+                                ((ph, pw), max_tokens))
     feats = naflex_features(backbone, paths, max_tokens, mean, std,
                             batch_size, device)
-    ph, pw = backbone.patch_size
     for path, feat, depth in zip(paths, feats['patch'][-1], depths):
         if tuple(depth.shape) != (feat.shape[1] * ph, feat.shape[2] * pw):
             raise BadInputError(f'{path}: its depth map and image differ in '
@@ -278,6 +278,14 @@ def _probe(name: str) -> DenseProbe:
     return PROBES[name]
 
 
+def check_naflex_probe(name: str) -> None:
+    """Refuse, in one line, NaFlex maps (``--max-tokens``) for probe
+    ``name`` if its run does not take them (:attr:`DenseProbe.naflex`)."""
+    if not _probe(name).naflex:
+        raise BadInputError(f'--max-tokens: the {name} probe does not run on '
+                            'NaFlex maps')
+
+
 def image_free_run(name: str, cfg,
                    data_root: Optional[str] = None) -> Dict[str, float]:
     """Probe ``name``'s image-free baseline on its data (what never looks
@@ -369,11 +377,14 @@ def run_dense_probes(config: str, checkpoint: Optional[str],
                      probes: Dict[str, str] = MINI_PROBES, seed: int = 0,
                      data_roots: Optional[Dict[str, str]] = None,
                      prefix: str = 'backbone.', device='cpu',
-                     batch_size: int = 32) -> Dict[str, float]:
+                     batch_size: int = 32,
+                     max_tokens: Optional[int] = None) -> Dict[str, float]:
     """Run the probes of ``probes`` (``{'depth' | 'correspondence' |
     'retrieval': probe config}``) on the backbone of ``config`` loaded from
     ``checkpoint`` (``None``: random init drawn with ``seed``;
-    :data:`RAW_PIXELS`: the raw-pixel baseline).
+    :data:`RAW_PIXELS`: the raw-pixel baseline); ``max_tokens``: every
+    probe on NaFlex maps (each image at its aspect ratio within that many
+    patches, :attr:`DenseProbe.naflex`; a RoPE ViT or the raw pixels).
 
     Returns:
         Flat metrics: ``depth/<DepthMetric key>``,
@@ -384,6 +395,9 @@ def run_dense_probes(config: str, checkpoint: Optional[str],
     if unknown:
         raise ValueError(f'unknown probes {unknown}; choose from '
                          f'{sorted(PROBES)}')
+    if max_tokens is not None:
+        for name in probes:
+            check_naflex_probe(name)
     data_roots = data_roots or {}
     mean, std = data_mean_std(config)
     out: Dict[str, float] = {}
@@ -392,6 +406,8 @@ def run_dense_probes(config: str, checkpoint: Optional[str],
         backbone = probed_backbone(name, cfg, config, checkpoint, seed,
                                    prefix=prefix, device=device)
         extra = dict(seed=seed) if PROBES[name].seeded else {}
+        if max_tokens is not None:
+            extra['max_tokens'] = max_tokens
         metrics, _ = PROBES[name].run(cfg, backbone, mean, std,
                                       data_root=data_roots.get(name),
                                       batch_size=batch_size, device=device,
@@ -447,9 +463,8 @@ def probe_tool(args, name: str, title: str, **overrides):
     cfg = load_config(args.probe)
     seed = getattr(args, 'seed', 0)
     max_tokens = getattr(args, 'max_tokens', None)
-    if max_tokens is not None and not _probe(name).naflex:
-        raise BadInputError(f'--max-tokens: the {name} probe does not run on '
-                            'NaFlex maps')
+    if max_tokens is not None:
+        check_naflex_probe(name)
     backbone = probed_backbone(name, cfg, args.config, args.checkpoint, seed,
                                overrides.get('blocks'), args.prefix,
                                args.device)

@@ -51,6 +51,13 @@ def naflex_inputs(images: Sequence[np.ndarray], patch_size: int,
     return NaFlexDataPreprocessor(mean, std)(dict(inputs=batch))['inputs']
 
 
+def naflex_patch(backbone) -> Tuple[int, int]:
+    """``(p_h, p_w)`` of a backbone's ``patch_size`` (an int or a pair:
+    the RoPE ViT's pair, the raw pixels' int)."""
+    size = backbone.patch_size
+    return (size, size) if isinstance(size, int) else tuple(size)
+
+
 def check_naflex_backbone(backbone) -> None:
     """Refuse, in one line, a backbone that cannot give NaFlex maps (a
     RoPE ViT with ``out_type='raw'`` can)."""
@@ -96,7 +103,8 @@ def naflex_features(backbone, paths: Sequence[str], max_tokens: int,
     cls: List[List[Tensor]] = []
     for start in with_progress(range(0, len(paths), batch_size), progress):
         batch = naflex_inputs(read_images(paths[start:start + batch_size]),
-                              backbone.patch_size[0], max_tokens, mean, std)
+                              naflex_patch(backbone)[0], max_tokens, mean,
+                              std)
         maps, tokens = naflex_maps(backbone, {k: v.to(device)
                                               for k, v in batch.items()})
         if not patch:
@@ -108,19 +116,20 @@ def naflex_features(backbone, paths: Sequence[str], max_tokens: int,
     return dict(patch=patch, cls=[torch.cat(c) if c else None for c in cls])
 
 
-def naflex_targets(maps: Sequence[np.ndarray], patch_size: int,
+def naflex_targets(maps: Sequence[np.ndarray], patch_size,
                    max_tokens: int, dtype=torch.float32) -> List[Tensor]:
     """Per-pixel targets ``(H, W)`` (labels, depths) of images of their
     size, each resized (nearest: values kept) to its image's NaFlex size
     ``(H_i, W_i)`` (:func:`~mmpos.datasets.transforms.naflex_size` of the
-    map's size), as ``dtype`` tensors."""
+    map's size; ``patch_size`` an int or ``(p_h, p_w)``), as ``dtype``
+    tensors."""
     from .dense import resize_maps
     return [resize_maps([m], naflex_size(m.shape[:2], patch_size,
                                          max_tokens), dtype)[0]
             for m in maps]
 
 
-def naflex_label_maps(infos: Sequence[dict], patch_size: int,
+def naflex_label_maps(infos: Sequence[dict], patch_size,
                       max_tokens: int) -> List[Tensor]:
     """The semantic label maps of mmseg data ``infos``
     (:func:`~mmpos.evaluation.dense.read_label_maps`) at their images'

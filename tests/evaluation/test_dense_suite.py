@@ -109,3 +109,44 @@ def test_every_probe_is_one_registry_entry_the_suite_reads():
                              for k in p.headline)
     with pytest.raises(ValueError, match="unknown probe 'nope'"):
         dense_suite.image_free_run('nope', None)
+
+
+def test_suite_on_naflex_maps_end_to_end(dense_mini, tmp_path):
+    """--max-tokens reaches every probe (the raw pixels' included) on the
+    mini data: results.json records it and every probe's metrics;
+    run_dense_probes refuses it for a probe without NaFlex, in one line."""
+    import dataclasses
+    import json
+
+    from mmpos_harness.mini_data import make_mini_scenes
+
+    from mmpos.evaluation import dense_suite
+    make_mini_scenes(str(dense_mini / 'scenes'), num_train=3, num_val=2,
+                     img_size=32)
+    small = dict(depth='depth_probe = dict(size=32, iters=5)',
+                 correspondence='correspondence_probe = dict(size=32)',
+                 retrieval='retrieval_probe = dict(size=32, '
+                 'augment_epochs=1)')
+    probes = []
+    for name, line in small.items():
+        path = tmp_path / f'{name}.py'
+        path.write_text(f"_base_ = ['{REPO / dense_suite.MINI_PROBES[name]}']"
+                        f'\n{line}\n')
+        probes.append(f'{name}={path}')
+    config = str(REPO / 'configs/demo/droppos_vit-tiny-rope-mixed_mini.py')
+    load_tool('dense_probe_suite').main([
+        config, '--runs', 'random=none', '--seeds', '0', '--data-root',
+        str(dense_mini), '--probes', *probes, '--max-tokens', '4',
+        '--work-dir', str(tmp_path / 'suite')])
+    stored = json.loads((tmp_path / 'suite/results.json').read_text())
+    assert stored['max_tokens'] == 4
+    for label in ('raw pixels', 'random'):
+        assert set(HEADLINE) <= set(stored['results'][label]['0'])
+    assert 'max_tokens 4' in (tmp_path / 'suite/result.md').read_text()
+    square = dataclasses.replace(dense_suite.PROBES['depth'], naflex=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(dense_suite.PROBES, 'depth', square)
+        with pytest.raises(BadInputError, match='--max-tokens: the depth '
+                           'probe does not run on NaFlex maps'):
+            dense_suite.run_dense_probes(config, None, dict(
+                depth=dense_suite.MINI_PROBES['depth']), max_tokens=4)

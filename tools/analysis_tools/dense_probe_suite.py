@@ -5,7 +5,7 @@ inits of one backbone, over seeds: a mean ± std table.
         --runs "random init=none" "DropPos=s0.pth,s1.pth,s2.pth"
         --work-dir DIR [--seeds 0 1 2] [--data-root data/mini]
         [--probes depth=P.py correspondence=P.py retrieval=P.py]
-        [--prefix backbone.] [--device cpu|cuda]
+        [--prefix backbone.] [--device cpu|cuda] [--max-tokens T]
 
 Each run is ``LABEL=CHECKPOINT[,CHECKPOINT...]``: one checkpoint (``none``:
 random init) is probed with every seed of ``--seeds`` (seed: the random
@@ -13,7 +13,11 @@ init and the depth head's init and batches); ``len(seeds)`` checkpoints
 (e.g. pretrainings with those seeds) are paired with the seeds in order.
 The probes are the mini-data configs by default
 (:data:`mmpos.evaluation.dense_suite.MINI_PROBES`, 64 px); ``--data-root``
-is the folder holding ``nyu``, ``spair`` and ``scenes``.
+is the folder holding ``nyu``, ``spair`` and ``scenes``. ``--max-tokens
+T`` (a RoPE ViT): every probe, the raw pixels' included, on NaFlex maps,
+each image at its aspect ratio within ``T`` patches (the probes' tools'
+``--max-tokens``); the image-free baselines stay at the probes' square
+sizes.
 
 Beside the runs, every table has the probes' baselines from the same
 code: ``image-free`` (what never looks at the image: the per-pixel depth
@@ -58,6 +62,9 @@ def parse_args(argv=None):
                         help='NAME=PROBE_CONFIG (default: the mini ones)')
     parser.add_argument('--prefix', default='backbone.')
     parser.add_argument('--device', default='cpu')
+    parser.add_argument('--max-tokens', type=int,
+                        help='NaFlex: each image at its aspect ratio within '
+                        'this many patches (a RoPE ViT)')
     return parser.parse_args(argv)
 
 
@@ -172,16 +179,20 @@ def main(argv=None):
         for seed, ckpt in pairs:
             results[label][str(seed)] = dict(
                 run_dense_probes(args.config, ckpt, probes, seed, roots,
-                                 args.prefix, args.device),
+                                 args.prefix, args.device,
+                                 max_tokens=args.max_tokens),
                 checkpoint=ckpt)
             print(f'{label} seed {seed}: ' + ', '.join(
                 f'{k} {v:.3f}' for k, v in results[label][str(seed)].items()
                 if k != 'checkpoint' and '/' in k), flush=True)
+    naflex = {} if args.max_tokens is None else dict(
+        max_tokens=args.max_tokens)
     write_atomically(json.dumps(dict(
-        config=args.config, probes=probes, seeds=args.seeds,
+        config=args.config, probes=probes, seeds=args.seeds, **naflex,
         results=results), indent=1).encode(),
         osp.join(args.work_dir, 'results.json'))
-    text = (f'# Dense probes of {args.config}\n\nseeds {args.seeds}; '
+    text = (f'# Dense probes of {args.config}\n\nseeds {args.seeds}; ' +
+            (f'NaFlex, max_tokens {args.max_tokens}; ' if naflex else '') +
             f'{round((time.time() - start) / 60, 1)} min\n\n' +
             markdown(results, args.seeds))
     write_atomically(text.encode(), osp.join(args.work_dir, 'result.md'))

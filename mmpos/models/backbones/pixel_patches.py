@@ -29,6 +29,10 @@ class PixelPatches(BaseModule):
       the patches row-major;
     * ``out_type='featmap'``: the map ``(B, C, h, w)``.
 
+    A NaFlex batch (the dict of :meth:`forward_naflex`'s arguments) gives
+    the ``'raw'`` layout of its padded sequences, as the RoPE ViT's
+    :meth:`~mmpos.models.backbones.RoPEVisionTransformer.forward_naflex`.
+
     Args:
         patch_size: ``p``, the side of a patch in pixels.
         img_size: the side the probes resize images to (read by tools that
@@ -40,6 +44,7 @@ class PixelPatches(BaseModule):
     OUT_TYPES = ('raw', 'featmap')
     num_layers = 1
     num_extra_tokens = 1
+    num_register_tokens = 0
 
     def __init__(self,
                  patch_size: int = 16,
@@ -59,7 +64,9 @@ class PixelPatches(BaseModule):
         self.out_type = out_type
         self.out_indices = (0, )
 
-    def forward(self, x: Tensor) -> tuple:
+    def forward(self, x: Union[Tensor, dict]) -> tuple:
+        if isinstance(x, dict):
+            return self.forward_naflex(**x)
         p = self.patch_size
         if x.shape[-2] % p or x.shape[-1] % p:
             raise BadInputError(f'PixelPatches: input {tuple(x.shape[-2:])} '
@@ -70,6 +77,23 @@ class PixelPatches(BaseModule):
             return (patches.reshape(x.shape[0], -1, h, w), )
         tokens = patches.transpose(1, 2)  # (B, h w, 3 p^2)
         return (torch.cat([tokens.mean(1, keepdim=True), tokens], 1), )
+
+    def forward_naflex(self, patches: Tensor, patch_coord: Tensor,
+                       patch_valid: Tensor) -> tuple:
+        """A NaFlex batch: ``patches`` ``(B, N, p * p * 3)``, each in
+        ``(row, column, channel)`` order, ``patch_valid`` ``(B, N)``
+        (``patch_coord`` is not needed) -> ``'raw'`` tokens ``(B, 1 + N,
+        3 p^2)``: the mean of the sample's valid patch tokens, then its
+        patches channel-major as :meth:`forward` gives them (padding
+        kept, zero)."""
+        if self.out_type != 'raw':
+            raise BadInputError("PixelPatches: NaFlex batches give 'raw' "
+                                f'tokens, not {self.out_type!r}')
+        p, valid = self.patch_size, patch_valid[..., None].to(patches)
+        tokens = patches.reshape(*patches.shape[:2], p, p, -1).permute(
+            0, 1, 4, 2, 3).flatten(2) * valid
+        mean = tokens.sum(1, keepdim=True) / valid.sum(1, keepdim=True)
+        return (torch.cat([mean, tokens], 1), )
 
 
 __all__ = ['PixelPatches']

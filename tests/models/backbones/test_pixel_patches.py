@@ -31,3 +31,22 @@ def test_input_not_a_multiple_of_the_patch_is_refused():
     with pytest.raises(BadInputError, match=r'\(20, 32\) is not a multiple '
                        'of the patch size 8'):
         PixelPatches(patch_size=8)(torch.zeros(1, 3, 20, 32))
+
+
+def test_naflex_batch_gives_each_images_patches():
+    """A padded NaFlex batch of two sizes: each image's patch map and class
+    token are what it gives alone as a square input."""
+    from mmpos.datasets.naflex import naflex_batch
+    from mmpos.models.backbones.rope_vit import naflex_featmaps
+    images = [torch.rand(24, 32, 3).numpy(), torch.rand(16, 8, 3).numpy()]
+    batch = naflex_batch(images, 8)
+    model = PixelPatches(patch_size=8)
+    tokens = model(batch)[0]
+    maps = naflex_featmaps(tokens, batch['patch_coord'],
+                           batch['patch_valid'], 1)
+    for b, img in enumerate(images):
+        alone = extract_features(model, torch.from_numpy(img).permute(
+            2, 0, 1)[None])
+        assert torch.equal(maps[b], alone['patch_tokens'][0])
+        assert torch.allclose(tokens[b, 0], alone['cls_token'][0],
+                              atol=1e-6)

@@ -587,7 +587,8 @@ class Judged:
         method: ``'welch'`` (independent runs), ``'paired'`` (one
             pretraining run per arm, shared transfer seeds) or
             ``'one-sample t'`` (against a baseline of one value).
-        difference: ``D``, the arm's mean minus the other's.
+        difference: ``D``, the arm's mean minus the other's; None when a
+            side has no complete run.
         n_a, n_b: runs of each side (a one-value baseline: 1).
         low, high: the interval of ``D`` at ``confidence``: difference the
             test's 95 % t interval, equivalence TOST's 90 % interval,
@@ -610,7 +611,7 @@ class Judged:
     task: str
     other: str
     method: str
-    difference: float
+    difference: Optional[float]
     n_a: int
     n_b: int
     low: Optional[float]
@@ -678,7 +679,7 @@ def _against_baseline(summary: dict, spec: dict, arm: str,
     return found, 'one-sample t', 1
 
 
-def _compare(summary: dict, path: str, where: str, design: dict,
+def _comparison(summary: dict, path: str, where: str, design: dict,
              test: list) -> tuple:
     """``test`` (``[arm, task]`` or ``[arm, task, other]``) on the
     summary: ``(comparison or None, method, n_b)``; between inits the
@@ -791,7 +792,7 @@ def judge(design: dict, summary: dict,
         kind = fam.get('kind', 'difference')
         found, methods, sizes = [], [], []
         for test in fam['tests']:
-            comparison, method, n_b = _compare(
+            comparison, method, n_b = _comparison(
                 summary, path, f'design {name}, family {fam_name}, test '
                 f'{test}', design, test)
             found.append(comparison)

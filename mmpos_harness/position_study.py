@@ -115,6 +115,10 @@ DEFAULT_SCHEMES = ('none', 'APE', 'RoPE-Axial', 'RoPE-Mixed', 'DINOv3',
                    'DINOv3-noaug')
 SHUFFLE_SEED = 2024  # the patch permutations: the same for every model
 EVAL_BATCH = 200
+# an evaluation batch holds fewer images where theirs (n, heads, N, N)
+# fp32 logits or bias would pass this many bytes (PaPE's bias is one
+# tensor per block: 200 images at 512 px would need 27 GB)
+EVAL_BYTES = 2**30
 TOOL = 'tools/paper_tables/position_study.py'
 # the code every run goes through (mmpos_harness.provenance)
 CODE = ('mmpos_harness/position_study.py', 'mmpos/models/backbones',
@@ -461,18 +465,28 @@ def train(kwargs: dict, images: torch.Tensor, labels: torch.Tensor,
     return model, float(np.mean(losses[-max(1, iters // 10):]))
 
 
+def eval_batch(model: Classifier, size: int) -> int:
+    """Images per evaluation batch at ``size`` px: :data:`EVAL_BATCH`, or
+    as many as keep one block's ``(n, heads, N, N)`` fp32 logits within
+    :data:`EVAL_BYTES` (at least 1): with 2 heads 200 up to 192 px, 127
+    at 256 px, 7 at 512 px."""
+    tokens = (size // PATCH)**2 + 1
+    heads = model.backbone.arch_settings['num_heads']
+    return max(1, min(EVAL_BATCH, EVAL_BYTES // (4 * heads * tokens**2)))
+
+
 @torch.no_grad()
 def accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
              size: int, perm=None) -> float:
     """Top-1 (%) of ``model`` on uint8 ``images`` downsampled to ``size``,
-    with the patches of image ``j`` shuffled by ``perm[j]`` if given."""
-    correct = 0
-    for i in range(0, len(images), EVAL_BATCH):
-        x = normalise(downsample(images[i:i + EVAL_BATCH], size))
+    with the patches of image ``j`` shuffled by ``perm[j]`` if given; in
+    batches of :func:`eval_batch` images."""
+    correct, step = 0, eval_batch(model, size)
+    for i in range(0, len(images), step):
+        x = normalise(downsample(images[i:i + step], size))
         if perm is not None:
-            x = shuffle_patches(x, perm[i:i + EVAL_BATCH])
-        correct += (model(x).argmax(-1) == labels[i:i + EVAL_BATCH]
-                    ).sum().item()
+            x = shuffle_patches(x, perm[i:i + step])
+        correct += (model(x).argmax(-1) == labels[i:i + step]).sum().item()
     return 100. * correct / len(images)
 
 

@@ -398,6 +398,29 @@ def test_pad_canvas_moves_the_training_tokens_onto_plain_grey():
     assert (border == study.PAD_VALUE).all()
 
 
+def test_large_sizes_evaluate_in_batches_within_the_byte_bound(monkeypatch):
+    """PaPE's bias is one (n, heads, N, N) tensor per block: the batch
+    shrinks with N^2 so that it stays within EVAL_BYTES, and the top-1
+    does not depend on the batching."""
+    torch.manual_seed(0)
+    model = study.Classifier(16, 0.1, study.arch_of(16, 2),
+                             rope=dict(type='pape', parabolas=2)).eval()
+    for size in (16, 64, 512):
+        tokens = (size // study.PATCH)**2 + 1
+        n = study.eval_batch(model, size)
+        assert 1 <= n <= study.EVAL_BATCH
+        assert n == study.EVAL_BATCH or \
+            n * 4 * 2 * tokens**2 <= study.EVAL_BYTES < \
+            (n + 1) * 4 * 2 * tokens**2
+    images = torch.randint(0, 256, (9, 3, 32, 32), dtype=torch.uint8)
+    labels = torch.arange(9) % study.NUM_CLASSES
+    whole = study.accuracy(model, images, labels, 32)
+    # 4 * 2 heads * 17^2 tokens^2 bytes per image: 2 images per batch
+    monkeypatch.setattr(study, 'EVAL_BYTES', 2 * 4 * 2 * 17**2)
+    assert study.eval_batch(model, 32) == 2
+    assert study.accuracy(model, images, labels, 32) == whole
+
+
 def test_random_resized_crop_draws_the_area_share_and_is_seeded():
     side = 32
     ramp = (torch.arange(side) * 8).expand(3, side, side)[None]

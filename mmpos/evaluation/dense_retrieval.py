@@ -265,19 +265,29 @@ def retrieval_miou(memory: Tuple[Tensor, Tensor],
     return (metrics, pred) if return_pred else metrics
 
 
-def hummingbird_miou(train_feats: Tensor, train_labels: Tensor,
-                     val_feats: Tensor, val_labels: Tensor,
+def hummingbird_miou(train_feats: Union[Tensor, Sequence[Tensor]],
+                     train_labels: Union[Tensor, Sequence[Tensor]],
+                     val_feats: Union[Tensor, Sequence[Tensor]],
+                     val_labels: Union[Tensor, Sequence[Tensor]],
                      classes: Sequence[str], k: int = 30,
                      temperature: float = 0.02, ignore_index: int = 255,
                      return_pred: bool = False):
     """The evaluation with an unaugmented memory (the online probe's): every
     patch of ``train_feats`` ``(N, C, h, w)`` with its labels from
-    ``train_labels`` ``(N, H, W)``, then :func:`retrieval_miou`."""
-    dist, valid = patch_label_distribution(
-        train_labels, train_feats.shape[-2:], len(classes), ignore_index)
-    return retrieval_miou(memory_bank(train_feats, dist, valid), val_feats,
-                          val_labels, classes, k, temperature, ignore_index,
-                          return_pred)
+    ``train_labels`` ``(N, H, W)``, then :func:`retrieval_miou`; on NaFlex
+    features, lists of maps ``(C, h_i, w_i)`` and labels ``(H_i, W_i)``,
+    each image's patches labelled from its own map."""
+    if isinstance(train_feats, Tensor):
+        pairs = [(train_feats, train_labels)]
+    else:
+        pairs = [(f[None], lab[None]) for f, lab in zip(train_feats,
+                                                        train_labels)]
+    parts = [memory_bank(f, *patch_label_distribution(
+        lab, f.shape[-2:], len(classes), ignore_index)) for f, lab in pairs]
+    memory = (torch.cat([m[0] for m in parts]),
+              torch.cat([m[1] for m in parts]))
+    return retrieval_miou(memory, val_feats, val_labels, classes, k,
+                          temperature, ignore_index, return_pred)
 
 
 def class_counts(labels: Tensor, num_classes: int,
@@ -515,22 +525,31 @@ def seg_infos(dataset_cfg: dict) -> Tuple[List[dict], tuple, int]:
     return infos, tuple(meta['classes']), infos[0].get('ignore_index', 255)
 
 
-def seg_data(dataset_cfg: dict, size):
+def seg_data(dataset_cfg: dict, size,
+             naflex: Optional[Tuple[Tuple[int, int], int]] = None):
     """``(image paths, labels (N, h, w) long, classes, ignore_index)`` of an
     mmseg segmentation dataset config, labels read by mmseg's
     ``LoadAnnotations`` (the dataset's ``reduce_zero_label``) and resized
-    (nearest) to ``size``."""
+    (nearest) to ``size``; ``naflex = (patch size, max_tokens)``: each
+    resized instead to its image's NaFlex size
+    (:func:`~mmpos.evaluation.naflex.naflex_label_maps`), a list of
+    ``(H_i, W_i)``."""
     from .dense import image_size, read_label_maps, resize_maps
     infos, classes, ignore = seg_infos(dataset_cfg)
-    labels = resize_maps(read_label_maps(infos), image_size(size),
-                         torch.long)
+    if naflex is None:
+        labels = resize_maps(read_label_maps(infos), image_size(size),
+                             torch.long)
+    else:
+        from .naflex import naflex_label_maps
+        labels = naflex_label_maps(infos, *naflex)
     return [i['img_path'] for i in infos], labels, classes, ignore
 
 
-def seg_split(cfg, split: str, size, data_root: Optional[str] = None):
+def seg_split(cfg, split: str, size, data_root: Optional[str] = None,
+              naflex: Optional[Tuple[Tuple[int, int], int]] = None):
     """:func:`seg_data` of a probe config's ``train`` / ``val`` split."""
     from .dense import probe_dataset
-    return seg_data(probe_dataset(cfg, split, data_root), size)
+    return seg_data(probe_dataset(cfg, split, data_root), size, naflex)
 
 
 def retrieval_val(cfg, backbone, size, mean, std,
@@ -542,19 +561,18 @@ def retrieval_val(cfg, backbone, size, mean, std,
     features ``(M, C, h', w')``), or with ``max_tokens`` each at its
     NaFlex size (:mod:`.naflex`: lists of labels ``(H_i, W_i)`` resized to
     it and maps ``(C, h_i, w_i)``)."""
-    from .dense import probe_dataset, split_features
+    from .dense import split_features
     if max_tokens is None:
         paths, labels, _, _ = seg_split(cfg, 'val', size, data_root)
         return paths, labels, split_features(backbone, paths, size, mean,
                                              std, batch_size,
                                              device)['patch'][-1]
-    from .naflex import naflex_features, naflex_label_maps, naflex_patch
-    infos, _, _ = seg_infos(probe_dataset(cfg, 'val', data_root))
-    paths = [info['img_path'] for info in infos]
+    from .naflex import naflex_features, naflex_patch
+    ph, pw = naflex_patch(backbone)
+    paths, labels, _, _ = seg_split(cfg, 'val', size, data_root,
+                                    ((ph, pw), max_tokens))
     feats = naflex_features(backbone, paths, max_tokens, mean, std,
                             batch_size, device)['patch'][-1]
-    ph, pw = naflex_patch(backbone)
-    labels = naflex_label_maps(infos, (ph, pw), max_tokens)
     for path, feat, label in zip(paths, feats, labels):
         if tuple(label.shape) != (feat.shape[1] * ph, feat.shape[2] * pw):
             raise BadInputError(f'{path}: its label map and image differ in '

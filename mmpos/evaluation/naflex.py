@@ -22,7 +22,7 @@ upsamples its output to the labels (the linear segmentation probe,
 mmseg's; the depth probe, to the resized depths), each image's output is
 upsampled to its own map.
 """
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -81,7 +81,6 @@ def naflex_maps(backbone, batch: Dict[str, Tensor]
     return maps, cls
 
 
-@torch.no_grad()
 def naflex_features(backbone, paths: Sequence[str], max_tokens: int,
                     mean: Sequence[float], std: Sequence[float],
                     batch_size: int = 32, device='cpu',
@@ -89,7 +88,8 @@ def naflex_features(backbone, paths: Sequence[str], max_tokens: int,
                     ) -> Dict[str, List[Optional[List[Tensor]]]]:
     """Patch maps and class tokens of every output of a RoPE ViT with
     ``out_type='raw'`` (:func:`mmpos.apis.init_backbone` builds it so) on
-    NaFlex batches of the images at ``paths``.
+    NaFlex batches of the images at ``paths``, read one batch at a time
+    (:func:`naflex_batch_features`).
 
     Returns:
         dict: ``patch``: per output block, one ``(C, h_i, w_i)`` map per
@@ -97,14 +97,22 @@ def naflex_features(backbone, paths: Sequence[str], max_tokens: int,
         on the CPU.
     """
     check_naflex_backbone(backbone)
-    if not paths:
-        raise BadInputError('no image to extract features from')
+    return naflex_batch_features(backbone, (
+        naflex_inputs(read_images(paths[start:start + batch_size]),
+                      naflex_patch(backbone)[0], max_tokens, mean, std)
+        for start in with_progress(range(0, len(paths), batch_size),
+                                   progress)), device)
+
+
+@torch.no_grad()
+def naflex_batch_features(backbone, batches: Iterable[Dict[str, Tensor]],
+                          device='cpu'
+                          ) -> Dict[str, List[Optional[List[Tensor]]]]:
+    """:func:`naflex_features` of NaFlex ``batches`` already made
+    (:func:`naflex_inputs`, e.g. once for an online probe), in order."""
     patch: List[List[Tensor]] = []
     cls: List[List[Tensor]] = []
-    for start in with_progress(range(0, len(paths), batch_size), progress):
-        batch = naflex_inputs(read_images(paths[start:start + batch_size]),
-                              naflex_patch(backbone)[0], max_tokens, mean,
-                              std)
+    for batch in batches:
         maps, tokens = naflex_maps(backbone, {k: v.to(device)
                                               for k, v in batch.items()})
         if not patch:
@@ -113,6 +121,8 @@ def naflex_features(backbone, paths: Sequence[str], max_tokens: int,
             patch[i] += [m.float().cpu() for m in per_image]
             if token is not None:
                 cls[i].append(token.float().cpu())
+    if not patch:
+        raise BadInputError('no image to extract features from')
     return dict(patch=patch, cls=[torch.cat(c) if c else None for c in cls])
 
 

@@ -225,3 +225,25 @@ def test_naflex_retrieval_on_squares_at_the_square_size_is_the_square(
     assert all(torch.equal(a, b) for a, b in zip(nf['pred'], sq['pred']))
     assert all(torch.equal(a, b) for a, b in zip(nf['gt'], sq['gt']))
 
+
+
+def test_online_naflex_retrieval_is_the_unaugmented_naflex_probe(tmp_path):
+    """hummingbird_miou on lists of maps and labels of four aspect ratios
+    (the online probe's NaFlex evaluation) gives the unaugmented NaFlex
+    memory's retrieval (augmented_memory, retrieval_miou)."""
+    from mmpos.evaluation.dense_retrieval import (augmented_memory,
+                                                  retrieval_miou,
+                                                  retrieval_val, seg_infos)
+    cfg = seg_folder(tmp_path, NAFLEX_SHAPES)
+    model = naflex_backbone()
+    infos, classes, _ = seg_infos(cfg.train_dataloader.dataset)
+    memory = augmented_memory(model, infos, 32, MEAN, STD, len(classes),
+                              augment_epochs=0, max_tokens=24)
+    _, labels, feats = retrieval_val(cfg, model, 32, MEAN, STD,
+                                     max_tokens=24)
+    expected, pred = retrieval_miou(memory, feats, labels, classes,
+                                    return_pred=True)
+    online, online_pred = hummingbird_miou(feats, labels, feats, labels,
+                                           classes, return_pred=True)
+    assert online == pytest.approx(expected)
+    assert all(torch.equal(a, b) for a, b in zip(online_pred, pred))

@@ -122,3 +122,30 @@ def test_a_missing_probe_set_switches_the_probe_off(tmp_path, index):
                             '(switch it off to silence this: interval=0 in '
                             'its hook config)')
     hook.after_train_iter(runner, 0)  # nothing to measure, nothing run
+
+
+def test_probes_on_naflex_maps_of_a_naflex_pretraining(dense_mini):
+    """With max_tokens, the probes of a NaFlex pretraining's backbone run
+    on NaFlex maps: on the square mini data at the square size (32 px, 16
+    patches of 8) they log what the square probes log; a backbone without
+    NaFlex maps is refused in one line before training."""
+    from mmpos.errors import UnsupportedModelError
+    from mmpos.registry import HOOKS, MODELS
+    torch.manual_seed(0)
+    model = MODELS.build(Config.fromfile(
+        'configs/naflex/mae_vit-tiny-naflex_mini.py').model)
+    runner, logs = fake_runner(model, dense_mini)
+    for cfg in hooks(1):
+        results = []
+        for extra in ({}, dict(max_tokens=16)):
+            hook = HOOKS.build(dict(cfg, **extra))
+            hook.before_train(runner)
+            results.append(hook.probe(runner))
+        assert isinstance(hook._data['val'][1], list)
+        assert results[1] == pytest.approx(results[0], rel=1e-4, abs=1e-4)
+    assert any('at their aspect ratios within 16 patches' in str(line)
+               for line in logs)
+    model.backbone.out_type = 'featmap'
+    with pytest.raises(UnsupportedModelError, match=r"OnlineDepthProbeHook "
+                       r"max_tokens=16: .*out_type='raw'"):
+        HOOKS.build(dict(hooks(1)[0], max_tokens=16)).before_train(runner)

@@ -51,9 +51,12 @@ above the task's margin).
 says: each test on the per-run values of the task's first metric (the
 ranking's own Welch test; against a baseline row of one value the
 one-sample t), p adjusted within the family, a verdict per test
-(:class:`Judged`)::
+(:class:`Judged`). A position study's directory (its per-seed run files,
+:func:`read_study`) is judged the same way, each test the paired t over
+the seeds both arms ran (:func:`_study_comparison`)::
 
     python tools/misc/judge_design.py designs/probes.yaml SUMMARY_JSON
+    python tools/misc/judge_design.py designs/resolution_study.yaml STUDY_DIR
 """
 import dataclasses
 import glob
@@ -569,6 +572,11 @@ def mdd_planned(design: dict, task: str) -> float:
 # --------------------------------------------- judging a runner's summary
 #: the rows of a comparison summary that do not pretrain (``baselines``)
 BASELINES = ('pixels', 'image-free')
+#: a position study's test of a change against 0 (the reference's own
+#: change; a model's shuffled top-1 against its intact top-1)
+ZERO = '0'
+#: the key of :func:`read_study`'s mapping that holds the study's folder
+STUDY = 'position_study'
 #: the word of a verdict per family kind (beside ``no verdict`` and
 #: ``no test``); difference: the comparison's ``higher`` / ``lower``
 ABOVE = 'above margin'
@@ -583,13 +591,16 @@ class Judged:
         family, kind: the family's name and kind.
         arm, task, other: the test, ``arm - other`` on ``task``'s first
             metric (``other``: the reference, another arm, ``pixels`` or
-            ``image-free``; the design's names).
+            ``image-free``; the design's names; a position study's
+            :data:`ZERO`, :func:`_study_comparison`).
         method: ``'welch'`` (independent runs), ``'paired'`` (one
-            pretraining run per arm, shared transfer seeds) or
-            ``'one-sample t'`` (against a baseline of one value).
+            pretraining run per arm, shared transfer seeds; a position
+            study's seeds) or ``'one-sample t'`` (against a baseline of one
+            value).
         difference: ``D``, the arm's mean minus the other's; None when a
             side has no complete run.
-        n_a, n_b: runs of each side (a one-value baseline: 1).
+        n_a, n_b: runs of each side (a one-value baseline: 1; paired:
+            the pairs).
         low, high: the interval of ``D`` at ``confidence``: difference the
             test's 95 % t interval, equivalence TOST's 90 % interval,
             above margin ``D -+ t_{1 - a, nu} SE`` at the level ``a`` the
@@ -604,6 +615,9 @@ class Judged:
             (equivalence), ``'above margin'``, or ``'no verdict'`` /
             ``'no test'`` (fewer than 2 runs on a side).
         reason: why there is no test, else None.
+        se: the standard error of ``D`` (paired: the SD of the per-seed
+            differences over the square root of the pairs); None without
+            a test.
     """
     family: str
     kind: str
@@ -622,13 +636,17 @@ class Judged:
     margin: Optional[float]
     verdict: str
     reason: Optional[str]
+    se: Optional[float] = None
 
 
 def read_summary(path: str) -> dict:
     """A runner's ``summary.json`` (a comparison summary,
     :mod:`~.comparison.seeds`: per task its ``metrics`` and per init and
     baseline row the raw ``groups``), read as stored (nothing
-    re-analysed); anything else is refused in one line naming the file."""
+    re-analysed), or a position study's directory (:func:`read_study`);
+    anything else is refused in one line naming the file."""
+    if osp.isdir(path):
+        return read_study(path)
     with open(path) as f:
         summary = json.load(f)
     if not isinstance(summary, dict) or not isinstance(
@@ -636,6 +654,161 @@ def read_summary(path: str) -> dict:
         raise BadInputError(f'{path}: not a comparison summary (no "tasks" '
                             'mapping)')
     return summary
+
+
+def _folder(scheme: str) -> str:
+    """The folder of ``scheme``'s run files in a position study's
+    ``runs/`` (``position_study.run_study`` writes a ``+`` as ``_``)."""
+    return scheme.replace('+', '_')
+
+
+def read_study(path: str) -> dict:
+    """A position study's directory (:mod:`~.position_study`): its run
+    files ``runs/<scheme>/seed<k>.json`` read as stored, ``{STUDY: path,
+    'runs': {folder: {k: run}}}`` (:func:`_folder`); a directory without
+    one is refused in one line naming it."""
+    found: Dict[str, dict] = {}
+    for file in sorted(glob.glob(osp.join(path, 'runs', '*', 'seed*.json'))):
+        seed = osp.basename(file)[len('seed'):-len('.json')]
+        if not seed.isdigit():
+            raise BadInputError(f'{file}: not a run file seed<k>.json')
+        with open(file) as f:
+            found.setdefault(osp.basename(osp.dirname(file)),
+                             {})[int(seed)] = json.load(f)
+    if not found:
+        raise BadInputError(f'{path}: not a position study (no '
+                            'runs/<scheme>/seed<k>.json) nor a summary')
+    return {STUDY: path, 'runs': found}
+
+
+def _other(design: dict, test: list, summary: dict) -> str:
+    """The other side of ``test``: its third entry, else the reference;
+    in a position study :data:`ZERO` for the reference's own change and
+    for a model's shuffled top-1 (against its intact top-1), as the
+    study's own tables test them."""
+    if len(test) == 3:
+        return test[2]
+    if STUDY in summary and (test[1] == 'shuffled' or (
+            test[0] == design['reference'] and test[1].endswith('-change'))):
+        return ZERO
+    return design['reference']
+
+
+def _study_values(runs: dict, task: str, arm: str, path: str,
+                  where: str):
+    """``arm``'s per-seed values of ``task`` in the position study's
+    ``runs`` (``{scheme: {seed: run}}``, the same seeds in the same
+    order), read by the study's own tables (:func:`~.position_study.
+    factor_table`, :func:`~.position_study.shuffle_table`):
+    ``<factor>-change`` top-1 at the largest size minus top-1 at the
+    training size (a scaled arm ``<scheme> +PI``: its scaled top-1 minus
+    the scheme's own at the training size), ``<factor>-<k>x`` top-1 at
+    ``k`` times the training side, ``shuffled`` the shuffled top-1 minus
+    the intact one, both at the training size. Returns the values, or
+    why there are none (a factor or scaling the runs did not store); a
+    task of no such form, or a size not stored, is refused in one line."""
+    from . import position_study as study
+    scheme, _, scaling = arm.partition(' +')
+    own = {scheme: runs[scheme]}
+    first = next(iter(own[scheme].values()))
+    train = int(next(iter(first['shuffled'])))
+    if task == 'shuffled':
+        if scaling:
+            return f'no shuffled top-1 of a scaled arm ({arm})'
+        row = study.shuffle_table(own, train)['rows'][scheme]
+        return [s - i for s, i in zip(row['shuffled']['values'],
+                                      row['intact']['values'])]
+    factor, _, column = task.rpartition('-')
+    key = factor + (f'_{scaling.lower()}' if scaling else '')
+    lacking = [k for k, run in own[scheme].items()
+               if factor not in run or key not in run]
+    if factor in study.ALL_FACTORS and lacking:
+        return f'no {key!r} in the run of {scheme}, seed {lacking[0]}'
+    sizes = sorted(int(size) for size in first.get(factor, {})
+                   if int(size) != train)
+    if column.endswith('x') and factor in study.ALL_FACTORS:
+        try:
+            size = float(column[:-1]) * train
+        except ValueError:
+            size = None
+        if size not in sizes:
+            raise BadInputError(f'{path}: task {task!r}: the runs store '
+                                f'{factor} at {sizes} px, training size '
+                                f'{train} ({where})')
+        column = str(int(size))
+    elif column != 'change' or factor not in study.ALL_FACTORS:
+        raise BadInputError(f'{path}: task {task!r} is not <factor>-change, '
+                            f'<factor>-<k>x (factor one of '
+                            f'{list(study.ALL_FACTORS)}) or shuffled '
+                            f'({where})')
+    rows = study.factor_table(own, factor, train, sizes)['rows']
+    return rows[arm][column]['values']
+
+
+def _study_comparison(study: dict, path: str, where: str, design: dict,
+                      test: list) -> tuple:
+    """``test`` on a position study's runs (:func:`read_study`): the
+    paired t (:func:`~mmpos_stats.paired`, as the study's own tables) of
+    the arm's per-seed values of the task (:func:`_study_values`) against
+    the other arm's, or against 0 (:func:`_other`), over the design's
+    confirmation seeds that both arms ran (a seed is one initial draw,
+    one order of batches and flips for every scheme: the pairs). Fewer
+    than 2 pairs: no test. Returns ``(comparison or None, 'paired', pairs,
+    why there is none)``."""
+    arm, task = test[:2]
+    other = _other(design, test, study)
+    if other == arm:
+        raise BadInputError(f'{path}: {test!r} compares {arm} with itself '
+                            f'({where})')
+    names = [arm] + ([] if other == ZERO else [other])
+    runs = {}
+    for name in names:
+        scheme = name.partition(' +')[0]
+        stored = study['runs'].get(_folder(scheme))
+        if not stored:
+            folder = osp.join(path, 'runs', _folder(scheme))
+            return None, 'paired', 0, f'no runs of {scheme} in {folder}'
+        runs[scheme] = stored
+    both = set.intersection(*(set(r) for r in runs.values()))
+    common = sorted(both & set(design['seeds']['confirmation']))
+    if not common:
+        outside = f'; both ran {sorted(both)}, not confirmation seeds' \
+            if both else ''
+        return None, 'paired', 0, ('no seed of seeds.confirmation run by '
+                                   f'both arms{outside}')
+    runs = {scheme: {k: r[k] for k in common} for scheme, r in runs.items()}
+    values = [_study_values(runs, task, name, path, where)
+              for name in names]
+    why = next((v for v in values if isinstance(v, str)), None)
+    if why:
+        return None, 'paired', len(common), why
+    return (stats.paired(values[0], values[1] if len(values) == 2 else
+                         [0.0] * len(common)), 'paired', len(common), None)
+
+
+def study_coverage(design: dict, study: dict) -> str:
+    """One line on a position study's runs (:func:`read_study`) against
+    the design: per trained arm (an arm without `` +``: the confirmation
+    seeds; an exploratory arm: its seeds) the seeds without a run file,
+    and the runs at seeds outside the design, which :func:`judge` leaves
+    out."""
+    exploratory = design.get('exploratory') or dict(arms=[], seeds=[])
+    missing, outside = [], []
+    for arm in [a for a in design['arms'] if ' +' not in a] + \
+            exploratory['arms']:
+        planned = exploratory['seeds'] if arm in exploratory['arms'] else \
+            design['seeds']['confirmation']
+        stored = study['runs'].get(_folder(arm)) or {}
+        gone = sorted(set(planned) - set(stored))
+        if gone:
+            missing.append(f'{arm}: seeds {gone}' if stored else
+                           f'{arm}: no runs')
+        extra = sorted(set(stored) - set(design['seeds']['confirmation']))
+        if extra:
+            outside.append(f'{arm}: seeds {extra}')
+    return (f'Missing runs (design seeds without a run file): '
+            f'{"; ".join(missing) or "none"}. Left out (seeds outside '
+            f'seeds.confirmation): {"; ".join(outside) or "none"}.')
 
 
 def _side(summary: dict, path: str, where: str, task: str,
@@ -682,19 +855,22 @@ def _against_baseline(summary: dict, spec: dict, arm: str,
 def _comparison(summary: dict, path: str, where: str, design: dict,
              test: list) -> tuple:
     """``test`` (``[arm, task]`` or ``[arm, task, other]``) on the
-    summary: ``(comparison or None, method, n_b)``; between inits the
-    ranking's own test (:func:`~.comparison.seeds._compare`)."""
+    summary: ``(comparison or None, method, n_b, why there is none)``;
+    between inits the ranking's own test (:func:`~.comparison.seeds.
+    _compare`); on a position study :func:`_study_comparison`."""
+    if STUDY in summary:
+        return _study_comparison(summary, path, where, design, test)
     arm, task = test[:2]
-    other = test[2] if len(test) == 3 else design['reference']
+    other = _other(design, test, summary)
     spec = _side(summary, path, where, task, arm)
     _side(summary, path, where, task, other)
     if other in BASELINES:
-        return _against_baseline(summary, spec, arm, other)
+        return (*_against_baseline(summary, spec, arm, other), None)
     found = seeds._compare(summary, spec, seeds._first(spec),
                            ARM_NAMES.get(arm, arm),
                            ARM_NAMES.get(other, other))
     method = 'welch' if summary.get('pretrain_seeds') else 'paired'
-    return found, method, None if found is None else found.n_b
+    return found, method, None if found is None else found.n_b, None
 
 
 def _margin_levels(pvalues: List[Optional[float]], p_adj: list,
@@ -778,6 +954,12 @@ def judge(design: dict, summary: dict,
       sees agrees with the verdict. These are each test's intervals at
       its step's level, not simultaneous intervals for the family.
 
+    On a position study's directory (:func:`read_study`) each test is the
+    paired t over the design's confirmation seeds both arms ran, on the
+    per-seed values of the task, the study's own test
+    (:func:`_study_comparison`); a run at another seed is left out, an
+    arm without runs has no test (its reason names the folder).
+
     An arm with fewer than 2 runs has no test (``no test``, with the
     reason); a missing task, arm or baseline row is refused in one line
     naming the summary's key. The verdicts are at
@@ -790,14 +972,15 @@ def judge(design: dict, summary: dict,
     out = []
     for fam_name, fam in design['families'].items():
         kind = fam.get('kind', 'difference')
-        found, methods, sizes = [], [], []
+        found, methods, sizes, whys = [], [], [], []
         for test in fam['tests']:
-            comparison, method, n_b = _comparison(
+            comparison, method, n_b, why = _comparison(
                 summary, path, f'design {name}, family {fam_name}, test '
                 f'{test}', design, test)
             found.append(comparison)
             methods.append(method)
             sizes.append(n_b)
+            whys.append(why or 'no complete run on a side')
         margin = [margins.get(test[1]) for test in fam['tests']]
         if kind == 'above_margin':
             cells = _above_margin(found, margin, fam['correction'],
@@ -816,23 +999,56 @@ def judge(design: dict, summary: dict,
                               1 - 2 * stats.ALPHA if kind == 'equivalence'
                               else 1 - stats.ALPHA, t.pvalue, t.p_adj,
                               t.verdict))
-        for test, c, method, n_b, m, cell in zip(
-                fam['tests'], found, methods, sizes, margin, cells):
+        for test, c, method, n_b, m, cell, why in zip(
+                fam['tests'], found, methods, sizes, margin, cells, whys):
             out.append(Judged(
                 fam_name, kind, test[0], test[1],
-                test[2] if len(test) == 3 else design['reference'], method,
+                _other(design, test, summary), method,
                 None if c is None else c.difference,
                 0 if c is None else c.n_a, n_b or 0, *cell[:5],
                 m if kind != 'difference' else None, cell[5],
-                'no complete run on a side' if c is None else c.reason))
+                why if c is None else c.reason,
+                se=None if c is None else c.se))
+    return out
+
+
+def achieved_power(design: dict, judged: List[Judged]) -> Dict[str, list]:
+    """Per family, per ``power.effects`` entry among its tests, the power
+    its paired test had: :func:`paired_power` at the effect's ``delta``
+    with the observed SD of the per-seed differences (``se sqrt(n)``) over
+    the ``n`` pairs it had, at the level the design plans it at
+    (``alpha / m`` of the largest family holding it, as :func:`effects`).
+    ``{family: [{test, delta, sd, pairs, level, power}]}`` (``sd`` and
+    ``power`` None without a paired test); a family without an effect
+    maps to ``[]``."""
+    out: Dict[str, list] = {}
+    for fam_name, fam in design['families'].items():
+        rows = [r for r in judged if r.family == fam_name]
+        out[fam_name] = []
+        for effect in design['power'].get('effects') or []:
+            if effect['test'] not in fam['tests']:
+                continue
+            row = rows[fam['tests'].index(effect['test'])]
+            level = _level(design, effect['test'])
+            sd = None if row.se is None or row.method != 'paired' else \
+                row.se * math.sqrt(row.n_a)
+            out[fam_name].append(dict(
+                test=effect['test'], delta=effect['delta'], sd=sd,
+                pairs=row.n_a, level=level,
+                power=None if sd is None else paired_power(
+                    sd, effect['delta'], row.n_a, level)))
     return out
 
 
 def judgement_markdown(design: dict, judged: List[Judged]) -> str:
-    """A markdown table per family of :func:`judge`'s rows: the test, the
-    margin, the difference with its interval (and the interval's
-    confidence), the adjusted p and the verdict."""
+    """A markdown table per family of :func:`judge`'s rows: the test (a
+    paired test with its pairs), the margin, the difference with its
+    interval (and the interval's confidence), the adjusted p and the
+    verdict; under it the power each of the design's effects in the
+    family had with the observed SD (:func:`achieved_power`), or that the
+    design states none."""
     lines = []
+    power = achieved_power(design, judged)
     for fam_name, fam in design['families'].items():
         rows = [r for r in judged if r.family == fam_name]
         kind = fam.get('kind', 'difference')
@@ -843,9 +1059,11 @@ def judgement_markdown(design: dict, judged: List[Judged]) -> str:
                   '', '| test | margin | difference [interval] | p_adj | '
                   'verdict |', '| --- | --- | --- | --- | --- |']
         for r in rows:
+            pairs = f', {r.n_a} pairs' if r.method == 'paired' and \
+                r.n_a else ''
             what = (f'{ARM_NAMES.get(r.arm, r.arm)} − '
                     f'{ARM_NAMES.get(r.other, r.other)}, {r.task} '
-                    f'({r.method})')
+                    f'({r.method}{pairs})')
             if r.difference is None:
                 cell = 'missing'
             elif r.low is None:
@@ -859,5 +1077,32 @@ def judgement_markdown(design: dict, judged: List[Judged]) -> str:
                 f' | {cell} | '
                 f'{"-" if r.p_adj is None else stats.format_p(r.p_adj)} | '
                 f'{verdict} |')
-        lines.append('')
+        lines += [''] + _power_lines(design, fam, power[fam_name]) + ['']
     return '\n'.join(lines)
+
+
+def _power_lines(design: dict, fam: dict, found: List[dict]) -> List[str]:
+    """The lines under a family's table on its power
+    (:func:`achieved_power`'s entries ``found``)."""
+    if found:
+        lines = ['Power at the design\'s effects (paired t, two-sided, the '
+                 'observed SD of the per-seed differences):', '']
+        for e in found:
+            arm, task = e['test'][:2]
+            other = e['test'][2] if len(e['test']) == 3 else \
+                design['reference']
+            lines.append(
+                f'- {arm} − {other}, {task}: Δ {e["delta"]:g} at α '
+                f'{e["level"]:.3g}: ' + (
+                    'no paired test, no observed SD' if e['power'] is None
+                    else f'over {e["pairs"]} pairs, SD {e["sd"]:.2f}: power '
+                    f'{e["power"]:.2f}'))
+        return lines
+    planned = sorted({t[1] for t in fam['tests']} &
+                     set(design['power'].get('deltas') or {}))
+    if planned:
+        return [f'power.deltas plans {", ".join(planned)} per task (Welch, '
+                'the stored per-run SD); the power achieved is not '
+                'recomputed here.']
+    return ['The design states no effect size for this family '
+            '(power.effects): no power computed.']

@@ -64,6 +64,7 @@ import json
 import math
 import os
 import os.path as osp
+import re
 import statistics
 from typing import Dict, List, Optional
 
@@ -719,28 +720,25 @@ def _study_values(runs: dict, task: str, arm: str, path: str,
         return [s - i for s, i in zip(row['shuffled']['values'],
                                       row['intact']['values'])]
     factor, _, column = task.rpartition('-')
-    key = factor + (f'_{scaling.lower()}' if scaling else '')
-    lacking = [k for k, run in own[scheme].items()
-               if factor not in run or key not in run]
-    if factor in study.ALL_FACTORS and lacking:
-        return f'no {key!r} in the run of {scheme}, seed {lacking[0]}'
-    sizes = sorted(int(size) for size in first.get(factor, {})
-                   if int(size) != train)
-    if column.endswith('x') and factor in study.ALL_FACTORS:
-        try:
-            size = float(column[:-1]) * train
-        except ValueError:
-            size = None
-        if size not in sizes:
-            raise BadInputError(f'{path}: task {task!r}: the runs store '
-                                f'{factor} at {sizes} px, training size '
-                                f'{train} ({where})')
-        column = str(int(size))
-    elif column != 'change' or factor not in study.ALL_FACTORS:
+    form = re.fullmatch(r'change|(\d+(?:\.\d+)?)x', column)
+    if factor not in study.ALL_FACTORS or not form:
         raise BadInputError(f'{path}: task {task!r} is not <factor>-change, '
                             f'<factor>-<k>x (factor one of '
                             f'{list(study.ALL_FACTORS)}) or shuffled '
                             f'({where})')
+    key = factor + (f'_{scaling.lower()}' if scaling else '')
+    lacking = [k for k, run in own[scheme].items()
+               if factor not in run or key not in run]
+    if lacking:
+        return f'no {key!r} in the run of {scheme}, seed {lacking[0]}'
+    sizes = sorted(int(size) for size in first[factor] if int(size) != train)
+    if form.group(1):
+        scale = float(form.group(1))
+        if scale * train not in sizes:
+            raise BadInputError(f'{path}: task {task!r}: the runs store '
+                                f'{factor} at {sizes} px, training size '
+                                f'{train} ({where})')
+        column = str(int(scale * train))
     rows = study.factor_table(own, factor, train, sizes)['rows']
     return rows[arm][column]['values']
 

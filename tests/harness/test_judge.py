@@ -5,7 +5,10 @@ values; an above-margin verdict is the correction's rejection and the
 interval shown agrees with it; fewer than 2 runs is no test; a summary
 without an arm or task is refused in one line naming the file and key; the
 stored ranking summary is judged end to end by designs/probes.yaml and the
-demo's confirmation reproduces the demo's own verdicts."""
+demo's confirmation reproduces the demo's own verdicts. A position study's
+directory is judged by scipy's paired t over the confirmation seeds both
+arms ran, the power reached equals statsmodels' at the observed SD, and
+the stored calibration is no test under designs/resolution_study.yaml."""
 import json
 import os.path as osp
 import statistics

@@ -174,7 +174,9 @@ def test_naflex_memory_of_a_mixed_batch_is_each_image_alone(
 def test_naflex_retrieval_of_a_mixed_batch_is_each_image_alone(tmp_path):
     """Every validation image of a padded batch of four aspect ratios gets
     the map and the retrieved labels it gets alone; labels are at each
-    image's NaFlex size (its grid times the patch)."""
+    image's NaFlex size (its grid times the patch); hummingbird_miou on the
+    lists (the online probe's NaFlex evaluation) is the unaugmented NaFlex
+    memory's retrieval."""
     from mmengine.config import Config
 
     from mmpos.datasets.transforms import naflex_size
@@ -206,6 +208,12 @@ def test_naflex_retrieval_of_a_mixed_batch_is_each_image_alone(tmp_path):
                                   return_pred=True)
         assert torch.equal(pred[i], alone[0])
     assert metrics == miou(pred, labels, classes)
+    # the online probe's evaluation (an unaugmented memory of the same
+    # images, each labelled from its own map) on the same lists
+    online, online_pred = hummingbird_miou(feats, labels, feats, labels,
+                                           classes, return_pred=True)
+    assert online == pytest.approx(metrics)
+    assert all(torch.equal(a, b) for a, b in zip(online_pred, pred))
 
 
 def test_naflex_retrieval_on_squares_at_the_square_size_is_the_square(
@@ -224,26 +232,3 @@ def test_naflex_retrieval_on_squares_at_the_square_size_is_the_square(
     assert naflex == square
     assert all(torch.equal(a, b) for a, b in zip(nf['pred'], sq['pred']))
     assert all(torch.equal(a, b) for a, b in zip(nf['gt'], sq['gt']))
-
-
-
-def test_online_naflex_retrieval_is_the_unaugmented_naflex_probe(tmp_path):
-    """hummingbird_miou on lists of maps and labels of four aspect ratios
-    (the online probe's NaFlex evaluation) gives the unaugmented NaFlex
-    memory's retrieval (augmented_memory, retrieval_miou)."""
-    from mmpos.evaluation.dense_retrieval import (augmented_memory,
-                                                  retrieval_miou,
-                                                  retrieval_val, seg_infos)
-    cfg = seg_folder(tmp_path, NAFLEX_SHAPES)
-    model = naflex_backbone()
-    infos, classes, _ = seg_infos(cfg.train_dataloader.dataset)
-    memory = augmented_memory(model, infos, 32, MEAN, STD, len(classes),
-                              augment_epochs=0, max_tokens=24)
-    _, labels, feats = retrieval_val(cfg, model, 32, MEAN, STD,
-                                     max_tokens=24)
-    expected, pred = retrieval_miou(memory, feats, labels, classes,
-                                    return_pred=True)
-    online, online_pred = hummingbird_miou(feats, labels, feats, labels,
-                                           classes, return_pred=True)
-    assert online == pytest.approx(expected)
-    assert all(torch.equal(a, b) for a, b in zip(online_pred, pred))

@@ -76,8 +76,11 @@ def shrink_swin(model_cfg):
 
 
 def shrink(model_cfg, scope):
-    """Shrink the model config in place (see the module docstring)."""
+    """Shrink the model config in place (see the module docstring); a
+    frozen teacher's (Distill's ``teacher``) ViT by its own widths."""
     from mmpos.models.backbones.rope_vit import RoPEVisionTransformer
+    if isinstance(model_cfg.get('teacher'), dict):
+        shrink(model_cfg['teacher'], scope)
     shrink_swin(model_cfg)
     if 'num_queries' in model_cfg:  # DINO's top-k: fewer than the tokens
         model_cfg.num_queries = 20

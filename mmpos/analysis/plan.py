@@ -407,21 +407,15 @@ def _for_fake(node):
 
 
 def _build(model_cfg, mode):
-    """The model of ``model_cfg`` with fake parameters: built in ``mode``,
-    or, where its initialisation reads values (DINO's weight-normalised
-    head), built for real and copied into ``mode``."""
+    """The model of ``model_cfg`` with fake parameters, built in ``mode``;
+    the values its initialisation reads (the truncated normal of DINO's
+    heads: torch's rejection loop) answered by :func:`_stand_ins`, so that
+    nothing of it is allocated (a 7B teacher)."""
     from mmengine.registry import MODELS
-    from torch._subclasses.fake_tensor import (DataDependentOutputException,
-                                               FakeCopyMode)
-    try:
-        with mode:
-            model = MODELS.build(copy.deepcopy(model_cfg))
-        _rehome(model, mode)
-        return model
-    except DataDependentOutputException:
+    with mode, _stand_ins():
         model = MODELS.build(copy.deepcopy(model_cfg))
-        with FakeCopyMode(mode):
-            return copy.deepcopy(model)
+    _rehome(model, mode)
+    return model
 
 
 def _image(size) -> str:

@@ -117,9 +117,11 @@ def test_a_run_that_does_not_fit_names_the_batch_that_would(manifest,
 def test_beside_and_fsdp(manifest, mini_plan):
     """An epoch costs the same FLOPs whatever the schedule's length and the
     total batch (``pre``: 400 epochs at 16 x 256, ``pre_200e``: 200 at
-    8 x 256); an FSDP config's run is marked as planned unsharded."""
+    8 x 256); an FSDP config's run takes its plan sharded on the GPUs it is
+    priced on."""
     tool = load_tool('run', 'paper_tables')
-    cache = {str(REPO / VIT_S): mini_plan, str(REPO / MINI_FSDP): mini_plan}
+    cache = {str(REPO / VIT_S): mini_plan, (str(REPO / MINI_FSDP), 8):
+             dataclasses.replace(mini_plan, world_size=8)}
     runs = [manifest.runs[r] for r in ('pre', 'pre_200e', 'sharded')]
     priced = tool.price(manifest, runs, 'a100-80gb', 8, cache=cache)
     budget = tool.Budget('short', 'text', (
@@ -129,7 +131,7 @@ def test_beside_and_fsdp(manifest, mini_plan):
         '`pre_200e` (the paper: 1.3x the time).')
     assert not priced['pre'].fsdp and priced['sharded'].fsdp
     assert tool._cells(priced['sharded'], 'a100-80gb')[4].endswith(
-        '(FSDP, planned unsharded)')
+        '(FSDP, sharded on 8)')
 
 
 def test_a_peak_without_activations_is_planned_at_the_run_batch(

@@ -142,7 +142,8 @@ class Priced:
     """One run priced on ``gpus`` GPUs of ``gpu``: ``plan`` at the per-GPU
     batch that keeps the run's total batch, its GPU-hours (None: test only
     or schedule unknown), or ``error`` where the config did not plan;
-    ``fsdp``: the run's config trains with FSDP (planned unsharded)."""
+    ``fsdp``: the run's config trains with FSDP (planned sharded on the
+    run's GPUs)."""
     run: object
     plan: object = None
     hours: float = None
@@ -157,11 +158,12 @@ def _portable(text: str) -> str:
     return re.sub(r'\S*site-packages' + re.escape(os.sep), '', text)
 
 
-def _planned(cache, key, path, batch=None):
+def _planned(cache, key, path, batch=None, world_size=1):
     """``cache[key]``, planned first if missing: the Plan of the config at
     ``path`` at ``batch`` images per GPU (None: :data:`PLAN_BATCH` or the
-    config's batch if smaller), or the error text; a config planned here
-    prints its CPU time on stderr."""
+    config's batch if smaller) on ``world_size`` GPUs (an FSDP config's
+    shards), or the error text; a config planned here prints its CPU time
+    on stderr."""
     from mmpos.analysis.plan import plan as plan_config
     from mmpos.guardrails.launch import load_config
     if key not in cache:
@@ -169,7 +171,8 @@ def _planned(cache, key, path, batch=None):
         try:
             cfg = load_config(path)
             cache[key] = plan_config(cfg, batch or min(
-                PLAN_BATCH, cfg.train_dataloader.batch_size))
+                PLAN_BATCH, cfg.train_dataloader.batch_size),
+                world_size=world_size)
         except Exception as err:  # a planner failure is a table cell
             cache[key] = _portable(
                 f'{type(err).__name__}: {err}'.splitlines()[0])
@@ -190,8 +193,9 @@ def price(manifest, runs, gpu, gpus, mfu=None, cache=None):
     activations (:data:`NO_ACTIVATIONS`; the optimizer step's peak: a few
     tokens per image, as DropPos' encoder sees), that model cannot scale
     it: the config is planned again at the run's batch
-    (``cache[(path, batch)]``)."""
-    from mmpos.analysis.plan import MFU, at_batch, schedule
+    (``cache[(path, batch)]``). A config that trains with FSDP is planned
+    sharded on ``gpus`` GPUs (``cache[(path, gpus)]``)."""
+    from mmpos.analysis.plan import MFU, at_batch, schedule, trains_fsdp
     from mmpos.guardrails.launch import load_config
     cache = {} if cache is None else cache
     priced = {}
@@ -200,16 +204,19 @@ def price(manifest, runs, gpu, gpus, mfu=None, cache=None):
             priced[run.id] = Priced(run)
             continue
         path = manifest.config_path(run.config)
-        found = _planned(cache, path, path)
+        cfg = load_config(path, run.cfg_options or None)
+        world = gpus if trains_fsdp(cfg) else 1
+        found = _planned(cache, (path, gpus) if world > 1 else path, path,
+                         world_size=world)
         if isinstance(found, str):
             priced[run.id] = Priced(run, error=found)
             continue
-        cfg = load_config(path, run.cfg_options or None)
         total = cfg.train_dataloader.batch_size * run.gpus
         batch = max(1, math.ceil(total / gpus))
         if batch != found.batch and found.peak.get('ACT', 0) + found.peak.get(
                 'TEMP', 0) < NO_ACTIVATIONS * found.peak['Total']:
-            found = _planned(cache, (path, batch), path, batch)
+            found = _planned(cache, (path, batch) + (world, ) * (world > 1),
+                             path, batch, world)
             if isinstance(found, str):
                 priced[run.id] = Priced(run, error=found)
                 continue
@@ -222,8 +229,7 @@ def price(manifest, runs, gpu, gpus, mfu=None, cache=None):
         hours = None if iters is None else (
             p.flops_train * total * iters /
             (p.peak_tflops(gpu) * 1e12 * (mfu or MFU)) / 3600)
-        fsdp = 'FSDP' in str((cfg.get('strategy') or {}).get('type', ''))
-        priced[run.id] = Priced(run, p, hours, fsdp=fsdp)
+        priced[run.id] = Priced(run, p, hours, fsdp=world > 1)
     return priced
 
 
@@ -276,7 +282,7 @@ def _cells(item, gpu):
     fits = 'fits' if p.fits(gpu) else (
         f'DOES NOT FIT ({fitting_batch(p, gpu)}/GPU would)')
     if item.fsdp:
-        fits += ' (FSDP, planned unsharded)'
+        fits += f' (FSDP, sharded on {p.world_size})'
     hours = '?' if item.hours is None else f'{item.hours:,.0f}'
     return [run.id, config, f'{p.batch}/GPU',
             f'{p.peak["Total"] / 2**30:.1f} GiB', fits, f'{hours} GPU-h']
@@ -366,12 +372,15 @@ unless launched with `--amp`: under AMP the same FLOPs run at the bf16 /
 fp16 peak (312 instead of 19.5 TFLOP/s on an A100, 989 instead of 67 on
 an H100), about 16x and 15x fewer GPU-hours at the same MFU.
 
-**FSDP.** Every run is planned unsharded, as under DDP: parameters,
-gradients and optimizer state whole on each GPU, an upper bound for an
-FSDP run, which shards them across the GPUs. PyTorch's `FSDPMemTracker`
-(`torch.distributed._tools`), which tracks a sharded step, follows FSDP2
-(`fully_shard`), while the FSDP configs (`configs/_base_/fsdp.py`) wrap
-with FSDP1 through mmengine's `FlexibleRunner`. {fsdp}
+**FSDP.** A run whose config trains with FSDP (`configs/_base_/fsdp.py`)
+is planned per GPU of its GPUs: the config's units sharded by FSDP2's
+`fully_shard` on a fake process group and tracked by PyTorch's
+`FSDPMemTracker` (`torch.distributed._tools`), so each GPU holds its
+share of the parameters, gradients and optimizer state, plus the units
+gathered while they run (`mmpos/analysis/plan.py`). The configs wrap with
+FSDP1 through mmengine's `FlexibleRunner`, which gathers and frees the
+same units; its padding and prefetch order are FSDP2's in the plan. The
+other runs are planned as under DDP. {fsdp}
 """
 
 
@@ -409,7 +418,7 @@ def page(manifest, tables, cache=None) -> str:
         sharded = [i.run.id for i in by_gpu[0].values() if i.fsdp]
         fsdp += sharded
         if sharded:
-            rows += [f'FSDP runs, planned unsharded (see *FSDP* above): '
+            rows += [f'FSDP runs, planned sharded (see *FSDP* above): '
                      f'{", ".join(sharded)}.', '']
         trained = [(a100, h100) for a100, h100 in zip(
             by_gpu[0].values(), by_gpu[1].values()) if not a100.run.test_of]

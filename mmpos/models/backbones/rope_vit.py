@@ -63,6 +63,12 @@ class RoPETransformerEncoderLayer(BaseModule):
     ViTDet.
     ``rel_pos_size``: ViTDet's decomposed relative position bias (see
     :class:`RoPEAttention`), over the window or the grid.
+    ``ffn_cfg``: the feed-forward layer, a registered type built with
+    ``embed_dims``, ``feedforward_channels`` (its hidden width),
+    ``layer_scale_init_value``, the drop-path ``dropout_layer`` and the
+    keys it gives, e.g. ``dict(type='SwiGLUFFN')`` (mmpretrain's SwiGLU,
+    DINOv3's 7B; registered by :mod:`mmpos.models.layers`); ``None``: the
+    GELU MLP (mmcv's ``FFN`` with ``act_cfg`` and ``drop_rate``).
     """
 
     def __init__(self,
@@ -78,6 +84,7 @@ class RoPETransformerEncoderLayer(BaseModule):
                  norm_cfg: dict = dict(type='LN'),
                  window_size: int = 0,
                  rel_pos_size: Optional[Sequence[int]] = None,
+                 ffn_cfg: Optional[dict] = None,
                  init_cfg: Optional[dict] = None):
         super().__init__(init_cfg=init_cfg)
         drop_path = dict(type='DropPath', drop_prob=drop_path_rate)
@@ -101,7 +108,12 @@ class RoPETransformerEncoderLayer(BaseModule):
             ffn_drop=drop_rate,
             dropout_layer=drop_path,
             act_cfg=act_cfg,
-            layer_scale_init_value=layer_scale_init_value)
+            layer_scale_init_value=layer_scale_init_value
+        ) if ffn_cfg is None else MODELS.build(dict(
+            ffn_cfg, embed_dims=embed_dims,
+            feedforward_channels=feedforward_channels,
+            dropout_layer=drop_path,
+            layer_scale_init_value=layer_scale_init_value))
 
     def forward(self,
                 x: Tensor,
@@ -160,7 +172,9 @@ class RoPEVisionTransformer(BaseBackbone):
 
     Args:
         arch: ``'tiny' | 'small' | 'base' | 'large'`` (ViT-T/S/B/L as in
-            DeiT / the paper) or a dict with ``embed_dims``, ``num_layers``,
+            DeiT / the paper), ``'7b'`` (DINOv3's ViT-7B: 4096 wide, 40
+            blocks, 32 heads, with a SwiGLU ``ffn_cfg`` of hidden width
+            8192) or a dict with ``embed_dims``, ``num_layers``,
             ``num_heads``, ``feedforward_channels``.
         img_size: the input size the model is built for (for transfer: the
             fine-tuning size): sizes the APE table and the global blocks'
@@ -243,6 +257,11 @@ class RoPEVisionTransformer(BaseBackbone):
         **dict.fromkeys(['l', 'large'], {
             'embed_dims': 1024, 'num_layers': 24, 'num_heads': 16,
             'feedforward_channels': 4096}),
+        # DINOv3's ViT-7B (facebookresearch/dinov3 vit_7b): its SwiGLU's
+        # hidden width (layer_cfgs=dict(ffn_cfg=dict(type='SwiGLUFFN')))
+        '7b': {
+            'embed_dims': 4096, 'num_layers': 40, 'num_heads': 32,
+            'feedforward_channels': 8192},
     }  # yapf: disable
     num_extra_tokens = 1
     OUT_TYPES = {'raw', 'cls_token', 'featmap', 'avg_featmap'}

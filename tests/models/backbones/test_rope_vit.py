@@ -324,3 +324,29 @@ def test_freq_scaling_from_the_command_line_keeps_the_checkpoint(window):
             x = torch.randn(2, 3, size, size)
             same = torch.allclose(scaled(x)[0], plain(x)[0], atol=1e-5)
             assert same == equal, size
+
+
+def test_a_swiglu_block_computes_dinov3s_feed_forward():
+    """``layer_cfgs=dict(ffn_cfg=dict(type='SwiGLUFFN'))`` (DINOv3 7B's
+    feed-forward): each block's FFN adds ``w3(silu(x W1) * (x W2))`` of its
+    normed input, scaled by its LayerScale, to the residual; the hidden
+    width is ``feedforward_channels``; no GELU MLP is left."""
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    model = RoPEVisionTransformer(
+        arch=dict(embed_dims=32, num_layers=2, num_heads=2,
+                  feedforward_channels=48),
+        img_size=32, qkv_bias=False, layer_scale_init_value=0.5,
+        layer_cfgs=dict(ffn_cfg=dict(type='SwiGLUFFN'))).eval()
+    block = model.layers[0]
+    assert block.ffn.w12.weight.shape == (2 * 48, 32)
+    assert block.ffn.w3.weight.shape == (32, 48)
+    assert block.attn.qkv.bias is None
+    x = torch.randn(2, 5, 32)
+    hidden = block.ln2(x)
+    w1, w2 = block.ffn.w12.weight.chunk(2)
+    b1, b2 = block.ffn.w12.bias.chunk(2)
+    expected = x + 0.5 * block.ffn.w3(
+        F.silu(hidden @ w1.T + b1) * (hidden @ w2.T + b2))
+    torch.testing.assert_close(block.ffn(hidden, identity=x), expected)
+    assert model(torch.randn(1, 3, 32, 32))[0].shape == (1, 32)

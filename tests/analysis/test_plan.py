@@ -237,3 +237,27 @@ def test_an_fsdp_wrapper_the_plan_does_not_follow_is_one_line(vit_s_adamw):
         planner.plan(cfg, batch=1, world_size=2)
     import torch.distributed as dist
     assert not dist.is_initialized()  # the fake group is gone
+
+
+def test_a_frozen_teacher_is_planned_sharded_without_optimizer_state():
+    """Distillation under FSDP on 2 GPUs (the mini distillation config with
+    configs/_base_/fsdp.py): each GPU holds half of the teacher's and the
+    student's parameters, AdamW's two moments for half of the student's
+    only (the teacher takes no gradients and no optimizer state)."""
+    from mmengine.config import Config
+    from mmpos.guardrails.launch import load_config
+    cfg = load_config(str(REPO / 'configs/distill/'
+                          'distill_vit-tiny-to-vit-mini_mini.py'))
+    cfg.merge_from_dict(dict(
+        runner_type='FlexibleRunner',
+        strategy=Config.fromfile(REPO / 'configs/_base_/fsdp.py').strategy))
+    torch.manual_seed(0)
+    two = planner.plan(cfg, batch=2, world_size=2)
+    step = planner.real_step(cfg, 1)
+    teacher = sum(p.numel() for p in step.model.teacher.parameters())
+    student = sum(p.numel() for p in step.model.parameters()
+                  if p.requires_grad)
+    assert teacher > student > 0
+    assert two.params == teacher + student
+    assert two.peak['PARAM'] == pytest.approx(4 * two.params / 2, rel=0.01)
+    assert two.peak['OPT'] == pytest.approx(8 * student / 2, rel=0.02)

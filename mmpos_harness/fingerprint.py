@@ -34,7 +34,8 @@ set in ``results/fingerprints/<id>.json`` (the record keeps the id):
 While a probe runs, the repository files whose functions it calls are
 noted. The files of ``depends`` that the result's probes reach
 (:func:`text_judged`: those they call, the library's ``__init__.py``
-files, the model files) are judged by behaviour; the rest of ``depends``
+files, the model files, and the training loop's files for a result that
+ran no config) are judged by behaviour; the rest of ``depends``
 (e.g. a tool's command line, a hook no probe runs) by text: their content
 now against the record's commit.
 
@@ -65,6 +66,7 @@ import math
 import os
 import os.path as osp
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -785,7 +787,11 @@ def text_judged(record: dict, fingerprint: dict) -> List[str]:
       resolves to the same dict changed nothing the result ran;
     * for a benchmark (``bench:`` probes and no config probes), every
       library file (:data:`LIBRARY`): its probe runs the benchmark's timed
-      steps as ``run.py`` does.
+      steps as ``run.py`` does;
+    * for a result without config probes whose own files do not import
+      ``mmpos.engine``, the training loop's files (:data:`ENGINE`): only a
+      Runner built from a config calls a hook or an optimizer constructor
+      (``import mmpos`` registers them, which runs no hook).
 
     Files added after the record's commit are left out: they did not exist
     when it ran (a file that imports them changed, and is judged).
@@ -799,12 +805,14 @@ def text_judged(record: dict, fingerprint: dict) -> List[str]:
     # changed too)
     files = provenance._git('ls-tree', '-r', '--name-only', record['commit'],
                             '--', *record['depends']).splitlines()
+    runner = configs or _imports_engine(files)
 
     def reached(path: str) -> bool:
         library = path.startswith(LIBRARY)
         return (path in covered or path.startswith(MODEL_FILES)
                 or (library and osp.basename(path) == '__init__.py')
                 or (bench and library)
+                or (not runner and path.startswith(ENGINE))
                 or (configs and path.startswith('configs/')
                     and path.endswith('.py')))
 
@@ -815,6 +823,25 @@ def text_judged(record: dict, fingerprint: dict) -> List[str]:
 LIBRARY = ('mmpos/', 'mmpos_positions/')
 #: the files that define models and position schemes
 MODEL_FILES = ('mmpos/models/', 'mmpos_positions/')
+#: the training loop's parts (hooks, optimizer constructors, FSDP): built
+#: from a config by mmengine's Runner, so they run only for a result that
+#: ran a config, or whose own files import them
+ENGINE = 'mmpos/engine/'
+ENGINE_IMPORT = re.compile(r'^\s*(from|import)\s+mmpos\.engine\b',
+                           re.MULTILINE)
+
+
+def _imports_engine(paths: Iterable[str]) -> bool:
+    """Whether one of the files ``paths`` (outside :data:`ENGINE`, as they
+    are now) imports ``mmpos.engine``."""
+    for path in paths:
+        if path.startswith(ENGINE) or not path.endswith('.py') or \
+                not osp.isfile(osp.join(ROOT, path)):
+            continue
+        with open(osp.join(ROOT, path)) as f:
+            if ENGINE_IMPORT.search(f.read()):
+                return True
+    return False
 
 
 def status(record: dict) -> dict:

@@ -148,6 +148,30 @@ def test_text_judged_files_are_those_no_probe_reaches():
     assert 'mmpos/engine/hooks/online_probe.py' in text  # runs, not probed
 
 
+def test_the_training_loop_is_judged_only_for_results_that_ran_a_config():
+    """A benchmark of attention ran no Runner: a change to a hook does not
+    touch it (its depends list mmpos/engine because ``import mmpos``
+    registers the hooks); a result that trained a config, or whose own
+    files import mmpos.engine, keeps the hooks judged by their text."""
+    def engine_text(match):
+        path, record = next((p, r) for p, r in fingerprint.stored_records()
+                            if match(p, r))
+        stored = fingerprint.load(record['fingerprint'])
+        files = provenance._git('ls-tree', '-r', '--name-only',
+                                record['commit'], '--', *record['depends'])
+        assert fingerprint.ENGINE + 'hooks/dense_probes.py' in files
+        return [f for f in fingerprint.text_judged(record, stored)
+                if f.startswith(fingerprint.ENGINE)], stored
+    text, stored = engine_text(lambda p, r: p.endswith('cpu_rope_fast.json'))
+    assert not any(n.startswith('config:') for n in stored['probes'])
+    assert text == []
+    text, _ = engine_text(lambda p, r: 'method_ranking.py' in r['command'])
+    assert fingerprint.ENGINE + 'hooks/dense_probes.py' in text
+    # a benchmark that imports a hook itself (no config of its own needed)
+    assert fingerprint._imports_engine(['benchmarks/online_probe_overhead.py'])
+    assert not fingerprint._imports_engine(['benchmarks/rope_fast.py'])
+
+
 def test_json_is_rewritten_in_its_own_layout():
     data = {'b': [1, 2], 'a': 'é'}
     for indent in (1, 2):

@@ -5,6 +5,8 @@ from .encoder_tokens import EncoderTokensHook
 from .ema_teacher import EMATeacherHook
 from .health_monitor import HealthMonitorHook
 from .intact_checkpoint import IntactCheckpointHook
+from .naflex_dense_probes import (NaFlexOnlineDepthProbeHook,
+                                  NaFlexOnlineRetrievalProbeHook)
 from .nonfinite_loss import NonFiniteLossError, NonFiniteLossHook
 from .online_probe import OnlineProbeHook
 from .preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionHook
@@ -13,7 +15,9 @@ from .rng_state import RNGStateHook
 __all__ = [
     'CheckpointFitHook', 'EMATeacherHook',
     'EncoderTokensHook',
-    'HealthMonitorHook', 'IntactCheckpointHook', 'NonFiniteLossError',
+    'HealthMonitorHook', 'IntactCheckpointHook',
+    'NaFlexOnlineDepthProbeHook', 'NaFlexOnlineRetrievalProbeHook',
+    'NonFiniteLossError',
     'NonFiniteLossHook', 'OnlineDepthProbeHook', 'OnlineProbeHook',
     'OnlineRetrievalProbeHook', 'PREEMPTED_EXIT_CODE', 'Preempted',
     'PreemptionHook',

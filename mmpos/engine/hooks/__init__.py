@@ -5,8 +5,6 @@ from .encoder_tokens import EncoderTokensHook
 from .ema_teacher import EMATeacherHook
 from .health_monitor import HealthMonitorHook
 from .intact_checkpoint import IntactCheckpointHook
-from .naflex_dense_probes import (NaFlexOnlineDepthProbeHook,
-                                  NaFlexOnlineRetrievalProbeHook)
 from .nonfinite_loss import NonFiniteLossError, NonFiniteLossHook
 from .online_probe import OnlineProbeHook
 from .preemption import PREEMPTED_EXIT_CODE, Preempted, PreemptionHook
@@ -15,9 +13,7 @@ from .rng_state import RNGStateHook
 __all__ = [
     'CheckpointFitHook', 'EMATeacherHook',
     'EncoderTokensHook',
-    'HealthMonitorHook', 'IntactCheckpointHook',
-    'NaFlexOnlineDepthProbeHook', 'NaFlexOnlineRetrievalProbeHook',
-    'NonFiniteLossError',
+    'HealthMonitorHook', 'IntactCheckpointHook', 'NonFiniteLossError',
     'NonFiniteLossHook', 'OnlineDepthProbeHook', 'OnlineProbeHook',
     'OnlineRetrievalProbeHook', 'PREEMPTED_EXIT_CODE', 'Preempted',
     'PreemptionHook',

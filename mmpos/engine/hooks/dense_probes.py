@@ -16,10 +16,21 @@ The probed features are those of the backbone's own outputs
 (``out_indices``): for the mini ViTs, the last block (DINOv2's "lin. 1").
 Logged scalars (``vis_data/scalars.json`` and the training log line):
 ``depth_rmse``, ``depth_abs_rel``, ``depth_d1`` and ``retrieval_miou``.
+
+With ``max_tokens`` (e.g. on a NaFlex pretraining, ``configs/naflex/``)
+they probe NaFlex maps, as the probes' tools' ``--max-tokens`` do: each
+image at its aspect ratio within that many patches (the NaFlex batches
+made once before training), its depth or label map resized to the same
+size (:mod:`mmpos.evaluation.naflex`); a backbone without NaFlex maps (a
+RoPE ViT with ``out_type='raw'``) is refused in one line before
+training. Without it they probe squares of ``img_size``, NaFlex runs
+included (their RoPE ViT takes both).
 """
 import time
 from typing import Optional
 
+from mmpos.apis.features import IMAGENET_MEAN, IMAGENET_STD
+from mmpos.errors import UnsupportedModelError
 from mmpos.registry import HOOKS
 from .online_probe import OnlineProbeHook, ProbeSetMissing
 from .rng_state import get_rng_state, set_rng_state
@@ -36,9 +47,14 @@ class _DenseProbeHook(OnlineProbeHook):
         return f'the online {self.name}'
 
     def __init__(self, train_dataset: dict, val_dataset: dict,
-                 interval: int = 1000, img_size=None, batch_size: int = 64):
+                 interval: int = 1000, img_size=None, batch_size: int = 64,
+                 max_tokens: Optional[int] = None):
         if interval < 0:
             raise ValueError(f'interval must be >= 0, got {interval}')
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError(f'{type(self).__name__}: max_tokens must be '
+                             f'>= 1, got {max_tokens}')
+        self.max_tokens = max_tokens
         self.datasets = dict(train=dict(train_dataset),
                              val=dict(val_dataset))
         self.interval = interval
@@ -46,8 +62,9 @@ class _DenseProbeHook(OnlineProbeHook):
         self.batch_size = batch_size
         self._data: Optional[dict] = None
 
-    def read_split(self, dataset: dict, size):
-        """``(image paths, targets)`` of one split."""
+    def read_split(self, dataset: dict, size, naflex=None):
+        """``(image paths, targets)`` of one split; ``naflex = (patch size,
+        max_tokens)``: targets at each image's NaFlex size, a list."""
         raise NotImplementedError
 
     def evaluate(self, feats: dict) -> dict:
@@ -59,6 +76,7 @@ class _DenseProbeHook(OnlineProbeHook):
             return
         from mmpos.evaluation.frozen import load_inputs
         size, mean, std = self.input_settings(runner)
+        naflex = self.naflex_settings(runner)
         try:
             datasets = {split: self.resolve_dataset(runner, split, cfg)
                         for split, cfg in self.datasets.items()}
@@ -69,23 +87,59 @@ class _DenseProbeHook(OnlineProbeHook):
         try:
             self._data = {}
             for split, cfg in datasets.items():
-                paths, targets = self.read_split(cfg, size)
-                self._data[split] = (load_inputs(paths, size, *(
-                    (mean, std) if mean is not None else ())), targets)
+                paths, targets = self.read_split(cfg, size, naflex)
+                norm = (mean, std) if mean is not None else ()
+                self._data[split] = (load_inputs(paths, size, *norm) if (
+                    naflex is None) else self.naflex_batches(
+                        paths, naflex[0][0], *norm), targets)
         finally:
             set_rng_state(state)
+        at = (f'{size} px' if naflex is None else 'their aspect ratios '
+              f'within {self.max_tokens} patches')
         runner.logger.info(
             f'{type(self).__name__}: {self.name} on '
-            f'{len(self._data["train"][0])} / {len(self._data["val"][0])} '
-            f'images at {size} px every {self.interval} iterations')
+            f'{len(self._data["train"][1])} / {len(self._data["val"][1])} '
+            f'images at {at} every {self.interval} iterations')
+
+    def naflex_settings(self, runner):
+        """``None`` without ``max_tokens``, else ``(the probed backbone's
+        patch size (p_h, p_w), max_tokens)``; a backbone without NaFlex
+        maps is refused (one line)."""
+        if self.max_tokens is None:
+            return None
+        from mmpos.evaluation.naflex import check_naflex_backbone, \
+            naflex_patch
+        with self.probing(runner) as (backbone, _, _):
+            try:
+                check_naflex_backbone(backbone)
+            except UnsupportedModelError as error:
+                raise UnsupportedModelError(
+                    f'{type(self).__name__} max_tokens={self.max_tokens}: '
+                    f'{error}') from None
+            return naflex_patch(backbone), self.max_tokens
+
+    def naflex_batches(self, paths, patch_size: int,
+                       mean=IMAGENET_MEAN, std=IMAGENET_STD) -> list:
+        """The images at ``paths`` as padded NaFlex batches of
+        ``batch_size`` (:func:`~mmpos.evaluation.naflex.naflex_inputs`),
+        made once."""
+        from mmpos.apis.features import read_images
+        from mmpos.evaluation.naflex import naflex_inputs
+        return [naflex_inputs(read_images(paths[start:start +
+                                                self.batch_size]),
+                              patch_size, self.max_tokens, mean, std)
+                for start in range(0, len(paths), self.batch_size)]
 
     def probe(self, runner) -> dict:
         """Run the probe now; returns the logged values."""
         from mmpos.evaluation.dense import dense_features
+        from mmpos.evaluation.naflex import naflex_batch_features
         start = time.perf_counter()
         with self.probing(runner) as (backbone, which, device):
             feats = {split: dense_features(backbone, inputs,
                                            self.batch_size, device)
+                     if self.max_tokens is None else
+                     naflex_batch_features(backbone, inputs, device)
                      for split, (inputs, _) in self._data.items()}
             results = self.evaluate(feats)
         for key, value in results.items():
@@ -107,6 +161,8 @@ class OnlineDepthProbeHook(_DenseProbeHook):
         train_dataset / val_dataset: mmseg depth dataset configs
             (``NYUDataset`` layout; ``{train_data_root}`` allowed).
         interval, img_size, batch_size: see :class:`OnlineProbeHook`.
+        max_tokens: NaFlex maps within this many patches per image (module
+            docstring); ``None``: squares of ``img_size``.
         depth_rescale_factor: metres per depth-PNG unit (NYU: ``1e-3``).
         cls_token: concatenate the class token to the patch tokens.
         seed: seed of the head's init and batch draws.
@@ -121,11 +177,11 @@ class OnlineDepthProbeHook(_DenseProbeHook):
     def __init__(self, train_dataset: dict, val_dataset: dict,
                  interval: int = 1000, img_size=None, batch_size: int = 64,
                  depth_rescale_factor: float = 1e-3, cls_token: bool = True,
-                 seed: int = 0, **probe):
+                 seed: int = 0, max_tokens: Optional[int] = None, **probe):
         from mmpos.evaluation.depth_probe import (EVAL_KEYS, FIT_KEYS,
                                                   HEAD_KEYS)
         super().__init__(train_dataset, val_dataset, interval, img_size,
-                         batch_size)
+                         batch_size, max_tokens)
         unknown = sorted(set(probe) - set(HEAD_KEYS + FIT_KEYS + EVAL_KEYS))
         if unknown:
             raise ValueError(f'OnlineDepthProbeHook: unknown settings '
@@ -135,9 +191,10 @@ class OnlineDepthProbeHook(_DenseProbeHook):
         self.seed = seed
         self.settings = dict(dict(iters=300), **probe)
 
-    def read_split(self, dataset: dict, size):
+    def read_split(self, dataset: dict, size, naflex=None):
         from mmpos.evaluation.depth_probe import depth_data
-        return depth_data(dataset, size, self.depth_rescale_factor)
+        return depth_data(dataset, size, self.depth_rescale_factor,
+                          naflex=naflex)
 
     def evaluate(self, feats: dict) -> dict:
         from mmpos.evaluation.depth_probe import run_depth_probe
@@ -158,6 +215,8 @@ class OnlineRetrievalProbeHook(_DenseProbeHook):
         train_dataset / val_dataset: mmseg segmentation dataset configs
             (memory and queries; ``{train_data_root}`` allowed).
         interval, img_size, batch_size: see :class:`OnlineProbeHook`.
+        max_tokens: NaFlex maps within this many patches per image (module
+            docstring); ``None``: squares of ``img_size``.
         k, temperature: neighbours and softmax temperature (Open
             Hummingbird: 30, 0.02).
     """
@@ -167,15 +226,16 @@ class OnlineRetrievalProbeHook(_DenseProbeHook):
 
     def __init__(self, train_dataset: dict, val_dataset: dict,
                  interval: int = 1000, img_size=None, batch_size: int = 64,
-                 k: int = 30, temperature: float = 0.02):
+                 k: int = 30, temperature: float = 0.02,
+                 max_tokens: Optional[int] = None):
         super().__init__(train_dataset, val_dataset, interval, img_size,
-                         batch_size)
+                         batch_size, max_tokens)
         self.k = k
         self.temperature = temperature
 
-    def read_split(self, dataset: dict, size):
+    def read_split(self, dataset: dict, size, naflex=None):
         from mmpos.evaluation.dense_retrieval import seg_data
-        paths, labels, classes, ignore = seg_data(dataset, size)
+        paths, labels, classes, ignore = seg_data(dataset, size, naflex)
         self.classes, self.ignore_index = classes, ignore
         return paths, labels
 

@@ -125,10 +125,10 @@ def test_a_missing_probe_set_switches_the_probe_off(tmp_path, index):
 
 
 def test_probes_on_naflex_maps_of_a_naflex_pretraining(dense_mini):
-    """The NaFlex hooks (max_tokens) on a NaFlex pretraining's backbone:
-    on the square mini data at the square size (32 px, 16 patches of 8)
-    they log what the square hooks log; a backbone without NaFlex maps is
-    refused in one line before training."""
+    """With max_tokens, the probes of a NaFlex pretraining's backbone run
+    on NaFlex maps: on the square mini data at the square size (32 px, 16
+    patches of 8) they log what the square probes log; a backbone without
+    NaFlex maps is refused in one line before training."""
     from mmpos.errors import UnsupportedModelError
     from mmpos.registry import HOOKS, MODELS
     torch.manual_seed(0)
@@ -137,7 +137,7 @@ def test_probes_on_naflex_maps_of_a_naflex_pretraining(dense_mini):
     runner, logs = fake_runner(model, dense_mini)
     for cfg in hooks(1):
         results = []
-        for extra in ({}, dict(type='NaFlex' + cfg['type'], max_tokens=16)):
+        for extra in ({}, dict(max_tokens=16)):
             hook = HOOKS.build(dict(cfg, **extra))
             hook.before_train(runner)
             results.append(hook.probe(runner))
@@ -146,7 +146,6 @@ def test_probes_on_naflex_maps_of_a_naflex_pretraining(dense_mini):
     assert any('at their aspect ratios within 16 patches' in str(line)
                for line in logs)
     model.backbone.out_type = 'featmap'
-    with pytest.raises(UnsupportedModelError, match=r"^NaFlexOnlineDepthProb"
-                       r"eHook: .*out_type='raw'"):
-        HOOKS.build(dict(hooks(1)[0], type='NaFlexOnlineDepthProbeHook',
-                         max_tokens=16)).before_train(runner)
+    with pytest.raises(UnsupportedModelError, match=r"OnlineDepthProbeHook "
+                       r"max_tokens=16: .*out_type='raw'"):
+        HOOKS.build(dict(hooks(1)[0], max_tokens=16)).before_train(runner)

@@ -421,6 +421,18 @@ def test_large_sizes_evaluate_in_batches_within_the_byte_bound(monkeypatch):
     assert study.accuracy(model, images, labels, 32) == whole
 
 
+def test_the_study_flushes_subnormals_while_it_runs(tmp_path, monkeypatch):
+    """PaPE's far attention weights underflow into subnormals, whose
+    gradients are slow on CPU: the study flushes them to 0 while it runs
+    and leaves torch's default (kept) afterwards."""
+    seen = []
+    monkeypatch.setattr(study, 'run_study', lambda args: seen.append(
+        (torch.tensor([1e-40]) * 1.0).item()))
+    study.main([str(tmp_path)] + TINY)
+    assert seen == [0.0]
+    assert (torch.tensor([1e-40]) * 1.0).item() > 0
+
+
 def test_random_resized_crop_draws_the_area_share_and_is_seeded():
     side = 32
     ramp = (torch.arange(side) * 8).expand(3, side, side)[None]

@@ -430,21 +430,43 @@ def calibration_scale(design: dict, source: str) -> float:
 
 
 def _flops_cost(design: dict, source: str) -> Dict[str, float]:
-    """An estimate for a design no run of which is measured yet (the
-    position study's, ``budget.estimate: flops``): per trained arm (an
-    arm or exploratory arm without `` +``, the test-time scalings riding
-    on its runs) the stored study ``source``'s CPU seconds per FLOP times
-    the FLOPs of one run with the design's ``options``
-    (:func:`mmpos_harness.position_study.run_flops`), in minutes."""
+    """The position study's cost (``budget.estimate: flops``), per trained
+    arm (an arm or exploratory arm without `` +``, the test-time scalings
+    riding on its runs) in minutes: the mean ``cpu_seconds`` of its runs
+    stored in ``source`` at the design's ``options`` (a calibration), else
+    an estimate: ``source``'s CPU seconds per FLOP, over its runs of
+    schemes without an attention bias, times the FLOPs of one run with the
+    design's ``options`` (:func:`mmpos_harness.position_study.run_flops`).
+    The FLOPs count no bias: a scheme that adds one (PaPE, LookHere:
+    :func:`mmpos_positions.adds_bias`) is priced low unless measured."""
+    from mmpos_positions import SCHEMES, adds_bias
+
     from . import position_study as study
     opt = design['options']
-    rate = study.cpu_seconds_per_flop(source)
     table = study.all_schemes(opt['train-size'] // study.PATCH)
+    measured = {}
+    for arm, runs in read_study(source)['runs'].items():
+        runs = [r for r in runs.values() if all(
+            r.get(k.replace('-', '_')) == v for k, v in opt.items()
+            if k in ('iters', 'batch-size', 'num-train', 'num-val',
+                     'train-size', 'sizes', 'embed-dims', 'num-heads'))]
+        if runs:
+            measured[arm] = statistics.mean(r['cpu_seconds'] for r in runs)
+
+    def bias(arm):
+        rope = table[arm].get('rope')
+        return rope is not None and adds_bias(SCHEMES[rope['type']](
+            head_dim=16, num_heads=2, depth=1))
+    rate = study.cpu_seconds_per_flop(source, skip={
+        _folder(a) for a in table if bias(a)})
     arch = dict(embed_dims=opt['embed-dims'],
                 feedforward_channels=4 * opt['embed-dims'])
     out = {}
     for arm in design['arms'] + design['exploratory']['arms']:
         if ' +' in arm:
+            continue
+        if _folder(arm) in measured:
+            out[arm] = measured[_folder(arm)] / 60
             continue
         variants = 1 + (len(opt['scalings'])
                         if study.scalable(table[arm]) else 0)

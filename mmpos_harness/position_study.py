@@ -566,9 +566,10 @@ def run_flops(train_size: int, sizes, iters: int, batch_size: int,
     return train + evals
 
 
-def cpu_seconds_per_flop(study_dir: str) -> float:
+def cpu_seconds_per_flop(study_dir: str, skip=()) -> float:
     """The stored study ``study_dir``'s CPU seconds per FLOP: the mean
-    over its runs (``runs/*/seed*.json``) of the run's ``cpu_seconds``
+    over its runs (``runs/*/seed*.json``, not those of the run folders
+    ``skip``) of the run's ``cpu_seconds``
     over its :func:`run_flops` (sizes, iterations, batch, scalings, and
     the width and tables where the run records them, else the demo-size
     model's and both tables, read off the run; ``num_val`` off the
@@ -578,6 +579,8 @@ def cpu_seconds_per_flop(study_dir: str) -> float:
     rates = []
     for path in sorted(glob.glob(osp.join(study_dir, 'runs', '*',
                                           'seed*.json'))):
+        if osp.basename(osp.dirname(path)) in skip:
+            continue
         with open(path) as f:
             run = json.load(f)
         train_size = int(next(iter(run['shuffled'])))

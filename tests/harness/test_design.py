@@ -251,6 +251,39 @@ def test_the_flops_rate_of_a_calibration_reads_its_width_and_tables():
         assert rate * flops == pytest.approx(run['cpu_seconds'], rel=0.15)
 
 
+def test_a_measured_arm_costs_what_it_took_and_bias_schemes_set_no_rate(
+        tmp_path):
+    """The resolution design priced from its calibration: an arm stored
+    at the design's options costs its measured CPU minutes; a PaPE run
+    (its bias costs more than its FLOPs share) changes no other arm's
+    estimate; a run at other options is not a measurement."""
+    found = design.load(osp.join(ROOT, design.DESIGNS,
+                                 'resolution_study.yaml'))
+    source = tmp_path / 'calibration'
+    shutil.copytree(osp.join(ROOT, 'results', 'resolution_study_calibration',
+                             'runs'), source / 'runs')
+    shutil.copy(osp.join(ROOT, 'results', 'resolution_study_calibration',
+                         'position_study.json'), source)
+    found['budget']['cost_from'] = str(source)
+    before = design.cost_per_run(found)
+    with open(source / 'runs' / 'APE' / 'seed0.json') as f:
+        ape = json.load(f)
+    assert ape['iters'] == found['options']['iters']
+    assert before['APE'] == pytest.approx(ape['cpu_seconds'] / 60)
+    (source / 'runs' / 'PaPE').mkdir()
+    with open(source / 'runs' / 'PaPE' / 'seed0.json', 'w') as f:
+        json.dump(dict(ape, cpu_seconds=5 * ape['cpu_seconds']), f)
+    (source / 'runs' / 'LookHere').mkdir()
+    with open(source / 'runs' / 'LookHere' / 'seed0.json', 'w') as f:
+        json.dump(dict(ape, cpu_seconds=9 * ape['cpu_seconds'],
+                       iters=2 * ape['iters']), f)
+    after = design.cost_per_run(found)
+    assert after['PaPE'] == pytest.approx(5 * before['APE'])
+    assert after['LookHere'] == pytest.approx(before['LookHere'])
+    assert {k: v for k, v in after.items() if k != 'PaPE'} == \
+        pytest.approx({k: v for k, v in before.items() if k != 'PaPE'})
+
+
 def test_a_calibration_at_fewer_images_prices_the_pretraining_scaled():
     found = design.load(osp.join(ROOT, design.DESIGNS, 'distill_mini.yaml'))
     source = osp.join(ROOT, found['budget']['cost_from'])

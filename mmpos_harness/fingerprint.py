@@ -791,7 +791,11 @@ def text_judged(record: dict, fingerprint: dict) -> List[str]:
     * for a result without config probes whose own files do not import
       ``mmpos.engine``, the training loop's files (:data:`ENGINE`): only a
       Runner built from a config calls a hook or an optimizer constructor
-      (``import mmpos`` registers them, which runs no hook).
+      (``import mmpos`` registers them, which runs no hook);
+    * a hook module none of whose hooks the result's configs list
+      (``default_hooks``, ``custom_hooks``) and that no code outside the
+      engine and the tests imports (:func:`_imported_hook_files`): no
+      Runner of the result built it.
 
     Files added after the record's commit are left out: they did not exist
     when it ran (a file that imports them changed, and is judged).
@@ -806,6 +810,15 @@ def text_judged(record: dict, fingerprint: dict) -> List[str]:
     files = provenance._git('ls-tree', '-r', '--name-only', record['commit'],
                             '--', *record['depends']).splitlines()
     runner = configs or _imports_engine(files)
+    listed = frozenset().union(*(
+        _config_hooks(n[len('config:'):]) for n in names
+        if n.startswith('config:')))
+
+    def unlisted_hook(path: str) -> bool:
+        return path.startswith(HOOKS) and path.endswith('.py') and \
+            osp.isfile(osp.join(ROOT, path)) and \
+            path not in _imported_hook_files() and \
+            not _hook_types(path) & listed
 
     def reached(path: str) -> bool:
         library = path.startswith(LIBRARY)
@@ -813,6 +826,7 @@ def text_judged(record: dict, fingerprint: dict) -> List[str]:
                 or (library and osp.basename(path) == '__init__.py')
                 or (bench and library)
                 or (not runner and path.startswith(ENGINE))
+                or unlisted_hook(path)
                 or (configs and path.startswith('configs/')
                     and path.endswith('.py')))
 
@@ -829,6 +843,70 @@ MODEL_FILES = ('mmpos/models/', 'mmpos_positions/')
 ENGINE = 'mmpos/engine/'
 ENGINE_IMPORT = re.compile(r'^\s*(from|import)\s+mmpos\.engine\b',
                            re.MULTILINE)
+
+
+HOOKS = ENGINE + 'hooks/'
+
+
+def _module_file(module: str) -> str:
+    """A module's repository path (``a.b`` -> ``a/b.py``)."""
+    path = module.replace('.', '/')
+    return path + '/__init__.py' if osp.isdir(osp.join(ROOT, path)) \
+        else path + '.py'
+
+
+@functools.lru_cache(maxsize=None)
+def _imported_hook_files() -> frozenset:
+    """The hook modules (paths) whose names code outside mmpos/engine and
+    the tests imports (``mmpos.guardrails`` the preemption and checkpoint
+    hooks, a benchmark the online probe): they may run without a config
+    listing them."""
+    import ast
+
+    import mmpos.engine.hooks as hooks
+    found = set()
+    for path in provenance._git('ls-files', '*.py').splitlines():
+        if path.startswith((ENGINE, 'tests/')):
+            continue
+        with open(osp.join(ROOT, path)) as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom) or not (
+                    node.module or '').startswith('mmpos.engine.hooks'):
+                continue
+            if node.module != 'mmpos.engine.hooks':
+                found.add(_module_file(node.module))
+                continue
+            for alias in node.names:
+                obj = getattr(hooks, alias.name)
+                module = getattr(obj, '__module__', None) or next(
+                    m for m in sys.modules if m.startswith(hooks.__name__)
+                    and getattr(sys.modules[m], alias.name, None) is obj)
+                found.add(_module_file(module))
+    return frozenset(found)
+
+
+@functools.lru_cache(maxsize=None)
+def _hook_types(path: str) -> frozenset:
+    """The names of the hook classes the module ``path`` defines."""
+    from mmengine.hooks import Hook
+    module = importlib.import_module(path[:-len('.py')].replace('/', '.'))
+    return frozenset(name for name, obj in vars(module).items()
+                     if isinstance(obj, type) and issubclass(obj, Hook)
+                     and obj.__module__ == module.__name__)
+
+
+@functools.lru_cache(maxsize=None)
+def _config_hooks(config: str) -> frozenset:
+    """The hook types (without a scope) a config's runner builds: its
+    ``default_hooks`` and ``custom_hooks`` as it resolves now (a config
+    whose hooks changed since fails its own probe)."""
+    from mmengine.config import Config
+    cfg = Config.fromfile(osp.join(ROOT, config))
+    listed = list((cfg.get('default_hooks') or {}).values()) + list(
+        cfg.get('custom_hooks') or [])
+    return frozenset(str(h['type']).split('.')[-1] for h in listed
+                     if isinstance(h, dict) and 'type' in h)
 
 
 def _imports_engine(paths: Iterable[str]) -> bool:

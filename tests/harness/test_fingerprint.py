@@ -148,26 +148,44 @@ def test_text_judged_files_are_those_no_probe_reaches():
     assert 'mmpos/engine/hooks/online_probe.py' in text  # runs, not probed
 
 
-def test_the_training_loop_is_judged_only_for_results_that_ran_a_config():
+def test_the_training_loop_is_judged_only_where_it_ran():
     """A benchmark of attention ran no Runner: a change to a hook does not
     touch it (its depends list mmpos/engine because ``import mmpos``
-    registers the hooks); a result that trained a config, or whose own
-    files import mmpos.engine, keeps the hooks judged by their text."""
+    registers the hooks). A result that trained configs keeps judged by
+    text the hooks its configs list and those code outside the engine
+    imports (it may call them without a config); a hook module neither
+    names is judged by the probes' outputs."""
     def engine_text(match):
         path, record = next((p, r) for p, r in fingerprint.stored_records()
                             if match(p, r))
         stored = fingerprint.load(record['fingerprint'])
         files = provenance._git('ls-tree', '-r', '--name-only',
                                 record['commit'], '--', *record['depends'])
-        assert fingerprint.ENGINE + 'hooks/dense_probes.py' in files
+        assert fingerprint.HOOKS + 'dense_probes.py' in files
         return [f for f in fingerprint.text_judged(record, stored)
                 if f.startswith(fingerprint.ENGINE)], stored
     text, stored = engine_text(lambda p, r: p.endswith('cpu_rope_fast.json'))
     assert not any(n.startswith('config:') for n in stored['probes'])
     assert text == []
-    text, _ = engine_text(lambda p, r: 'method_ranking.py' in r['command'])
-    assert fingerprint.ENGINE + 'hooks/dense_probes.py' in text
-    # a benchmark that imports a hook itself (no config of its own needed)
+    text, stored = engine_text(
+        lambda p, r: 'method_ranking.py' in r['command'])
+    listed = set().union(*(fingerprint._config_hooks(n[len('config:'):])
+                           for n in stored['probes'] if n.startswith('config:')))
+    assert 'HealthMonitorHook' in listed
+    for hook in ('health_monitor.py', 'online_probe.py', 'dense_probes.py',
+                 'rng_state.py'):
+        path = fingerprint.HOOKS + hook
+        named = bool(fingerprint._hook_types(path) & listed)
+        imported = path in fingerprint._imported_hook_files()
+        assert (path in text) == (named or imported), hook
+    # guardrails' preemption hook and a benchmark's online probe are
+    # imported outside the engine; the dense probes only through configs
+    imported = fingerprint._imported_hook_files()
+    assert {fingerprint.HOOKS + 'preemption.py',
+            fingerprint.HOOKS + 'online_probe.py'} <= imported
+    assert fingerprint.HOOKS + 'dense_probes.py' not in imported
+    assert fingerprint._hook_types(fingerprint.HOOKS + 'dense_probes.py') >= {
+        'OnlineDepthProbeHook', 'OnlineRetrievalProbeHook'}
     assert fingerprint._imports_engine(['benchmarks/online_probe_overhead.py'])
     assert not fingerprint._imports_engine(['benchmarks/rope_fast.py'])
 

@@ -66,7 +66,6 @@ import math
 import os
 import os.path as osp
 import random
-import re
 import subprocess
 import sys
 import tempfile
@@ -841,18 +840,14 @@ MODEL_FILES = ('mmpos/models/', 'mmpos_positions/')
 #: from a config by mmengine's Runner, so they run only for a result that
 #: ran a config, or whose own files import them
 ENGINE = 'mmpos/engine/'
-ENGINE_IMPORT = re.compile(r'^\s*(from|import)\s+mmpos\.engine\b',
-                           re.MULTILINE)
-
-
 HOOKS = ENGINE + 'hooks/'
 
 
-def _module_file(module: str) -> str:
-    """A module's repository path (``a.b`` -> ``a/b.py``)."""
-    path = module.replace('.', '/')
-    return path + '/__init__.py' if osp.isdir(osp.join(ROOT, path)) \
-        else path + '.py'
+def _engine_imports(path: str) -> List[str]:
+    """The ``mmpos.engine`` names the Python file ``path`` imports
+    (:func:`mmpos_harness.provenance.imported_modules`)."""
+    return [m for _, m in provenance.imported_modules(path)
+            if m == 'mmpos.engine' or m.startswith('mmpos.engine.')]
 
 
 @functools.lru_cache(maxsize=None)
@@ -861,28 +856,22 @@ def _imported_hook_files() -> frozenset:
     the tests imports (``mmpos.guardrails`` the preemption and checkpoint
     hooks, a benchmark the online probe): they may run without a config
     listing them."""
-    import ast
-
-    import mmpos.engine.hooks as hooks
     found = set()
     for path in provenance._git('ls-files', '*.py').splitlines():
         if path.startswith((ENGINE, 'tests/')):
             continue
-        with open(osp.join(ROOT, path)) as f:
-            tree = ast.parse(f.read())
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.ImportFrom) or not (
-                    node.module or '').startswith('mmpos.engine.hooks'):
+        for name in _engine_imports(path):
+            if not name.startswith(HOOKS.replace('/', '.')):
                 continue
-            if node.module != 'mmpos.engine.hooks':
-                found.add(_module_file(node.module))
-                continue
-            for alias in node.names:
-                obj = getattr(hooks, alias.name)
-                module = getattr(obj, '__module__', None) or next(
-                    m for m in sys.modules if m.startswith(hooks.__name__)
-                    and getattr(sys.modules[m], alias.name, None) is obj)
-                found.add(_module_file(module))
+            files = provenance._module_files(name)
+            if not files:  # a name the package defines or re-exports
+                package, _, attr = name.rpartition('.')
+                obj = getattr(importlib.import_module(package), attr)
+                files = provenance._module_files(getattr(
+                    obj, '__module__', None) or next(
+                        m for m in sys.modules if m.startswith(package)
+                        and getattr(sys.modules[m], attr, None) is obj))
+            found |= files
     return frozenset(found)
 
 
@@ -912,14 +901,9 @@ def _config_hooks(config: str) -> frozenset:
 def _imports_engine(paths: Iterable[str]) -> bool:
     """Whether one of the files ``paths`` (outside :data:`ENGINE`, as they
     are now) imports ``mmpos.engine``."""
-    for path in paths:
-        if path.startswith(ENGINE) or not path.endswith('.py') or \
-                not osp.isfile(osp.join(ROOT, path)):
-            continue
-        with open(osp.join(ROOT, path)) as f:
-            if ENGINE_IMPORT.search(f.read()):
-                return True
-    return False
+    return any(_engine_imports(p) for p in paths
+               if not p.startswith(ENGINE) and p.endswith('.py')
+               and osp.isfile(osp.join(ROOT, p)))
 
 
 def status(record: dict) -> dict:

@@ -681,8 +681,9 @@ def read_summary(path: str) -> dict:
 
 def _folder(scheme: str) -> str:
     """The folder of ``scheme``'s run files in a position study's
-    ``runs/`` (``position_study.run_study`` writes a ``+`` as ``_``)."""
-    return scheme.replace('+', '_')
+    ``runs/`` (:func:`mmpos_harness.position_study.run_folder`)."""
+    from .position_study import run_folder
+    return run_folder(scheme)
 
 
 def read_study(path: str) -> dict:

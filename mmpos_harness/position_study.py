@@ -566,6 +566,12 @@ def run_flops(train_size: int, sizes, iters: int, batch_size: int,
     return train + evals
 
 
+def run_folder(name: str) -> str:
+    """The file-name form of scheme ``name`` (its run folder under
+    ``runs/``, its calibration file): a ``+`` written as ``_``."""
+    return name.replace('+', '_')
+
+
 def cpu_seconds_per_flop(study_dir: str, skip=()) -> float:
     """The stored study ``study_dir``'s CPU seconds per FLOP: the mean
     over its runs (``runs/*/seed*.json``, not those of the run folders
@@ -962,7 +968,7 @@ def calibrate(args, data: dict, table: dict, names, turns: dict) -> list:
             path = osp.join(root, f'n{args.num_train}_it{iters}_ls'
                             f'{args.layer_scale:g}_lr{args.lr:g}_'
                             f'{args.train_size}px',
-                            f"{name.replace('+', '_')}.json")
+                            f'{run_folder(name)}.json')
             if osp.isfile(path):
                 continue
             result = one_run(name, data, args.seeds[0], iters, args)
@@ -1013,7 +1019,7 @@ def run_study(args):
     runs = {name: {} for name in names}
     for seed in args.seeds:  # seed by seed: a stopped study holds pairs
         for name in names:
-            path = osp.join(args.out_dir, 'runs', name.replace('+', '_'),
+            path = osp.join(args.out_dir, 'runs', run_folder(name),
                             f'seed{seed}.json')
             if not osp.isfile(path):
                 result = one_run(name, data, seed, args.iters, args)

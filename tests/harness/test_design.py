@@ -234,10 +234,12 @@ def test_the_flops_estimate_prices_the_stored_runs_at_their_cost():
 def test_the_flops_rate_of_a_calibration_reads_its_width_and_tables():
     """The resolution calibration (width 64, resize and pad, test-time
     scalings on RoPE-Mixed) is priced at its own width: each of its runs
-    within 15 % of the rate it gives times its FLOPs."""
+    within 15 % of the rate it gives times its FLOPs, but PaPE's (its
+    attention bias is not in the FLOPs), which the rate leaves out and
+    which costs more than its FLOPs share."""
     from mmpos_harness import position_study as study
     source = osp.join(ROOT, 'results', 'resolution_study_calibration')
-    rate = study.cpu_seconds_per_flop(source)
+    rate = study.cpu_seconds_per_flop(source, skip={'PaPE'})
     for path in glob.glob(osp.join(source, 'runs', '*', 'seed*.json')):
         with open(path) as f:
             run = json.load(f)
@@ -248,7 +250,11 @@ def test_the_flops_rate_of_a_calibration_reads_its_width_and_tables():
             run['num_val'], len(run['factors']), variants,
             embed_dims=run['embed_dims'],
             feedforward_channels=4 * run['embed_dims'])
-        assert rate * flops == pytest.approx(run['cpu_seconds'], rel=0.15)
+        if osp.basename(osp.dirname(path)) == 'PaPE':
+            assert run['cpu_seconds'] > 2 * rate * flops
+        else:
+            assert rate * flops == pytest.approx(run['cpu_seconds'],
+                                                 rel=0.15)
 
 
 def test_a_measured_arm_costs_what_it_took_and_bias_schemes_set_no_rate(
@@ -261,7 +267,8 @@ def test_a_measured_arm_costs_what_it_took_and_bias_schemes_set_no_rate(
                                  'resolution_study.yaml'))
     source = tmp_path / 'calibration'
     shutil.copytree(osp.join(ROOT, 'results', 'resolution_study_calibration',
-                             'runs'), source / 'runs')
+                             'runs'), source / 'runs',
+                    ignore=shutil.ignore_patterns('PaPE'))
     shutil.copy(osp.join(ROOT, 'results', 'resolution_study_calibration',
                          'position_study.json'), source)
     found['budget']['cost_from'] = str(source)

@@ -23,6 +23,9 @@ set in ``results/fingerprints/<id>.json`` (the record keeps the id):
   :data:`BENCH_PROBES` in ``depends``: the module run as ``run.py`` runs
   it at the command's sizes, each timed step called once (its modules'
   outputs) and its rows from stand-in times (:func:`bench_probe`);
+* ``rehearsal:<path>``, for every such config of a result whose
+  ``depends`` hold the rehearsal harness: what a rehearsal of it changes
+  and writes (:func:`rehearsal_probe`);
 * ``stats``, ``timing``, ``mini_data``, ``evaluation``, ``dense_suite``,
   ``position_study``: the statistics module, the benchmarks' timing and
   summary helpers, the mini datasets, the frozen evaluators (kNN, depth,
@@ -536,6 +539,36 @@ def mini_data_probe() -> dict:
     return values
 
 
+def rehearsal_probe(config: str) -> dict:
+    """What a full-size rehearsal of ``config`` (:mod:`mmpos_harness.
+    rehearsal`) changes and writes: the config it runs (a digest of its
+    dump, the synthetic root written as ``<root>``), the changes it lists
+    and a digest of every synthetic file (a teacher checkpoint by its keys
+    and shapes: its values are a random initialisation). It launches
+    nothing."""
+    from mmpos.guardrails.launch import load_config
+    from mmpos_harness import rehearsal
+    cfg = load_config(osp.join(ROOT, config))
+    with tempfile.TemporaryDirectory() as root:
+        changes = rehearsal.rehearsal_config(cfg, osp.join(root, 'data'), 2)
+        digest = hashlib.sha256()
+        for folder, dirs, files in sorted(os.walk(root)):
+            dirs.sort()
+            for name in sorted(files):
+                path = osp.join(folder, name)
+                digest.update(osp.relpath(path, root).encode())
+                if name.endswith('.pth'):
+                    state = torch.load(path)['state_dict']
+                    digest.update(repr([(k, tuple(v.shape)) for k, v in
+                                        sorted(state.items())]).encode())
+                    continue
+                with open(path, 'rb') as f:
+                    digest.update(f.read())
+        text = cfg.pretty_text.replace(root, '<root>')
+    return {'config': _digest(text), 'changes': _digest(changes),
+            'files': digest.hexdigest()[:16]}
+
+
 # the benchmark modules with a probe (bench_probe): those whose step at full
 # size costs seconds; the other modules' files are judged by text
 BENCH_PROBES = ('position_schemes',)
@@ -620,6 +653,9 @@ def _probes_for(depends: Tuple[str, ...], mode: str) -> Tuple[str, ...]:
         depends)) if s in provenance.scheme_files()]
     names += [name for name, (_, path) in FIXED_PROBES.items()
               if any(f == path or f.startswith(path + '/') for f in files)]
+    if 'mmpos_harness/rehearsal.py' in files:
+        names += [n.replace('config:', 'rehearsal:', 1) for n in names
+                  if n.startswith('config:')]
     return tuple(names)
 
 
@@ -672,7 +708,8 @@ def run_probe(name: str) -> Tuple[Tuple[Tuple[str, object], ...],
     kind, _, arg = name.partition(':')
     probe = {'config': lambda: config_probe(arg),
              'scheme': lambda: scheme_probe(arg),
-             'bench': lambda: bench_probe(*arg.split(':'))}.get(kind)
+             'bench': lambda: bench_probe(*arg.split(':')),
+             'rehearsal': lambda: rehearsal_probe(arg)}.get(kind)
     if probe is None:
         if name not in FIXED_PROBES:
             raise KeyError(f'fingerprint: no probe named {name!r}')
@@ -691,23 +728,25 @@ def run_probe(name: str) -> Tuple[Tuple[Tuple[str, object], ...],
     return tuple(sorted(values.items())), tuple(files)
 
 
-def compute(depends: Iterable[str], command: str = '') -> dict:
+def compute(depends: Iterable[str], command: str = '',
+            names: Iterable[str] = None) -> dict:
     """The fingerprint of a result with these ``depends`` produced by
-    ``command``: ``{probe: {values, files}}``."""
+    ``command`` (or of the probes ``names``): ``{probe: {values,
+    files}}``."""
     found = {}
-    for name in probes_for(depends, command):
+    for name in probes_for(depends, command) if names is None else names:
         values, files = run_probe(name)
         found[name] = dict(values=dict(values), files=list(files))
     return found
 
 
 def write(depends: Iterable[str], command: str = '',
-          root: str = ROOT) -> str:
-    """Compute the fingerprint of ``depends`` and ``command``
-    (:func:`compute`), store it under :data:`STORE` of ``root`` (or the
-    folder ``$MMPOS_FINGERPRINT_STORE`` names: the tests' records stay out
-    of the repository) and return its id."""
-    probes = compute(depends, command)
+          root: str = ROOT, names: Iterable[str] = None) -> str:
+    """Compute the fingerprint of ``depends`` and ``command``, or of the
+    probes ``names`` (:func:`compute`), store it under :data:`STORE` of
+    ``root`` (or the folder ``$MMPOS_FINGERPRINT_STORE`` names: the tests'
+    records stay out of the repository) and return its id."""
+    probes = compute(depends, command, names)
     fid = _digest(probes)
     store = os.environ.get('MMPOS_FINGERPRINT_STORE') or osp.join(root, STORE)
     path = osp.join(store, f'{fid}.json')
@@ -755,7 +794,7 @@ def changed_probes(fingerprint: dict) -> List[str]:
         renames = {}
     changed = []
     for name, stored in sorted(fingerprint['probes'].items()):
-        if name.startswith('config:') and not osp.isfile(
+        if name.startswith(('config:', 'rehearsal:')) and not osp.isfile(
                 osp.join(ROOT, name.partition(':')[2])):
             changed.append(f'{name} (gone)')
             continue
@@ -797,10 +836,14 @@ def text_judged(record: dict, fingerprint: dict) -> List[str]:
       Runner of the result built it.
 
     Files added after the record's commit are left out: they did not exist
-    when it ran (a file that imports them changed, and is judged).
+    when it ran (a file that imports them changed, and is judged). A file
+    moved since the record's commit is reached where a probe reached it
+    under its new path (a fingerprint computed after the move).
     """
+    moved = provenance.renames_since(record['commit'])
     covered = {f for probe in fingerprint['probes'].values()
                for f in probe['files']}
+    covered |= {old for old, new in moved.items() if new in covered}
     names = list(fingerprint['probes'])
     configs = any(n.startswith('config:') for n in names)
     bench = any(n.startswith('bench:') for n in names) and not configs
@@ -1061,7 +1104,8 @@ def _current(record: dict, root: str) -> bool:
 def refingerprint(root: str = ROOT) -> List[str]:
     """Give every stored record whose code computes what it computes now
     (:func:`_current`; none dirty) a fingerprint computed now, with the
-    probes its ``depends`` call for now: run it after a probe is added or
+    probes :func:`record_probes` gives it (its ``depends`` where they live
+    now, no scheme added since its commit): run it after a probe is added or
     changed, in a commit that changes nothing else (a record current by
     neither rule keeps its fingerprint). Fingerprints no record names any
     more are removed. Returns the files rewritten."""
@@ -1074,7 +1118,8 @@ def refingerprint(root: str = ROOT) -> List[str]:
         for record in _walk_records(data):
             if record.get('dirty') or not _current(record, root):
                 continue
-            fid = write(record['depends'], record['command'], root)
+            fid = write(record['depends'], record['command'], root,
+                        names=record_probes(record))
             changed |= record.get('fingerprint') != fid
             record['fingerprint'] = fid
         if changed:

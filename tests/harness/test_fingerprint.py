@@ -123,6 +123,48 @@ def test_results_that_ran_the_statistics_before_they_moved_stay_current():
         record, stored)
 
 
+def test_a_rehearsal_is_judged_by_what_it_changes_and_writes(monkeypatch):
+    """A stored rehearsal's harness is reached by its rehearsal probe (not
+    judged by text), and the probe sees a change of what a rehearsal runs
+    (one more iteration) or writes (a synthetic image)."""
+    from mmpos.datasets import synthetic
+    from mmpos_harness import rehearsal
+    path, record = next((p, r) for p, r in fingerprint.stored_records()
+                        if p.startswith('results/rehearsals/cr2pq'))
+    stored = fingerprint.load(record['fingerprint'])
+    name = 'rehearsal:' + record['depends'][0]
+    assert name in stored['probes']
+    assert 'mmpos_harness/rehearsal.py' not in fingerprint.text_judged(
+        record, stored)
+    config = record['depends'][0]
+    before = fingerprint.rehearsal_probe(config)
+    monkeypatch.setattr(rehearsal, 'ITERS', rehearsal.ITERS + 1)
+    longer = fingerprint.rehearsal_probe(config)
+    # an epoch-based config: one epoch either way, twice the samples
+    assert _changed(before, longer) == ['changes', 'files']
+    monkeypatch.undo()
+    write = synthetic.write_image
+    monkeypatch.setattr(synthetic, 'write_image', lambda path, size, seed:
+                        write(path, size, seed + 1))
+    assert _changed(before, fingerprint.rehearsal_probe(config)) == ['files']
+
+
+def test_a_record_fingerprinted_after_its_files_moved_stays_judged_by_them():
+    """refingerprint gives a record the probes of its depends where they
+    live now (record_probes); a file it ran under its old path is judged
+    by the probe that reaches its new one, not by text."""
+    path, record = next(
+        (p, r) for p, r in fingerprint.stored_records()
+        if p == 'benchmarks/results/cpu_checkpointing.json')
+    assert 'mmpos/evaluation/stats.py' in record['depends']
+    stored = fingerprint.load(record['fingerprint'])
+    assert list(stored['probes']) == fingerprint.record_probes(record)
+    assert 'stats' in stored['probes']
+    assert 'mmpos_stats/__init__.py' in stored['probes']['stats']['files']
+    assert 'mmpos/evaluation/stats.py' not in fingerprint.text_judged(
+        record, stored)
+
+
 def test_text_judged_files_are_those_no_probe_reaches():
     path, record = next((p, r) for p, r in fingerprint.stored_records()
                         if 'method_ranking.py' in r['command'])

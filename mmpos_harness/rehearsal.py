@@ -16,7 +16,10 @@ the datasets' roots (to the synthetic data), batch size 1 (2 where SyncBN
 became BN) and at most one worker per dataloader, the loop length, the
 logging and checkpoint intervals, mmengine's ``AmpOptimWrapper`` for the
 fp32 ``OptimWrapper`` and ``SyncBN`` for ``BN`` (both need CUDA); FSDP
-gets ``device_id='cpu'``. The result lists them (``changes``).
+gets ``device_id='cpu'``; a distillation config without a teacher
+checkpoint gets a synthetic one (:func:`synthetic_teacher`: the configured
+teacher at its random initialisation, in a DINOv2 checkpoint's layout, as
+the data are synthetic). The result lists them (``changes``).
 
 It records the time of each iteration, the peak resident memory of the
 largest process, the losses (finite or not) and the iteration the resume
@@ -87,7 +90,32 @@ def rehearsal_config(cfg, data_root: str, procs: int) -> List[str]:
     if cfg.get('strategy', {}).get('type') == 'MMPosFSDPStrategy':
         cfg.strategy.model_wrapper.device_id = 'cpu'
         changes.append('FSDP model_wrapper.device_id=cpu (gloo)')
+    teacher = cfg.model.get('teacher')
+    if teacher and not teacher.get('checkpoint'):
+        teacher.checkpoint = synthetic_teacher(
+            teacher, osp.join(data_root, 'teacher.pth'))
+        changes.append('model.teacher.checkpoint: a synthetic teacher (the '
+                       'configured teacher at its random initialisation; '
+                       'the config ships none)')
     return changes
+
+
+def synthetic_teacher(teacher: dict, path: str) -> str:
+    """Write the frozen teacher ``teacher`` (a :class:`~mmpos.models.selfsup.
+    distill.FrozenTeacher` config) at its random initialisation to
+    ``path``, its weights under the config's ``prefix`` as in a DINOv2
+    checkpoint's ``state_dict``, for a rehearsal: what it costs does not
+    depend on what the teacher knows. Returns ``path``."""
+    import torch
+    from mmengine.registry import init_default_scope
+
+    from mmpos.models.selfsup.distill.distill import FrozenTeacher
+    init_default_scope('mmpos')
+    model = FrozenTeacher(**teacher)  # builds; init_weights would load
+    os.makedirs(osp.dirname(path), exist_ok=True)
+    torch.save({'state_dict': {model.prefix + k: v for k, v in
+                               model.state_dict().items()}}, path)
+    return path
 
 
 def _sync_bn_to_bn(node) -> int:

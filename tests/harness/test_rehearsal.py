@@ -6,6 +6,7 @@ rehearsal changes only what it lists, and one paper config per family
 import math
 
 import pytest
+import torch
 
 from conftest import REPO
 from mmpos.guardrails.launch import load_config
@@ -16,6 +17,7 @@ VITDET = ('configs/transfer/mmdet/'
           'mask-rcnn_vit-small-p16-ape_simple-fpn_lsj-1024_8xb8-12e_coco.py')
 UPERNET = ('configs/transfer/mmseg/'
            'upernet_vit-small-p16-rope-mixed_mln_4xb4-160k_ade20k-512x512.py')
+DISTILL = 'configs/distill/distill_vit-tiny-to-vit-mini_mini.py'
 
 
 def _dataset(cfg, key):
@@ -79,3 +81,23 @@ def test_rehearse_at_full_size(config, procs, tmp_path):
     assert result['peak_rss_mib'] > 100
     if load_config(str(REPO / config)).get('val_dataloader'):
         assert result['val_passes'] >= 1  # the validation step ran
+
+
+def test_a_distillation_rehearses_with_a_synthetic_teacher(tmp_path):
+    """A distillation config ships no teacher checkpoint: the rehearsal
+    writes the configured teacher at its random initialisation, which the
+    teacher then loads strictly (FrozenTeacher.init_weights)."""
+    from mmengine.registry import init_default_scope
+
+    from mmpos.registry import MODELS
+    cfg = load_config(str(REPO / DISTILL))
+    assert not cfg.model.teacher.checkpoint
+    cfg.model.teacher.checkpoint = rehearsal.synthetic_teacher(
+        cfg.model.teacher, str(tmp_path / 'teacher.pth'))
+    init_default_scope('mmpos')
+    model = MODELS.build(cfg.model)
+    model.teacher.init_weights()
+    saved = torch.load(cfg.model.teacher.checkpoint)['state_dict']
+    assert saved.keys() == {'teacher.module.' + k
+                            for k in model.teacher.state_dict()}
+    assert all(not p.requires_grad for p in model.teacher.parameters())

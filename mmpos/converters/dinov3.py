@@ -46,8 +46,11 @@ def convert_dinov3_official(state_dict: StateDict) -> Tuple[StateDict, dict]:
     (``attn.qkv.bias_mask``, ``mask_k_bias=True``) is applied to
     ``attn.qkv.bias`` and dropped; ``mask_token`` (pretraining only) is
     dropped; ``rope_embed.periods`` is read by :func:`dinov3_periods`.
-    Other keys (``cls_norm``, ``local_cls_norm`` of untied-norm models,
-    SwiGLU FFNs) keep their names and are reported unexpected.
+    A SwiGLU feed-forward layer (the 7B's, ``silu(w1 x) * (w2 x)`` then
+    ``w3``) becomes mmpretrain's ``SwiGLUFFN``: ``w12`` is ``w1`` stacked
+    on ``w2`` (its first half takes the SiLU), ``w3`` stays. Other keys
+    (``cls_norm``, ``local_cls_norm`` of untied-norm models) keep their
+    names and are reported unexpected.
     """
     if 'rope_embed.periods' not in state_dict:
         raise ConversionError('no rope_embed.periods: not a DINOv3 '
@@ -60,6 +63,17 @@ def convert_dinov3_official(state_dict: StateDict) -> Tuple[StateDict, dict]:
             continue
         if key == 'storage_tokens':
             out['backbone.register_tokens'] = value
+            continue
+        if '.mlp.w2.' in key:
+            continue  # stacked with its w1 below
+        if '.mlp.w1.' in key:
+            gate = key.replace('.mlp.w1.', '.mlp.w2.')
+            if gate not in state_dict:
+                raise ConversionError(f'{key} has no {gate}: a SwiGLU layer '
+                                      'needs both of its input projections')
+            block, param = key.split('.mlp.w1.')  # 'blocks.<i>', 'weight'
+            out[f'backbone.layers.{block[len("blocks."):]}.ffn.w12.{param}'
+                ] = torch.cat((value, state_dict[gate]))
             continue
         if key.endswith('.attn.qkv.bias'):
             mask = state_dict.get(key + '_mask')

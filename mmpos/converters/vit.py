@@ -28,6 +28,7 @@ _BLOCK_RENAMES = {
     'norm2': 'ln2',
     'mlp.fc1': 'ffn.layers.0.0',
     'mlp.fc2': 'ffn.layers.1',
+    'mlp.w3': 'ffn.w3',  # DINOv3's SwiGLU (w1 and w2: convert_dinov3_official)
     'gamma_1': 'attn.gamma1.weight',  # DeiT-III layer scale
     'gamma_2': 'ffn.gamma2.weight',
     'ls1.gamma': 'attn.gamma1.weight',  # timm layer scale
@@ -201,7 +202,8 @@ def infer_vit_config(state_dict: StateDict,
     Architecture sizes come from the tensor shapes; ``num_heads`` is not
     stored in the weights and defaults to ``embed_dims // 64`` (every
     ViT-S/B/L). ``use_ape``, layer scale, qkv bias, final norm, register
-    tokens and the head follow from which keys exist. Keys are those of
+    tokens, a SwiGLU feed-forward layer (``ffn.w12``) and the head follow
+    from which keys exist. Keys are those of
     :func:`convert_official_rope_vit` / :func:`convert_timm_vit` /
     :func:`convert_dinov3_official`. ``rope_type`` (``'none'``,
     ``'axial'``, ``'mixed'`` or ``'dinov3'``: :data:`DINOV3_BACKBONE`)
@@ -226,8 +228,9 @@ def infer_vit_config(state_dict: StateDict,
         embed_dims=embed_dims,
         num_layers=depth,
         num_heads=num_heads or max(1, embed_dims // 64),
-        feedforward_channels=backbone['layers.0.ffn.layers.0.0.weight'].
-        shape[0])
+        feedforward_channels=backbone['layers.0.ffn.w12.weight'].shape[0] // 2
+        if 'layers.0.ffn.w12.weight' in backbone else
+        backbone['layers.0.ffn.layers.0.0.weight'].shape[0])
     if rope_type == 'dinov3':
         family = copy.deepcopy(DINOV3_BACKBONE)
     else:
@@ -246,6 +249,9 @@ def infer_vit_config(state_dict: StateDict,
         pre_norm='pre_norm.weight' in backbone,
         layer_scale_init_value=1e-4
         if 'layers.0.attn.gamma1.weight' in backbone else 0.)
+    if 'layers.0.ffn.w12.weight' in backbone:  # SwiGLU (DINOv3's 7B)
+        cfg['layer_cfgs'] = dict(ffn_cfg=dict(
+            type='SwiGLUFFN', bias='layers.0.ffn.w12.bias' in backbone))
     if 'pos_embed' in backbone:
         side = math.isqrt(backbone['pos_embed'].shape[1] - 1)
         cfg['img_size'] = side * patch_size

@@ -14,6 +14,8 @@ size and a non-square size. Tolerance: 1e-5 relative to the tokens' scale
 model at that size with the table resampled without antialias, and a
 separate test measures the difference antialias makes.
 """
+import re
+
 import pytest
 import torch
 
@@ -256,3 +258,29 @@ def test_dinov2_registers_match_timm():
         theirs = timm_at(name, state, size, **kwargs)
         with torch.no_grad():
             assert_close(ours(img)[0], theirs.forward_features(img))
+
+
+def test_official_dinov3_swiglu_converts_to_timms_outputs():
+    """DINOv3's SwiGLU blocks (the S+ and 7B, ``mlp.w1/w2/w3`` in the
+    released layout, timm's ``fc1_g/fc1_x/fc2``): converted to mmpretrain's
+    SwiGLUFFN, the backbone gives timm's outputs."""
+    name = 'vit_small_plus_patch16_dinov3'
+    theirs = timm.create_model(name, pretrained=False, num_classes=0,
+                               **SMALL).eval()
+    state = redraw(theirs)
+    names = {'fc1_g': 'w1', 'fc1_x': 'w2', 'fc2': 'w3'}
+    official = official_dinov3_layout(
+        {re.sub(r'mlp\.(fc1_g|fc1_x|fc2)\.',
+                lambda m: f'mlp.{names[m.group(1)]}.', k): v
+         for k, v in state.items()}, 64)
+    filtered = timm.models.eva.checkpoint_filter_fn(official, theirs)
+    assert filtered.keys() == state.keys()
+
+    from mmpos.converters import convert_dinov3_official
+    converted, periods = convert_dinov3_official(official)
+    assert not [k for k in converted if '.mlp.' in k]
+    ours = mmpos_from(converted, 'dinov3', dict(periods=periods))
+    assert type(ours.layers[0].ffn).__name__ == 'SwiGLUFFN'
+    img = torch.randn(2, 3, 224, 288)
+    with torch.no_grad():
+        assert_close(ours(img)[0], theirs.forward_features(img))

@@ -846,7 +846,17 @@ def _two_steps(step, counter, sharded=False):
         fwd = count.get_total_flops()
         loss.backward()
     flops = fwd, count.get_total_flops()
-    step.update()
+    try:
+        step.update()
+    except (AssertionError, RuntimeError, TypeError) as err:
+        if not sharded:
+            raise
+        raise NotImplementedError(
+            f'{type(step.wrapper.optimizer).__name__} cannot step sharded '
+            f'(DTensor) parameters ({type(err).__name__}: '
+            f'{" ".join(str(err).split())}); an FSDP '
+            'plan needs an optimizer written for them, e.g. torch\'s AdamW '
+            'or SGD') from None
     if sharded:
         tracker = FSDPMemTracker(step.model, step.wrapper.optimizer)
     else:

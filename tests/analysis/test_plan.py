@@ -245,6 +245,19 @@ def test_an_fsdp_wrapper_the_plan_does_not_follow_is_one_line(vit_s_adamw):
     assert not dist.is_initialized()  # the fake group is gone
 
 
+def test_an_optimizer_that_cannot_step_dtensors_is_one_line(vit_s_adamw):
+    """mmpretrain's Lamb asserts on sharded parameters; the plan says
+    which optimizer cannot step them, in one line."""
+    cfg = copy.deepcopy(vit_s_adamw[1])
+    cfg.optim_wrapper.optimizer = dict(type='Lamb', lr=1e-3)
+    with pytest.raises(NotImplementedError,
+                       match='^Lamb cannot step sharded') as err:
+        planner.plan(cfg, batch=1, world_size=2)
+    assert '\n' not in str(err.value)
+    import torch.distributed as dist
+    assert not dist.is_initialized()
+
+
 def test_a_frozen_teacher_is_planned_sharded_without_optimizer_state():
     """Distillation under FSDP on 2 GPUs (the mini distillation config with
     configs/_base_/fsdp.py): each GPU holds half of the teacher's and the

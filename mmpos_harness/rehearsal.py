@@ -28,6 +28,7 @@ continued from; :func:`main` stores it with provenance in
 size fails here with its own error.
 """
 import argparse
+import inspect
 import json
 import math
 import os
@@ -53,14 +54,19 @@ def rehearsal_config(cfg, data_root: str, procs: int) -> List[str]:
     """Change ``cfg`` in place for a rehearsal (module docstring); returns
     the changes, a line each.
 
-    Training batches are 1 per process, 2 where SyncBN became BN: BN in
+    Training batches are 1 per process, 2 where SyncBN became BN (BN in
     training needs 2 values per channel, and heads such as UperNet's
-    pyramid pooling reduce a sample to 1x1 (SyncBN saw every GPU's).
+    pyramid pooling reduce a sample to 1x1; SyncBN saw every GPU's) or
+    where the model has a KoLeo loss (:func:`_koleo`: each image's nearest
+    neighbour among its process's batch).
     """
     changes = []
     if _sync_bn_to_bn(cfg.model):
         changes.append('SyncBN -> BN (torch\'s SyncBatchNorm needs CUDA), '
                        'training batch 2 per process')
+    elif _koleo(cfg.model):
+        changes.append('training batch 2 per process (KoLeo takes each '
+                       'image\'s nearest neighbour in the process\'s batch)')
     batch = 2 if changes else 1
     changes += synthesize(cfg, data_root, procs, batch, ITERS)
     for key in LOADERS:
@@ -116,6 +122,23 @@ def synthetic_teacher(teacher: dict, path: str) -> str:
     torch.save({'state_dict': {model.prefix + k: v for k, v in
                                model.state_dict().items()}}, path)
     return path
+
+
+def _koleo(model: dict) -> bool:
+    """Whether the model ``model`` (a config) has a KoLeo loss: its
+    ``koleo_loss``, or its class's default where the config gives none
+    (DINOv2 and the methods built on it)."""
+    from mmengine.registry import init_default_scope
+
+    from mmpos.registry import MODELS
+    init_default_scope('mmpos')
+    if 'koleo_loss' in model:
+        return bool(model['koleo_loss'])
+    for cls in getattr(MODELS.get(model['type']), '__mro__', ()):
+        param = inspect.signature(cls.__init__).parameters.get('koleo_loss')
+        if param is not None:  # the nearest class that names it
+            return bool(param.default)
+    return False
 
 
 def _sync_bn_to_bn(node) -> int:

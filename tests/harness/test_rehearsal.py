@@ -83,6 +83,20 @@ def test_rehearse_at_full_size(config, procs, tmp_path):
         assert result['val_passes'] >= 1  # the validation step ran
 
 
+@pytest.mark.parametrize('config,koleo', [
+    ('configs/dinov2/dinov2_vit-small-p16_4xb128-100e_in1k.py', True),
+    ('configs/icpf/icpf_vit-small-p16_4xb128-100e_in1k.py', True),
+    (PRETRAIN, False)])
+def test_a_koleo_loss_rehearses_two_images_per_process(config, koleo):
+    """KoLeo takes each image's nearest neighbour in its process's batch:
+    a model with one (given, or its class's default) rehearses with 2
+    images per process, one without it with 1."""
+    cfg = load_config(str(REPO / config))
+    assert rehearsal._koleo(cfg.model) is koleo
+    cfg.model.pop('koleo_loss', None)  # the class's default decides
+    assert rehearsal._koleo(cfg.model) is koleo
+
+
 def test_a_distillation_rehearses_with_a_synthetic_teacher(tmp_path):
     """A distillation config ships no teacher checkpoint: the rehearsal
     writes the configured teacher at its random initialisation, which the

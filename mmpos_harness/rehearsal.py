@@ -16,10 +16,11 @@ the datasets' roots (to the synthetic data), batch size 1 (2 where SyncBN
 became BN) and at most one worker per dataloader, the loop length, the
 logging and checkpoint intervals, mmengine's ``AmpOptimWrapper`` for the
 fp32 ``OptimWrapper`` and ``SyncBN`` for ``BN`` (both need CUDA); FSDP
-gets ``device_id='cpu'``; a distillation config without a teacher
-checkpoint gets a synthetic one (:func:`synthetic_teacher`: the configured
-teacher at its random initialisation, in a DINOv2 checkpoint's layout, as
-the data are synthetic). The result lists them (``changes``).
+gets ``device_id='cpu'``; a checkpoint another run writes is not there
+(:func:`_absent_checkpoints`): a frozen teacher gets a synthetic one at its
+random initialisation, as the data are synthetic, and ``load_from`` or a
+``Pretrained`` ``init_cfg`` is dropped. The result lists them
+(``changes``).
 
 It records the time of each iteration, the peak resident memory of the
 largest process, the losses (finite or not) and the iteration the resume
@@ -33,6 +34,7 @@ import json
 import math
 import os
 import os.path as osp
+import re
 import shutil
 import socket
 import subprocess
@@ -96,14 +98,84 @@ def rehearsal_config(cfg, data_root: str, procs: int) -> List[str]:
     if cfg.get('strategy', {}).get('type') == 'MMPosFSDPStrategy':
         cfg.strategy.model_wrapper.device_id = 'cpu'
         changes.append('FSDP model_wrapper.device_id=cpu (gloo)')
-    teacher = cfg.model.get('teacher')
-    if teacher and not teacher.get('checkpoint'):
+    return changes + _absent_checkpoints(cfg, data_root)
+
+
+def _absent(path) -> bool:
+    return not path or not osp.isfile(osp.join(ROOT, path))
+
+
+def _absent_checkpoints(cfg, root: str) -> List[str]:
+    """Stand-ins for the checkpoints ``cfg`` reads that are not there
+    (another run writes them: a pretraining, a probe; a teacher's), in
+    place; returns the changes. A frozen teacher, which refuses random
+    weights, gets a synthetic checkpoint (the configured network at its
+    random initialisation: :func:`synthetic_teacher`, or CR2PQ's
+    ``target`` for its ``teacher_checkpoint``); ``load_from`` and
+    ``Pretrained`` ``init_cfg`` entries are dropped, the weights they would
+    load starting at their random initialisation (what a step costs does
+    not depend on them)."""
+    changes, model = [], cfg.model
+    teacher = model.get('teacher')
+    if teacher and _absent(teacher.get('checkpoint')):
+        was = teacher.get('checkpoint')
         teacher.checkpoint = synthetic_teacher(
-            teacher, osp.join(data_root, 'teacher.pth'))
-        changes.append('model.teacher.checkpoint: a synthetic teacher (the '
-                       'configured teacher at its random initialisation; '
-                       'the config ships none)')
+            teacher, osp.join(root, 'teacher.pth'))
+        changes.append(f'model.teacher.checkpoint={was!r}: a synthetic '
+                       'teacher (the configured teacher at its random '
+                       'initialisation)')
+    if model.get('teacher_checkpoint') and _absent(model.teacher_checkpoint):
+        was, model.teacher_checkpoint = model.teacher_checkpoint, \
+            synthetic_network(model.target, osp.join(root, 'target.pth'))
+        changes.append(f'model.teacher_checkpoint={was!r}: a synthetic '
+                       'teacher (model.target at its random initialisation)')
+    if cfg.get('load_from') and _absent(cfg.load_from):
+        changes.append(f'load_from={cfg.load_from!r} dropped (absent: '
+                       'random initialisation)')
+        cfg.load_from = None
+    for where, path in _drop_absent_pretrained(model, 'model'):
+        changes.append(f'{where}.init_cfg Pretrained {path!r} dropped '
+                       '(absent: random initialisation)')
     return changes
+
+
+def _drop_absent_pretrained(node, where: str) -> List[Tuple[str, str]]:
+    """Remove the ``Pretrained`` ``init_cfg`` entries of absent files
+    under ``node`` (a model config; ``checkpoint=None``, an explicit random
+    initialisation, stays); returns ``(where, path)`` of each."""
+    dropped = []
+    if isinstance(node, dict):
+        init = node.get('init_cfg')
+        entries = init if isinstance(init, list) else [init]
+        keep = []
+        for entry in entries:
+            if isinstance(entry, dict) and entry.get('type') == 'Pretrained' \
+                    and entry.get('checkpoint') and _absent(entry['checkpoint']):
+                dropped.append((where, entry.get('checkpoint')))
+            else:
+                keep.append(entry)
+        if len(keep) < len(entries):
+            node['init_cfg'] = keep if isinstance(init, list) else None
+        for key, value in node.items():
+            if key != 'init_cfg':
+                dropped += _drop_absent_pretrained(value, f'{where}.{key}')
+    elif isinstance(node, (list, tuple)):
+        for i, value in enumerate(node):
+            dropped += _drop_absent_pretrained(value, f'{where}[{i}]')
+    return dropped
+
+
+def synthetic_network(network: dict, path: str) -> str:
+    """Write the model config ``network`` at its random initialisation
+    to ``path`` (``{'state_dict': ...}``); returns ``path``."""
+    import torch
+    from mmengine.registry import init_default_scope
+
+    from mmpos.registry import MODELS
+    init_default_scope('mmpos')
+    os.makedirs(osp.dirname(path), exist_ok=True)
+    torch.save({'state_dict': MODELS.build(network).state_dict()}, path)
+    return path
 
 
 def synthetic_teacher(teacher: dict, path: str) -> str:
@@ -168,7 +240,8 @@ def _launch(config: str, work_dir: str, procs: int, extra: List[str],
     returns (wall seconds, peak resident MiB of its largest process).
 
     Raises:
-        RuntimeError: the launch failed; the message ends with its log.
+        RuntimeError: the launch failed; the message names the first error
+            a rank raised and ends with the log's last lines.
     """
     env = dict(os.environ, PYTHON=sys.executable, PORT=str(_free_port()),
                OMP_NUM_THREADS=os.environ.get('OMP_NUM_THREADS', '1'))
@@ -183,9 +256,13 @@ def _launch(config: str, work_dir: str, procs: int, extra: List[str],
     wall = time.time() - start
     if proc.returncode:
         with open(log) as f:
-            tail = ''.join(f.readlines()[-40:])
+            lines = f.readlines()
+        # a rank's exception (the launcher's own comes last)
+        first = next((line.strip() for line in lines if re.match(
+            r'(\w+(Error|Exception)|\S+: error): ', line)), 'none')
         raise RuntimeError(f'rehearse: {" ".join(cmd)} exited '
-                           f'{proc.returncode}:\n{tail}')
+                           f'{proc.returncode}; first error: {first}\n'
+                           f'{"".join(lines[-40:])}')
     # Linux: ru_maxrss of a reaped child is the largest of it and of the
     # descendants it reaped (the ranks, their dataloader workers), in KiB
     return wall, usage.ru_maxrss / 1024

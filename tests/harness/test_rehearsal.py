@@ -97,6 +97,40 @@ def test_a_koleo_loss_rehearses_two_images_per_process(config, koleo):
     assert rehearsal._koleo(cfg.model) is koleo
 
 
+def test_checkpoints_of_other_runs_are_stood_in_for_and_listed(tmp_path):
+    """A config that starts from another run's checkpoint rehearses without
+    it: CR2PQ's frozen DINO ResNet-50 teacher gets its network at random
+    initialisation (which the model then loads: it refuses a missing
+    file), a fine-tuning's load_from and a frozen probe's Pretrained
+    init_cfg are dropped; each change is listed."""
+    from mmengine.registry import init_default_scope
+
+    from mmpos.registry import MODELS
+    cr2pq = load_config(str(REPO / 'configs/cr2pq/'
+                            'cr2pq_vit-small-p16_dino-r50-teacher_32xb64-'
+                            '100e_in1k.py'))
+    changes = rehearsal.rehearsal_config(cr2pq, str(tmp_path / 'c'), 2)
+    assert any(c.startswith("model.teacher_checkpoint='checkpoints/dino_"
+                            'resnet50') for c in changes)
+    init_default_scope('mmpos')
+    model = MODELS.build(cr2pq.model)
+    model.init_weights()  # loads the stand-in strictly enough to pass
+    assert not any(p.requires_grad
+                   for p in model.target_generator.parameters())
+    ft = load_config(str(REPO / 'configs/qbheat/finetune/mobileformer-3.7g_'
+                         'tran1-ft_8xb64-coslr-100e_in1k.py'))
+    assert ft.load_from
+    changes = rehearsal.rehearsal_config(ft, str(tmp_path / 'f'), 2)
+    assert ft.load_from is None
+    assert any(c.startswith('load_from=') for c in changes)
+    probe = load_config(str(REPO / 'configs/qbheat/probing/retinanet_'
+                            'mobileformer-285m-frozen_fpn_8xb2-1x_coco.py'))
+    changes = rehearsal.rehearsal_config(probe, str(tmp_path / 'p'), 2)
+    assert 'Pretrained' not in str(probe.model)
+    assert any(c.startswith('model.backbone.init_cfg Pretrained')
+               for c in changes)
+
+
 def test_a_distillation_rehearses_with_a_synthetic_teacher(tmp_path):
     """A distillation config ships no teacher checkpoint: the rehearsal
     writes the configured teacher at its random initialisation, which the

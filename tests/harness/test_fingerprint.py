@@ -158,7 +158,7 @@ def test_a_record_fingerprinted_after_its_files_moved_stays_judged_by_them():
         if p == 'benchmarks/results/cpu_checkpointing.json')
     assert 'mmpos/evaluation/stats.py' in record['depends']
     stored = fingerprint.load(record['fingerprint'])
-    assert list(stored['probes']) == fingerprint.record_probes(record)
+    assert set(stored['probes']) == set(fingerprint.record_probes(record))
     assert 'stats' in stored['probes']
     assert 'mmpos_stats/__init__.py' in stored['probes']['stats']['files']
     assert 'mmpos/evaluation/stats.py' not in fingerprint.text_judged(

@@ -78,6 +78,7 @@ def rehearsal_config(cfg, data_root: str, procs: int) -> List[str]:
             cfg[key].persistent_workers = cfg[key].num_workers > 0
     changes.append(f'batch {batch} per process, at most 1 dataloader worker')
     by_epoch = 'max_epochs' in cfg.train_cfg
+    changes += _pin_scheduler_ends(cfg)
     if by_epoch:
         cfg.train_cfg.max_epochs = 1
     else:
@@ -194,6 +195,26 @@ def synthetic_teacher(teacher: dict, path: str) -> str:
     torch.save({'state_dict': {model.prefix + k: v for k, v in
                                model.state_dict().items()}}, path)
     return path
+
+
+def _pin_scheduler_ends(cfg) -> List[str]:
+    """Give each parameter scheduler without an ``end`` the one mmengine
+    would give it from the config's own loop (its max epochs or
+    iterations), before the rehearsal shortens the loop: the schedule stays
+    the config's, and one that begins after the rehearsal's end (a cosine
+    after 20 warm-up epochs) is not refused as ending before it begins."""
+    schedulers = cfg.get('param_scheduler') or []
+    if isinstance(schedulers, dict):
+        schedulers = [schedulers]
+    pinned = []
+    for scheduler in schedulers:
+        if 'end' not in scheduler:
+            scheduler['end'] = cfg.train_cfg.get(
+                'max_epochs' if scheduler.get('by_epoch', True)
+                else 'max_iters')
+            pinned.append(f'{scheduler["type"]}.end={scheduler["end"]}')
+    return [f'param_scheduler ends pinned to the config\'s loop before it '
+            f'is shortened: {", ".join(pinned)}'] if pinned else []
 
 
 def _koleo(model: dict) -> bool:

@@ -131,6 +131,27 @@ def test_checkpoints_of_other_runs_are_stood_in_for_and_listed(tmp_path):
                for c in changes)
 
 
+def test_a_schedule_that_begins_after_the_rehearsal_keeps_its_end(tmp_path):
+    """The Swin-T RoPE-Mixed recipe's cosine begins after 20 warm-up
+    epochs and ends, by default, at the loop's 300: the rehearsal pins that
+    end before it shortens the loop to 1 epoch, and mmengine builds the
+    schedule (it refused begin=20, end=1)."""
+    from mmengine.optim import build_optim_wrapper
+    from mmengine.optim.scheduler import CosineAnnealingLR
+    cfg = load_config(str(REPO / 'configs/rope_vit/swin-tiny_rope-mixed_'
+                          '16xb64-300e_in1k.py'))
+    changes = rehearsal.rehearsal_config(cfg, str(tmp_path), procs=2)
+    cosine = cfg.param_scheduler[1]
+    assert (cosine.begin, cosine.end) == (20, 300)
+    assert cfg.train_cfg.max_epochs == 1
+    assert any('CosineAnnealingLR.end=300' in c for c in changes)
+    optim = build_optim_wrapper(torch.nn.Linear(2, 2), dict(
+        optimizer=dict(type='SGD', lr=0.1)))
+    kwargs = {k: v for k, v in cosine.items()
+              if k not in ('type', '_scope_', 'convert_to_iter_based')}
+    CosineAnnealingLR(optim, **kwargs)
+
+
 def test_a_distillation_rehearses_with_a_synthetic_teacher(tmp_path):
     """A distillation config ships no teacher checkpoint: the rehearsal
     writes the configured teacher at its random initialisation, which the

@@ -29,6 +29,7 @@ continued from; :func:`main` stores it with provenance in
 size fails here with its own error.
 """
 import argparse
+import copy
 import inspect
 import json
 import math
@@ -58,9 +59,10 @@ def rehearsal_config(cfg, data_root: str, procs: int) -> List[str]:
 
     Training batches are 1 per process, 2 where SyncBN became BN (BN in
     training needs 2 values per channel, and heads such as UperNet's
-    pyramid pooling reduce a sample to 1x1; SyncBN saw every GPU's) or
-    where the model has a KoLeo loss (:func:`_koleo`: each image's nearest
-    neighbour among its process's batch).
+    pyramid pooling reduce a sample to 1x1; SyncBN saw every GPU's), where
+    the model has a KoLeo loss (:func:`_koleo`: each image's nearest
+    neighbour among its process's batch) or a ``BatchNorm1d`` that trains
+    (:func:`_batchnorm_1d`).
     """
     changes = []
     if _sync_bn_to_bn(cfg.model):
@@ -69,6 +71,9 @@ def rehearsal_config(cfg, data_root: str, procs: int) -> List[str]:
     elif _koleo(cfg.model):
         changes.append('training batch 2 per process (KoLeo takes each '
                        'image\'s nearest neighbour in the process\'s batch)')
+    elif _batchnorm_1d(cfg.model):
+        changes.append('training batch 2 per process (a BatchNorm1d that '
+                       'trains needs 2 values per channel)')
     batch = 2 if changes else 1
     changes += synthesize(cfg, data_root, procs, batch, ITERS)
     for key in LOADERS:
@@ -217,6 +222,21 @@ def _pin_scheduler_ends(cfg) -> List[str]:
             f'is shortened: {", ".join(pinned)}'] if pinned else []
 
 
+def _batchnorm_1d(model: dict) -> bool:
+    """Whether the model ``model`` (a config, built: constructors read
+    tensor values, so not on the meta device) has a ``BatchNorm1d`` that
+    trains, e.g. a linear probe's (:mod:`mmpos.models.heads.probe_heads`),
+    which a batch of one refuses."""
+    import torch
+    from mmengine.registry import init_default_scope
+
+    from mmpos.registry import MODELS
+    init_default_scope('mmpos')
+    built = MODELS.build(copy.deepcopy(model)).train()
+    return any(isinstance(m, torch.nn.BatchNorm1d) and m.training
+               for m in built.modules())
+
+
 def _koleo(model: dict) -> bool:
     """Whether the model ``model`` (a config) has a KoLeo loss: its
     ``koleo_loss``, or its class's default where the config gives none
@@ -279,8 +299,9 @@ def _launch(config: str, work_dir: str, procs: int, extra: List[str],
         with open(log) as f:
             lines = f.readlines()
         # a rank's exception (the launcher's own comes last)
-        first = next((line.strip() for line in lines if re.match(
-            r'(\w+(Error|Exception)|\S+: error): ', line)), 'none')
+        first = next((line.strip() for line in lines if re.search(
+            r'(\b\w+(Error|Exception)|\S+: error): ', line)
+            and 'ChildFailedError' not in line), 'none')
         raise RuntimeError(f'rehearse: {" ".join(cmd)} exited '
                            f'{proc.returncode}; first error: {first}\n'
                            f'{"".join(lines[-40:])}')

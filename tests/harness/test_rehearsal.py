@@ -131,6 +131,21 @@ def test_checkpoints_of_other_runs_are_stood_in_for_and_listed(tmp_path):
                for c in changes)
 
 
+def test_a_linear_probe_head_rehearses_two_images_per_process(tmp_path):
+    """The QB-Heat linear probe's head normalises pooled features with a
+    BatchNorm1d that trains: 2 images per process (1 is refused); the
+    CR2PQ ResNet-50 teacher's BatchNorm2d needs no pair."""
+    probe = load_config(str(REPO / 'configs/qbheat/probing/mobileformer-'
+                            '3.7g_linear-probe_8xb512-coslr-90e_in1k.py'))
+    assert rehearsal._batchnorm_1d(probe.model)
+    changes = rehearsal.rehearsal_config(probe, str(tmp_path), procs=2)
+    assert probe.train_dataloader.batch_size == 2
+    assert any('BatchNorm1d' in c for c in changes)
+    cr2pq = load_config(str(REPO / 'configs/cr2pq/cr2pq_vit-small-p16_dino-'
+                            'r50-teacher_32xb64-100e_in1k.py'))
+    assert not rehearsal._batchnorm_1d(cr2pq.model)
+
+
 def test_a_schedule_that_begins_after_the_rehearsal_keeps_its_end(tmp_path):
     """The Swin-T RoPE-Mixed recipe's cosine begins after 20 warm-up
     epochs and ends, by default, at the loop's 300: the rehearsal pins that

@@ -10,6 +10,7 @@ directory is judged by scipy's paired t over the confirmation seeds both
 arms ran, the power reached equals statsmodels' at the observed SD, and
 the stored calibration is no test under designs/resolution_study.yaml."""
 import json
+import os
 import os.path as osp
 import statistics
 
@@ -480,8 +481,13 @@ def test_the_tool_judges_a_study_directory(study_dir, tmp_path, capsys):
     text = capsys.readouterr().out
     assert 'Missing runs (design seeds without a run file): none: no runs; ' \
         'APE: seeds [100,' in text
-    assert 'Left out (seeds outside seeds.confirmation): APE: seeds [0]; ' \
-        'RoPE-Mixed: seeds [0].' in text
+    # the calibration's seed-0 runs, in the design's arm order
+    stored = set(os.listdir(osp.join(CALIBRATION, 'runs')))
+    arms = [a for a in design.load(osp.join(
+        ROOT, 'designs/resolution_study.yaml'))['arms'] if a in stored]
+    assert arms[:2] == ['APE', 'RoPE-Mixed']
+    assert 'Left out (seeds outside seeds.confirmation): ' + '; '.join(
+        f'{a}: seeds [0]' for a in arms) + '.' in text
     assert text.count('### ') == 5
     assert '| RoPE-Mixed − APE, resize-change (paired) | - | missing | - |'\
         ' no test (no seed of seeds.confirmation' in text

@@ -174,14 +174,11 @@ def _drop_absent_pretrained(node, where: str) -> List[Tuple[str, str]]:
 def synthetic_network(network: dict, path: str) -> str:
     """Write the model config ``network`` at its random initialisation
     to ``path`` (``{'state_dict': ...}``); returns ``path``."""
-    import torch
     from mmengine.registry import init_default_scope
 
     from mmpos.registry import MODELS
     init_default_scope('mmpos')
-    os.makedirs(osp.dirname(path), exist_ok=True)
-    torch.save({'state_dict': MODELS.build(network).state_dict()}, path)
-    return path
+    return _save_initial(MODELS.build(network), path)
 
 
 def synthetic_teacher(teacher: dict, path: str) -> str:
@@ -190,14 +187,20 @@ def synthetic_teacher(teacher: dict, path: str) -> str:
     ``path``, its weights under the config's ``prefix`` as in a DINOv2
     checkpoint's ``state_dict``, for a rehearsal: what it costs does not
     depend on what the teacher knows. Returns ``path``."""
-    import torch
     from mmengine.registry import init_default_scope
 
     from mmpos.models.selfsup.distill.distill import FrozenTeacher
     init_default_scope('mmpos')
     model = FrozenTeacher(**teacher)  # builds; init_weights would load
+    return _save_initial(model, path, model.prefix)
+
+
+def _save_initial(model, path: str, prefix: str = '') -> str:
+    """``torch.save`` ``model``'s weights as they are, each key under
+    ``prefix``, as ``{'state_dict': ...}`` at ``path``; returns ``path``."""
+    import torch
     os.makedirs(osp.dirname(path), exist_ok=True)
-    torch.save({'state_dict': {model.prefix + k: v for k, v in
+    torch.save({'state_dict': {prefix + k: v for k, v in
                                model.state_dict().items()}}, path)
     return path
 

@@ -527,16 +527,28 @@ def mini_data_probe() -> dict:
         mini_data.make_mini_spair(osp.join(root, 'spair'), num_train=1,
                                   num_val=1, img_size=32)
         for kind in sorted(os.listdir(root)):
-            digest = hashlib.sha256()
-            for folder, dirs, files in sorted(os.walk(osp.join(root, kind))):
-                dirs.sort()
-                for name in sorted(files):
-                    path = osp.join(folder, name)
-                    digest.update(osp.relpath(path, root).encode())
-                    with open(path, 'rb') as f:
-                        digest.update(f.read())
-            values[kind] = digest.hexdigest()[:16]
+            values[kind] = _tree_digest(osp.join(root, kind), root)
     return values
+
+
+def _tree_digest(folder: str, root: str) -> str:
+    """A digest of every file under ``folder``, in a fixed order: its path
+    relative to ``root`` and its bytes (a ``.pth`` checkpoint by its keys
+    and shapes: the rehearsal's are random initialisations)."""
+    digest = hashlib.sha256()
+    for here, dirs, files in sorted(os.walk(folder)):
+        dirs.sort()
+        for name in sorted(files):
+            path = osp.join(here, name)
+            digest.update(osp.relpath(path, root).encode())
+            if name.endswith('.pth'):
+                state = torch.load(path)['state_dict']
+                digest.update(repr([(k, tuple(v.shape)) for k, v in
+                                    sorted(state.items())]).encode())
+                continue
+            with open(path, 'rb') as f:
+                digest.update(f.read())
+    return digest.hexdigest()[:16]
 
 
 def rehearsal_probe(config: str) -> dict:
@@ -551,22 +563,10 @@ def rehearsal_probe(config: str) -> dict:
     cfg = load_config(osp.join(ROOT, config))
     with tempfile.TemporaryDirectory() as root:
         changes = rehearsal.rehearsal_config(cfg, osp.join(root, 'data'), 2)
-        digest = hashlib.sha256()
-        for folder, dirs, files in sorted(os.walk(root)):
-            dirs.sort()
-            for name in sorted(files):
-                path = osp.join(folder, name)
-                digest.update(osp.relpath(path, root).encode())
-                if name.endswith('.pth'):
-                    state = torch.load(path)['state_dict']
-                    digest.update(repr([(k, tuple(v.shape)) for k, v in
-                                        sorted(state.items())]).encode())
-                    continue
-                with open(path, 'rb') as f:
-                    digest.update(f.read())
+        files = _tree_digest(root, root)
         text = cfg.pretty_text.replace(root, '<root>')
     return {'config': _digest(text), 'changes': _digest(changes),
-            'files': digest.hexdigest()[:16]}
+            'files': files}
 
 
 # the benchmark modules with a probe (bench_probe): those whose step at full

@@ -641,6 +641,11 @@ class Judged:
         se: the standard error of ``D`` (paired: the SD of the per-seed
             differences over the square root of the pairs); None without
             a test.
+        mdd: a difference family's minimum detectable difference at 80 %
+            power and the level its correction applies
+            (:func:`~mmpos_stats.family_mdd`), so that no verdict is not
+            read as no difference; None in the other kinds or without a
+            test.
     """
     family: str
     kind: str
@@ -660,6 +665,7 @@ class Judged:
     verdict: str
     reason: Optional[str]
     se: Optional[float] = None
+    mdd: Optional[float] = None
 
 
 def read_summary(path: str) -> dict:
@@ -1003,6 +1009,7 @@ def judge(design: dict, summary: dict,
             sizes.append(n_b)
             whys.append(why or 'no complete run on a side')
         margin = [margins.get(test[1]) for test in fam['tests']]
+        mdds = [None] * len(found)
         if kind == 'above_margin':
             cells = _above_margin(found, margin, fam['correction'],
                                   design['alpha'])
@@ -1012,7 +1019,7 @@ def judge(design: dict, summary: dict,
             judged = iter(stats.family([t for t in tests if t is not None],
                                        fam['correction']))
             cells = []
-            for t in tests:
+            for k, t in enumerate(tests):
                 t = None if t is None else next(judged)
                 cells.append((None, None, None, None, None, 'no test')
                              if t is None else
@@ -1020,8 +1027,11 @@ def judge(design: dict, summary: dict,
                               1 - 2 * stats.ALPHA if kind == 'equivalence'
                               else 1 - stats.ALPHA, t.pvalue, t.p_adj,
                               t.verdict))
-        for test, c, method, n_b, m, cell, why in zip(
-                fam['tests'], found, methods, sizes, margin, cells, whys):
+                if t is not None and kind == 'difference':
+                    mdds[k] = stats.family_mdd(t)
+        for test, c, method, n_b, m, cell, why, mdd in zip(
+                fam['tests'], found, methods, sizes, margin, cells, whys,
+                mdds):
             out.append(Judged(
                 fam_name, kind, test[0], test[1],
                 _other(design, test, summary), method,
@@ -1029,7 +1039,7 @@ def judge(design: dict, summary: dict,
                 0 if c is None else c.n_a, n_b or 0, *cell[:5],
                 m if kind != 'difference' else None, cell[5],
                 why if c is None else c.reason,
-                se=None if c is None else c.se))
+                se=None if c is None else c.se, mdd=mdd))
     return out
 
 
@@ -1065,20 +1075,23 @@ def judgement_markdown(design: dict, judged: List[Judged]) -> str:
     """A markdown table per family of :func:`judge`'s rows: the test (a
     paired test with its pairs), the margin, the difference with its
     interval (and the interval's confidence), the adjusted p and the
-    verdict; under it the power each of the design's effects in the
-    family had with the observed SD (:func:`achieved_power`), or that the
-    design states none."""
+    verdict (a difference family: and its minimum detectable difference,
+    :attr:`Judged.mdd`); under it the power each of the design's effects
+    in the family had with the observed SD (:func:`achieved_power`), or
+    that the design states none."""
     lines = []
     power = achieved_power(design, judged)
     for fam_name, fam in design['families'].items():
         rows = [r for r in judged if r.family == fam_name]
         kind = fam.get('kind', 'difference')
         size = sum(r.p_adj is not None for r in rows)
+        mdd = kind == 'difference'
         lines += [f'### {fam_name}', '',
                   f'{kind}, {stats.CORRECTIONS[fam["correction"]]} over '
                   f'{size} test{"s" * (size != 1)} (α {design["alpha"]})',
                   '', '| test | margin | difference [interval] | p_adj | '
-                  'verdict |', '| --- | --- | --- | --- | --- |']
+                  'verdict |' + ' MDD |' * mdd,
+                  '| --- | --- | --- | --- | --- |' + ' --- |' * mdd]
         for r in rows:
             pairs = f', {r.n_a} pairs' if r.method == 'paired' and \
                 r.n_a else ''
@@ -1093,11 +1106,14 @@ def judgement_markdown(design: dict, judged: List[Judged]) -> str:
                 cell = (f'{r.difference:+.2f} [{r.low:.2f}, {r.high:.2f}] '
                         f'({100 * r.confidence:.3g} %)')
             verdict = r.verdict + (f' ({r.reason})' if r.reason else '')
-            lines.append(
-                f'| {what} | {"-" if r.margin is None else f"{r.margin:g}"}'
-                f' | {cell} | '
-                f'{"-" if r.p_adj is None else stats.format_p(r.p_adj)} | '
-                f'{verdict} |')
+            row = (f'| {what} | '
+                   f'{"-" if r.margin is None else f"{r.margin:g}"} | '
+                   f'{cell} | '
+                   f'{"-" if r.p_adj is None else stats.format_p(r.p_adj)}'
+                   f' | {verdict} |')
+            if mdd:
+                row += ' - |' if r.mdd is None else f' {r.mdd:.2f} |'
+            lines.append(row)
         lines += [''] + _power_lines(design, fam, power[fam_name]) + ['']
     return '\n'.join(lines)
 

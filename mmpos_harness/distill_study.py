@@ -40,7 +40,8 @@ probed with the width-48 probe backbone :data:`STUDENT_PROBE_CONFIG`
 (``probe_config`` of :func:`~.comparison.runs.compare`). Then
 ``summary.json`` (:func:`~.comparison.seeds.summarise`) and
 ``verdicts.md``: every family of the design, each test Welch's t on the
-per-pretraining-run means, adjusted within its family (:func:`verdicts`).
+per-pretraining-run means, adjusted within its family
+(:func:`verdicts_markdown`).
 
 The study resumes as the ranking does: the work dir is fixed, finished runs
 are skipped and an interrupted one is restarted (run the same command
@@ -61,7 +62,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List
 
-import mmpos_stats as stats
 from mmpos.checkpoint import write_atomically
 from mmpos.guardrails.cli import cli_main
 from mmpos.guardrails.launch import work_dir_lock
@@ -301,54 +301,18 @@ def run_study(args) -> dict:
     return summary
 
 
-def _means(summary: dict, init: str, task: str) -> list:
-    """``init``'s complete pretraining runs of ``task``'s first metric
-    (:func:`~.comparison.seeds._sample`: ``[[value per transfer seed]]``)."""
-    spec = summary['tasks'][task]
-    return seeds._sample(summary, spec, init, seeds._first(spec))
-
-
-def verdicts(summary: dict, design: dict) -> Dict[str, List[tuple]]:
-    """Per family of ``design``: ``(test, comparison)`` for each of its
-    tests, ``[arm, task]`` against the design's reference or ``[arm, task,
-    other]`` against ``other``: Welch's t on the per-pretraining-run means
-    (:func:`~mmpos_stats.welch`), adjusted by the family's correction."""
-    out = {}
-    for name, fam in design['families'].items():
-        tests = fam['tests']
-        found = [stats.welch(_means(summary, t[0], t[1]), _means(
-            summary, t[2] if len(t) == 3 else design['reference'], t[1]))
-            for t in tests]
-        out[name] = list(zip(tests, stats.family(found, fam['correction'])))
-    return out
-
-
 def verdicts_markdown(summary: dict, design: dict) -> str:
-    """The design's families as tables: a row per test, the difference in
-    the task's first metric with its interval and adjusted p
-    (:func:`~mmpos_stats.format_cell`), the verdict and the minimum
-    detectable difference at the family's level
-    (:func:`~mmpos_stats.family_mdd`), so that no verdict is not read as
-    no difference."""
-    lines = [f'**{summary["title"]}** (pretraining seeds '
-             f'{summary["pretrain_seeds"]}, transfer seeds '
-             f'{summary["seeds"]}; Welch\'s t on the per-pretraining-run '
-             'means, adjusted within each family)', '']
-    for name, rows in verdicts(summary, design).items():
-        fam = design['families'][name]
-        lines += [f'Family {name} ({stats.CORRECTIONS[fam["correction"]]}, '
-                  f'{len(rows)} tests):', '',
-                  '| arm | task | against | difference | verdict | MDD |',
-                  '| --- | --- | --- | --- | --- | --- |']
-        for test, c in rows:
-            other = test[2] if len(test) == 3 else design['reference']
-            label = summary['tasks'][test[1]]['label']
-            mdd = stats.family_mdd(c)
-            lines.append(f'| {test[0]} | {label} | {other} | '
-                         f'{stats.format_cell(c)} | {c.verdict} | '
-                         + ('-' if mdd is None else f'{mdd:.1f}') + ' |')
-        lines.append('')
-    return '\n'.join(lines)
+    """``verdicts.md``: the design's families judged on the study's
+    ``summary`` (:func:`~.design.judge`: Welch's t on the
+    per-pretraining-run means, adjusted within each family, with each
+    difference's minimum detectable difference at the family's level, so
+    that no verdict is not read as no difference), under the summary's
+    title and seeds."""
+    judged = designs.judge(design, summary, 'summary.json')
+    return (f'**{summary["title"]}** (pretraining seeds '
+            f'{summary["pretrain_seeds"]}, transfer seeds '
+            f'{summary["seeds"]})\n\n'
+            + designs.judgement_markdown(design, judged))
 
 
 def depends() -> List[str]:

@@ -5,7 +5,7 @@ its command is the runner's; the plan gives the student alone the
 distilled student's training FLOPs and each distilled student its own
 seed's teacher; the runs (recorded, not run) probe each width with its own
 backbone, resume and refuse a second study on the work dir; the verdicts
-are the design's families."""
+are the design's families judged by mmpos_harness.design.judge."""
 import json
 import os
 import os.path as osp
@@ -188,14 +188,23 @@ def test_the_study_runs_resumes_and_is_refused_while_one_runs(
                                            alone=27)
     # the design's families, Welch on the per-run means, Holm within each
     summary = seeds.summarise(str(root))
-    rows = distill_study.verdicts(summary, design.load(DESIGN))
-    headline = dict((tuple(t), c) for t, c in rows['headline'])
+    rows = design.judge(design.load(DESIGN), summary)
+    headline = {(r.arm, r.task, r.other): r for r in rows
+                if r.family == 'headline'}
     want = stats.family([stats.welch([[35.0, 35.1], [36.0, 36.1]],
                                      [[30.0, 30.1], [31.0, 31.1]])] * 2,
                         stats.HOLM)[0]
-    assert headline['distilled', 'linear-probe'] == want
-    assert '| distilled | mini-stuff linear probe | alone | +5.0' in open(
-        root / 'verdicts.md').read()
+    got = headline['distilled', 'linear-probe', 'alone']
+    assert (got.difference, got.low, got.high, got.p_adj, got.verdict,
+            got.mdd) == pytest.approx((want.difference, want.low, want.high,
+                                       want.p_adj, want.verdict,
+                                       stats.family_mdd(want)))
+    written = open(root / 'verdicts.md').read()
+    assert written.startswith(f'**{summary["title"]}**')
+    assert (f'| distilled − alone, linear-probe (welch) | - | '
+            f'+5.00 [{want.low:.2f}, {want.high:.2f}] (95 %) | '
+            f'{stats.format_p(want.p_adj)} | {want.verdict} | '
+            f'{stats.family_mdd(want):.2f} |') in written
     # run again: everything is finished, nothing runs
     commands.clear()
     distill_study.main(argv)

@@ -24,6 +24,7 @@ from statsmodels.stats.weightstats import ttost_ind
 from conftest import load_tool
 
 from mmpos.errors import BadInputError
+import mmpos_stats as stats
 from mmpos_harness import design
 
 ROOT = design.ROOT
@@ -235,6 +236,11 @@ def test_the_demo_confirmation_reproduces_the_demos_own_verdicts():
         assert (row.difference, row.low, row.high, row.verdict) == \
             pytest.approx((stored['difference'], stored['low'],
                            stored['high'], stored['verdict']))
+        # its MDD at the family's level, alpha / 2 (not the stored
+        # table's unadjusted one)
+        assert row.mdd == pytest.approx(stats.minimum_detectable_difference(
+            stored['se'], stored['df'], stats.ALPHA / 2), rel=1e-12)
+        assert row.mdd > stored['mdd']
 
 
 def test_the_tool_prints_a_table_per_family(tmp_path, capsys):

@@ -38,6 +38,7 @@ import os.path as osp
 import re
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -376,6 +377,46 @@ def rehearse(config: str, procs: int = 2, work_root: str = None) -> dict:
                 wall_seconds=round(wall + wall2, 1))
 
 
+def result_path(config: str, out_dir: str = OUT_DIR) -> str:
+    """Where :func:`main` stores the rehearsal of ``config``:
+    ``<out_dir>/<config name>.json`` under the repository."""
+    return osp.join(ROOT, out_dir,
+                    osp.splitext(osp.basename(config))[0] + '.json')
+
+
+def markdown(out_dir: str = OUT_DIR,
+             manifest: str = 'tools/paper_tables/manifest.yaml') -> str:
+    """The stored rehearsals of ``out_dir`` as the distributed-training
+    page shows them: how many there are and how many of the paper
+    tables' manifest configs they cover, then a row per result (config
+    name, processes x batch per process, peak resident memory of the
+    largest process, the median seconds of its iterations, the first and
+    the last loss), sorted by name."""
+    from mmpos_harness.paper_tables.manifest import load_manifest
+    found = load_manifest(osp.join(ROOT, manifest))
+    wanted = {run.config for run in found.runs.values()}
+    results = []
+    for name in sorted(os.listdir(osp.join(ROOT, out_dir))):
+        if name.endswith('.json'):
+            with open(osp.join(ROOT, out_dir, name)) as f:
+                results.append(json.load(f))
+    covered = sum(r['config'] in wanted for r in results)
+    lines = [f'{len(results)} stored rehearsals, {covered} of the '
+             f'{len(wanted)} configs of the paper tables\' manifest '
+             f'(`{manifest}`), in `{out_dir}/`; times on the shared 2-core '
+             'CPU, not a benchmark:', '',
+             '| config | processes x batch | peak per process | '
+             's / iteration (median) | loss (first, last) |',
+             '| --- | --- | --- | --- | --- |']
+    for r in results:
+        median = statistics.median(r['iter_seconds'])
+        lines.append(
+            f'| `{osp.basename(r["config"])}` | {r["procs"]} x '
+            f'{r["batch_per_process"]} | {r["peak_rss_mib"]:,.0f} MiB | '
+            f'{median:.1f} | {r["losses"][0]:.4g}, {r["losses"][-1]:.4g} |')
+    return '\n'.join(lines) + '\n'
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(
         prog='rehearse.py', description=__doc__.split('\n\n')[0])
@@ -389,8 +430,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     for config in args.configs:
         config = osp.relpath(osp.abspath(config), ROOT)
-        out = osp.join(ROOT, args.out_dir,
-                       osp.splitext(osp.basename(config))[0] + '.json')
+        out = result_path(config, args.out_dir)
         if osp.exists(out) and not args.redo:
             print(f'rehearse: {config}: stored ({out}); --redo to repeat')
             continue

@@ -52,6 +52,16 @@ def test_benchmark_tables_are_rendered_from_the_result_files(site):
             assert f"{row['time_ratio']:.3f}" in html
 
 
+def test_rehearsal_table_is_rendered_from_the_result_files(site):
+    html = (site / 'user_guides' / 'distributed.html').read_text()
+    stored = sorted((REPO / 'results' / 'rehearsals').glob('*.json'))
+    assert f'{len(stored)} stored rehearsals' in html
+    for path in stored:
+        data = json.loads(path.read_text())
+        assert Path(data['config']).name in html
+        assert f"{data['peak_rss_mib']:,.0f} MiB" in html
+
+
 MACHINE = 'AMD EPYC 7B13, 2 CPUs, torch 2.14.1'
 
 

@@ -3,7 +3,8 @@
 * Generates, at every build, the pages' measured tables into
   ``docs/_generated/`` (pages include them with MyST's ``{include}``):
   ``benchmarks.md`` from ``benchmarks/results/*.json`` (every row with its
-  date and machine), ``paper_tables/<paper>.md`` (every table of the paper
+  date and machine), ``rehearsals.md`` from ``results/rehearsals/*.json``
+  (:func:`mmpos_harness.rehearsal.markdown`), ``paper_tables/<paper>.md`` (every table of the paper
   tables' manifest, paper-only rows included: the method pages' comparison
   tables) and ``model_zoo.md`` (only the rows with a number of ours),
   both with the table tool (``mmpos_harness.paper_tables``) from the runs
@@ -11,7 +12,7 @@
   the failures page's tables (:func:`faq_markdown`).
 * Marks every stored result that ``results/status.json`` lists as stale
   (``tools/misc/results_status.py --write``) where a page includes it
-  (:func:`mark_stale`) and on the benchmarks page.
+  (:func:`mark_stale`), on the benchmarks page and above the rehearsals.
 * Checks every repository path a page mentions (:mod:`repo_paths`); a
   missing one is a warning, i.e. an error under ``-W``.
 """
@@ -325,10 +326,13 @@ def generate(app):
     root = Path(app.config.mmpos_repo_root)
     out_dir = Path(app.srcdir) / '_generated'
     out_dir.mkdir(exist_ok=True)
-    from mmpos_harness.fingerprint import read_marks
+    from mmpos_harness.fingerprint import mark, read_marks
     app.env.mmpos_marks = read_marks(str(root))
     (out_dir / 'benchmarks.md').write_text(benchmark_markdown(
         root / 'benchmarks' / 'results', app.env.mmpos_marks))
+    from mmpos_harness import rehearsal
+    (out_dir / 'rehearsals.md').write_text(mark(
+        rehearsal.OUT_DIR, app.env.mmpos_marks) + rehearsal.markdown())
     (out_dir / 'faq.md').write_text(faq_markdown(
         (Path(app.srcdir) / 'advanced' / 'failures.md').read_text()))
     cwd = os.getcwd()

@@ -53,9 +53,12 @@ for are those of its ``depends`` where they live now.
 
 :func:`status`: a result is ``current`` when every probe gives its stored
 values again (numbers within :data:`RTOL`: the same computation in another
-order; digests equal) and no text-judged file changed, ``stale``
-otherwise (with the probes and files that changed), ``unknown`` when the
-record has no fingerprint or its commit is not in the clone.
+order; a sum near 0 within :data:`RTOL` of its entries' norm; digests
+equal) and no text-judged file changed, ``stale`` otherwise (with the
+probes and files that changed), ``unknown`` when the record has no
+fingerprint or its commit is not in the clone. Probes are compared only
+on the CPU model and torch that fingerprinted them; elsewhere the text
+alone judges (stale, or unknown: :func:`status`).
 ``tools/misc/results_status.py`` lists them; the pages mark a stale result
 (``results/status.json``).
 """
@@ -621,22 +624,25 @@ def _record_probes(commit: str, depends: Tuple[str, ...],
         built = provenance._completed(depends, registry_reads=False)[1]
         names = [n for n in names
                  if not n.startswith('scheme:') or n[len('scheme:'):] in built]
-    later = {f'scheme:{name}' for name, path in
-             provenance.scheme_files().items()
-             if not _added_before(path, commit)}
+    later = {f'scheme:{name}' for name in provenance.scheme_files()
+             if not _scheme_added_before(name, commit)}
     return tuple(n for n in names if n not in later)
 
 
 @functools.lru_cache(None)
-def _added_before(path: str, commit: str) -> bool:
-    """Whether the file at ``path`` (under any earlier name) was added in
-    ``commit`` or before it."""
-    added = provenance._git('log', '--follow', '--diff-filter=A',
-                            '--format=%H', '--', path).split()
+def _scheme_added_before(name: str, commit: str) -> bool:
+    """Whether the class of position scheme ``name`` existed at ``commit``:
+    the first commit whose diff adds ``class <its class>(``, in whatever
+    file it was (a scheme added to an existing module, or moved since), is
+    ``commit`` or an ancestor of it."""
+    from mmpos.registry import POSITION_ENCODINGS
+    cls = POSITION_ENCODINGS.module_dict[name]
+    added = provenance._git('log', f'-Sclass {cls.__name__}(',
+                            '--format=%H', '--reverse').split()
     if not added:
         return False
     try:
-        provenance._git('merge-base', '--is-ancestor', added[-1], commit)
+        provenance._git('merge-base', '--is-ancestor', added[0], commit)
     except subprocess.CalledProcessError:
         return False
     return True
@@ -770,18 +776,33 @@ def load(fid: str, root: str = ROOT) -> dict:
         return json.load(f)
 
 
-def same(stored, now, renames: Dict[str, str] = None) -> bool:
+def same(stored, now, renames: Dict[str, str] = None,
+         scale: float = 0.) -> bool:
     """Whether a probe value is what was stored: digests equal, numbers
-    within :data:`RTOL` / :data:`ATOL`. With ``renames`` (``{old path: new
-    path}`` of the files moved since the fingerprint's commit), a digest
-    is also the stored one when its text, with those files' new paths and
-    module names written as the old ones
-    (:func:`~mmpos_harness.provenance.undo_renames`), is the stored text:
-    e.g. a table that cites the file whose functions computed it."""
+    within :data:`RTOL` of the larger of them and of ``scale`` (at least
+    :data:`ATOL`). With ``renames`` (``{old path: new path}`` of the files
+    moved since the fingerprint's commit), a digest is also the stored one
+    when its text, with those files' new paths and module names written as
+    the old ones (:func:`~mmpos_harness.provenance.undo_renames`), is the
+    stored text: e.g. a table that cites the file whose functions computed
+    it."""
     if isinstance(stored, str) or isinstance(now, str):
         return stored == now or (bool(renames) and now in _TEXTS and _hash(
             provenance.undo_renames(_TEXTS[now], renames)) == stored)
-    return math.isclose(stored, now, rel_tol=RTOL, abs_tol=ATOL)
+    return math.isclose(stored, now, rel_tol=RTOL,
+                        abs_tol=max(ATOL, RTOL * scale))
+
+
+def value_scale(values: dict, key: str) -> float:
+    """The magnitude a :func:`_summary` sum is rounded at: for ``<p>.sum``
+    and ``<p>.cos``, the square root of ``<p>.sq`` (the entries' L2 norm),
+    else 0. Such a sum of entries of both signs (a LayerNorm's outputs)
+    lies near 0, where another CPU's summation order moves it by many
+    times its own size (1e-6 -> 9e-6 on a 1,536 sum of squares) while the
+    norm moves by 1e-8 of itself: its tolerance is relative to the norm."""
+    prefix, _, kind = key.rpartition('.')
+    sq = values.get(f'{prefix}.sq') if kind in ('sum', 'cos') else None
+    return math.sqrt(abs(sq)) if isinstance(sq, (int, float)) else 0.
 
 
 def changed_probes(fingerprint: dict) -> List[str]:
@@ -801,7 +822,8 @@ def changed_probes(fingerprint: dict) -> List[str]:
         values = dict(run_probe(name)[0])
         diff = [k for k in sorted(set(stored['values']) | set(values))
                 if k not in values or k not in stored['values']
-                or not same(stored['values'][k], values[k], renames)]
+                or not same(stored['values'][k], values[k], renames,
+                            value_scale(stored['values'], k))]
         if diff:
             changed.append(f'{name} ({", ".join(diff[:3])}'
                            f'{", ..." if len(diff) > 3 else ""})')
@@ -949,16 +971,35 @@ def _imports_engine(paths: Iterable[str]) -> bool:
                and osp.isfile(osp.join(ROOT, p)))
 
 
+def numeric_machine(machine: str) -> str:
+    """What a probe's numbers depend on in a :func:`~mmpos_harness.
+    provenance.machine` string: the CPU model and the torch version, not
+    the number of CPUs (the probes run single-threaded)."""
+    parts = [p.strip() for p in machine.split(',')]
+    return ', '.join(p for p in parts if not p.endswith(' CPUs'))
+
+
 def status(record: dict) -> dict:
     """``{state, reasons}`` of a provenance record (module docstring):
-    ``state`` is ``current``, ``stale`` or ``unknown``."""
+    ``state`` is ``current``, ``stale`` or ``unknown``.
+
+    A fingerprint computed on another CPU model or torch
+    (:func:`numeric_machine`) is not compared: another CPU's kernels round
+    differently, and a few training steps, a threshold metric (a detector's
+    sampled proposals, depth's delta_1) or a table's rounded digits carry
+    that far past :data:`RTOL`. Its record is judged by its text-judged
+    files alone: ``stale`` when they changed, else ``unknown``; either
+    with ``elsewhere`` set (the machine that can judge it is named)."""
     if record.get('dirty'):
         return dict(state='stale', reasons=[
             f'measured with uncommitted changes to {record["dirty"]}'])
     if 'fingerprint' not in record:
         return dict(state='unknown', reasons=['no fingerprint'])
     fingerprint = load(record['fingerprint'])
-    reasons = [f'probe {p}' for p in changed_probes(fingerprint)]
+    theirs = numeric_machine(fingerprint.get('machine', ''))
+    elsewhere = theirs != numeric_machine(provenance.machine())
+    reasons = [] if elsewhere else [
+        f'probe {p}' for p in changed_probes(fingerprint)]
     try:
         text = text_judged(record, fingerprint)
         changed = provenance.changed_since(dict(record, depends=text)) \
@@ -967,6 +1008,10 @@ def status(record: dict) -> dict:
         return dict(state='unknown', reasons=[str(err)])
     reasons += [f'commit {c if len(c) <= 80 else c[:77] + "..."}'
                 for c in changed]
+    if elsewhere:
+        return dict(state='stale' if reasons else 'unknown', elsewhere=True,
+                    reasons=reasons or [f'fingerprinted on {theirs}: its '
+                                        'probes are compared there'])
     return dict(state='stale' if reasons else 'current', reasons=reasons)
 
 
@@ -1018,7 +1063,8 @@ def results_status(root: str = ROOT) -> Dict[str, dict]:
     """``{result: {state, commit, reasons}}`` of every stored result
     (:func:`result_of`): ``stale`` when one of its records is, else
     ``unknown`` when one is, else ``current``; ``commit`` the oldest
-    commit its records were measured at."""
+    commit its records were measured at; ``elsewhere`` when one of its
+    records was fingerprinted on another machine (:func:`status`)."""
     cache, found = {}, {}
     for path, record in stored_records(root):
         key = (record.get('fingerprint'), record['commit'],
@@ -1030,6 +1076,8 @@ def results_status(root: str = ROOT) -> Dict[str, dict]:
             state='current', commit=record['commit'], reasons=[]))
         entry['reasons'] += [r for r in state['reasons']
                              if r not in entry['reasons']]
+        if state.get('elsewhere'):
+            entry['elsewhere'] = True
         order = ('current', 'unknown', 'stale')
         if order.index(state['state']) > order.index(entry['state']):
             entry['state'] = state['state']
@@ -1045,13 +1093,22 @@ def _older(a: str, b: str, root: str) -> bool:
                            a, b], capture_output=True).returncode == 0
 
 
-def stale_marks(status: Dict[str, dict]) -> Dict[str, dict]:
+def stale_marks(status: Dict[str, dict],
+                previous: Dict[str, dict] = None) -> Dict[str, dict]:
     """The content of :data:`STATUS` for a :func:`results_status`:
     ``{result: {commit, reasons}}`` of the stale results, which the pages
-    mark."""
-    return {result: dict(commit=entry['commit'], reasons=entry['reasons'])
-            for result, entry in sorted(status.items())
-            if entry['state'] == 'stale'}
+    mark. A result fingerprinted on another machine (``elsewhere``) keeps
+    its mark in ``previous`` (the stored marks), or gets one only when its
+    text makes it stale: a machine never drops a mark, or adds one, on
+    probes it cannot compare."""
+    previous = previous or {}
+    marks = {result: dict(commit=entry['commit'], reasons=entry['reasons'])
+             for result, entry in status.items()
+             if entry['state'] == 'stale'}
+    marks.update((result, previous[result]) for result, entry in
+                 status.items()
+                 if entry.get('elsewhere') and result in previous)
+    return dict(sorted(marks.items()))
 
 
 def read_marks(root: str = ROOT) -> Dict[str, dict]:

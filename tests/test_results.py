@@ -18,6 +18,7 @@ import importlib.util
 import itertools
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -97,11 +98,16 @@ def test_the_pages_mark_exactly_the_stale_results():
     fails."""
     status = fingerprint.results_status()
     unknown = {r: e['reasons'] for r, e in status.items()
-               if e['state'] == 'unknown'}
+               if e['state'] == 'unknown' and not e.get('elsewhere')}
     if unknown and provenance.shallow():
         pytest.skip(f'a shallow clone has no history to compare: {unknown}')
     assert not unknown, f'results whose status is unknown: {unknown}'
-    assert fingerprint.stale_marks(status) == fingerprint.read_marks(), (
+    elsewhere = sorted(r for r, e in status.items() if e.get('elsewhere'))
+    if elsewhere:  # judged on the machine that fingerprinted them
+        warnings.warn(f'{len(elsewhere)} results fingerprinted on another '
+                      f'CPU or torch are not judged here: {elsewhere}')
+    stored = fingerprint.read_marks()
+    assert fingerprint.stale_marks(status, stored) == stored, (
         f'{fingerprint.STATUS} is not what the results show now: python '
         'tools/misc/results_status.py --write (stale: '
         f'{ {r: e["reasons"][:2] for r, e in status.items() if e["state"] == "stale"} })')

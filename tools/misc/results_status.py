@@ -61,7 +61,7 @@ def main(argv=None):
     counts = {s: sum(e['state'] == s for e in status.values())
               for s in ('current', 'stale', 'unknown')}
     print(', '.join(f'{n} {s}' for s, n in counts.items()))
-    marks = fingerprint.stale_marks(status)
+    marks = fingerprint.stale_marks(status, fingerprint.read_marks())
     path = osp.join(fingerprint.ROOT, fingerprint.STATUS)
     if args.write:
         with open(path, 'w') as f:

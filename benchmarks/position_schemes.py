@@ -13,8 +13,8 @@ positions (``none``).
 
 Schemes: ``axial``, ``mixed``, ``dinov3`` (mmpos' RoPE), ``spiral``,
 ``string``, ``comrope`` (LD, 8 x 8 blocks), ``liere`` (8 x 8 blocks),
-``lookhere`` (LH-180), ``pape`` (50 parabolas per head), ``pape_ri``:
-every scheme of :data:`mmpos_positions.SCHEMES`. Target:
+``lookhere`` (LH-180), ``pape`` (50 parabolas per head), ``pape_ri``,
+``golden_gate``: every scheme of :data:`mmpos_positions.SCHEMES`. Target:
 the matrix schemes (ComRoPE, LieRE) at most 1.5x the layer without
 positions (:data:`TARGETS`).
 ``--quick``: batch 2, 3 rounds.

@@ -157,6 +157,7 @@ def schemes(train_grid: int) -> dict:
 LATER_SCHEMES = {
     'PaPE': dict(rope=dict(type='pape')),
     'PaPE-RI': dict(rope=dict(type='pape_ri')),
+    'Golden-Gate': dict(rope=dict(type='golden_gate')),
 }
 
 

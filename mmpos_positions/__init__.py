@@ -3,8 +3,8 @@
 * :mod:`.base`: the interface (:class:`PositionScheme`,
   :class:`PositionTable`) and the patch coordinates (grid, frames,
   augmentation, crop boxes, the sin-cos absolute embedding);
-* :mod:`.linear`: linear-angle RoPE (axial, mixed, DINOv3, spiral, STRING)
-  and test-time frequency scaling;
+* :mod:`.linear`: linear-angle RoPE (axial, mixed, DINOv3, spiral, Golden
+  Gate, STRING) and test-time frequency scaling;
 * :mod:`.matrix`: matrix RoPE (ComRoPE, LieRE);
 * :mod:`.lookhere`: LookHere;
 * :mod:`.pape`: PaPE and PaPE-RI (biases that read the tokens:
@@ -18,10 +18,11 @@ in registration order; mmpos binds it to its registry
 """
 from .base import (PatchCoords, PositionScheme, PositionTable, box_coords,
                    frame_coords, grid_coords, sincos_pos_embed_2d)
-from .linear import (AxialRoPE, DINOv3RoPE, FrequencyScaling, MixedRoPE,
-                     RoPETable, SpiralRoPE, STRINGRoPE, frequency_magnitudes,
-                     mixed_frequencies, rope_angles, scale_frequencies,
-                     spiral_frequencies)
+from .linear import (AxialRoPE, DINOv3RoPE, FrequencyScaling,
+                     GoldenGateRoPE, MixedRoPE, RoPETable, SpiralRoPE,
+                     STRINGRoPE, frequency_magnitudes,
+                     golden_gate_frequencies, mixed_frequencies, rope_angles,
+                     scale_frequencies, spiral_frequencies)
 from .lookhere import LookHere, lookhere_bias
 from .matrix import ComRoPE, LieRE
 from .pape import PaPE, PaPERI
@@ -32,7 +33,8 @@ from .wrappers import CachedTables, FrozenTables
 SCHEMES = {
     'axial': AxialRoPE, 'mixed': MixedRoPE, 'dinov3': DINOv3RoPE,
     'spiral': SpiralRoPE, 'string': STRINGRoPE, 'comrope': ComRoPE,
-    'liere': LieRE, 'lookhere': LookHere, 'pape': PaPE, 'pape_ri': PaPERI
+    'liere': LieRE, 'lookhere': LookHere, 'pape': PaPE, 'pape_ri': PaPERI,
+    'golden_gate': GoldenGateRoPE
 }
 
 
@@ -54,10 +56,11 @@ def saved_tensors() -> dict:
 
 __all__ = [
     'AxialRoPE', 'CachedTables', 'ComRoPE', 'DINOv3RoPE', 'FrequencyScaling',
-    'FrozenTables', 'LieRE', 'LookHere', 'MixedRoPE', 'PaPE', 'PaPERI',
+    'FrozenTables', 'GoldenGateRoPE', 'LieRE', 'LookHere', 'MixedRoPE', 'PaPE', 'PaPERI',
     'PatchCoords', 'PositionScheme', 'PositionTable', 'RoPETable', 'SCHEMES',
     'SpiralRoPE', 'STRINGRoPE', 'TokenTable', 'adds_bias', 'box_coords',
-    'frame_coords', 'frequency_magnitudes', 'grid_coords', 'lookhere_bias',
+    'frame_coords', 'frequency_magnitudes', 'golden_gate_frequencies',
+    'grid_coords', 'lookhere_bias',
     'mixed_frequencies', 'reads_tokens', 'rope_angles', 'saved_tensors',
     'scale_frequencies', 'scheme_name', 'sincos_pos_embed_2d',
     'spiral_frequencies'

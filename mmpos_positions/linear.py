@@ -86,6 +86,42 @@ def spiral_frequencies(head_dim: int, num_directions: int = 4,
     return (direction[:, :, None] * mag).flatten(1).float()  # (2, K n)
 
 
+def golden_gate_frequencies(head_dim: int, num_heads: int,
+                            min_freq: float = 0.01, max_freq: float = 1.,
+                            zero_fraction: float = 0.) -> Tensor:
+    """Golden Gate RoPE's frequencies (J. Xiong, "golden gate" n-D RoPE,
+    jerryxio.ng/posts/nd-rope, 2025), fp32 ``(2, heads, D/2)``: pair ``f``
+    of head ``h`` turns with ``r``'s projection on direction ``u_{h F +
+    f}`` (``F = D/2``) at magnitude ``w_f``.
+
+    Magnitudes ``(F,)``: ``round(zero_fraction F)`` zeros (pairs that never
+    turn), then geometric from ``min_freq`` to ``max_freq`` radians per
+    coordinate unit. Directions ``(heads F, 2)``: point ``i = 1..heads F``
+    of the 2-D R-sequence (``z_i = frac(i g^-1), frac(i g^-2)``, ``g`` the
+    plastic number, ``g^3 = g + 1``), mapped through the normal quantile
+    and normalised: unit vectors spread evenly over the circle, no two the
+    same. Their components are (row, column) as in the reference, so
+    ``u_k = (u_k^y, u_k^x)``."""
+    if not 0. <= zero_fraction <= 1.:
+        raise ValueError(f'Golden Gate zero_fraction must lie in [0, 1], '
+                         f'got {zero_fraction}')
+    if not 0. < min_freq <= max_freq:
+        raise ValueError('Golden Gate needs 0 < min_freq <= max_freq, got '
+                         f'min_freq={min_freq}, max_freq={max_freq}')
+    pairs = head_dim // 2
+    zeros = round(zero_fraction * pairs)
+    mag = torch.cat((torch.zeros(zeros, dtype=torch.float64),
+                     min_freq * (max_freq / min_freq)**torch.linspace(
+                         0, 1, pairs - zeros, dtype=torch.float64)))
+    g = 1.3247179572447460  # the plastic number: x^3 = x + 1
+    alpha = g**-torch.arange(1, 3, dtype=torch.float64)  # (2,)
+    i = torch.arange(1, num_heads * pairs + 1, dtype=torch.float64)
+    z = torch.fmod(i[:, None] * alpha, 1.)  # (heads F, 2), in (0, 1)
+    u = F.normalize(torch.erfinv(2 * z - 1), dim=-1)  # (row, col)
+    u = u.view(num_heads, pairs, 2) * mag[:, None]  # (heads, F, 2)
+    return torch.stack((u[..., 1], u[..., 0])).float()  # x, y rows
+
+
 def scale_frequencies(freqs: Tensor, scale: float, method: str = 'ntk',
                       train_extent: Optional[float] = None,
                       alpha: float = 1., beta: float = 32.) -> Tensor:
@@ -368,6 +404,25 @@ class SpiralRoPE(LinearAngleRoPE):
         self.register_buffer(
             'freqs', spiral_frequencies(head_dim, num_directions, theta),
             persistent=False)
+
+
+class GoldenGateRoPE(LinearAngleRoPE):
+    """Golden Gate RoPE: fixed :func:`golden_gate_frequencies` (every pair
+    of every head its own direction; ``min_freq``, ``max_freq``,
+    ``zero_fraction``), shared by blocks, in the reference's rotate-half
+    layout; ``freqs``: ``(2, heads, D/2)`` buffer (not saved)."""
+    shared = True
+    OPTIONS = ('min_freq', 'max_freq', 'zero_fraction', 'layout',
+               'freq_scaling')
+
+    def __init__(self, head_dim, num_heads, depth, min_freq=0.01,
+                 max_freq=1., zero_fraction=0., layout='half', **kwargs):
+        super().__init__(head_dim, num_heads, depth, layout=layout, **kwargs)
+        self.min_freq, self.max_freq = float(min_freq), float(max_freq)
+        self.zero_fraction = float(zero_fraction)
+        self.register_buffer('freqs', golden_gate_frequencies(
+            head_dim, num_heads, self.min_freq, self.max_freq,
+            self.zero_fraction), persistent=False)
 
 
 def upper_skew(raw: Tensor) -> Tensor:

@@ -258,7 +258,7 @@ APE = dict(rope=None, use_ape=True)
     (MIXED, APE, "RoPE 'mixed'", 'APE (pos_embed)',
      ['1 re-initialised (pos_embed)', '4 dropped (rope.freqs.0']),
     (AXIAL, MIXED, 'no position tensors (no position encoding, or a RoPE '
-     'that saves none: axial/dinov3/spiral/lookhere)', "RoPE 'mixed'",
+     'that saves none: axial/dinov3/spiral/lookhere/golden_gate)', "RoPE 'mixed'",
      ['4 re-initialised (rope.freqs.0']),
     (MIXED, AXIAL, "RoPE 'mixed'", "RoPE 'axial'", ['4 dropped (rope.freqs']),
     (dict(MIXED, use_ape=True), MIXED, "RoPE 'mixed' + APE (pos_embed)",

@@ -11,12 +11,14 @@ import pytest
 import torch
 from mmengine.config import Config
 
+import mmpos_positions
+
 timm = pytest.importorskip('timm')
 
 from mmpos.converters import DINOV3_BACKBONE, convert_timm_vit  # noqa: E402
-from mmpos.converters.to_timm import (export_to_timm,  # noqa: E402
-                                      mmpos_tokens, save_timm_folder,
-                                      timm_state_dict)
+from mmpos.converters.to_timm import (EXPORTABLE,  # noqa: E402
+                                      export_to_timm, mmpos_tokens,
+                                      save_timm_folder, timm_state_dict)
 from mmpos.errors import ConversionError  # noqa: E402
 from mmpos.models.backbones import RoPEVisionTransformer  # noqa: E402
 from mmpos.checkpoint import strip_prefix  # noqa: E402
@@ -122,8 +124,8 @@ def test_timm_state_dicts_survive_timm_mmpos_timm(name):
     assert all(torch.equal(back[k], state[k]) for k in state)
 
 
-@pytest.mark.parametrize('scheme', ['comrope', 'liere', 'string', 'spiral',
-                                    'lookhere'])
+@pytest.mark.parametrize('scheme', [n for n in mmpos_positions.SCHEMES
+                                    if n not in EXPORTABLE])
 def test_schemes_timm_lacks_are_refused_naming_the_scheme(scheme):
     with pytest.raises(ConversionError,
                        match=f"no model with the '{scheme}' position"):

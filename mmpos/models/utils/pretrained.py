@@ -21,7 +21,8 @@ it (a line of position keys only goes to DEBUG; other keys keep their
 warning); with ``strict=True`` in the ``Pretrained`` entry it is refused
 in one line (and so is any other missing or unexpected key).
 Schemes that save no tensors (``axial``, ``dinov3``, ``spiral``,
-``lookhere``) cannot be told apart by a checkpoint's keys.
+``lookhere``, ``golden_gate``) cannot be told apart by a checkpoint's
+keys.
 """
 import contextlib
 import functools

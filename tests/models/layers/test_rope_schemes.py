@@ -1,14 +1,19 @@
 """Paper-derived properties of the position schemes of
-``mmpos_positions`` (ComRoPE, LieRE, STRING, Spiral RoPE,
-LookHere, test-time frequency scaling), checked against mmpos' RoPE-Axial /
-RoPE-Mixed where a paper says a scheme reduces to one of them."""
+``mmpos_positions`` (ComRoPE, LieRE, STRING, Spiral RoPE, Golden Gate
+RoPE, LookHere, test-time frequency scaling), checked against mmpos'
+RoPE-Axial / RoPE-Mixed where a paper says a scheme reduces to one of them
+and against a reference's definition written out in the test."""
 import math
 
 import pytest
 import torch
 
-from mmpos_positions import (AxialRoPE, ComRoPE, LieRE, LookHere, MixedRoPE,
-                             RoPETable, SpiralRoPE, STRINGRoPE, grid_coords,
+import numpy as np
+from scipy.special import erfinv
+
+from mmpos_positions import (AxialRoPE, ComRoPE, GoldenGateRoPE, LieRE,
+                             LookHere, MixedRoPE, RoPETable, SpiralRoPE,
+                             STRINGRoPE, golden_gate_frequencies, grid_coords,
                              lookhere_bias, rope_angles, scale_frequencies,
                              spiral_frequencies)
 from mmpos_positions.linear import BasisRoPETable, upper_skew
@@ -62,6 +67,8 @@ def learnable_schemes():
 
 def commuting_schemes():
     return dict(spiral=SpiralRoPE(D, HEADS, DEPTH, num_directions=4),
+                golden_gate=GoldenGateRoPE(D, HEADS, DEPTH,
+                                           zero_fraction=.25),
                 **{k: v for k, v in learnable_schemes().items()
                    if k != 'liere'})
 
@@ -286,7 +293,9 @@ def test_string_basis_is_special_orthogonal_and_rotations_keep_norms():
     assert not torch.allclose(p, eye.expand_as(p), atol=1e-2)
     q, _ = qk()
     for name, scheme in {**learnable_schemes(),
-                         'spiral': SpiralRoPE(D, HEADS, DEPTH)}.items():
+                         'spiral': SpiralRoPE(D, HEADS, DEPTH),
+                         'golden_gate': GoldenGateRoPE(D, HEADS,
+                                                       DEPTH)}.items():
         for table in tables(scheme, torch.rand(2, 12, 2) * 4):
             assert torch.allclose(table.rotate(q).norm(dim=-1),
                                   q.norm(dim=-1), atol=1e-4), name
@@ -319,6 +328,55 @@ def test_spiral_directions_are_uniform_over_the_half_circle():
     assert torch.allclose(angles, torch.arange(4) * math.pi / 4, atol=1e-6)
     assert torch.allclose(freqs.norm(dim=0)[:4],
                           100.**(-torch.arange(4) / 4.), atol=1e-6)
+
+
+def golden_gate_reference(head_dim, heads, min_freq, max_freq, zeros):
+    """Golden Gate RoPE's ``(heads, F, 2)`` frequency vectors as its
+    reference defines them (jerryxio.ng/posts/nd-rope), in numpy: the
+    generalised golden ratio of 2-D (the real root of x^3 = x + 1), the
+    R-sequence of heads x F points, its normal quantiles normalised, times
+    ``zeros`` zeros then geometric magnitudes."""
+    g = max(r.real for r in np.roots([1, 0, -1, -1]) if abs(r.imag) < 1e-12)
+    pairs = head_dim // 2
+    i = np.arange(1, heads * pairs + 1)[:, None]
+    z = np.mod(i * g**-np.arange(1, 3.), 1.)
+    u = erfinv(2 * z - 1)
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    mag = np.concatenate((np.zeros(zeros), np.geomspace(
+        min_freq, max_freq, pairs - zeros)))
+    return u.reshape(heads, pairs, 2) * mag[:, None]
+
+
+def test_golden_gate_frequencies_follow_the_reference_definition():
+    want = golden_gate_reference(32, 6, .05, 3., 4)  # (heads, F, (row, col))
+    got = golden_gate_frequencies(32, 6, .05, 3., zero_fraction=.25)
+    assert got.shape == (2, 6, 16)
+    assert np.allclose(got[0].numpy(), want[..., 1], atol=1e-6)  # x: col
+    assert np.allclose(got[1].numpy(), want[..., 0], atol=1e-6)  # y: row
+    # every pair of every head its own direction, spread over the circle
+    angles = torch.atan2(got[1], got[0])[:, 4:].flatten()
+    assert len(set(angles.tolist())) == angles.numel()
+    assert angles.max() - angles.min() > 1.9 * math.pi
+
+
+def test_golden_gate_rotates_as_the_reference():
+    """The reference's rotation: ``theta = sum_p w u_p pos_p`` per pair,
+    ``(x cos - y sin, x sin + y cos)`` on the two halves of each head, at
+    positions ``(row, col)``; the zero pairs never turn."""
+    scheme = GoldenGateRoPE(D, HEADS, 1, min_freq=.1, max_freq=2.,
+                            zero_fraction=.25)
+    coords = grid_coords(3, 4)[None]  # (1, 12, (x, y))
+    q, _ = qk(batch=1, tokens=12)
+    got = scheme.block_table(0, coords).rotate(q)
+    freqs = torch.from_numpy(golden_gate_reference(D, HEADS, .1, 2., 2))
+    pos = coords.flip(-1).double()  # (row, col)
+    theta = torch.einsum('hfp,bnp->bhnf', freqs, pos)
+    x, y = q.double().chunk(2, dim=-1)
+    want = torch.cat((x * theta.cos() - y * theta.sin(),
+                      x * theta.sin() + y * theta.cos()), dim=-1)
+    assert torch.allclose(got.double(), want, atol=1e-5)
+    for half in (slice(0, 2), slice(D // 2, D // 2 + 2)):  # 2 zero pairs
+        assert torch.equal(got[..., half], q[..., half])
 
 
 def test_string_at_initialisation_is_rope_mixed():
@@ -437,7 +495,7 @@ def test_yarn_keeps_fast_pairs_and_interpolates_slow_ones():
 
 
 LINEAR = [dict(type='axial'), dict(type='mixed'), dict(type='spiral'),
-          dict(type='string')]
+          dict(type='string'), dict(type='golden_gate')]
 
 
 def build(cfg, **kwargs):

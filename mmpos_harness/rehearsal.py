@@ -377,13 +377,6 @@ def rehearse(config: str, procs: int = 2, work_root: str = None) -> dict:
                 wall_seconds=round(wall + wall2, 1))
 
 
-def result_path(config: str, out_dir: str = OUT_DIR) -> str:
-    """Where :func:`main` stores the rehearsal of ``config``:
-    ``<out_dir>/<config name>.json`` under the repository."""
-    return osp.join(ROOT, out_dir,
-                    osp.splitext(osp.basename(config))[0] + '.json')
-
-
 def markdown(out_dir: str = OUT_DIR,
              manifest: str = 'tools/paper_tables/manifest.yaml') -> str:
     """The stored rehearsals of ``out_dir`` as the distributed-training
@@ -430,7 +423,8 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     for config in args.configs:
         config = osp.relpath(osp.abspath(config), ROOT)
-        out = result_path(config, args.out_dir)
+        out = osp.join(ROOT, args.out_dir,
+                       osp.splitext(osp.basename(config))[0] + '.json')
         if osp.exists(out) and not args.redo:
             print(f'rehearse: {config}: stored ({out}); --redo to repeat')
             continue

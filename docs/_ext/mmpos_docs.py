@@ -4,9 +4,9 @@
   ``docs/_generated/`` (pages include them with MyST's ``{include}``):
   ``benchmarks.md`` from ``benchmarks/results/*.json`` (every row with its
   date and machine), ``rehearsals.md`` from ``results/rehearsals/*.json``
-  (:func:`mmpos_harness.rehearsal.markdown`), ``paper_tables/<paper>.md`` (every table of the paper
-  tables' manifest, paper-only rows included: the method pages' comparison
-  tables) and ``model_zoo.md`` (only the rows with a number of ours),
+  (:func:`mmpos_harness.rehearsal.markdown`), ``paper_tables/<paper>.md``
+  (every table of the paper tables' manifest, paper-only rows included:
+  the method pages' comparison tables) and ``model_zoo.md`` (only the rows with a number of ours),
   both with the table tool (``mmpos_harness.paper_tables``) from the runs
   under ``mmpos_paper_work_root``, and ``faq.md``, one question per row of
   the failures page's tables (:func:`faq_markdown`).
